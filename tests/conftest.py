@@ -1,0 +1,39 @@
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "fixtures"
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    folder: Path
+    before: str
+    after: str | None
+    spec: dict  # type: ignore[type-arg]
+
+
+def read_exact(path: Path) -> str:
+    # newline="" keeps CRLF files byte-faithful
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()
+
+
+def fixture_cases() -> list[Case]:
+    cases = []
+    for folder in sorted(p for p in FIXTURES.iterdir() if (p / "before.py").is_file()):
+        after = folder / "after.py"
+        cases.append(
+            Case(
+                name=folder.name,
+                folder=folder,
+                before=read_exact(folder / "before.py"),
+                after=read_exact(after) if after.is_file() else None,
+                spec=json.loads((folder / "case.json").read_text(encoding="utf-8")),
+            )
+        )
+    return cases

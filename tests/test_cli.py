@@ -1,0 +1,196 @@
+"""The command line end to end, in a subprocess-free CliRunner and with the real console script."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import ROOT
+from vjp_migrate.cli import main
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+OK = (ROOT / "examples" / "static_args_ok.py").read_text(encoding="utf-8")
+
+
+def run(*args: str, stdin: bytes | None = None) -> tuple[int, str, str]:
+    result = CliRunner().invoke(main, list(args), input=stdin, catch_exceptions=False)
+    return result.exit_code, result.stdout, result.stderr
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "seed.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "pkg" / "ok.py").write_text(OK, encoding="utf-8")
+    return tmp_path
+
+
+def test_check_reports_and_exits_1(tree: Path) -> None:
+    code, out, _ = run("check", str(tree))
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0].startswith(f"{tree / 'pkg' / 'seed.py'}:")
+    assert ": VJP001 `lo` (position 0) of custom_vjp `clip_gradient`" in lines[0]
+    assert lines[-1].startswith("Found 2 findings (2 fixable) in 2 files checked.")
+
+
+def test_check_clean_exits_0(tree: Path) -> None:
+    code, out, _ = run("check", str(tree / "pkg" / "ok.py"))
+    assert code == 0
+    assert "All checks passed (1 file checked)." in out
+
+
+def test_json_output_schema(tree: Path) -> None:
+    code, out, _ = run("check", "--output-format", "json", str(tree))
+    assert code == 1
+    findings = json.loads(out)
+    assert [f["argument"] for f in findings] == ["lo", "hi"]
+    first = findings[0]
+    assert set(first) == {
+        "code", "message", "path", "line", "column", "end_line", "end_column", "function",
+        "argument", "index", "fixable", "fix_safety", "reasons",
+    }
+    assert (first["code"], first["function"], first["index"], first["fixable"], first["fix_safety"]) == (
+        "VJP001", "clip_gradient", 0, True, "safe",
+    )
+    assert first["reasons"][0]["kind"] == "array" and "jnp.clip" in first["reasons"][0]["text"]
+
+
+def test_select_and_ignore(tree: Path) -> None:
+    assert run("check", "--select", "VJP002", str(tree))[0] == 0
+    assert run("check", "--ignore", "VJP001", str(tree))[0] == 0
+    assert run("check", "--select", "VJP", str(tree))[0] == 1
+    code, _, err = run("check", "--select", "XYZ1", str(tree))
+    assert code == 2 and "unknown rule selector" in err
+
+
+def test_fix_rewrites_in_place_then_is_clean(tree: Path) -> None:
+    code, out, _ = run("fix", str(tree))
+    assert code == 0
+    assert "Fixed 2 findings in 1 file." in out
+    assert "return x, (lo, hi)" in (tree / "pkg" / "seed.py").read_text(encoding="utf-8")
+    assert (tree / "pkg" / "ok.py").read_text(encoding="utf-8") == OK
+    assert run("check", str(tree))[0] == 0
+    assert run("fix", "--diff", str(tree))[0] == 0
+
+
+def test_fix_diff_writes_nothing_and_exits_1(tree: Path) -> None:
+    code, out, _ = run("fix", "--diff", str(tree))
+    assert code == 1
+    assert "+@jax.custom_vjp" in out and "-@partial(jax.custom_vjp, nondiff_argnums=(0, 1))" in out
+    assert (tree / "pkg" / "seed.py").read_text(encoding="utf-8") == SEED
+
+
+def test_exit_non_zero_on_fix_and_exit_zero(tree: Path, tmp_path: Path) -> None:
+    assert run("fix", "--exit-non-zero-on-fix", str(tree))[0] == 1
+    unknown = tmp_path / "unknown.py"
+    unknown.write_text(SEED.replace("jnp.clip(g, lo, hi)", "helper(g, lo, hi)"), encoding="utf-8")
+    assert run("fix", "--select", "VJP002", str(unknown))[0] == 1  # unsafe fix not applied
+    assert run("fix", "--select", "VJP002", "--exit-zero", str(unknown))[0] == 0
+    assert run("fix", "--select", "VJP002", "--unsafe-fixes", str(unknown))[0] == 0
+    assert "return x, (lo, hi)" in unknown.read_text(encoding="utf-8")
+
+
+def test_stdin_to_stdout() -> None:
+    code, out, _ = run("fix", "-", "--stdin-filename", "seed.py", stdin=SEED.encode())
+    assert code == 0
+    assert "def clip_gradient_bwd(res, g):" in out
+    code, out, _ = run("check", "-", "--stdin-filename", "seed.py", stdin=SEED.encode())
+    assert code == 1 and out.startswith("seed.py:")
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
+        pytest.param(b"def f(:\n    pass\n", "syntax error at line 1", id="syntax error"),
+        pytest.param(b"print 'hello'\n", "syntax error", id="python 2"),
+        pytest.param(b"\x00\x01\x02nondiff_argnums", "binary file", id="binary"),
+        pytest.param(b"x = '\xff\xfe nondiff_argnums'\n", "cannot be decoded as utf-8", id="undecodable"),
+        pytest.param(b"# -*- coding: klingon -*-\nx = 1\n", "bad encoding declaration", id="unknown cookie"),
+        pytest.param(b"x = (" * 300 + b"1" + b")" * 300 + b"\n", "too many nested parentheses", id="deep nesting"),
+    ],
+)
+def test_bad_files_get_one_line_and_exit_2(tmp_path: Path, content: bytes, reason: str) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_bytes(content)
+    good = tmp_path / "seed.py"
+    good.write_text(SEED, encoding="utf-8")
+    for command in (["check"], ["fix"], ["fix", "--diff"]):
+        code, out, err = run(*command, str(bad), str(good))
+        assert code == 2
+        assert err.count("\n") == 1 and err.startswith(f"{bad}: error: ") and reason in err
+        assert "Traceback" not in out + err
+    assert "return x, (lo, hi)" in good.read_text(encoding="utf-8")  # the good file was still fixed
+    assert bad.read_bytes() == content
+
+
+def test_not_a_regular_file_is_reported_not_read(tmp_path: Path) -> None:
+    fifo = tmp_path / "pipe.py"
+    os.mkfifo(fifo)
+    code, _, err = run("check", str(fifo), str(tmp_path / "missing.py"))
+    assert code == 2
+    assert f"{fifo}: error: not a regular file" in err
+    assert "missing.py: error: no such file or directory" in err
+
+
+def test_folder_walk_skips_vcs_venvs_and_gitignored(tmp_path: Path) -> None:
+    for folder in (".git", "node_modules", "__pycache__", "build", "myenv", "ignored", "src"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "seed.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr\n", encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("ignored/\n*_generated.py\n", encoding="utf-8")
+    (tmp_path / "src" / "x_generated.py").write_text(SEED, encoding="utf-8")
+    code, out, _ = run("check", "--output-format", "json", str(tmp_path))
+    assert code == 1
+    assert {Path(f["path"]).relative_to(tmp_path).as_posix() for f in json.loads(out)} == {"src/seed.py"}
+
+
+def test_encoding_bom_and_crlf_are_kept(tmp_path: Path) -> None:
+    latin = tmp_path / "latin.py"
+    latin.write_bytes(b"# -*- coding: latin-1 -*-\n# caf\xe9\n" + SEED.encode())
+    bom = tmp_path / "bom.py"
+    bom.write_bytes(b"\xef\xbb\xbf" + SEED.replace("\n", "\r\n").encode())
+    assert run("fix", str(latin), str(bom))[0] == 0
+    assert latin.read_bytes().startswith(b"# -*- coding: latin-1 -*-\n# caf\xe9\n")
+    data = bom.read_bytes()
+    assert data.startswith(b"\xef\xbb\xbf") and b"return x, (lo, hi)" in data
+    assert data.count(b"\r\n") == data.count(b"\n")
+
+
+def test_file_mode_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(SEED, encoding="utf-8")
+    path.chmod(0o754)
+    assert run("fix", str(path))[0] == 0
+    assert path.stat().st_mode & 0o777 == 0o754
+    assert [p.name for p in tmp_path.iterdir()] == ["seed.py"]  # no temporary file left
+
+
+def test_explain_rules_and_version() -> None:
+    code, out, _ = run("explain", "VJP001")
+    assert code == 0
+    for heading in ("## What it does", "## Why is this bad?", "## Example", "## Use instead", "## Fix safety"):
+        assert heading in out
+    assert "UnexpectedTracerError" in out
+    code, out, _ = run("rules")
+    assert code == 0 and [line.split()[0] for line in out.splitlines()] == ["VJP001", "VJP002", "VJP003", "VJP004"]
+    assert run("explain", "VJP999")[0] == 2
+    assert run("--version")[1].strip().startswith("vjp-migrate, version")
+
+
+def test_console_script_runs_without_jax_or_rich_imported(tmp_path: Path) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(SEED, encoding="utf-8")
+    probe = (
+        "import sys; from vjp_migrate.cli import main\n"
+        "try:\n    main(['check', sys.argv[1]])\nexcept SystemExit as e:\n    code = e.code\n"
+        "print('LOADED', 'jax' in sys.modules, 'rich' in sys.modules, code)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True).stdout
+    assert out.splitlines()[-1] == "LOADED False False 1"

@@ -1,0 +1,20 @@
+"""The README's generated parts and commands stay true."""
+
+from __future__ import annotations
+
+from conftest import ROOT
+from vjp_migrate.codes import rules_markdown
+
+
+def test_rule_table_is_generated_from_the_codes() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    table = text.split("<!-- rules:start -->\n", 1)[1].split("\n<!-- rules:end -->", 1)[0]
+    assert table == rules_markdown()
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    command = "pip install -e '.[test]' && pytest"
+    assert command in readme
+    assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    assert "pip install . && vjp-migrate fix --diff examples/" in readme

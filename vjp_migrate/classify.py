@@ -1,0 +1,472 @@
+"""Stage 4: site -> an ArgInfo per nondiff argument: STATIC, ARRAY or UNKNOWN, with the evidence.
+
+Static evidence wins over numeric use: a legitimate callable or setting must never be migrated.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+
+import libcst as cst
+
+from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.model import ArgInfo, ArgKind, Evidence, VjpSite
+from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
+
+LineOf = Callable[[cst.CSTNode], "int | None"]
+# How much a piece of evidence weighs.
+STRONG, WEAK, CALL_SITE, SCALAR = "strong", "weak", "call site", "scalar"
+
+STATIC_KEYWORDS = frozenset(
+    {
+        "shape", "newshape", "axis", "axes", "dtype", "num", "keepdims", "mode", "method",
+        "precision", "static_argnums", "static_argnames", "length", "unroll", "num_segments",
+        "dimension", "dimensions", "reverse", "ord", "k", "side", "order", "kind", "size",
+        "total_repeat_length", "indices_are_sorted", "unique_indices", "preferred_element_type",
+        "source", "destination", "window_dimensions", "window_strides", "padding", "n",
+    }
+)
+# Array libraries: a value passed to one of their functions is array data, except at these
+# positions (shapes, axes, sizes, dtypes, subscripts) and the callable positions below.
+ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
+STATIC_POSITIONS: dict[str, frozenset[int]] = {
+    **{f: frozenset({0}) for f in ("zeros", "ones", "empty", "eye", "identity", "tri")},
+    "full": frozenset({0}),
+    "arange": frozenset({0, 1, 2}),
+    "linspace": frozenset({2}),
+    "logspace": frozenset({2}),
+    "reshape": frozenset({1}),
+    "broadcast_to": frozenset({1}),
+    "tile": frozenset({1}),
+    "transpose": frozenset({1}),
+    "expand_dims": frozenset({1}),
+    "squeeze": frozenset({1}),
+    "moveaxis": frozenset({1, 2}),
+    "swapaxes": frozenset({1, 2}),
+    "concatenate": frozenset({1}),
+    "stack": frozenset({1}),
+    "split": frozenset({1, 2}),
+    "repeat": frozenset({1, 2}),
+    "pad": frozenset({1, 2}),
+    "einsum": frozenset({0}),
+    "astype": frozenset({1}),
+    "zeros_like": frozenset({1}),
+    "ones_like": frozenset({1}),
+    "flip": frozenset({1}),
+    "roll": frozenset({2}),
+    "take": frozenset({2}),
+    "dynamic_slice": frozenset({2}),
+    "slice": frozenset({1, 2, 3}),
+    "fori_loop": frozenset({0, 1, 2}),
+    "top_k": frozenset({1}),
+    "convert_element_type": frozenset({1}),
+    "broadcast_in_dim": frozenset({1, 2}),
+    "one_hot": frozenset({1}),
+    "normal": frozenset({1, 2}),
+    "uniform": frozenset({1, 2}),
+    "bernoulli": frozenset({2}),
+    "split_key": frozenset({1}),
+    "resize": frozenset({1, 2}),
+    **{
+        f: frozenset({1})
+        for f in (
+            "sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all",
+            "cumsum", "cumprod", "logsumexp", "softmax", "log_softmax", "norm", "median", "sort",
+            "argsort", "nansum", "nanmean", "amax", "amin", "ptp", "average", "reduce_sum",
+            "reduce_max", "reduce_min", "psum", "pmean", "all_gather",
+        )
+    },
+}
+CALLABLE_POSITIONS: dict[str, frozenset[int]] = {
+    "scan": frozenset({0}),
+    "map": frozenset({0}),
+    "while_loop": frozenset({0, 1}),
+    "cond": frozenset({1, 2}),
+    "switch": frozenset({1}),
+    "custom_root": frozenset({1, 2, 3}),
+    "custom_linear_solve": frozenset({0, 2, 3}),
+    "associative_scan": frozenset({0}),
+    "reduce": frozenset({3}),
+}
+# jax.* transformations take the function first; for vjp/jvp/linearize the rest are primals.
+JAX_TRANSFORMS = frozenset(
+    {
+        "jax.grad", "jax.value_and_grad", "jax.vjp", "jax.jvp", "jax.linearize", "jax.vmap",
+        "jax.jit", "jax.pmap", "jax.checkpoint", "jax.remat", "jax.jacfwd", "jax.jacrev",
+        "jax.hessian", "jax.eval_shape", "jax.closure_convert", "jax.make_jaxpr",
+        "jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map", "jax.custom_jvp",
+        "jax.custom_vjp", "jax.linear_transpose", "functools.partial", "functools.reduce",
+    }
+)
+STATIC_BUILTINS = frozenset(
+    {"builtins.range", "builtins.int", "builtins.bool", "builtins.hash", "builtins.str", "builtins.slice", "builtins.callable"}
+)
+ARRAY_ATTRIBUTES = frozenset(
+    {
+        "shape", "dtype", "ndim", "size", "T", "mT", "at", "real", "imag", "astype", "reshape",
+        "sum", "mean", "max", "min", "prod", "dot", "transpose", "squeeze", "ravel", "flatten",
+        "conj", "clip", "std", "var", "argmax", "argmin", "cumsum", "swapaxes", "block_until_ready",
+    }
+)
+ARRAY_ANNOTATIONS = frozenset(
+    {
+        "jax.Array", "jax.numpy.ndarray", "numpy.ndarray", "jax.typing.ArrayLike", "jax.Array",
+        "chex.Array", "chex.ArrayTree", "jaxtyping.Array", "jaxtyping.ArrayLike",
+    }
+)
+ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
+SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
+STATIC_ANNOTATION_NAMES = frozenset(
+    {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}
+)
+
+
+def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """The name an expression is rooted at: ``p``, ``p["w"]``, ``p[0][1]``, ``p.T``."""
+    while True:
+        if isinstance(expr, cst.Subscript):
+            expr = expr.value
+        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag"):
+            expr = expr.value
+        else:
+            return expr
+
+
+@dataclass(frozen=True)
+class Context:
+    imports: ImportTable
+    helpers: dict[str, cst.FunctionDef]  # module-level functions, followed one call deep at a time
+    line_of: LineOf
+
+
+class Uses(cst.CSTVisitor):
+    """Collects evidence about how one name is used inside one function body."""
+
+    def __init__(self, names: set[str], ctx: Context, where: str, depth: int = 0) -> None:
+        self.names = set(names)
+        self.ctx = ctx
+        self.where = where
+        self.depth = depth
+        self.evidence: list[tuple[Evidence, str]] = []
+
+    def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG) -> None:
+        self.evidence.append((Evidence(kind, f"{text} in {self.where}", self.ctx.line_of(node)), weight))
+
+    def _rooted(self, expr: cst.BaseExpression) -> bool:
+        root = _strip(expr)
+        return isinstance(root, cst.Name) and root.value in self.names
+
+    def _mentions(self, expr: cst.CSTNode) -> bool:
+        finder = _NameFinder(self.names)
+        expr.visit(finder)
+        return finder.found
+
+    # Nested functions that rebind the name as a parameter shadow it.
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return not (set(positional_params(node)) & self.names)
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return not ({p.name.value for p in node.params.params} & self.names)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value in self.names:
+            for target in node.targets:
+                if isinstance(target.target, cst.Name):
+                    self.names.add(target.target.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if isinstance(node.func, cst.Name) and node.func.value in self.names:
+            self._add(ArgKind.STATIC, "called as a function", node)
+        positional = 0
+        for arg in node.args:
+            if arg.keyword is None and arg.star:
+                positional = -1_000  # positions after *args are unknown
+            if self._rooted(arg.value) and not arg.star:
+                keyword = arg.keyword.value if arg.keyword else None
+                self._call_arg(node, positional if keyword is None else -1, keyword)
+            if arg.keyword is None:
+                positional += 1
+
+    def _call_arg(self, call: cst.Call, position: int, keyword: str | None) -> None:
+        func_text = dotted(call.func) or "a call"
+        if keyword in STATIC_KEYWORDS:
+            self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call)
+            return
+        qname = self.ctx.imports.qualify(call.func)
+        if qname is None:
+            self._follow(call, func_text, position, keyword)
+            return
+        last = qname.rsplit(".", 1)[-1]
+        if qname in STATIC_BUILTINS:
+            self._add(ArgKind.STATIC, f"passed to `{func_text}`", call)
+        elif qname in JAX_TRANSFORMS:
+            if position == 0:
+                self._add(ArgKind.STATIC, f"passed as the function to `{func_text}`", call)
+            elif qname in ("jax.vjp", "jax.jvp", "jax.linearize"):
+                self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call)
+            elif "tree" in qname:
+                self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK)
+        elif qname.startswith(ARRAY_MODULES):
+            if position in CALLABLE_POSITIONS.get(last, ()) or (keyword and "fun" in keyword):
+                self._add(ArgKind.STATIC, f"passed as a function to `{func_text}`", call)
+            elif position in STATIC_POSITIONS.get(last, ()):
+                self._add(ArgKind.STATIC, f"passed as a shape/axis/size to `{func_text}`", call)
+            else:
+                self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call)
+
+    def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None) -> None:
+        helper = self.ctx.helpers.get(func_text)
+        if helper is None or self.depth >= 3 or isinstance(call.func, cst.Attribute):
+            self.evidence.append((Evidence(ArgKind.UNKNOWN, f"passed to `{func_text}`, which is not analysed, in {self.where}", self.ctx.line_of(call)), WEAK))
+            return
+        params = positional_params(helper)
+        target = keyword if keyword in params else (params[position] if 0 <= position < len(params) else None)
+        if target is None:
+            return
+        inner = Uses({target}, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
+        for stmt in body_statements(helper):
+            stmt.visit(inner)
+        self.evidence.extend(inner.evidence)
+        self.evidence.extend(annotation_evidence(helper, params.index(target), self.ctx, inner.where))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if self._rooted(side):
+                if isinstance(other, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+                    self._add(ArgKind.STATIC, "combined with a string", node)
+                else:
+                    self._add(ArgKind.ARRAY, "used in arithmetic", node)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if self._rooted(node.expression):
+            if isinstance(node.operator, cst.Not):
+                self._add(ArgKind.STATIC, "used as a truth value", node)
+            else:
+                self._add(ArgKind.ARRAY, "used in arithmetic", node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        operands = [node.left, *(t.comparator for t in node.comparisons)]
+        if not any(self._rooted(o) for o in operands):
+            return
+        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
+            return  # `x is None` says nothing: optional arrays are common
+        if any(_is_string_like(o) for o in operands):
+            self._add(ArgKind.STATIC, "compared with a string", node)
+        else:
+            self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
+
+    def _control(self, test: cst.BaseExpression, node: cst.CSTNode, what: str) -> None:
+        if self._mentions(_drop_none_checks(test)):
+            self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._control(node.test, node, "if")
+
+    def visit_While(self, node: cst.While) -> None:
+        self._control(node.test, node, "while")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._control(node.test, node, "... if ... else ...")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
+            self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node)
+
+
+class _NameFinder(cst.CSTVisitor):
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or node.value in self.names
+
+
+def _is_string_like(expr: cst.BaseExpression) -> bool:
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+        return True
+    if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        return bool(expr.elements) and all(_is_string_like(e.value) for e in expr.elements)
+    return False
+
+
+def _drop_none_checks(test: cst.BaseExpression) -> cst.BaseExpression:
+    """``x is None`` / ``x is not None`` inside a test are fine for arrays; blank them out."""
+
+    class Blank(cst.CSTTransformer):
+        def leave_Comparison(
+            self, original_node: cst.Comparison, updated_node: cst.Comparison
+        ) -> cst.BaseExpression:
+            if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in updated_node.comparisons):
+                return cst.Name("None")
+            return updated_node
+
+    result = test.visit(Blank())
+    assert isinstance(result, cst.BaseExpression)
+    return result
+
+
+def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    yield expr
+    if isinstance(expr, cst.Subscript):
+        for element in expr.slice:
+            if isinstance(element.slice, cst.Index):
+                yield from _annotation_names(element.slice.value)
+    elif isinstance(expr, cst.BinaryOperation):  # X | None
+        yield from _annotation_names(expr.left)
+        yield from _annotation_names(expr.right)
+
+
+def annotation_evidence(func: cst.FunctionDef, index: int, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
+    """Evidence from the parameter's annotation and default."""
+    params = [*func.params.posonly_params, *func.params.params]
+    if not 0 <= index < len(params):
+        return []
+    param = params[index]
+    found: list[tuple[Evidence, str]] = []
+    line = ctx.line_of(param)
+    if param.annotation is not None:
+        annotation = param.annotation.annotation
+        text = cst.Module([]).code_for_node(annotation)
+        for part in _annotation_names(annotation):
+            qname = ctx.imports.qualify(part) or ""
+            last = (dotted(part) or "").rsplit(".", 1)[-1]
+            if qname in ARRAY_ANNOTATIONS or last in ARRAY_ANNOTATION_NAMES:
+                found.append((Evidence(ArgKind.ARRAY, f"annotated `{text}` in {where}", line), STRONG))
+                break
+            if last in SCALAR_ANNOTATION_NAMES and all(
+                (dotted(p) or "") in (*SCALAR_ANNOTATION_NAMES, "None", "Optional", "typing.Optional")
+                for p in _annotation_names(annotation) if not isinstance(p, (cst.Subscript, cst.BinaryOperation))
+            ):
+                note = "a Python number, which may be a static setting"
+                found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
+                break
+            if last in STATIC_ANNOTATION_NAMES or (
+                isinstance(part, cst.Subscript) and last in ("tuple", "Tuple") and "int" in text
+            ):
+                found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}", line), STRONG))
+                break
+    default = param.default
+    if isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.Lambda)) or (
+        isinstance(default, cst.Name) and default.value in ("True", "False")
+    ):
+        text = cst.Module([]).code_for_node(default)
+        found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", line), STRONG))
+    return found
+
+
+def call_site_evidence(value: cst.BaseExpression, ctx: Context, caller: cst.FunctionDef | None, line: int | None) -> tuple[Evidence, str] | None:
+    """What the value passed at one call site of the primal says about the argument."""
+    text = cst.Module([]).code_for_node(value)
+    at = f"at a call site (`{text}`)"
+    if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and value.value in ctx.helpers):
+        return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
+    if _is_string_like(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
+        return Evidence(ArgKind.STATIC, f"a constant is passed {at}", line), CALL_SITE
+    if isinstance(value, (cst.Tuple, cst.List)) and value.elements and all(
+        isinstance(e.value, cst.Integer) for e in value.elements
+    ):
+        return Evidence(ArgKind.STATIC, f"a shape is passed {at}", line), CALL_SITE
+    qname = ctx.imports.qualify(value.func if isinstance(value, cst.Call) else value) or ""
+    if isinstance(value, cst.Call) and qname.startswith(ARRAY_MODULES):
+        return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
+    if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
+        return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
+    if isinstance(value, cst.Name) and caller is not None:
+        params = positional_params(caller)
+        if value.value in params:
+            static = jit_static_positions(caller, params, ctx.imports)
+            if params.index(value.value) in static:
+                return Evidence(ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line), CALL_SITE
+    return None
+
+
+class CallSites(cst.CSTVisitor):
+    """Calls of a custom_vjp in the module, with the function each call is in."""
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.stack: list[cst.FunctionDef] = []
+        self.calls: list[tuple[cst.Call, cst.FunctionDef | None]] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.stack.append(node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.stack.pop()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if dotted(node.func) in self.names:
+            self.calls.append((node, self.stack[-1] if self.stack else None))
+
+
+def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
+    position = 0
+    for arg in call.args:
+        if arg.keyword is not None:
+            if arg.keyword.value == name:
+                return arg.value
+        elif arg.star:
+            return None
+        else:
+            if position == index:
+                return arg.value
+            position += 1
+    return None
+
+
+def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
+    """One ArgInfo per nondiff position of the site that names a positional parameter."""
+    finder = CallSites({site.name, site.qualname})
+    module.visit(finder)
+    infos: list[ArgInfo] = []
+    for order, index in enumerate(site.nondiff.positions):
+        if index >= len(site.params):
+            continue
+        name = site.params[index]
+        evidence: list[tuple[Evidence, str]] = []
+        if index in site.jit_static:
+            evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
+        roles: list[tuple[str, cst.FunctionDef | None, int]] = [("the primal", site.primal, index)]
+        if site.fwd is not None and site.fwd.node is not None:
+            roles.append(("fwd", site.fwd.node, index))
+        if site.bwd is not None and site.bwd.node is not None:
+            roles.append(("bwd", site.bwd.node, order))
+        for role, func, position in roles:
+            params = positional_params(func) if func is not None else ()
+            if func is None or position >= len(params):
+                continue
+            where = f"{role} `{func.name.value}`"
+            uses = Uses({params[position]}, ctx, where)
+            for stmt in body_statements(func):
+                stmt.visit(uses)
+            evidence.extend(uses.evidence)
+            evidence.extend(annotation_evidence(func, position, ctx, where))
+        for call, caller in finder.calls:
+            value = _call_value(call, index, name)
+            found = call_site_evidence(value, ctx, caller, ctx.line_of(call)) if value is not None else None
+            if found is not None:
+                evidence.append(found)
+        infos.append(_decide(index, name, evidence))
+    return infos
+
+
+def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgInfo:
+    static = [e for e, _ in evidence if e.kind is ArgKind.STATIC]
+    if static:
+        return ArgInfo(index, name, ArgKind.STATIC, tuple(static), False)
+    array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
+    scalar = [e for e, weight in evidence if weight == SCALAR]
+    # A Python-number annotation means numeric use proves nothing; an array passed at a call
+    # site or an array annotation still does.
+    decisive = [e for e, weight in array if weight == CALL_SITE or "annotated" in e.text]
+    if array and (decisive or not scalar):
+        strong = any(weight != WEAK for _, weight in array)
+        return ArgInfo(index, name, ArgKind.ARRAY, tuple(e for e, _ in array), strong)
+    unknown = [e for e, _ in evidence if e.kind is ArgKind.UNKNOWN]
+    return ArgInfo(index, name, ArgKind.UNKNOWN, tuple(unknown + [e for e, _ in array]), False)
+
+
+def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    return {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}

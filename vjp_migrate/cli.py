@@ -1,0 +1,180 @@
+"""The command line: parse options, call the api, print, set the exit code. Nothing else."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from vjp_migrate import __version__
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+def _codes(values: tuple[str, ...]) -> list[str] | None:
+    codes = [c for value in values for c in value.split(",") if c.strip()]
+    return codes or None
+
+
+def _settings(select: tuple[str, ...], ignore: tuple[str, ...], unsafe_fixes: bool = False) -> object:
+    from vjp_migrate.codes import expand_selection
+    from vjp_migrate.model import Settings
+
+    try:
+        return Settings(expand_selection(_codes(select), _codes(ignore)), unsafe_fixes)
+    except ValueError as error:
+        raise click.UsageError(str(error)) from None
+
+
+_select = click.option("--select", multiple=True, help="Codes or prefixes to enable (replaces the default set), e.g. VJP002 or VJP.")
+_ignore = click.option("--ignore", multiple=True, help="Codes or prefixes to disable.")
+_stdin_name = click.option("--stdin-filename", default="-", help="The name to report for source read from stdin (PATH '-').")
+_exclude = click.option("--exclude", multiple=True, help="File or folder name patterns to skip (fnmatch), on top of the built-in ones.")
+_reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, "--version", "-V", prog_name="vjp-migrate")
+def main() -> None:
+    """Find and migrate jax.custom_vjp functions with array-valued nondiff_argnums."""
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
+@_select
+@_ignore
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_reasons
+@_stdin_name
+@_exclude
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+def check(
+    paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], output_format: str,
+    show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...], exit_zero: bool,
+) -> None:
+    """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
+    from vjp_migrate import api, report
+
+    settings = _settings(select, ignore)
+    if paths == (Path("-"),):
+        results = [api.check_stdin(sys.stdin.buffer.read(), stdin_filename, settings)]  # type: ignore[arg-type]
+    else:
+        results = api.check_paths(list(paths), settings, exclude)  # type: ignore[arg-type]
+    report.print_errors(results)
+    if output_format == "json":
+        sys.stdout.write(report.render_json(results))
+    else:
+        report.print_check(results, show_reasons)
+    if any(r.status.value == "failed" for r in results):
+        sys.exit(EXIT_ERROR)
+    found = any(r.diagnostics for r in results)
+    sys.exit(EXIT_FINDINGS if found and not exit_zero else EXIT_CLEAN)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
+@_select
+@_ignore
+@click.option("--diff", is_flag=True, help="Print a unified diff, write nothing, exit 1 if anything would change.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe.")
+@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was changed.")
+@_reasons
+@_stdin_name
+@_exclude
+def fix(
+    paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], diff: bool, unsafe_fixes: bool,
+    exit_zero: bool, exit_non_zero_on_fix: bool, show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...],
+) -> None:
+    """Rewrite old-style custom_vjp functions in place (or show the diff)."""
+    from vjp_migrate import api, report
+
+    settings = _settings(select, ignore, unsafe_fixes)
+    if paths == (Path("-"),):
+        result = api.fix_stdin(sys.stdin.buffer.read(), stdin_filename, settings)  # type: ignore[arg-type]
+        report.print_errors([result])
+        if result.status.value == "failed":
+            sys.exit(EXIT_ERROR)
+        sys.stdout.write(result.new_text or "")
+        results = [result]
+        for d in result.remaining:
+            sys.stderr.write(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
+    else:
+        results = api.fix_paths(list(paths), settings, write=not diff, exclude=exclude)  # type: ignore[arg-type]
+        report.print_errors(results)
+        report.print_fix(results, diff, show_reasons)
+    if any(r.status.value == "failed" for r in results):
+        sys.exit(EXIT_ERROR)
+    changed = any(r.changed for r in results)
+    remaining = any(r.remaining for r in results)
+    if (diff and changed) or (exit_non_zero_on_fix and changed):
+        sys.exit(EXIT_FINDINGS)
+    sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+_file = click.Path(exists=True, dir_okay=False, path_type=Path)
+
+
+@main.command("verify")
+@click.argument("before", type=_file)
+@click.argument("after", type=_file)
+@click.option("--examples", type=_file, help="A Python file defining EXAMPLES = {'name': [args_tuple, ...]}.")
+@click.option("--inputs", type=_file, help="A recording made by `vjp-migrate record`.")
+@click.option("--rtol", type=float, help="Relative tolerance (default: by dtype).")
+@click.option("--atol", type=float, help="Absolute tolerance (default: by dtype).")
+@click.option("--device", type=click.Choice(["cpu", "gpu", "tpu", "all"]), help="Backend (default: JAX's default).")
+@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds before the run is stopped.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random cotangents and inputs.")
+@click.option("--strict", is_flag=True, help="Exit 2 when a function could not be verified for lack of inputs.")
+@click.option("--emit-tests", type=click.Path(file_okay=False, path_type=Path), help="Write a pytest file per function here.")
+@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def verify_command(
+    before: Path, after: Path, examples: Path | None, inputs: Path | None, rtol: float | None, atol: float | None,
+    device: str | None, timeout: float, seed: int, strict: bool, emit_tests: Path | None, output_format: str,
+) -> None:
+    """Prove a migration with real JAX gradients (runs both modules in a subprocess).
+
+    Exit 0 all verified equal, 1 a mismatch, 2 something could not be run.
+    """
+    from vjp_migrate.verify import VerifyOptions, render_report, verify_files
+
+    options = VerifyOptions(examples, inputs, rtol, atol, device, timeout, seed, strict, emit_tests)
+    result = verify_files(before, after, options)
+    click.echo(render_report(result, output_format), nl=output_format == "json")
+    sys.exit(result.exit_code)
+
+
+@main.command("record", context_settings={"ignore_unknown_options": True})
+@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The recording to write (.npz).")
+@click.option("--max-calls", type=int, default=5, show_default=True, help="Calls kept per function.")
+@click.option("--timeout", type=float, help="Seconds before the command is stopped.")
+@click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
+def record_command(out: Path, max_calls: int, timeout: float | None, command: tuple[str, ...]) -> None:
+    """Run COMMAND, recording the arguments of every custom_vjp call: `record --out in.npz -- pytest tests/`."""
+    from vjp_migrate.verify.record import record
+
+    result = record(list(command), out, max_calls, timeout)
+    click.echo(result.message, err=True)
+    sys.exit(result.exit_code)
+
+
+@main.command()
+@click.argument("code")
+def explain(code: str) -> None:
+    """Print the documentation of one rule (e.g. VJP001)."""
+    from vjp_migrate.codes import BY_CODE, explain as explain_code
+
+    if code.upper() not in BY_CODE:
+        raise click.UsageError(f"unknown rule code: {code!r} (known: {', '.join(BY_CODE)})")
+    click.echo(explain_code(code.upper()))
+
+
+@main.command()
+def rules() -> None:
+    """List every rule with its default state and fix safety."""
+    from vjp_migrate.codes import CODES
+
+    for c in CODES:
+        state = "default" if c.default else "opt-in"
+        click.echo(f"{c.code}  {c.name:<32} {state:<8} fix: {c.fix_safety.value}")

@@ -1,0 +1,246 @@
+"""The table of diagnostic codes, as data: messages, fix titles and docs all live here."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from vjp_migrate.model import FixSafety
+
+
+@dataclass(frozen=True)
+class Code:
+    code: str
+    name: str
+    message: str  # a str.format template: {function}, {argument}, {index}, {detail}
+    fix_title: str | None
+    fix_safety: FixSafety
+    default: bool  # selected when the user selects nothing
+    # Words one of which must occur in a file's bytes for this code to be possible there.
+    triggers: tuple[bytes, ...]
+    what: str
+    why: str
+    example: str
+    use_instead: str
+    safety: str
+
+
+_TRACER_WHY = (
+    "Since JAX PR #4008 an argument listed in a `custom_vjp`'s `nondiff_argnums` must never be "
+    "a Tracer. Array-valued arguments there fail with `UnexpectedTracerError` (\"Found a JAX "
+    "Tracer object passed as an argument to a custom_vjp function in a position indicated by "
+    "nondiff_argnums as non-differentiable\") as soon as the function runs under `jit`, `vmap`, "
+    "`scan` or `grad` of those arguments. JAX's guide: array-valued arguments should not be "
+    "indicated as nondiff_argnums; pass them as regular arguments, save them as residuals in "
+    "fwd, and return `None` for them from bwd."
+)
+
+_BEFORE = '''\
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def clip_gradient(lo, hi, x):
+    return x
+
+def clip_gradient_fwd(lo, hi, x):
+    return x, None
+
+def clip_gradient_bwd(lo, hi, _, g):
+    return (jnp.clip(g, lo, hi),)
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+'''
+
+_AFTER = '''\
+@jax.custom_vjp
+def clip_gradient(lo, hi, x):
+    return x
+
+def clip_gradient_fwd(lo, hi, x):
+    return x, (lo, hi)
+
+def clip_gradient_bwd(res, g):
+    lo, hi = res
+    return (None, None, jnp.clip(g, lo, hi))
+
+clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
+'''
+
+_NONDIFF = (b"nondiff_arg",)
+
+CODES: tuple[Code, ...] = (
+    Code(
+        code="VJP001",
+        name="array-in-nondiff-argnums",
+        message=(
+            "`{argument}` (position {index}) of custom_vjp `{function}` is array-valued but listed "
+            "in nondiff_argnums; it raises UnexpectedTracerError under jit/vmap/grad"
+        ),
+        fix_title="Pass `{argument}` as a regular argument, save it as a residual in fwd, return None for it in bwd",
+        fix_safety=FixSafety.SAFE,
+        default=True,
+        triggers=_NONDIFF,
+        what=(
+            "Finds `jax.custom_vjp` functions whose `nondiff_argnums`/`nondiff_argnames` list an "
+            "argument that the code uses as array data (jnp/lax operations, arithmetic, array "
+            "attributes, array annotations, array values at call sites)."
+        ),
+        why=_TRACER_WHY,
+        example=_BEFORE,
+        use_instead=_AFTER,
+        safety=(
+            "Safe when every migrated argument has clear array evidence and no static use; the "
+            "gradients of the differentiable arguments are unchanged and the migrated arguments "
+            "get `None` cotangents. Weaker evidence makes the fix unsafe (`--unsafe-fixes`)."
+        ),
+    ),
+    Code(
+        code="VJP002",
+        name="unknown-nondiff-argument",
+        message=(
+            "cannot tell whether `{argument}` (position {index}) of custom_vjp `{function}` is an "
+            "array or a static setting; if it can be a Tracer it must leave nondiff_argnums"
+        ),
+        fix_title="Treat `{argument}` as an array: pass it as a regular argument",
+        fix_safety=FixSafety.UNSAFE,
+        default=False,
+        triggers=_NONDIFF,
+        what=(
+            "Finds nondiff arguments of a `jax.custom_vjp` whose kind the tool cannot decide: "
+            "they only reach helpers defined elsewhere, or are annotated `float`/`int` with no use seen."
+        ),
+        why=(
+            "If such an argument is ever an array, the function fails under jit/vmap with "
+            "UnexpectedTracerError. " + _TRACER_WHY.split(". ", 1)[1]
+        ),
+        example=_BEFORE.replace("jnp.clip(g, lo, hi)", "my_clip(g, lo, hi)"),
+        use_instead=_AFTER.replace("jnp.clip(g, lo, hi)", "my_clip(g, lo, hi)"),
+        safety=(
+            "Unsafe: if the argument is really a static setting (say, a callable or a shape), "
+            "passing it as a regular argument breaks the function. Off by default; "
+            "`--select VJP002 --unsafe-fixes` applies it."
+        ),
+    ),
+    Code(
+        code="VJP003",
+        name="cannot-rewrite-nondiff-array",
+        message=(
+            "`{argument}` (position {index}) of custom_vjp `{function}` is array-valued but listed "
+            "in nondiff_argnums, and the rule cannot be rewritten automatically: {detail}"
+        ),
+        fix_title=None,
+        fix_safety=FixSafety.NONE,
+        default=True,
+        triggers=_NONDIFF,
+        what=(
+            "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd not "
+            "defined in the module, given as lambdas, shared by several custom_vjp functions, "
+            "nondiff_argnums given by a variable, fwd rebinding the argument, and similar."
+        ),
+        why=_TRACER_WHY,
+        example=_BEFORE.replace(
+            "clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)",
+            "clip_gradient.defvjp(clip_gradient_fwd, lambda lo, hi, _, g: (jnp.clip(g, lo, hi),))",
+        ),
+        use_instead=_AFTER,
+        safety=(
+            "No automatic fix. By hand: remove the argument from nondiff_argnums, return it as a "
+            "residual from fwd, read it from the residuals in bwd and return None for it."
+        ),
+    ),
+    Code(
+        code="VJP004",
+        name="inconsistent-vjp-rule",
+        message="custom_vjp `{function}` has an inconsistent rule: {detail}",
+        fix_title=None,
+        fix_safety=FixSafety.NONE,
+        default=True,
+        triggers=_NONDIFF,
+        what=(
+            "Finds custom_vjp rules whose shapes do not fit the primal: bwd's parameter count is not "
+            "the number of nondiff arguments + 2, fwd's parameter count differs from the primal's, "
+            "or the bwd of a one-argument primal returns a bare value instead of a tuple."
+        ),
+        why=(
+            "JAX calls bwd as `bwd(*nondiff_args, residuals, g)` and requires a tuple with one "
+            "cotangent per differentiable argument. Rules like these are often half-migrated by "
+            "hand; they fail when differentiated."
+        ),
+        example=_BEFORE.replace("def clip_gradient_bwd(lo, hi, _, g):", "def clip_gradient_bwd(res, g):"),
+        use_instead=_AFTER,
+        safety="Never rewritten: the intent of an inconsistent rule cannot be read from the code.",
+    ),
+)
+
+BY_CODE: dict[str, Code] = {c.code: c for c in CODES}
+DEFAULT_SELECT: frozenset[str] = frozenset(c.code for c in CODES if c.default)
+
+
+def expand_selection(select: list[str] | None, ignore: list[str] | None) -> frozenset[str]:
+    """Resolve ruff-style selectors (exact codes, prefixes such as ``VJP00``, ``ALL``).
+
+    Raises ValueError naming a selector that matches no code.
+    """
+
+    def matching(selector: str) -> set[str]:
+        selector = selector.strip().upper()
+        if selector == "ALL":
+            return set(BY_CODE)
+        found = {code for code in BY_CODE if code.startswith(selector)}
+        if not selector or not found:
+            raise ValueError(f"unknown rule selector: {selector!r}")
+        return found
+
+    chosen = set(DEFAULT_SELECT) if select is None else set().union(*map(matching, select))
+    for selector in ignore or []:
+        chosen -= matching(selector)
+    return frozenset(chosen)
+
+
+def triggers_for(select: frozenset[str]) -> tuple[bytes, ...]:
+    """The words a file must contain for any selected code to be possible in it."""
+    return tuple(sorted({word for code in select for word in BY_CODE[code].triggers}))
+
+
+def format_message(code: str, **values: object) -> str:
+    return BY_CODE[code].message.format(**values)
+
+
+def explain(code: str) -> str:
+    """The rule's documentation in ruff's headings, as Markdown."""
+    c = BY_CODE[code]
+    return "\n".join(
+        [
+            f"# {c.name} ({c.code})",
+            "",
+            f"Fix is {'always ' if c.fix_safety is FixSafety.SAFE else ''}"
+            + ("not available." if c.fix_safety is FixSafety.NONE else f"{c.fix_safety.value} (available).")
+            + ("" if c.default else " Off by default: enable it with `--select " + c.code + "`."),
+            "",
+            "## What it does",
+            c.what,
+            "",
+            "## Why is this bad?",
+            c.why,
+            "",
+            "## Example",
+            "```python",
+            c.example.rstrip(),
+            "```",
+            "",
+            "## Use instead",
+            "```python",
+            c.use_instead.rstrip(),
+            "```",
+            "",
+            "## Fix safety",
+            c.safety,
+            "",
+        ]
+    )
+
+
+def rules_markdown() -> str:
+    """The README's rule table, generated from this table (a test keeps the README in sync)."""
+    rows = ["| Code | Name | Default | Fix | Message |", "| --- | --- | --- | --- | --- |"]
+    for c in CODES:
+        message = c.message.replace("{", "").replace("}", "").replace("|", "\\|")
+        rows.append(f"| {c.code} | {c.name} | {'on' if c.default else 'off'} | {c.fix_safety.value} | {message} |")
+    return "\n".join(rows)

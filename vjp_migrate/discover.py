@@ -1,0 +1,124 @@
+"""Stage 1: paths -> the files to look at (skipping VCS, virtualenvs, caches and .gitignore'd paths)."""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import stat
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "__pycache__", "build", "dist", "node_modules", ".venv", "venv",
+        ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".eggs", ".ipynb_checkpoints",
+    }
+)
+SUFFIXES = (".py", ".pyi")
+
+
+@dataclass(frozen=True)
+class Candidate:
+    path: Path
+    explicit: bool  # named on the command line: always parsed, never pre-filtered away
+
+
+@dataclass(frozen=True)
+class Rejected:
+    path: Path
+    reason: str
+
+
+@dataclass(frozen=True)
+class _Rule:
+    base: Path
+    pattern: str
+    negate: bool
+    dir_only: bool
+    anchored: bool
+
+    def matches(self, path: Path, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        try:
+            relative = path.relative_to(self.base).as_posix()
+        except ValueError:
+            return False
+        if self.anchored:
+            return fnmatch.fnmatchcase(relative, self.pattern)
+        return fnmatch.fnmatchcase(path.name, self.pattern) or fnmatch.fnmatchcase(relative, f"*/{self.pattern}")
+
+
+def _gitignore_rules(directory: Path) -> list[_Rule]:
+    try:
+        lines = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return []
+    rules = []
+    for raw in lines:
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        line = line[1:] if negate else line
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        rules.append(_Rule(directory, line.lstrip("/").replace("**/", "*"), negate, dir_only, anchored))
+    return rules
+
+
+def _ignored(path: Path, is_dir: bool, rules: Sequence[_Rule]) -> bool:
+    ignored = False
+    for rule in rules:
+        if rule.matches(path, is_dir):
+            ignored = not rule.negate
+    return ignored
+
+
+def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterator[Path]:
+    rules = rules + _gitignore_rules(directory)
+    try:
+        entries = sorted(os.scandir(directory), key=lambda e: e.name)
+    except OSError:
+        return
+    for entry in entries:
+        path = Path(entry.path)
+        if any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in exclude):
+            continue
+        try:
+            is_dir = entry.is_dir(follow_symlinks=False)
+            is_file = entry.is_file(follow_symlinks=True)
+        except OSError:
+            continue
+        if is_dir:
+            if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info") or _ignored(path, True, rules):
+                continue
+            if (path / "pyvenv.cfg").exists():  # a virtualenv under another name
+                continue
+            yield from _walk(path, rules, exclude)
+        elif is_file and entry.name.endswith(SUFFIXES) and not _ignored(path, False, rules):
+            yield path
+
+
+def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[Candidate], list[Rejected]]:
+    """The files below ``paths``, in a stable order, and the paths that cannot be read as files."""
+    found: list[Candidate] = []
+    rejected: list[Rejected] = []
+    for path in paths:
+        try:
+            mode = path.stat().st_mode
+        except FileNotFoundError:
+            rejected.append(Rejected(path, "no such file or directory"))
+            continue
+        except OSError as error:
+            rejected.append(Rejected(path, f"cannot be read: {error.strerror or error}"))
+            continue
+        if stat.S_ISDIR(mode):
+            found.extend(Candidate(p, explicit=False) for p in _walk(path, [], exclude))
+        elif stat.S_ISREG(mode):
+            found.append(Candidate(path, explicit=True))
+        else:
+            rejected.append(Rejected(path, "not a regular file (a pipe, socket or device); skipped"))
+    return found, rejected

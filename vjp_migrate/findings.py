@@ -1,0 +1,70 @@
+"""Stage 5b: site decisions -> Diagnostics (codes, messages and positions; no decisions made here)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import libcst as cst
+
+from vjp_migrate.codes import BY_CODE, format_message
+from vjp_migrate.model import ArgInfo, ArgKind, Diagnostic, FixSafety, Settings, SiteDecision
+
+Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column
+SpanOf = Callable[[cst.CSTNode], Span]
+
+
+def _param_node(decision: SiteDecision, index: int) -> cst.CSTNode:
+    params = [*decision.site.primal.params.posonly_params, *decision.site.primal.params.params]
+    return params[index].name
+
+
+def _diagnostic(
+    code: str, decision: SiteDecision, node: cst.CSTNode, span_of: SpanOf, path: str,
+    info: ArgInfo | None, fixable: bool, detail: str = "",
+) -> Diagnostic:
+    line, column, end_line, end_column = span_of(node)
+    return Diagnostic(
+        code=code,
+        message=format_message(
+            code,
+            function=decision.site.qualname,
+            argument=info.name if info else "",
+            index=info.index if info else "",
+            detail=detail,
+        ),
+        path=path,
+        line=line,
+        column=column,
+        end_line=end_line,
+        end_column=end_column,
+        function=decision.site.qualname,
+        argument=info.name if info else None,
+        index=info.index if info else None,
+        fixable=fixable,
+        fix_safety=BY_CODE[code].fix_safety if info is None or info.strong or code != "VJP001" else FixSafety.UNSAFE,
+        reasons=info.evidence if info else (),
+    )
+
+
+def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf, path: str) -> list[Diagnostic]:
+    """One diagnostic per offending argument (VJP001-003), or one per site (VJP004)."""
+    if decision.inconsistency is not None:
+        if "VJP004" not in settings.select:
+            return []
+        node = decision.site.primal.name
+        return [_diagnostic("VJP004", decision, node, span_of, path, None, False, decision.inconsistency)]
+    found: list[Diagnostic] = []
+    moved = decision.plan.moved if decision.plan else ()
+    for info in decision.infos:
+        node = _param_node(decision, info.index)
+        if info.kind is ArgKind.ARRAY:
+            code = "VJP003" if decision.problem else "VJP001"
+        elif info.kind is ArgKind.UNKNOWN:
+            code = "VJP002"
+        else:
+            continue
+        if code in settings.select:
+            found.append(
+                _diagnostic(code, decision, node, span_of, path, info, info.index in moved, decision.problem or "")
+            )
+    return found

@@ -1,0 +1,115 @@
+"""Stage 2a: module -> which local name means which qualified name (our own cheap import tracking).
+
+LibCST's QualifiedNameProvider would do this too, at a cost that more than doubles a pass; the
+tool only needs "does this expression name jax.custom_vjp / functools.partial / jax.numpy.x".
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Iterator
+
+import libcst as cst
+
+CUSTOM_VJP = frozenset(
+    {"jax.custom_vjp", "jax.custom_derivatives.custom_vjp", "jax._src.custom_derivatives.custom_vjp"}
+)
+PARTIAL = frozenset({"functools.partial"})
+JIT = frozenset({"jax.jit", "jax.api.jit"})
+_BUILTINS = frozenset(dir(builtins))
+
+
+def dotted(expr: cst.BaseExpression) -> str | None:
+    """``a.b.c`` as text, or None for anything that is not a plain dotted name."""
+    if isinstance(expr, cst.Name):
+        return expr.value
+    if isinstance(expr, cst.Attribute):
+        head = dotted(expr.value)
+        return None if head is None else f"{head}.{expr.attr.value}"
+    return None
+
+
+def _import_module_name(node: cst.Attribute | cst.Name) -> str:
+    return dotted(node) or ""
+
+
+class ImportTable:
+    """Local names bound by imports, and names the module binds otherwise (which shadow)."""
+
+    def __init__(self, aliases: dict[str, str], shadowed: frozenset[str]) -> None:
+        self.aliases = aliases
+        self.shadowed = shadowed
+
+    def qualify(self, expr: cst.BaseExpression) -> str | None:
+        text = dotted(expr)
+        if text is None:
+            return None
+        head, _, rest = text.partition(".")
+        if head in self.shadowed:
+            return None
+        if head in self.aliases:
+            base = self.aliases[head]
+        elif head in _BUILTINS:
+            base = f"builtins.{head}"
+        else:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def is_one_of(self, expr: cst.BaseExpression, names: frozenset[str]) -> bool:
+        return self.qualify(expr) in names
+
+
+def _module_bindings(module: cst.Module) -> Iterator[str]:
+    """Names bound at module level by something other than an import."""
+    for stmt in module.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            yield stmt.name.value
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign):
+                    for target in small.targets:
+                        yield from _target_names(target.target)
+                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                    yield from _target_names(small.target)
+
+
+def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+
+
+class _ImportCollector(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.aliases: dict[str, str] = {}
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = _import_module_name(alias.name)
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                self.aliases[alias.asname.name.value] = full
+            else:
+                head = full.split(".")[0]
+                self.aliases[head] = head
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        module = "." * len(node.relative) + (
+            _import_module_name(node.module) if node.module is not None else ""
+        )
+        for alias in node.names:
+            name = _import_module_name(alias.name)
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.aliases[local] = f"{module}.{name}" if module else name
+
+
+def import_table(module: cst.Module) -> ImportTable:
+    """Build the table from every import in the module (function-level ones included)."""
+    collector = _ImportCollector()
+    module.visit(collector)
+    return ImportTable(collector.aliases, frozenset(_module_bindings(module)))

@@ -1,0 +1,189 @@
+"""Stage 0: the plain data passed between the pipeline stages."""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from pathlib import Path
+
+import libcst as cst
+
+
+class ArgKind(enum.Enum):
+    STATIC = "static"
+    ARRAY = "array"
+    UNKNOWN = "unknown"
+
+
+class FixSafety(enum.Enum):
+    SAFE = "safe"
+    UNSAFE = "unsafe"
+    NONE = "none"
+
+
+class Status(enum.Enum):
+    OK = "ok"
+    SKIPPED = "skipped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Position:
+    line: int
+    column: int  # 1-based, like flake8 and ruff
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """One reason for a classification: what was seen and where."""
+
+    kind: ArgKind
+    text: str
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class FunctionRef:
+    """A fwd or bwd rule found (or not) for a custom_vjp."""
+
+    name: str
+    node: cst.FunctionDef | None
+    problem: str | None = None  # why it cannot be rewritten, when node is None or unusable
+
+
+@dataclass(frozen=True)
+class NondiffSpec:
+    """What nondiff_argnums / nondiff_argnames say, and where they are written."""
+
+    positions: tuple[int, ...]  # sorted, merged, as JAX hands them to bwd
+    argnums_arg: cst.Arg | None
+    argnames_arg: cst.Arg | None
+    literal: bool  # False when given by a variable or an expression we cannot read
+    problem: str | None = None
+
+
+@dataclass(frozen=True)
+class VjpSite:
+    """One ``jax.custom_vjp`` with its primal, nondiff spec and rules."""
+
+    name: str  # the name users call (the primal's, or the assignment target)
+    qualname: str  # Class.method for functions inside classes
+    primal: cst.FunctionDef
+    params: tuple[str, ...]  # the primal's positional parameter names
+    has_varargs: bool
+    # The node that carries nondiff_argnums: a Decorator, or the Call of the call form.
+    carrier: cst.Decorator | cst.Call
+    custom_vjp_expr: cst.BaseExpression  # how the module spells jax.custom_vjp
+    partial_expr: cst.BaseExpression | None  # the partial(...) function, when used
+    nondiff: NondiffSpec
+    fwd: FunctionRef | None
+    bwd: FunctionRef | None
+    defvjp: cst.Call | None
+    jit_static: frozenset[int]  # positions a stacked jax.jit treats as static
+    problem: str | None = None  # a reason the rules cannot be rewritten (VJP003)
+
+
+@dataclass(frozen=True)
+class ArgInfo:
+    index: int
+    name: str
+    kind: ArgKind
+    evidence: tuple[Evidence, ...]
+    strong: bool  # clear array evidence: fixing it is safe
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    code: str
+    message: str
+    path: str
+    line: int
+    column: int
+    end_line: int
+    end_column: int
+    function: str
+    argument: str | None
+    index: int | None
+    fixable: bool
+    fix_safety: FixSafety
+    reasons: tuple[Evidence, ...] = ()
+
+
+class Layout(enum.Enum):
+    """How the saved arguments travel in the residual (docs/rewrite-rules.md, sections 2-3)."""
+
+    UNCHANGED = "unchanged"  # nothing to save: bwd never reads the moved arguments
+    NONE = "none"  # the old residual is None: the saved arguments become the residual
+    TUPLE = "tuple"  # the old residual is a tuple literal that bwd unpacks once: extend both
+    GENERAL = "general"  # anything else: residual becomes (saved..., old residual)
+
+
+@dataclass(frozen=True)
+class RewritePlan:
+    """What to change for one site; rewrite.py applies it, nothing else decides."""
+
+    site: VjpSite
+    moved: tuple[int, ...]  # positions leaving nondiff_argnums
+    kept: tuple[int, ...]  # positions staying in nondiff_argnums
+    saved_fwd_names: tuple[str, ...]  # fwd's names for the saved arguments, in position order
+    saved_bwd_names: tuple[str, ...]  # bwd's names for the same arguments
+    moved_bwd_params: tuple[str, ...]  # bwd parameters that leave its signature
+    layout: Layout
+    residual_param: str  # bwd's residual parameter name after the change
+    old_residual_name: str  # the unpack target standing for the old residual (GENERAL)
+    tuple_unpack: cst.Assign | None  # the `a, b = res` statement extended (TUPLE)
+    fwd_returns: tuple[cst.Return, ...]
+    bwd_returns: tuple[cst.Return, ...]
+    none_slots: tuple[int, ...]  # cotangent positions that get None
+
+
+@dataclass(frozen=True)
+class SiteDecision:
+    """Everything check reports and fix applies for one site."""
+
+    site: VjpSite
+    infos: tuple[ArgInfo, ...]
+    moved: tuple[int, ...]  # what fix would move with the current settings
+    plan: RewritePlan | None
+    problem: str | None  # VJP003 detail
+    inconsistency: str | None  # VJP004 detail
+
+
+@dataclass(frozen=True)
+class Settings:
+    select: frozenset[str]
+    unsafe_fixes: bool = False
+
+
+@dataclass(frozen=True)
+class FixResult:
+    source: str  # the new source (the old one when nothing changed)
+    changed: bool
+    diagnostics: tuple[Diagnostic, ...]  # every finding in the original source
+    fixed: tuple[Diagnostic, ...]  # the findings the change fixed
+
+    @property
+    def remaining(self) -> tuple[Diagnostic, ...]:
+        fixed = set(self.fixed)
+        return tuple(d for d in self.diagnostics if d not in fixed)
+
+
+@dataclass(frozen=True)
+class FileResult:
+    path: Path
+    status: Status
+    reason: str | None = None
+    diagnostics: tuple[Diagnostic, ...] = ()
+    fixed: tuple[Diagnostic, ...] = ()
+    old_text: str | None = None
+    new_text: str | None = None
+    written: bool = False
+
+    @property
+    def changed(self) -> bool:
+        return self.new_text is not None and self.new_text != self.old_text
+
+    @property
+    def remaining(self) -> tuple[Diagnostic, ...]:
+        fixed = set(self.fixed)
+        return tuple(d for d in self.diagnostics if d not in fixed)

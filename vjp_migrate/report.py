@@ -1,0 +1,122 @@
+"""Stage 8: results -> text for people and machines. The only place that imports rich (lazily)."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import os
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from vjp_migrate.model import Diagnostic, FileResult, Status
+
+FORMATS = ("text", "json")
+
+
+def _use_colour(stream: TextIO) -> bool:
+    return stream.isatty() and "NO_COLOR" not in os.environ
+
+
+def diagnostic_json(d: Diagnostic) -> dict[str, object]:
+    """One finding in the stable JSON schema documented in the README."""
+    return {
+        "code": d.code,
+        "message": d.message,
+        "path": d.path,
+        "line": d.line,
+        "column": d.column,
+        "end_line": d.end_line,
+        "end_column": d.end_column,
+        "function": d.function,
+        "argument": d.argument,
+        "index": d.index,
+        "fixable": d.fixable,
+        "fix_safety": d.fix_safety.value,
+        "reasons": [{"kind": e.kind.value, "text": e.text, "line": e.line} for e in d.reasons],
+    }
+
+
+def render_json(results: Sequence[FileResult]) -> str:
+    return json.dumps([diagnostic_json(d) for r in results for d in r.diagnostics], indent=2) + "\n"
+
+
+def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
+    """(style, text) pieces: location, code, message, then reasons."""
+    lines = [("location", f"{d.path}:{d.line}:{d.column}:"), ("code", f" {d.code}"), ("plain", f" {d.message}")]
+    if d.fixable:
+        lines.append(("fix", " [*]" if d.fix_safety.value == "safe" else " [*unsafe]"))
+    if show_reasons:
+        for reason in d.reasons:
+            where = f" (line {reason.line})" if reason.line else ""
+            lines.append(("reason", f"\n    {d.argument}: {reason.kind.value} — {reason.text}{where}"))
+    return lines
+
+
+def error_line(result: FileResult) -> str:
+    return f"{result.path}: error: {result.reason}"
+
+
+def _print(pieces: list[tuple[str, str]], stream: TextIO) -> None:
+    if not _use_colour(stream):
+        stream.write("".join(text for _, text in pieces) + "\n")
+        return
+    from rich.console import Console
+    from rich.text import Text
+
+    styles = {"location": "bold", "code": "bold red", "fix": "cyan", "reason": "dim", "plain": "", "ok": "green"}
+    text = Text()
+    for style, piece in pieces:
+        text.append(piece, style=styles.get(style, ""))
+    Console(file=stream, highlight=False, soft_wrap=True).print(text)
+
+
+def print_errors(results: Sequence[FileResult], stream: TextIO | None = None) -> None:
+    stream = stream or sys.stderr
+    for result in results:
+        if result.status is Status.FAILED:
+            stream.write(error_line(result) + "\n")
+
+
+def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    findings = [d for r in results for d in r.diagnostics]
+    for d in findings:
+        _print(_finding_lines(d, show_reasons), stream)
+    checked = sum(1 for r in results if r.status is Status.OK)
+    failed = sum(1 for r in results if r.status is Status.FAILED)
+    fixable = sum(1 for d in findings if d.fixable)
+    files = f"{checked} file{'s' if checked != 1 else ''} checked"
+    errors = f", {failed} could not be processed" if failed else ""
+    if findings:
+        summary = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} ({fixable} fixable) in {files}{errors}."
+        hint = " Run `vjp-migrate fix` to apply the fixes." if fixable else ""
+        _print([("plain", summary + hint)], stream)
+    else:
+        _print([("ok", f"All checks passed ({files}{errors}).")], stream)
+
+
+def unified_diff(result: FileResult) -> str:
+    old = (result.old_text or "").splitlines(keepends=True)
+    new = (result.new_text or "").splitlines(keepends=True)
+    name = str(result.path)
+    return "".join(difflib.unified_diff(old, new, fromfile=name, tofile=name))
+
+
+def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    changed = [r for r in results if r.changed]
+    if diff:
+        for result in changed:
+            stream.write(unified_diff(result))
+    remaining = [d for r in results for d in r.remaining]
+    for d in remaining:
+        _print(_finding_lines(d, show_reasons), stream)
+    fixed = sum(len(r.fixed) for r in results if r.changed)
+    verb = "Would fix" if diff else "Fixed"
+    files = f"{len(changed)} file{'s' if len(changed) != 1 else ''}"
+    left = f", {len(remaining)} remaining" if remaining else ""
+    if fixed or remaining:
+        _print([("plain", f"{verb} {fixed} finding{'s' if fixed != 1 else ''} in {files}{left}.")], stream)
+    else:
+        _print([("ok", "Nothing to fix.")], stream)

@@ -1,0 +1,366 @@
+"""Stage 3: module -> every jax.custom_vjp with nondiff arguments, its fwd/bwd and its defvjp."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted
+from vjp_migrate.model import FunctionRef, NondiffSpec, VjpSite
+
+_COMPOUND_BODIES = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
+
+
+@dataclass
+class Scope:
+    statements: list[cst.BaseStatement]
+    parent: Scope | None
+    is_class: bool
+    qualprefix: str
+
+
+def scope_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStatement]:
+    """Statements of one Python scope, looking through if/for/with/try but not into defs."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, _COMPOUND_BODIES):
+            for block in _blocks_of(stmt):
+                yield from scope_statements(block)
+
+
+def _blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.BaseStatement]]:
+    suites: list[cst.BaseSuite] = [stmt.body]
+    orelse = getattr(stmt, "orelse", None)
+    while orelse is not None:
+        suites.append(orelse.body)
+        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
+    for handler in getattr(stmt, "handlers", ()):
+        suites.append(handler.body)
+    finalbody = getattr(stmt, "finalbody", None)
+    if finalbody is not None:
+        suites.append(finalbody.body)
+    for suite in suites:
+        if isinstance(suite, cst.IndentedBlock):
+            yield suite.body
+
+
+def body_statements(func: cst.FunctionDef | cst.ClassDef) -> list[cst.BaseStatement]:
+    return list(func.body.body) if isinstance(func.body, cst.IndentedBlock) else []
+
+
+def positional_params(func: cst.FunctionDef) -> tuple[str, ...]:
+    params = func.params
+    return tuple(p.name.value for p in (*params.posonly_params, *params.params))
+
+
+def _int_literals(expr: cst.BaseExpression) -> tuple[int, ...] | None:
+    if isinstance(expr, cst.Integer):
+        return (int(expr.value, 0),)
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        values: list[int] = []
+        for element in expr.elements:
+            if not isinstance(element.value, cst.Integer) or isinstance(element, cst.StarredElement):
+                return None
+            values.append(int(element.value.value, 0))
+        return tuple(values)
+    return None
+
+
+def _str_literals(expr: cst.BaseExpression) -> tuple[str, ...] | None:
+    if isinstance(expr, cst.SimpleString):
+        value = expr.evaluated_value
+        return (value,) if isinstance(value, str) else None
+    if isinstance(expr, (cst.Tuple, cst.List)):
+        values: list[str] = []
+        for element in expr.elements:
+            if not isinstance(element.value, cst.SimpleString):
+                return None
+            value = element.value.evaluated_value
+            if not isinstance(value, str):
+                return None
+            values.append(value)
+        return tuple(values)
+    return None
+
+
+class SiteFinder:
+    """Walks one module's scopes and collects its custom_vjp sites."""
+
+    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+        self.module = module
+        self.imports = imports
+        self.constants = self._module_constants()
+
+    def _module_constants(self) -> dict[str, cst.BaseExpression]:
+        constants: dict[str, cst.BaseExpression] = {}
+        for stmt in self.module.body:
+            if isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                        target = small.targets[0].target
+                        if isinstance(target, cst.Name):
+                            constants[target.value] = small.value
+        return constants
+
+    # --- nondiff_argnums / nondiff_argnames --------------------------------------------------
+
+    def _positions(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
+        literal = _int_literals(expr)
+        if literal is not None:
+            return literal
+        if isinstance(expr, cst.Call) and self.imports.qualify(expr.func) == "builtins.range":
+            bounds = [_int_literals(a.value) for a in expr.args if a.keyword is None]
+            if bounds and all(b is not None and len(b) == 1 for b in bounds):
+                return tuple(range(*[b[0] for b in bounds if b is not None]))
+        return None
+
+    def nondiff_spec(self, args: Sequence[cst.Arg], params: tuple[str, ...]) -> NondiffSpec | None:
+        argnums = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnums"), None)
+        argnames = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnames"), None)
+        if argnums is None and argnames is None:
+            return None
+        positions: set[int] = set()
+        literal, problem = True, None
+        if argnums is not None:
+            found = self._positions(argnums.value)
+            if found is None:
+                literal = False
+                name = dotted(argnums.value)
+                problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
+                if name in self.constants:
+                    found = self._positions(self.constants[name])
+            positions.update(found or ())
+        if argnames is not None:
+            names = _str_literals(argnames.value)
+            if names is None:
+                literal = False
+                problem = f"nondiff_argnames is given by `{self.module.code_for_node(argnames.value)}`"
+            else:
+                positions.update(params.index(n) for n in names if n in params)
+        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem)
+
+    # --- recognising the decorator and call forms --------------------------------------------
+
+    def _vjp_call(self, call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression | None] | None:
+        """For ``partial(jax.custom_vjp, ...)`` or ``jax.custom_vjp(f, ...)``: (custom_vjp, partial)."""
+        if self.imports.is_one_of(call.func, PARTIAL) and call.args:
+            first = call.args[0]
+            if first.keyword is None and self.imports.is_one_of(first.value, CUSTOM_VJP):
+                return first.value, call.func
+        if self.imports.is_one_of(call.func, CUSTOM_VJP):
+            return call.func, None
+        return None
+
+    # --- walking scopes -----------------------------------------------------------------------
+
+    def find(self) -> list[VjpSite]:
+        sites: list[tuple[VjpSite, Scope]] = []
+        self._walk(Scope(list(self.module.body), None, False, ""), sites)
+        return _mark_shared([self._attach_rules(site, scope) for site, scope in sites])
+
+    def _walk(self, scope: Scope, out: list[tuple[VjpSite, Scope]]) -> None:
+        for stmt in scope_statements(scope.statements):
+            if isinstance(stmt, cst.FunctionDef):
+                site = self._decorated_site(stmt, scope)
+                if site is not None:
+                    out.append((site, scope))
+                # Functions nested in functions are reported by their own name, like flake8 does.
+                inner = Scope(body_statements(stmt), scope, False, scope.qualprefix)
+                self._walk(inner, out)
+            elif isinstance(stmt, cst.ClassDef):
+                inner = Scope(body_statements(stmt), scope, True, f"{scope.qualprefix}{stmt.name.value}.")
+                self._walk(inner, out)
+            elif isinstance(stmt, cst.SimpleStatementLine):
+                for small in stmt.body:
+                    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                        site = self._call_site(small, scope)
+                        if site is not None:
+                            out.append((site, scope))
+
+    def _make_site(
+        self,
+        name: str,
+        scope: Scope,
+        primal: cst.FunctionDef,
+        carrier: cst.Decorator | cst.Call,
+        args: Sequence[cst.Arg],
+        vjp: tuple[cst.BaseExpression, cst.BaseExpression | None],
+    ) -> VjpSite | None:
+        params = positional_params(primal)
+        spec = self.nondiff_spec(args, params)
+        if spec is None:
+            return None
+        return VjpSite(
+            name=name,
+            qualname=f"{scope.qualprefix}{primal.name.value}",
+            primal=primal,
+            params=params,
+            has_varargs=isinstance(primal.params.star_arg, cst.Param),
+            carrier=carrier,
+            custom_vjp_expr=vjp[0],
+            partial_expr=vjp[1],
+            nondiff=spec,
+            fwd=None,
+            bwd=None,
+            defvjp=None,
+            jit_static=jit_static_positions(primal, params, self.imports),
+        )
+
+    def _decorated_site(self, func: cst.FunctionDef, scope: Scope) -> VjpSite | None:
+        for decorator in func.decorators:
+            call = decorator.decorator
+            if isinstance(call, cst.Call):
+                vjp = self._vjp_call(call)
+                if vjp is not None and vjp[1] is not None:
+                    return self._make_site(func.name.value, scope, func, decorator, call.args[1:], vjp)
+        return None
+
+    def _call_site(self, assign: cst.Assign, scope: Scope) -> VjpSite | None:
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+            return None
+        name = assign.targets[0].target.value
+        call = assign.value
+        assert isinstance(call, cst.Call)
+        if isinstance(call.func, cst.Call):  # partial(jax.custom_vjp, nondiff_argnums=...)(f)
+            vjp = self._vjp_call(call.func)
+            if vjp is None or vjp[1] is None or not call.args:
+                return None
+            options, target = call.func.args[1:], call.args[0].value
+        else:
+            vjp = self._vjp_call(call)
+            if vjp is None or vjp[1] is not None or not call.args:
+                return None
+            options, target = call.args[1:], call.args[0].value
+        if not isinstance(target, cst.Name):
+            return None
+        primal = find_def(scope, target.value)
+        if primal is None:
+            return None
+        return self._make_site(name, scope, primal, call, options, vjp)
+
+    # --- linking defvjp ----------------------------------------------------------------------
+
+    def _attach_rules(self, site: VjpSite, scope: Scope) -> VjpSite:
+        found = self._find_defvjp(site, scope)
+        if found is None:
+            return replace(site, problem=f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope")
+        call, call_scope = found
+        fwd_expr = _rule_arg(call, 0, "fwd")
+        bwd_expr = _rule_arg(call, 1, "bwd")
+        fwd = self._resolve_rule(fwd_expr, call_scope, "fwd")
+        bwd = self._resolve_rule(bwd_expr, call_scope, "bwd")
+        return replace(site, fwd=fwd, bwd=bwd, defvjp=call)
+
+    def _find_defvjp(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | None:
+        candidates = [(site.name, scope)]
+        if scope.is_class and scope.parent is not None:
+            class_name = scope.qualprefix.rstrip(".").split(".")[-1]
+            candidates.append((f"{class_name}.{site.name}", scope.parent))
+        for owner, where in candidates:
+            for stmt in scope_statements(where.statements):
+                if not isinstance(stmt, cst.SimpleStatementLine):
+                    continue
+                for small in stmt.body:
+                    call = small.value if isinstance(small, cst.Expr) else None
+                    if (
+                        isinstance(call, cst.Call)
+                        and isinstance(call.func, cst.Attribute)
+                        and call.func.attr.value == "defvjp"
+                        and dotted(call.func.value) == owner
+                    ):
+                        return call, where
+        return None
+
+    def _resolve_rule(self, expr: cst.BaseExpression | None, scope: Scope, role: str) -> FunctionRef:
+        if expr is None:
+            return FunctionRef("?", None, f"defvjp is not given a {role} rule")
+        text = self.module.code_for_node(expr)
+        if isinstance(expr, cst.Lambda):
+            return FunctionRef(text, None, f"{role} is a lambda")
+        name = dotted(expr)
+        if name is None:
+            return FunctionRef(text, None, f"{role} `{text}` is not a function defined in this module")
+        node = find_def(scope, name)
+        if node is None:
+            origin = self.imports.aliases.get(name.split(".")[0])
+            where = f"imported from `{origin.rsplit('.', 1)[0]}`" if origin else "not defined in this module"
+            return FunctionRef(name, None, f"{role} `{name}` is {where}")
+        return FunctionRef(name, node)
+
+
+def _rule_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == keyword:
+            return arg.value
+    positional = [a for a in call.args if a.keyword is None]
+    return positional[index].value if index < len(positional) else None
+
+
+def jit_static_positions(
+    func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable
+) -> frozenset[int]:
+    """Positions a ``jax.jit`` decorator on ``func`` (plain or through partial) marks static."""
+    static: set[int] = set()
+    for decorator in func.decorators:
+        call = decorator.decorator
+        if not isinstance(call, cst.Call):
+            continue
+        via_partial = imports.is_one_of(call.func, PARTIAL) and bool(call.args)
+        if not (via_partial and imports.is_one_of(call.args[0].value, JIT)) and not (
+            imports.is_one_of(call.func, JIT)
+        ):
+            continue
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "static_argnums":
+                static.update(_int_literals(arg.value) or ())
+            elif keyword == "static_argnames":
+                names = _str_literals(arg.value) or ()
+                static.update(params.index(n) for n in names if n in params)
+    return frozenset(static)
+
+
+def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
+    """The function a (dotted) name refers to from a scope: the last def in the nearest scope."""
+    head, _, rest = name.partition(".")
+    start = scope
+    while scope is not None:
+        if scope is start or not scope.is_class:
+            found: cst.FunctionDef | None = None
+            for stmt in scope_statements(scope.statements):
+                if rest and isinstance(stmt, cst.ClassDef) and stmt.name.value == head:
+                    inner = Scope(body_statements(stmt), scope, True, "")
+                    found = find_def(inner, rest) or found
+                elif not rest and isinstance(stmt, cst.FunctionDef) and stmt.name.value == head:
+                    found = stmt
+            if found is not None:
+                return found
+        scope = scope.parent
+    return None
+
+
+def _mark_shared(sites: list[VjpSite]) -> list[VjpSite]:
+    uses: Counter[int] = Counter()
+    users: dict[int, list[str]] = {}
+    for site in sites:
+        for ref in (site.fwd, site.bwd):
+            if ref is not None and ref.node is not None:
+                uses[id(ref.node)] += 1
+                users.setdefault(id(ref.node), []).append(site.qualname)
+    result = []
+    for site in sites:
+        for ref in (site.fwd, site.bwd):
+            if ref is not None and ref.node is not None and uses[id(ref.node)] > 1:
+                names = ", ".join(f"`{u}`" for u in users[id(ref.node)])
+                site = replace(site, problem=f"`{ref.name}` is shared by the custom_vjp functions {names}")
+                break
+        result.append(site)
+    return result
+
+
+def find_sites(module: cst.Module, imports: ImportTable) -> list[VjpSite]:
+    """Every custom_vjp in the module that has nondiff_argnums or nondiff_argnames."""
+    return SiteFinder(module, imports).find()

@@ -1,0 +1,67 @@
+"""Stage 2: bytes -> decoded text (PEP 263 cookie, BOM, newline style kept) -> checked Python."""
+
+from __future__ import annotations
+
+import ast
+import codecs
+import io
+import tokenize
+from dataclasses import dataclass
+
+import libcst as cst
+
+
+@dataclass(frozen=True)
+class SourceText:
+    text: str
+    encoding: str  # as tokenize names it; "utf-8-sig" when the file starts with a BOM
+
+
+class SourceError(ValueError):
+    """A source that cannot be processed; the message is one line, fit for users."""
+
+
+def decode(data: bytes) -> SourceText:
+    """Decode bytes the way Python would; SourceError says why it cannot be."""
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as error:
+        if "invalid or missing" in error.msg:  # no cookie, and the bytes are not UTF-8
+            try:
+                data.decode("utf-8")
+            except UnicodeDecodeError as decode_error:
+                raise SourceError(f"cannot be decoded as utf-8 (no encoding declaration): {decode_error}") from None
+        raise SourceError(f"bad encoding declaration: {error.msg}") from None
+    try:
+        codecs.lookup(encoding)
+        text = data.decode(encoding)
+    except (LookupError, UnicodeDecodeError) as error:
+        raise SourceError(f"cannot be decoded as {encoding}: {error}") from None
+    return SourceText(text, encoding)
+
+
+def encode(source: SourceText, text: str) -> bytes:
+    return text.encode(source.encoding)
+
+
+def check_syntax(text: str, filename: str) -> None:
+    """CPython's own parser first: it rejects what would crash LibCST's (deep nesting) cleanly."""
+    try:
+        ast.parse(text, filename=filename)
+    except SyntaxError as error:
+        where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
+        raise SourceError(f"syntax error at {where}: {error.msg}") from None
+    except (ValueError, RecursionError, MemoryError) as error:
+        raise SourceError(f"cannot be parsed: {error}") from None
+
+
+def parse(text: str, filename: str) -> cst.Module:
+    """A LibCST module for text that CPython accepts; SourceError otherwise."""
+    check_syntax(text, filename)
+    try:
+        return cst.parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError) as error:
+        message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise SourceError(f"LibCST cannot parse it: {message}") from None

@@ -1,0 +1,141 @@
+"""Verify (in the worker): numbers — dtype-aware tolerances, pytree comparison, seeded
+random cotangents. Imported only inside the worker process, where JAX is loaded.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import numpy as np
+
+# (rtol, atol) by dtype itemsize for inexact dtypes; integers and bools compare exactly.
+_DEFAULTS = {2: (1e-2, 1e-3), 4: (1e-5, 1e-6), 8: (1e-9, 1e-12), 16: (1e-9, 1e-12)}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """The worst difference between two pytrees, and where it is."""
+
+    ok: bool
+    max_abs: float = 0.0
+    max_rel: float = 0.0
+    where: str | None = None
+    detail: str = ""
+
+
+def tolerance(dtype: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:
+    """``--rtol/--atol`` when given, else a default for ``dtype``."""
+    dtype = np.dtype(dtype)
+    if dtype.kind in "fc":
+        size = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
+        default_rtol, default_atol = _DEFAULTS.get(size, (1e-5, 1e-6))
+    else:
+        default_rtol, default_atol = 0.0, 0.0
+    return (default_rtol if rtol is None else rtol, default_atol if atol is None else atol)
+
+
+def _is_float0(x: Any) -> bool:
+    return getattr(x, "dtype", None) == jax.dtypes.float0
+
+
+def compare_trees(
+    expected: Any,
+    actual: Any,
+    rtol: float | None,
+    atol: float | None,
+    labels: tuple[str, ...] | None = None,
+    check_dtype: bool = False,
+) -> Comparison:
+    """Compare leaf by leaf; ``labels`` name the top-level items (e.g. the argument names)."""
+    exp_leaves, exp_def = jax.tree_util.tree_flatten_with_path(expected, is_leaf=lambda x: x is None)
+    act_leaves, act_def = jax.tree_util.tree_flatten_with_path(actual, is_leaf=lambda x: x is None)
+    if exp_def != act_def:
+        return Comparison(False, float("inf"), float("inf"), None, f"structure {act_def} != expected {exp_def}")
+    leaves: list[Comparison] = []
+    for (path, e), (_, a) in zip(exp_leaves, act_leaves):
+        where = _label(path, labels)
+        if e is None or a is None or _is_float0(e) or _is_float0(a):
+            continue
+        e_arr, a_arr = np.asarray(e), np.asarray(a)
+        if e_arr.shape != a_arr.shape:
+            return Comparison(False, float("inf"), float("inf"), where, f"shape {a_arr.shape} != expected {e_arr.shape}")
+        if check_dtype and _kind(e_arr.dtype) != _kind(a_arr.dtype):
+            return Comparison(False, float("inf"), float("inf"), where, f"dtype {a_arr.dtype} != expected {e_arr.dtype}")
+        leaves.append(_compare_leaf(e_arr, a_arr, rtol, atol, where))
+    if not leaves:
+        return Comparison(True)
+    failing = [c for c in leaves if not c.ok]
+    worst = max(failing or leaves, key=lambda c: c.max_abs)
+    return Comparison(not failing, max(c.max_abs for c in leaves), max(c.max_rel for c in leaves), worst.where)
+
+
+def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float | None, where: str) -> Comparison:
+    if e.dtype.kind not in "biufc" or a.dtype.kind not in "biufc":
+        same = bool(np.array_equal(e, a))
+        return Comparison(same, 0.0 if same else float("inf"), 0.0 if same else float("inf"), where)
+    r, t = tolerance(_least_precise(e.dtype, a.dtype), rtol, atol)
+    e64 = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64)
+    a64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    if e64.size == 0:
+        return Comparison(True, 0.0, 0.0, where)
+    nan_mismatch = np.isnan(e64) != np.isnan(a64)
+    both_nan = np.isnan(e64) & np.isnan(a64)
+    diff = np.where(both_nan, 0.0, np.abs(a64 - e64))
+    same_inf = np.isinf(e64) & (e64 == a64)
+    diff = np.where(same_inf, 0.0, diff)
+    diff = np.where(nan_mismatch, np.inf, diff)
+    scale = np.abs(e64)
+    rel = np.where(diff == 0, 0.0, diff / np.maximum(scale, np.finfo(np.float64).tiny))
+    ok = bool(np.all(diff <= t + r * scale))
+    return Comparison(ok, float(np.max(diff)), float(np.max(rel)), where)
+
+
+def _kind(dtype: np.dtype) -> str:
+    # float32 vs float64 is not a difference: a Python scalar argument may come back as either
+    return "f" if dtype.kind in "fc" else "i" if dtype.kind in "iu" else dtype.kind
+
+
+def _least_precise(a: np.dtype, b: np.dtype) -> np.dtype:
+    inexact = [d for d in (a, b) if d.kind in "fc"]
+    if not inexact:
+        return a
+    return min(inexact, key=lambda d: d.itemsize // (2 if d.kind == "c" else 1))
+
+
+def _label(path: tuple[Any, ...], labels: tuple[str, ...] | None) -> str:
+    if labels is not None and path and isinstance(path[0], jax.tree_util.SequenceKey):
+        index = path[0].idx
+        head = labels[index] if index < len(labels) else f"item {index}"
+        rest = jax.tree_util.keystr(path[1:])
+        return head + (f" {rest}" if rest else "")
+    text = jax.tree_util.keystr(path)
+    return f"output{text}" if labels is None else text
+
+
+def random_like(tree: Any, rng: np.random.Generator) -> Any:
+    """Seeded random cotangents with ``tree``'s structure, shapes and dtypes (float0 for ints)."""
+
+    def leaf(x: Any) -> Any:
+        dtype = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
+        shape = np.shape(x)
+        if dtype == jax.dtypes.float0 or dtype.kind not in "fc":
+            return np.zeros(shape, dtype=jax.dtypes.float0)
+        values = rng.standard_normal(shape)
+        if dtype.kind == "c":
+            values = values + 1j * rng.standard_normal(shape)
+        return jax.numpy.asarray(values, dtype=dtype)
+
+    return jax.tree_util.tree_map(leaf, tree)
+
+
+def all_zero(tree: Any) -> tuple[bool, float]:
+    """Whether every leaf is zero (float0 and None count as zero); and the largest magnitude."""
+    worst = 0.0
+    for x in jax.tree_util.tree_leaves(tree):
+        if _is_float0(x):
+            continue
+        magnitude = float(np.max(np.abs(np.asarray(x)))) if np.size(x) else 0.0
+        worst = max(worst, magnitude)
+    return worst == 0.0, worst

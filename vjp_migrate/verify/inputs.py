@@ -1,0 +1,125 @@
+"""Verify stage 3 (in the worker): the example inputs of each function, from (in this order)
+an ``--examples`` file, a ``record`` recording, or synthesis (``synth.py``).
+"""
+
+from __future__ import annotations
+
+import importlib
+import types
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from vjp_migrate.verify.loading import load_module, locate
+from vjp_migrate.verify.pairing import VjpPair
+from vjp_migrate.verify.synth import synthesize
+from vjp_migrate.verify.values import Recording, UnsupportedValue, decode, read_recording
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """The examples found for one function, where they came from, and why not when none."""
+
+    source: str  # "examples", "recorded", "synthesized", "none"
+    examples: tuple[tuple[Any, ...], ...]
+    note: str = ""
+
+
+def load_examples(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+    """Run an examples file and return its ``EXAMPLES`` dict (raises when malformed)."""
+    module = load_module(path, "examples")
+    examples = getattr(module, "EXAMPLES", None)
+    if not isinstance(examples, dict):
+        raise ValueError(f"{path} does not define EXAMPLES = {{'name': [args_tuple, ...]}}")
+    return {str(k): [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in v] for k, v in examples.items()}
+
+
+def load_recording(path: Path) -> Recording:
+    """Read a recording made by ``vjp-migrate record``."""
+    return read_recording(path)
+
+
+def abstract_value(rng: np.random.Generator) -> Callable[[tuple[int, ...], str], Any]:
+    """Make a small random concrete value for one recorded as shape/dtype only."""
+
+    def make(shape: tuple[int, ...], dtype: str) -> Any:
+        kind = np.dtype(dtype).kind if dtype in np.sctypeDict else "f"
+        if kind == "b":
+            return rng.random(shape) < 0.5
+        if kind in "iu":
+            return rng.integers(0, 3, shape).astype(dtype)
+        values = rng.standard_normal(shape) * 0.5
+        if dtype in np.sctypeDict:
+            return values.astype(dtype)
+        import ml_dtypes
+
+        return values.astype(getattr(ml_dtypes, dtype))
+
+    return make
+
+
+def resolver(module: types.ModuleType, module_name: str) -> Callable[[str], Any]:
+    """Resolve ``module:qualname``: in the loaded BEFORE module for its own names, else by import."""
+
+    def resolve(ref: str) -> Any:
+        mod_name, _, qualname = ref.partition(":")
+        target: Any = module if mod_name == module_name else importlib.import_module(mod_name)
+        for part in qualname.split("."):
+            target = getattr(target, part)
+        return target
+
+    return resolve
+
+
+def recorded_examples(
+    recording: Recording, pair: VjpPair, before_path: Path, module: types.ModuleType, seed: int
+) -> tuple[tuple[Any, ...], ...]:
+    """The recorded calls of ``pair`` that can be rebuilt."""
+    location = locate(before_path)
+    entry = recording.for_function(pair.name, [before_path], [location.module_name])
+    if entry is None:
+        return ()
+    rng = np.random.default_rng(seed)
+    resolve = resolver(module, location.module_name)
+    out = []
+    for call in entry.calls:
+        try:
+            out.append(tuple(decode(spec, recording.arrays, resolve, abstract_value(rng)) for spec in call))
+        except (UnsupportedValue, ImportError, AttributeError):
+            continue
+    return tuple(out)
+
+
+def gather(
+    pair: VjpPair,
+    module: types.ModuleType,
+    before_path: Path,
+    source: str,
+    examples: dict[str, list[tuple[Any, ...]]] | None,
+    recording: Recording | None,
+    runs: Callable[[tuple[Any, ...]], str | None],
+    seed: int,
+) -> Inputs:
+    """Pick the inputs for one function; ``runs`` says why a candidate fails on BEFORE (or None)."""
+    if examples is not None and pair.name in examples:
+        return Inputs("examples", tuple(examples[pair.name]))
+    if recording is not None:
+        found = recorded_examples(recording, pair, before_path, module, seed)
+        if found:
+            return Inputs("recorded", found)
+    candidates, note = synthesize(pair, module, source, seed)
+    working, failures = [], []
+    for candidate in candidates:
+        problem = runs(candidate)
+        if problem is None:
+            working.append(candidate)
+        else:
+            failures.append(problem)
+    if working:
+        return Inputs("synthesized", tuple(working))
+    if failures:
+        note = f"synthesized inputs do not run: {failures[0]}"
+    return Inputs("none", (), note)

@@ -1,0 +1,125 @@
+"""Verify stage 2 (in the worker): find the custom_vjp functions of BEFORE and AFTER and pair
+the ones that differ.
+
+A custom_vjp object is recognised by its public class (``jax.custom_vjp``) or, when JAX's
+``jax_custom_vjp3`` configuration built a different class, by its shape: a callable with
+``defvjp`` and ``nondiff_argnums`` (or ``static_argnums``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass(frozen=True)
+class VjpPair:
+    """One function in both versions, with the argument positions that matter."""
+
+    name: str  # "fn" or "Class.method"
+    before: Any
+    after: Any
+    params: tuple[str, ...]  # the primal's positional parameter names
+    before_nondiff: tuple[int, ...]
+    after_nondiff: tuple[int, ...]
+
+    @property
+    def moved(self) -> tuple[int, ...]:
+        """Positions that left nondiff_argnums: the migrated array arguments."""
+        return tuple(p for p in self.before_nondiff if p not in self.after_nondiff)
+
+    def differentiable(self, nargs: int) -> tuple[int, ...]:
+        """Positions differentiable in BEFORE (the ones whose cotangents must match)."""
+        return tuple(i for i in range(nargs) if i not in self.before_nondiff)
+
+    def arg_label(self, position: int) -> str:
+        """'argument x (position 2)'."""
+        if position < len(self.params):
+            return f"argument {self.params[position]} (position {position})"
+        return f"argument at position {position}"
+
+
+def is_custom_vjp(obj: Any, custom_vjp_class: type) -> bool:
+    """True for jax.custom_vjp objects (and custom_vjp3 ones under jax_custom_vjp3)."""
+    if isinstance(obj, custom_vjp_class):
+        return True
+    return callable(obj) and hasattr(obj, "defvjp") and (hasattr(obj, "static_argnums") and hasattr(obj, "f"))
+
+
+def nondiff_of(obj: Any) -> tuple[int, ...]:
+    """The sorted nondiff positions of a custom_vjp object."""
+    positions = getattr(obj, "nondiff_argnums", None)
+    if positions is None:
+        positions = getattr(obj, "static_argnums", ())
+    return tuple(sorted(positions))
+
+
+def primal_of(obj: Any) -> Callable[..., Any]:
+    """The decorated Python function."""
+    return getattr(obj, "fun", None) or getattr(obj, "f", None) or obj
+
+
+def find_custom_vjps(module: types.ModuleType, custom_vjp_class: type) -> dict[str, Any]:
+    """Module-level custom_vjp objects by name, and ``Class.method`` ones in the module's classes."""
+    found: dict[str, Any] = {}
+    for name, value in vars(module).items():
+        if is_custom_vjp(value, custom_vjp_class):
+            found[name] = value
+        elif inspect.isclass(value) and value.__module__ == module.__name__:
+            for attr, member in _class_members(value):
+                if is_custom_vjp(member, custom_vjp_class):
+                    found[f"{name}.{attr}"] = member
+    return found
+
+
+def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
+    for attr, member in vars(cls).items():
+        if isinstance(member, (staticmethod, classmethod)):
+            member = member.__func__
+        yield attr, member
+
+
+def _code_key(fn: Any) -> Any:
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return repr(fn)
+    return (code.co_code, code.co_names, code.co_varnames, repr(code.co_consts))
+
+
+def _rules_key(obj: Any) -> tuple[Any, ...]:
+    return (
+        nondiff_of(obj),
+        _code_key(primal_of(obj)),
+        _code_key(getattr(obj, "fwd", None)),
+        _code_key(getattr(obj, "bwd", None)),
+    )
+
+
+def pair_functions(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[VjpPair], list[str]]:
+    """The pairs that differ, and warnings for functions present in only one version."""
+    pairs: list[VjpPair] = []
+    warnings: list[str] = []
+    for name in sorted(set(before) | set(after)):
+        if name not in after:
+            warnings.append(f"{name}: a custom_vjp in BEFORE only; not verified")
+            continue
+        if name not in before:
+            warnings.append(f"{name}: a custom_vjp in AFTER only; not verified")
+            continue
+        b, a = before[name], after[name]
+        if _rules_key(b) == _rules_key(a):
+            continue
+        pairs.append(VjpPair(name, b, a, _params(primal_of(b)), nondiff_of(b), nondiff_of(a)))
+    return pairs, warnings
+
+
+def _params(fn: Callable[..., Any]) -> tuple[str, ...]:
+    try:
+        signature = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return ()
+    kinds = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return tuple(p.name for p in signature.parameters.values() if p.kind in kinds)

@@ -1,0 +1,77 @@
+"""Verify: ``vjp-migrate record`` (parent side) — run the user's own command with the
+recorder bootstrap on ``PYTHONPATH`` and merge what its processes captured into one file.
+
+The bootstrap (``_bootstrap/sitecustomize.py``) patches ``jax.custom_vjp.__call__`` as soon as
+the command imports JAX; each process writes a part file into a private temporary directory,
+merged here into ``--out`` (arrays in .npz, structure in JSON; see ``values.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from vjp_migrate.verify.values import merge_parts, read_recording
+
+BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"
+
+
+@dataclass(frozen=True)
+class RecordResult:
+    """What ``record`` did: the command's exit status and what was kept."""
+
+    out: Path
+    command_status: int | None  # None: the command could not be started or timed out
+    functions: int
+    calls: int
+    message: str
+
+    @property
+    def exit_code(self) -> int:
+        """The command's own status when it failed; 2 when nothing was recorded; else 0."""
+        if self.command_status is None:
+            return 2
+        if self.command_status != 0:
+            return self.command_status
+        return 0 if self.calls else 2
+
+
+def record(
+    command: list[str],
+    out: Path,
+    max_calls: int = 5,
+    timeout: float | None = None,
+    capture: bool = False,
+    cwd: Path | None = None,
+) -> RecordResult:
+    """Run ``command`` with the recorder and write the recording to ``out``."""
+    if not command:
+        return RecordResult(out, None, 0, 0, "no command given: vjp-migrate record --out FILE -- CMD...")
+    with tempfile.TemporaryDirectory(prefix="vjp-migrate-record-") as parts_dir:
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (str(BOOTSTRAP), env.get("PYTHONPATH")) if p)
+        env["VJP_MIGRATE_RECORD_DIR"] = parts_dir
+        env["VJP_MIGRATE_RECORD_MAX"] = str(max_calls)
+        status: int | None
+        try:
+            done = subprocess.run(command, env=env, cwd=cwd, timeout=timeout, capture_output=capture, check=False)
+            status = done.returncode
+        except subprocess.TimeoutExpired:
+            status = None
+            problem = f"the command timed out after {timeout:g}s"
+        except OSError as exc:
+            return RecordResult(out, None, 0, 0, f"could not run {command[0]!r}: {exc}")
+        parts = sorted(Path(parts_dir).glob("part-*.npz"))
+        if not parts:
+            return RecordResult(out, status, 0, 0, "no custom_vjp call was recorded (did the command import jax?)")
+        calls = merge_parts(parts, out, max_calls)
+    functions = len(read_recording(out).functions)
+    message = f"recorded {calls} call(s) of {functions} custom_vjp function(s) into {out}"
+    if status is None:
+        message = f"{problem}; {message}"
+    elif status != 0:
+        message += f" (the command exited with status {status})"
+    return RecordResult(out, status, functions, calls, message)

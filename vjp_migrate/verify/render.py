@@ -1,0 +1,73 @@
+"""Verify stage 7: the report as a rich table (rich imported lazily) or as JSON."""
+
+from __future__ import annotations
+
+import io
+
+from vjp_migrate.verify.model import FunctionRow, Verdict, VerifyReport
+
+_STYLE = {
+    Verdict.EQUAL: "green",
+    Verdict.MISMATCH: "bold red",
+    Verdict.NOT_VERIFIED: "yellow",
+    Verdict.ERROR: "bold red",
+}
+
+
+def _err(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2g}"
+
+
+def render(report: VerifyReport, fmt: str = "text") -> str:
+    """``text``: a table and the details a person needs; ``json``: ``report.to_json()``."""
+    if fmt == "json":
+        return report.to_json()
+    if fmt != "text":
+        raise ValueError(f"unknown output format {fmt!r} (text, json)")
+    from rich.console import Console
+    from rich.table import Table
+
+    buffer = io.StringIO()
+    console = Console(file=buffer, width=150, force_terminal=False, color_system=None)
+    title = f"vjp-migrate verify {report.before} -> {report.after}"
+    if report.backends:
+        title += f" on {', '.join(report.backends)}"
+    table = Table(title=title, title_justify="left")
+    for column in ("function", "moved", "inputs", "examples", "primal err", "cotangent err",
+                   "jit", "vmap", "before, traced", "verdict"):
+        table.add_column(column)
+    for row in report.rows:
+        table.add_row(row.name, ", ".join(row.moved) or "-", row.input_source, str(row.examples),
+                      _err(row.primal_max_err), _err(row.cotangent_max_err), row.jit, row.vmap,
+                      row.before_traced, f"[{_STYLE[row.verdict]}]{row.verdict.value}[/]")
+    if report.rows:
+        console.print(table)
+    for row in report.rows:
+        _details(console, row)
+    for warning in report.warnings:
+        console.print(f"warning: {warning}", markup=False)
+    for error in report.errors:
+        console.print(f"error: {error}", markup=False)
+    for path in report.emitted:
+        console.print(f"wrote {path}", markup=False)
+    console.print(_summary(report), markup=False)
+    return buffer.getvalue()
+
+
+def _details(console: object, row: FunctionRow, limit: int = 3) -> None:
+    problems = row.problems
+    for problem in problems[:limit]:
+        console.print(f"{row.name}: {problem.describe()}", markup=False)  # type: ignore[attr-defined]
+    if len(problems) > limit:
+        more = f"{row.name}: ... and {len(problems) - limit} more (see --output-format json)"
+        console.print(more, markup=False)  # type: ignore[attr-defined]
+    notes = [c for c in row.checks if c.check.startswith("custom_vjp3") and c.status.value == "n/a"]
+    for note in notes[:1]:
+        console.print(f"{row.name}: {note.describe()}", markup=False)  # type: ignore[attr-defined]
+
+
+def _summary(report: VerifyReport) -> str:
+    counts = {v: sum(r.verdict is v for r in report.rows) for v in Verdict}
+    parts = [f"{n} {v.value}" for v, n in counts.items() if n]
+    text = ", ".join(parts) or "nothing to verify"
+    return f"{text} (exit code {report.exit_code})"

@@ -1,0 +1,123 @@
+"""Verify stage 6 (parent side): run the worker in a subprocess with a timeout and turn its
+answer into ``VerifyReport`` objects. Never imports JAX; never runs user code in-process.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import vjp_migrate
+from vjp_migrate.verify.model import FunctionRow, VerifyOptions, VerifyReport
+
+MISSING_JAX = "JAX is not installed: verification needs it. Install it with: pip install 'vjp-migrate[verify]'"
+
+
+@dataclass(frozen=True)
+class Side:
+    """One version of the module: its path, and its text when it exists only in memory."""
+
+    path: Path
+    source: str | None = None
+    label: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The request form."""
+        return {"path": str(self.path.resolve()), "source": self.source, "label": self.label or str(self.path)}
+
+
+def _request(jobs: list[tuple[Side, Side]], options: VerifyOptions, examples: list[Path | None] | None) -> str:
+    per_job = examples or [None] * len(jobs)
+    return json.dumps(
+        {
+            "jobs": [
+                {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None}
+                for (b, a), e in zip(jobs, per_job)
+            ],
+            "emit": str(options.emit_tests.resolve()) if options.emit_tests else None,
+            "options": {
+                "examples": str(options.examples.resolve()) if options.examples else None,
+                "inputs": str(options.inputs.resolve()) if options.inputs else None,
+                "rtol": options.rtol,
+                "atol": options.atol,
+                "device": options.device,
+                "seed": options.seed,
+                "strict": options.strict,
+            },
+        }
+    )
+
+
+def _failed(jobs: list[tuple[Side, Side]], options: VerifyOptions, message: str) -> list[VerifyReport]:
+    return [
+        VerifyReport(b.label or str(b.path), a.label or str(a.path), errors=(message,), strict=options.strict)
+        for b, a in jobs
+    ]
+
+
+def worker_env() -> dict[str, str]:
+    """The environment of the worker: this vjp_migrate importable, no bytecode written."""
+    env = dict(os.environ)
+    package_parent = str(Path(vjp_migrate.__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+def run_jobs(
+    jobs: list[tuple[Side, Side]], options: VerifyOptions, examples: list[Path | None] | None = None
+) -> list[VerifyReport]:
+    """Verify the pairs in one worker process (timeout: ``options.timeout`` per pair);
+    ``examples`` gives each pair its own examples file instead of ``options.examples``."""
+    if options.python is None and importlib.util.find_spec("jax") is None:
+        return _failed(jobs, options, MISSING_JAX)
+    command = [options.python or sys.executable, "-m", "vjp_migrate.verify.worker"]
+    try:
+        done = subprocess.run(
+            command,
+            input=_request(jobs, options, examples),
+            capture_output=True,
+            text=True,
+            timeout=options.timeout * max(1, len(jobs)),
+            env=worker_env(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return _failed(jobs, options, f"timed out after {options.timeout:g}s (raise --timeout)")
+    except OSError as exc:
+        return _failed(jobs, options, f"could not start the worker: {exc}")
+    try:
+        answer = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        tail = "\n".join(done.stderr.strip().splitlines()[-15:])
+        return _failed(jobs, options, f"the worker crashed (exit {done.returncode}):\n{tail}")
+    if "fatal" in answer:
+        return _failed(jobs, options, answer["fatal"])
+    return [_report(data, options) for data in answer["reports"]]
+
+
+def _report(data: dict[str, Any], options: VerifyOptions) -> VerifyReport:
+    emitted: list[str] = []
+    if options.emit_tests is not None:
+        options.emit_tests.mkdir(parents=True, exist_ok=True)
+        for test in data.get("emitted", []):
+            target = options.emit_tests / test["filename"]
+            target.write_text(test["text"], encoding="utf-8")
+            emitted.append(str(target))
+    return VerifyReport(
+        before=data["before"],
+        after=data["after"],
+        rows=tuple(FunctionRow.from_dict(r) for r in data["rows"]),
+        errors=tuple(data["errors"]),
+        warnings=tuple(data["warnings"]),
+        backends=tuple(data.get("backends", ())),
+        jax_version=data.get("jax_version"),
+        strict=options.strict,
+        emitted=tuple(emitted),
+    )

@@ -1,0 +1,189 @@
+"""Verify stage 4b (in the worker): run every example of one pair on every backend, the
+cross-backend comparison, the ``jax_custom_vjp3`` pass, and fold the outcomes into a row.
+"""
+
+from __future__ import annotations
+
+import types
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from vjp_migrate.verify.checks import ExampleRun, check_example, error_text, run_jit
+from vjp_migrate.verify.compare import compare_trees
+from vjp_migrate.verify.inputs import Inputs, gather
+from vjp_migrate.verify.model import CheckOutcome, CheckStatus, FunctionRow, Verdict, VerifyOptions
+from vjp_migrate.verify.pairing import VjpPair
+
+
+@dataclass
+class PairResult:
+    """What happened to one pair: its inputs and the runs of its examples."""
+
+    pair: VjpPair
+    inputs: Inputs
+    runs: list[ExampleRun] = field(default_factory=list)
+    extra: list[CheckOutcome] = field(default_factory=list)
+
+    def outcomes(self) -> list[CheckOutcome]:
+        """Every outcome, in order."""
+        return [o for r in self.runs for o in r.outcomes] + self.extra
+
+    def row(self) -> FunctionRow:
+        """The report row for this pair."""
+        outcomes = self.outcomes()
+        moved = tuple(self.pair.params[p] if p < len(self.pair.params) else str(p) for p in self.pair.moved)
+        base = FunctionRow(self.pair.name, moved, self.inputs.source, len(self.inputs.examples))
+        if not self.inputs.examples:
+            return replace(base, verdict=Verdict.NOT_VERIFIED, message=self.inputs.note)
+        problems = [o for o in outcomes if o.status in (CheckStatus.FAIL, CheckStatus.ERROR)]
+        if any(o.status is CheckStatus.FAIL for o in problems):
+            verdict = Verdict.MISMATCH
+        elif problems:
+            verdict = Verdict.ERROR
+        else:
+            verdict = Verdict.EQUAL
+        first = next((o for o in problems if o.status is CheckStatus.FAIL), problems[0] if problems else None)
+        return replace(
+            base,
+            primal_max_err=_max_err(outcomes, "primal"),
+            cotangent_max_err=_max_err(outcomes, "cotangent"),
+            jit=_summary(outcomes, "jit"),
+            vmap=_summary(outcomes, "vmap"),
+            before_traced=_before_summary(outcomes),
+            verdict=verdict,
+            message=first.describe() if first else "",
+            checks=tuple(outcomes),
+        )
+
+
+def _max_err(outcomes: list[CheckOutcome], check: str) -> float | None:
+    errors = [o.max_abs_err for o in outcomes if o.check == check and o.max_abs_err is not None]
+    return max(errors) if errors else None
+
+
+def _summary(outcomes: list[CheckOutcome], check: str) -> str:
+    statuses = {o.status for o in outcomes if o.check == check}
+    if CheckStatus.FAIL in statuses or CheckStatus.ERROR in statuses:
+        return "FAIL"
+    if CheckStatus.PASS in statuses:
+        return "ok"
+    return "n/a"
+
+
+def _before_summary(outcomes: list[CheckOutcome]) -> str:
+    for o in outcomes:
+        if o.check == "before jit" and o.status is CheckStatus.EXPECTED_FAILURE:
+            return f"fails ({o.detail.split(':')[0]})"
+    if any(o.check == "before jit" and o.status is CheckStatus.PASS for o in outcomes):
+        return "works"
+    return "n/a"
+
+
+def _members(examples: tuple[tuple[Any, ...], ...], index: int, positions: tuple[int, ...]) -> list[tuple[Any, ...]]:
+    """The batch for vmap: this example's values at ``positions`` plus compatible ones of others."""
+
+    def signature(args: tuple[Any, ...]) -> Any:
+        leaves, treedef = jax.tree_util.tree_flatten(tuple(args[p] for p in positions))
+        return treedef, tuple((np.shape(x), np.asarray(x).dtype) for x in leaves)
+
+    own = examples[index]
+    members = [tuple(own[p] for p in positions)]
+    for i, other in enumerate(examples):
+        if i != index and len(other) == len(own) and len(members) < 3:
+            try:
+                if signature(other) == signature(own):
+                    members.append(tuple(other[p] for p in positions))
+            except Exception:
+                continue
+    if len(members) == 1:
+        members.append(members[0])
+    return members
+
+
+def verify_pair(
+    pair: VjpPair,
+    before_module: types.ModuleType,
+    before_path: Path,
+    before_source: str,
+    examples: dict[str, list[tuple[Any, ...]]] | None,
+    recording: Any,
+    options: VerifyOptions,
+    backends: list[str],
+) -> PairResult:
+    """Gather the inputs and run every check of every example on every backend."""
+    from vjp_migrate.verify.worker import _device_context
+
+    def runs(args: tuple[Any, ...]) -> str | None:
+        trial = ExampleRun(pair, args, 0, backends[0], options.rtol, options.atol, options.seed)
+        return None if trial.baseline() else trial.outcomes[-1].detail
+
+    inputs = gather(pair, before_module, before_path, before_source, examples, recording, runs, options.seed)
+    result = PairResult(pair, inputs)
+    per_backend: dict[str, list[ExampleRun]] = {}
+    for backend in backends:
+        with _device_context(backend):
+            for index, args in enumerate(inputs.examples):
+                run = ExampleRun(pair, args, index, backend, options.rtol, options.atol, options.seed)
+                try:
+                    batched = pair.moved or run.dynamic
+                    check_example(run, _members(inputs.examples, index, batched))
+                except Exception as exc:  # a bug in a check must not hide the others
+                    run.add("checks", CheckStatus.ERROR, detail=error_text(exc))
+                result.runs.append(run)
+                per_backend.setdefault(backend, []).append(run)
+    if len(backends) > 1:
+        _cross_backend(result, per_backend, options)
+    return result
+
+
+def _cross_backend(result: PairResult, per_backend: dict[str, list[ExampleRun]], options: VerifyOptions) -> None:
+    first, *others = list(per_backend)
+    for backend in others:
+        for ref, run in zip(per_backend[first], per_backend[backend]):
+            if ref.after_eager is None or run.after_eager is None:
+                continue
+            out = compare_trees(ref.after_eager, run.after_eager, options.rtol, options.atol)
+            status = CheckStatus.PASS if out.ok else CheckStatus.FAIL
+            result.extra.append(CheckOutcome(f"{first} vs {backend}", status, run.index, backend, out.where,
+                                             out.max_abs, out.max_rel, out.detail))
+
+
+def vjp3_phase(results: list[PairResult], after_path: Path, after_source: str | None, options: VerifyOptions) -> None:
+    """Re-import AFTER with ``jax_custom_vjp3`` on and check it again (n/a without the option)."""
+    todo = [r for r in results if r.inputs.examples]
+    if not todo:
+        return
+    try:
+        previous = jax.config.jax_custom_vjp3
+    except AttributeError:
+        for r in todo:
+            r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.NOT_APPLICABLE, detail="not in this JAX"))
+        return
+    from vjp_migrate.verify.loading import load_module
+    from vjp_migrate.verify.pairing import find_custom_vjps
+
+    jax.config.update("jax_custom_vjp3", True)
+    try:
+        try:
+            module = load_module(after_path, "after_vjp3", after_source)
+            found = find_custom_vjps(module, jax.custom_vjp)
+        except Exception as exc:
+            for r in todo:
+                r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail=f"AFTER does not import: {error_text(exc)}"))
+            return
+        for r in todo:
+            if r.pair.name not in found:
+                r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail="function not found under custom_vjp3"))
+                continue
+            pair = replace(r.pair, after=found[r.pair.name])
+            for index, args in enumerate(r.inputs.examples):
+                run = ExampleRun(pair, args, index, "", options.rtol, options.atol, options.seed)
+                if run.baseline() and run.eager():
+                    run.transformed("jit", run_jit)
+                r.extra.extend(replace(o, check=f"custom_vjp3 {o.check}") for o in run.outcomes)
+    finally:
+        jax.config.update("jax_custom_vjp3", previous)

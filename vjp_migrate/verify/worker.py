@@ -1,0 +1,139 @@
+"""Verify stage 5: the worker process (``python -m vjp_migrate.verify.worker``).
+
+The only place user code runs and JAX is imported. Reads a JSON request on stdin, writes a
+JSON answer to the original stdout (user code's own prints go to stderr), writes no files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import traceback
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+from typing import Any
+
+MISSING_JAX = "JAX is not installed: verification needs it. Install it with: pip install 'vjp-migrate[verify]'"
+
+
+def main() -> int:
+    """Entry point: request on stdin, answer on the real stdout."""
+    sys.dont_write_bytecode = True
+    answer_fd = os.dup(1)
+    os.dup2(2, 1)  # the user's prints must not corrupt the answer
+    request = json.loads(sys.stdin.read())
+    try:
+        answer = run_request(request)
+    except BaseException as exc:  # report, never crash silently
+        answer = {"fatal": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"}
+    with os.fdopen(answer_fd, "w", encoding="utf-8") as out:
+        json.dump(answer, out)
+    return 0
+
+
+def run_request(request: dict[str, Any]) -> dict[str, Any]:
+    """Verify every job of the request; one report dict per job."""
+    try:
+        import jax  # noqa: F401
+    except ImportError:
+        return {"fatal": MISSING_JAX}
+    from vjp_migrate.verify.model import VerifyOptions
+
+    raw = request["options"]
+    options = VerifyOptions(
+        examples=Path(raw["examples"]) if raw.get("examples") else None,
+        inputs=Path(raw["inputs"]) if raw.get("inputs") else None,
+        rtol=raw.get("rtol"),
+        atol=raw.get("atol"),
+        device=raw.get("device"),
+        seed=raw.get("seed", 0),
+        strict=raw.get("strict", False),
+    )
+    emit = Path(request["emit"]) if request.get("emit") else None
+    return {"reports": [run_job(job, options, emit) for job in request["jobs"]]}
+
+
+def _backends(device: str | None) -> tuple[list[str], str | None]:
+    import jax
+
+    if device is None:
+        return [jax.default_backend()], None
+    wanted = ["cpu", "gpu", "tpu"] if device == "all" else [device]
+    found = []
+    for name in wanted:
+        try:
+            if jax.devices(name):
+                found.append(name)
+        except RuntimeError:
+            continue
+    if not found or (device != "all" and device not in found):
+        return [], f"no {device} backend available (JAX has: {jax.default_backend()})"
+    return found, None
+
+
+def _device_context(backend: str) -> AbstractContextManager[Any]:
+    import jax
+
+    if backend == jax.default_backend():
+        return nullcontext()
+    return jax.default_device(jax.devices(backend)[0])  # type: ignore[no-any-return]
+
+
+def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, Any]:
+    """Verify one BEFORE/AFTER pair; a report dict (and emitted test texts when asked)."""
+    import jax
+
+    from vjp_migrate.verify.loading import load_module
+    from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
+
+    before_path, after_path = Path(job["before"]["path"]), Path(job["after"]["path"])
+    report: dict[str, Any] = {
+        "before": job["before"].get("label", str(before_path)),
+        "after": job["after"].get("label", str(after_path)),
+        "errors": [], "warnings": [], "rows": [], "emitted": [], "jax_version": jax.__version__,
+    }
+    backends, problem = _backends(options.device)
+    report["backends"] = backends
+    if problem:
+        report["errors"].append(problem)
+        return report
+    try:
+        before_source = job["before"].get("source") or before_path.read_text(encoding="utf-8")
+        before = load_module(before_path, "before", job["before"].get("source"))
+        after = load_module(after_path, "after", job["after"].get("source"))
+    except BaseException as exc:
+        report["errors"].append(f"could not import the module: {type(exc).__name__}: {exc}")
+        return report
+    try:
+        from vjp_migrate.verify.inputs import load_examples, load_recording
+
+        examples_path = Path(job["examples"]) if job.get("examples") else options.examples
+        examples = load_examples(examples_path) if examples_path else None
+        recording = load_recording(options.inputs) if options.inputs else None
+    except BaseException as exc:
+        report["errors"].append(f"could not load the inputs: {type(exc).__name__}: {exc}")
+        return report
+    pairs, warnings = pair_functions(find_custom_vjps(before, jax.custom_vjp), find_custom_vjps(after, jax.custom_vjp))
+    report["warnings"].extend(warnings)
+    if not pairs:
+        report["warnings"].append("no custom_vjp function differs between BEFORE and AFTER")
+    from vjp_migrate.verify.session import verify_pair, vjp3_phase
+
+    results = [
+        verify_pair(p, before, before_path, before_source, examples, recording, options, backends) for p in pairs
+    ]
+    vjp3_phase(results, after_path, job["after"].get("source"), options)
+    for result in results:
+        report["rows"].append(result.row().to_dict())
+        if result.inputs.source == "none" and result.inputs.note:
+            report["warnings"].append(f"{result.pair.name}: not verified (no inputs): {result.inputs.note}")
+        if emit is not None:
+            from vjp_migrate.verify.emit import emit_test
+
+            report["emitted"].append(emit_test(result, before_path, after_path, emit))
+    return report
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
