@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from conftest import ROOT
+
 from vjp_migrate.cli import main
 
 SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
@@ -53,11 +53,26 @@ def test_json_output_schema(tree: Path) -> None:
     assert [f["argument"] for f in findings] == ["lo", "hi"]
     first = findings[0]
     assert set(first) == {
-        "code", "message", "path", "line", "column", "end_line", "end_column", "function",
-        "argument", "index", "fixable", "fix_safety", "reasons",
+        "code",
+        "message",
+        "path",
+        "line",
+        "column",
+        "end_line",
+        "end_column",
+        "function",
+        "argument",
+        "index",
+        "fixable",
+        "fix_safety",
+        "reasons",
     }
     assert (first["code"], first["function"], first["index"], first["fixable"], first["fix_safety"]) == (
-        "VJP001", "clip_gradient", 0, True, "safe",
+        "VJP001",
+        "clip_gradient",
+        0,
+        True,
+        "safe",
     )
     assert first["reasons"][0]["kind"] == "array" and "jnp.clip" in first["reasons"][0]["text"]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import ast
 
 import pytest
-
 from conftest import Case, fixture_cases
+
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import expand_selection
 from vjp_migrate.model import Settings

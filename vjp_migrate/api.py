@@ -14,7 +14,7 @@ from pathlib import Path
 
 from vjp_migrate.codes import DEFAULT_SELECT, triggers_for
 from vjp_migrate.discover import Candidate, discover
-from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status
+from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
 
 __all__ = [
@@ -54,7 +54,7 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
-    from vjp_migrate.classify import Context, classify_site, module_helpers
+    from vjp_migrate.classify import Context, apply_overrides, classify_site, module_helpers
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
     from vjp_migrate.plan import decide
@@ -74,9 +74,22 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
         where = positions[node]
         return where.start.line, where.start.column + 1, where.end.line, where.end.column + 1
 
+    from vjp_migrate.noqa import suppress
+
+    def header_of(site: VjpSite) -> range:
+        """The decorator and def lines, where a `# noqa` silences the site."""
+        first = site.primal.decorators[0] if site.primal.decorators else site.primal
+        body = positions[site.primal.body].start.line
+        end = body if isinstance(site.primal.body, cst.SimpleStatementSuite) else body - 1
+        return range(positions[first].start.line, end + 1)
+
     ctx = Context(imports, module_helpers(module), line_of)
-    decisions = tuple(decide(site, tuple(classify_site(site, module, ctx)), settings, imports) for site in sites)
+    decisions = tuple(
+        decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
+        for site in sites
+    )
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, span_of, path))
+    decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     return Analysis(diagnostics, decisions, module)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from vjp_migrate.imports import ImportTable, dotted
-from vjp_migrate.model import ArgInfo, ArgKind, Evidence, VjpSite
+from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -20,11 +20,40 @@ STRONG, WEAK, CALL_SITE, SCALAR = "strong", "weak", "call site", "scalar"
 
 STATIC_KEYWORDS = frozenset(
     {
-        "shape", "newshape", "axis", "axes", "dtype", "num", "keepdims", "mode", "method",
-        "precision", "static_argnums", "static_argnames", "length", "unroll", "num_segments",
-        "dimension", "dimensions", "reverse", "ord", "k", "side", "order", "kind", "size",
-        "total_repeat_length", "indices_are_sorted", "unique_indices", "preferred_element_type",
-        "source", "destination", "window_dimensions", "window_strides", "padding", "n",
+        "shape",
+        "newshape",
+        "axis",
+        "axes",
+        "dtype",
+        "num",
+        "keepdims",
+        "mode",
+        "method",
+        "precision",
+        "static_argnums",
+        "static_argnames",
+        "length",
+        "unroll",
+        "num_segments",
+        "dimension",
+        "dimensions",
+        "reverse",
+        "ord",
+        "k",
+        "side",
+        "order",
+        "kind",
+        "size",
+        "total_repeat_length",
+        "indices_are_sorted",
+        "unique_indices",
+        "preferred_element_type",
+        "source",
+        "destination",
+        "window_dimensions",
+        "window_strides",
+        "padding",
+        "n",
     }
 )
 # Array libraries: a value passed to one of their functions is array data, except at these
@@ -71,10 +100,38 @@ STATIC_POSITIONS: dict[str, frozenset[int]] = {
     **{
         f: frozenset({1})
         for f in (
-            "sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all",
-            "cumsum", "cumprod", "logsumexp", "softmax", "log_softmax", "norm", "median", "sort",
-            "argsort", "nansum", "nanmean", "amax", "amin", "ptp", "average", "reduce_sum",
-            "reduce_max", "reduce_min", "psum", "pmean", "all_gather",
+            "sum",
+            "mean",
+            "max",
+            "min",
+            "prod",
+            "std",
+            "var",
+            "argmax",
+            "argmin",
+            "any",
+            "all",
+            "cumsum",
+            "cumprod",
+            "logsumexp",
+            "softmax",
+            "log_softmax",
+            "norm",
+            "median",
+            "sort",
+            "argsort",
+            "nansum",
+            "nanmean",
+            "amax",
+            "amin",
+            "ptp",
+            "average",
+            "reduce_sum",
+            "reduce_max",
+            "reduce_min",
+            "psum",
+            "pmean",
+            "all_gather",
         )
     },
 }
@@ -92,27 +149,90 @@ CALLABLE_POSITIONS: dict[str, frozenset[int]] = {
 # jax.* transformations take the function first; for vjp/jvp/linearize the rest are primals.
 JAX_TRANSFORMS = frozenset(
     {
-        "jax.grad", "jax.value_and_grad", "jax.vjp", "jax.jvp", "jax.linearize", "jax.vmap",
-        "jax.jit", "jax.pmap", "jax.checkpoint", "jax.remat", "jax.jacfwd", "jax.jacrev",
-        "jax.hessian", "jax.eval_shape", "jax.closure_convert", "jax.make_jaxpr",
-        "jax.tree_util.tree_map", "jax.tree.map", "jax.tree_map", "jax.custom_jvp",
-        "jax.custom_vjp", "jax.linear_transpose", "functools.partial", "functools.reduce",
+        "jax.grad",
+        "jax.value_and_grad",
+        "jax.vjp",
+        "jax.jvp",
+        "jax.linearize",
+        "jax.vmap",
+        "jax.jit",
+        "jax.pmap",
+        "jax.checkpoint",
+        "jax.remat",
+        "jax.jacfwd",
+        "jax.jacrev",
+        "jax.hessian",
+        "jax.eval_shape",
+        "jax.closure_convert",
+        "jax.make_jaxpr",
+        "jax.tree_util.tree_map",
+        "jax.tree.map",
+        "jax.tree_map",
+        "jax.custom_jvp",
+        "jax.custom_vjp",
+        "jax.linear_transpose",
+        "functools.partial",
+        "functools.reduce",
     }
 )
 STATIC_BUILTINS = frozenset(
-    {"builtins.range", "builtins.int", "builtins.bool", "builtins.hash", "builtins.str", "builtins.slice", "builtins.callable"}
+    {
+        "builtins.range",
+        "builtins.int",
+        "builtins.bool",
+        "builtins.hash",
+        "builtins.str",
+        "builtins.slice",
+        "builtins.callable",
+    }
 )
+# Array methods whose arguments are shapes/axes (``x.reshape(shape)``, ``x.sum(axis)``).
+SHAPE_METHODS = frozenset({"reshape", "transpose", "astype", "view", "squeeze", "swapaxes", "repeat", "tile", "broadcast_to"})
+AXIS_METHODS = frozenset({"sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum"})
 ARRAY_ATTRIBUTES = frozenset(
     {
-        "shape", "dtype", "ndim", "size", "T", "mT", "at", "real", "imag", "astype", "reshape",
-        "sum", "mean", "max", "min", "prod", "dot", "transpose", "squeeze", "ravel", "flatten",
-        "conj", "clip", "std", "var", "argmax", "argmin", "cumsum", "swapaxes", "block_until_ready",
+        "shape",
+        "dtype",
+        "ndim",
+        "size",
+        "T",
+        "mT",
+        "at",
+        "real",
+        "imag",
+        "astype",
+        "reshape",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "prod",
+        "dot",
+        "transpose",
+        "squeeze",
+        "ravel",
+        "flatten",
+        "conj",
+        "clip",
+        "std",
+        "var",
+        "argmax",
+        "argmin",
+        "cumsum",
+        "swapaxes",
+        "block_until_ready",
     }
 )
 ARRAY_ANNOTATIONS = frozenset(
     {
-        "jax.Array", "jax.numpy.ndarray", "numpy.ndarray", "jax.typing.ArrayLike", "jax.Array",
-        "chex.Array", "chex.ArrayTree", "jaxtyping.Array", "jaxtyping.ArrayLike",
+        "jax.Array",
+        "jax.numpy.ndarray",
+        "numpy.ndarray",
+        "jax.typing.ArrayLike",
+        "chex.Array",
+        "chex.ArrayTree",
+        "jaxtyping.Array",
+        "jaxtyping.ArrayLike",
     }
 )
 ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
@@ -125,9 +245,9 @@ STATIC_ANNOTATION_NAMES = frozenset(
 def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
     """The name an expression is rooted at: ``p``, ``p["w"]``, ``p[0][1]``, ``p.T``."""
     while True:
-        if isinstance(expr, cst.Subscript):
-            expr = expr.value
-        elif isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag"):
+        if isinstance(expr, cst.Subscript) or (
+            isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag")
+        ):
             expr = expr.value
         else:
             return expr
@@ -194,6 +314,11 @@ class Uses(cst.CSTVisitor):
             self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call)
             return
         qname = self.ctx.imports.qualify(call.func)
+        if qname is None and isinstance(call.func, cst.Attribute):
+            method = call.func.attr.value
+            if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
+                self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call)
+                return
         if qname is None:
             self._follow(call, func_text, position, keyword)
             return
@@ -214,11 +339,17 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis/size to `{func_text}`", call)
             else:
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call)
+        elif not qname.startswith("builtins."):
+            self._opaque(call, func_text)
+
+    def _opaque(self, call: cst.Call, func_text: str) -> None:
+        text = f"passed to `{func_text}`, which is not analysed, in {self.where}"
+        self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None) -> None:
         helper = self.ctx.helpers.get(func_text)
         if helper is None or self.depth >= 3 or isinstance(call.func, cst.Attribute):
-            self.evidence.append((Evidence(ArgKind.UNKNOWN, f"passed to `{func_text}`, which is not analysed, in {self.where}", self.ctx.line_of(call)), WEAK))
+            self._opaque(call, func_text)
             return
         params = positional_params(helper)
         target = keyword if keyword in params else (params[position] if 0 <= position < len(params) else None)
@@ -295,9 +426,7 @@ def _drop_none_checks(test: cst.BaseExpression) -> cst.BaseExpression:
     """``x is None`` / ``x is not None`` inside a test are fine for arrays; blank them out."""
 
     class Blank(cst.CSTTransformer):
-        def leave_Comparison(
-            self, original_node: cst.Comparison, updated_node: cst.Comparison
-        ) -> cst.BaseExpression:
+        def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
             if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in updated_node.comparisons):
                 return cst.Name("None")
             return updated_node
@@ -308,14 +437,17 @@ def _drop_none_checks(test: cst.BaseExpression) -> cst.BaseExpression:
 
 
 def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    yield expr
+    """The names inside an annotation, outermost first: ``Optional[X]`` gives Optional, X."""
     if isinstance(expr, cst.Subscript):
+        yield expr.value
         for element in expr.slice:
             if isinstance(element.slice, cst.Index):
                 yield from _annotation_names(element.slice.value)
     elif isinstance(expr, cst.BinaryOperation):  # X | None
         yield from _annotation_names(expr.left)
         yield from _annotation_names(expr.right)
+    else:
+        yield expr
 
 
 def annotation_evidence(func: cst.FunctionDef, index: int, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
@@ -337,14 +469,12 @@ def annotation_evidence(func: cst.FunctionDef, index: int, ctx: Context, where: 
                 break
             if last in SCALAR_ANNOTATION_NAMES and all(
                 (dotted(p) or "") in (*SCALAR_ANNOTATION_NAMES, "None", "Optional", "typing.Optional")
-                for p in _annotation_names(annotation) if not isinstance(p, (cst.Subscript, cst.BinaryOperation))
+                for p in _annotation_names(annotation)
             ):
                 note = "a Python number, which may be a static setting"
                 found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
                 break
-            if last in STATIC_ANNOTATION_NAMES or (
-                isinstance(part, cst.Subscript) and last in ("tuple", "Tuple") and "int" in text
-            ):
+            if last in STATIC_ANNOTATION_NAMES or (last in ("tuple", "Tuple") and "int" in text):
                 found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}", line), STRONG))
                 break
     default = param.default
@@ -356,7 +486,9 @@ def annotation_evidence(func: cst.FunctionDef, index: int, ctx: Context, where: 
     return found
 
 
-def call_site_evidence(value: cst.BaseExpression, ctx: Context, caller: cst.FunctionDef | None, line: int | None) -> tuple[Evidence, str] | None:
+def call_site_evidence(
+    value: cst.BaseExpression, ctx: Context, caller: cst.FunctionDef | None, line: int | None
+) -> tuple[Evidence, str] | None:
     """What the value passed at one call site of the primal says about the argument."""
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
@@ -364,8 +496,10 @@ def call_site_evidence(value: cst.BaseExpression, ctx: Context, caller: cst.Func
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if _is_string_like(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
         return Evidence(ArgKind.STATIC, f"a constant is passed {at}", line), CALL_SITE
-    if isinstance(value, (cst.Tuple, cst.List)) and value.elements and all(
-        isinstance(e.value, cst.Integer) for e in value.elements
+    if (
+        isinstance(value, (cst.Tuple, cst.List))
+        and value.elements
+        and all(isinstance(e.value, cst.Integer) for e in value.elements)
     ):
         return Evidence(ArgKind.STATIC, f"a shape is passed {at}", line), CALL_SITE
     qname = ctx.imports.qualify(value.func if isinstance(value, cst.Call) else value) or ""
@@ -378,7 +512,9 @@ def call_site_evidence(value: cst.BaseExpression, ctx: Context, caller: cst.Func
         if value.value in params:
             static = jit_static_positions(caller, params, ctx.imports)
             if params.index(value.value) in static:
-                return Evidence(ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line), CALL_SITE
+                return Evidence(
+                    ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
+                ), CALL_SITE
     return None
 
 
@@ -470,3 +606,29 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
 
 def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
     return {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+
+
+def _override_matches(entry: str, full_name: str, info: ArgInfo) -> bool:
+    function, _, argument = entry.partition(":")
+    named = full_name == function or full_name.endswith("." + function)
+    return named and argument.strip() in (info.name, str(info.index))
+
+
+def apply_overrides(infos: list[ArgInfo], site: VjpSite, path: str, settings: Settings) -> list[ArgInfo]:
+    """The configuration's `static-args` / `array-args` win over the evidence in the code.
+
+    An entry names ``module.function:argument``; any dotted suffix of the file's module path
+    works (``fn:x``, ``mod.fn:x``, ``pkg.mod.Class.fn:0``).
+    """
+    if not settings.static_args and not settings.array_args:
+        return infos
+    parts = [p for p in path.replace("\\", "/").removesuffix(".py").removesuffix(".ipynb").split("/") if p]
+    full_name = ".".join([*(parts[:-1] if parts[-1:] == ["__init__"] else parts), site.qualname])
+    result = []
+    for info in infos:
+        if any(_override_matches(e, full_name, info) for e in settings.static_args):
+            info = ArgInfo(info.index, info.name, ArgKind.STATIC, (Evidence(ArgKind.STATIC, "listed in static-args in the configuration"),), False)
+        elif any(_override_matches(e, full_name, info) for e in settings.array_args):
+            info = ArgInfo(info.index, info.name, ArgKind.ARRAY, (Evidence(ArgKind.ARRAY, "listed in array-args in the configuration"),), True)
+        result.append(info)
+    return result

@@ -26,15 +26,15 @@ class Code:
 
 _TRACER_WHY = (
     "Since JAX PR #4008 an argument listed in a `custom_vjp`'s `nondiff_argnums` must never be "
-    "a Tracer. Array-valued arguments there fail with `UnexpectedTracerError` (\"Found a JAX "
+    'a Tracer. Array-valued arguments there fail with `UnexpectedTracerError` ("Found a JAX '
     "Tracer object passed as an argument to a custom_vjp function in a position indicated by "
-    "nondiff_argnums as non-differentiable\") as soon as the function runs under `jit`, `vmap`, "
+    'nondiff_argnums as non-differentiable") as soon as the function runs under `jit`, `vmap`, '
     "`scan` or `grad` of those arguments. JAX's guide: array-valued arguments should not be "
     "indicated as nondiff_argnums; pass them as regular arguments, save them as residuals in "
     "fwd, and return `None` for them from bwd."
 )
 
-_BEFORE = '''\
+_BEFORE = """\
 @partial(jax.custom_vjp, nondiff_argnums=(0, 1))
 def clip_gradient(lo, hi, x):
     return x
@@ -46,9 +46,9 @@ def clip_gradient_bwd(lo, hi, _, g):
     return (jnp.clip(g, lo, hi),)
 
 clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
-'''
+"""
 
-_AFTER = '''\
+_AFTER = """\
 @jax.custom_vjp
 def clip_gradient(lo, hi, x):
     return x
@@ -61,7 +61,7 @@ def clip_gradient_bwd(res, g):
     return (None, None, jnp.clip(g, lo, hi))
 
 clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
-'''
+"""
 
 _NONDIFF = (b"nondiff_arg",)
 

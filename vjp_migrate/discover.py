@@ -11,8 +11,22 @@ from pathlib import Path
 
 SKIP_DIRS = frozenset(
     {
-        ".git", ".hg", ".svn", "__pycache__", "build", "dist", "node_modules", ".venv", "venv",
-        ".tox", ".nox", ".mypy_cache", ".ruff_cache", ".pytest_cache", ".eggs", ".ipynb_checkpoints",
+        ".git",
+        ".hg",
+        ".svn",
+        "__pycache__",
+        "build",
+        "dist",
+        "node_modules",
+        ".venv",
+        "venv",
+        ".tox",
+        ".nox",
+        ".mypy_cache",
+        ".ruff_cache",
+        ".pytest_cache",
+        ".eggs",
+        ".ipynb_checkpoints",
     }
 )
 SUFFIXES = (".py", ".pyi")

@@ -19,8 +19,14 @@ def _param_node(decision: SiteDecision, index: int) -> cst.CSTNode:
 
 
 def _diagnostic(
-    code: str, decision: SiteDecision, node: cst.CSTNode, span_of: SpanOf, path: str,
-    info: ArgInfo | None, fixable: bool, detail: str = "",
+    code: str,
+    decision: SiteDecision,
+    node: cst.CSTNode,
+    span_of: SpanOf,
+    path: str,
+    info: ArgInfo | None,
+    fixable: bool,
+    detail: str = "",
 ) -> Diagnostic:
     line, column, end_line, end_column = span_of(node)
     return Diagnostic(
@@ -51,12 +57,14 @@ def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf,
     if decision.inconsistency is not None:
         if "VJP004" not in settings.select:
             return []
-        node = decision.site.primal.name
-        return [_diagnostic("VJP004", decision, node, span_of, path, None, False, decision.inconsistency)]
+        return [
+            _diagnostic(
+                "VJP004", decision, decision.site.primal.name, span_of, path, None, False, decision.inconsistency
+            )
+        ]
     found: list[Diagnostic] = []
     moved = decision.plan.moved if decision.plan else ()
     for info in decision.infos:
-        node = _param_node(decision, info.index)
         if info.kind is ArgKind.ARRAY:
             code = "VJP003" if decision.problem else "VJP001"
         elif info.kind is ArgKind.UNKNOWN:
@@ -65,6 +73,15 @@ def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf,
             continue
         if code in settings.select:
             found.append(
-                _diagnostic(code, decision, node, span_of, path, info, info.index in moved, decision.problem or "")
+                _diagnostic(
+                    code,
+                    decision,
+                    _param_node(decision, info.index),
+                    span_of,
+                    path,
+                    info,
+                    info.index in moved,
+                    decision.problem or "",
+                )
             )
     return found

@@ -97,9 +97,7 @@ class _ImportCollector(cst.CSTVisitor):
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
         if isinstance(node.names, cst.ImportStar):
             return
-        module = "." * len(node.relative) + (
-            _import_module_name(node.module) if node.module is not None else ""
-        )
+        module = "." * len(node.relative) + (_import_module_name(node.module) if node.module is not None else "")
         for alias in node.names:
             name = _import_module_name(alias.name)
             local = name

@@ -107,6 +107,7 @@ class Diagnostic:
     fixable: bool
     fix_safety: FixSafety
     reasons: tuple[Evidence, ...] = ()
+    cell: int | None = None  # notebooks: the 1-based cell; line and column are then within it
 
 
 class Layout(enum.Enum):
@@ -153,6 +154,10 @@ class SiteDecision:
 class Settings:
     select: frozenset[str]
     unsafe_fixes: bool = False
+    # Per-function classification overrides from the configuration: "module.function:argument"
+    # (a dotted suffix of the module path is enough; the argument by name or position).
+    static_args: frozenset[str] = frozenset()
+    array_args: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

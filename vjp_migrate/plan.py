@@ -107,12 +107,12 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
                 f"{n_nondiff} nondiff argument{'s' if n_nondiff != 1 else ''} + residuals + "
                 f"cotangent = {n_nondiff + 2}"
             )
-    if fwd is not None and not site.has_varargs and not isinstance(fwd.params.star_arg, cst.Param):
-        if len(positional_params(fwd)) != len(site.params):
-            return (
-                f"fwd `{fwd.name.value}` takes {len(positional_params(fwd))} parameters but the "
-                f"primal `{site.name}` takes {len(site.params)}"
-            )
+    fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
+    if fwd is not None and not site.has_varargs and not fwd_varargs and len(positional_params(fwd)) != len(site.params):
+        return (
+            f"fwd `{fwd.name.value}` takes {len(positional_params(fwd))} parameters but the "
+            f"primal `{site.name}` takes {len(site.params)}"
+        )
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)
         cotangent = params[-1] if params else ""
@@ -125,9 +125,9 @@ def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int
     """The arguments fix moves: selected codes only, unsafe ones only with --unsafe-fixes."""
     moved = []
     for info in infos:
-        if info.kind is ArgKind.ARRAY and "VJP001" in settings.select and (info.strong or settings.unsafe_fixes):
-            moved.append(info.index)
-        elif info.kind is ArgKind.UNKNOWN and "VJP002" in settings.select and settings.unsafe_fixes:
+        if (info.kind is ArgKind.ARRAY and "VJP001" in settings.select and (info.strong or settings.unsafe_fixes)) or (
+            info.kind is ArgKind.UNKNOWN and "VJP002" in settings.select and settings.unsafe_fixes
+        ):
             moved.append(info.index)
     return tuple(moved)
 
@@ -208,14 +208,23 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
     bwd_returns = own_returns(bwd)
+    leading = list(slots) == list(range(len(slots)))
     for ret in bwd_returns:
+        if not leading and not isinstance(ret.value, (cst.Tuple, cst.List, cst.Name)):
+            # (*f(g)[:k], None, *f(g)[k:]) would evaluate the call twice.
+            text = cst.Module([]).code_for_node(ret.value) if ret.value is not None else "nothing"
+            return f"bwd `{bwd.name.value}` returns `{text}`, and None is needed between its cotangents"
         problem = _literal_return_problem(ret.value, slots)
         if problem:
             return f"in bwd `{bwd.name.value}`, {problem}"
     residual = bwd_params[len(order)]
     taken = set(bwd_names.counts) | (set(bwd_params) - {residual})
     layout, new_param, old_name, unpack = _layout(site, saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
-    if layout in (Layout.NONE, Layout.GENERAL) and new_param != saved_bwd[0] and not isinstance(bwd.body, cst.IndentedBlock):
+    if (
+        layout in (Layout.NONE, Layout.GENERAL)
+        and new_param != saved_bwd[0]
+        and not isinstance(bwd.body, cst.IndentedBlock)
+    ):
         return f"bwd `{bwd.name.value}` is written on one line"
     return RewritePlan(
         site=site,
@@ -254,9 +263,13 @@ def _layout(
     unpack = _single_unpack(bwd, residual, counts)
     if unpack is not None:
         width = len(unpack.targets[0].target.elements)  # type: ignore[attr-defined]
-        if all(isinstance(v, cst.Tuple) and v.lpar and len(v.elements) == width and not any(
-            isinstance(e, cst.StarredElement) for e in v.elements
-        ) for v in values):
+        if all(
+            isinstance(v, cst.Tuple)
+            and v.lpar
+            and len(v.elements) == width
+            and not any(isinstance(e, cst.StarredElement) for e in v.elements)
+            for v in values
+        ):
             return Layout.TUPLE, residual, residual, unpack
     return Layout.GENERAL, _fresh(taken), residual if residual_used else "_", None
 
@@ -272,7 +285,10 @@ def _single_unpack(bwd: cst.FunctionDef, residual: str, counts: dict[str, int]) 
                 isinstance(small, cst.Assign)
                 and len(small.targets) == 1
                 and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
-                and all(isinstance(e.value, cst.Name) and not isinstance(e, cst.StarredElement) for e in small.targets[0].target.elements)
+                and all(
+                    isinstance(e.value, cst.Name) and not isinstance(e, cst.StarredElement)
+                    for e in small.targets[0].target.elements
+                )
                 and isinstance(small.value, cst.Name)
                 and small.value.value == residual
             ):

@@ -89,7 +89,8 @@ def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextI
     files = f"{checked} file{'s' if checked != 1 else ''} checked"
     errors = f", {failed} could not be processed" if failed else ""
     if findings:
-        summary = f"Found {len(findings)} finding{'s' if len(findings) != 1 else ''} ({fixable} fixable) in {files}{errors}."
+        plural = "s" if len(findings) != 1 else ""
+        summary = f"Found {len(findings)} finding{plural} ({fixable} fixable) in {files}{errors}."
         hint = " Run `vjp-migrate fix` to apply the fixes." if fixable else ""
         _print([("plain", summary + hint)], stream)
     else:

@@ -32,9 +32,11 @@ def _positions_expr(original: cst.BaseExpression, kept: tuple[int, ...]) -> cst.
 
 
 def _names_expr(original: cst.BaseExpression, names: list[str]) -> cst.BaseExpression:
-    strings = [original] if isinstance(original, cst.SimpleString) else [
-        e.value for e in getattr(original, "elements", ()) if isinstance(e.value, cst.SimpleString)
-    ]
+    strings = (
+        [original]
+        if isinstance(original, cst.SimpleString)
+        else [e.value for e in getattr(original, "elements", ()) if isinstance(e.value, cst.SimpleString)]
+    )
     quote = strings[0].quote if strings else '"'
     text = ", ".join(f"{quote}{n}{quote}" for n in names)
     if isinstance(original, cst.SimpleString):
@@ -56,7 +58,7 @@ def _new_options(plan: RewritePlan, originals: Sequence[cst.Arg], options: Seque
     site = plan.site
     kept_names = [site.params[p] for p in plan.kept]
     result: list[cst.Arg] = []
-    for original, arg in zip(originals, options):
+    for original, arg in zip(originals, options, strict=True):
         if original is site.nondiff.argnums_arg:
             old = arg.value
             listed = [p for p in plan.kept if p not in _named_positions(plan)]
@@ -300,7 +302,9 @@ class _DropImports(cst.CSTTransformer):
         local = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
         return (local or "").split(".")[0] not in self.names
 
-    def leave_ImportFrom(self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom) -> cst.ImportFrom | cst.RemovalSentinel:
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
         kept = [a for a in updated_node.names if self._keep(a)]

@@ -299,9 +299,7 @@ def _rule_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | 
     return positional[index].value if index < len(positional) else None
 
 
-def jit_static_positions(
-    func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable
-) -> frozenset[int]:
+def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
     """Positions a ``jax.jit`` decorator on ``func`` (plain or through partial) marks static."""
     static: set[int] = set()
     for decorator in func.decorators:
@@ -309,9 +307,7 @@ def jit_static_positions(
         if not isinstance(call, cst.Call):
             continue
         via_partial = imports.is_one_of(call.func, PARTIAL) and bool(call.args)
-        if not (via_partial and imports.is_one_of(call.args[0].value, JIT)) and not (
-            imports.is_one_of(call.func, JIT)
-        ):
+        if not (via_partial and imports.is_one_of(call.args[0].value, JIT)) and not (imports.is_one_of(call.func, JIT)):
             continue
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword else None

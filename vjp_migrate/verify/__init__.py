@@ -7,6 +7,7 @@ user code.
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from vjp_migrate.verify.model import (
@@ -50,13 +51,27 @@ def verify_sources(before_source: str, after_source: str, path: Path, options: V
 
 
 def verify_many(
-    pairs: list[tuple[Path, Path]], options: VerifyOptions, examples: list[Path | None] | None = None
+    pairs: list[tuple[Path, Path]],
+    options: VerifyOptions,
+    examples: list[Path | None] | None = None,
+    workers: int = 1,
 ) -> list[VerifyReport]:
-    """``verify_files`` for several pairs in one worker process (one report per pair);
-    ``examples``, when given, is one examples file (or None) per pair."""
-    if not pairs:
-        return []
-    return run_jobs([(Side(b), Side(a)) for b, a in pairs], options, examples)
+    """``verify_files`` for several pairs, in ``workers`` worker processes (one report per
+    pair, in order); ``examples``, when given, is one examples file (or None) per pair."""
+    per_pair = examples or [None] * len(pairs)
+    chunks = [list(range(len(pairs)))[i :: max(1, workers)] for i in range(max(1, workers))]
+    chunks = [c for c in chunks if c]
+
+    def run(chunk: list[int]) -> list[VerifyReport]:
+        jobs = [(Side(pairs[i][0]), Side(pairs[i][1])) for i in chunk]
+        return run_jobs(jobs, options, [per_pair[i] for i in chunk])
+
+    with ThreadPoolExecutor(max_workers=len(chunks) or 1) as pool:
+        results = list(pool.map(run, chunks))
+    reports: dict[int, VerifyReport] = {}
+    for chunk, chunk_reports in zip(chunks, results):
+        reports.update(zip(chunk, chunk_reports))
+    return [reports[i] for i in range(len(pairs))]
 
 
 def render_report(report: VerifyReport, fmt: str = "text") -> str:

@@ -171,7 +171,7 @@ class ExampleRun:
             self.add("vmap", CheckStatus.NOT_APPLICABLE, detail="no array arguments")
             return
         try:
-            expected = [self.probe(self.pair.before, batched, self.diff)(m) for m in members]
+            expected = [self._before_at(batched, m, members[0]) for m in members]
         except Exception as exc:
             self.add("vmap", CheckStatus.ERROR, detail=f"BEFORE does not run on the batch: {error_text(exc)}")
             return
@@ -187,6 +187,12 @@ class ExampleRun:
                 return
             self.outcomes.pop()  # keep one vmap outcome per example
         self.add("vmap", CheckStatus.PASS)
+
+    def _before_at(self, positions: tuple[int, ...], values: tuple[Any, ...], own: tuple[Any, ...]) -> tuple[Any, Any]:
+        # The first member is the example itself: BEFORE's result is the reference already.
+        if values is own and self.reference is not None:
+            return self.reference
+        return self.probe(self.pair.before, positions, self.diff)(values)
 
     def second_order(self) -> None:
         """Nested grad: reverse mode through the cotangents, where BEFORE's rule supports it."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import inspect
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,9 +62,18 @@ def primal_of(obj: Any) -> Callable[..., Any]:
     return getattr(obj, "fun", None) or getattr(obj, "f", None) or obj
 
 
-def find_custom_vjps(module: types.ModuleType, custom_vjp_class: type) -> dict[str, Any]:
-    """Module-level custom_vjp objects by name, and ``Class.method`` ones in the module's classes."""
+def find_custom_vjps(module: types.ModuleType, custom_vjp_class: type, factories: Iterable[str] = ()) -> dict[str, Any]:
+    """Module-level custom_vjp objects by name, ``Class.method`` ones in the module's classes,
+    and those returned by the zero-argument factories named ``"make_op()"`` (raises what they raise)."""
     found: dict[str, Any] = {}
+    for factory in factories:
+        target: Any = module
+        for part in factory[: -len("()")].split("."):
+            target = getattr(target, part, None)
+        if callable(target):
+            made = target()
+            if is_custom_vjp(made, custom_vjp_class):
+                found[factory] = made
     for name, value in vars(module).items():
         if is_custom_vjp(value, custom_vjp_class):
             found[name] = value

@@ -98,13 +98,15 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     if problem:
         report["errors"].append(problem)
         return report
-    try:
-        before_source = job["before"].get("source") or before_path.read_text(encoding="utf-8")
-        before = load_module(before_path, "before", job["before"].get("source"))
-        after = load_module(after_path, "after", job["after"].get("source"))
-    except BaseException as exc:
-        report["errors"].append(f"could not import the module: {type(exc).__name__}: {exc}")
-        return report
+    modules = []
+    for role, path in (("before", before_path), ("after", after_path)):
+        try:
+            modules.append(load_module(path, role, job[role].get("source")))
+        except BaseException as exc:
+            report["errors"].append(f"could not import {role.upper()} ({path}): {type(exc).__name__}: {exc}")
+            return report
+    before, after = modules
+    before_source = job["before"].get("source") or before_path.read_text(encoding="utf-8")
     try:
         from vjp_migrate.verify.inputs import load_examples, load_recording
 
@@ -114,7 +116,14 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     except BaseException as exc:
         report["errors"].append(f"could not load the inputs: {type(exc).__name__}: {exc}")
         return report
-    pairs, warnings = pair_functions(find_custom_vjps(before, jax.custom_vjp), find_custom_vjps(after, jax.custom_vjp))
+    factories = [name for name in (examples or {}) if name.endswith("()")]
+    try:
+        found_before = find_custom_vjps(before, jax.custom_vjp, factories)
+        found_after = find_custom_vjps(after, jax.custom_vjp, factories)
+    except BaseException as exc:
+        report["errors"].append(f"could not call a factory named in the examples: {type(exc).__name__}: {exc}")
+        return report
+    pairs, warnings = pair_functions(found_before, found_after)
     report["warnings"].extend(warnings)
     if not pairs:
         report["warnings"].append("no custom_vjp function differs between BEFORE and AFTER")

@@ -1,0 +1,140 @@
+"""sites: every spelling of custom_vjp is found by qualified name; look-alikes never are."""
+
+from __future__ import annotations
+
+import pytest
+
+from helpers import RULES, sites_of
+
+RULE = RULES.format(name="f")
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        pytest.param("from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnums=(0,))", id="partial + jax.custom_vjp"),
+        pytest.param("import functools\nimport jax\n@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))", id="functools.partial"),
+        pytest.param("import functools as ft\nimport jax as J\n@ft.partial(J.custom_vjp, nondiff_argnums=[0])", id="aliased modules, list"),
+        pytest.param("from functools import partial as p\nfrom jax import custom_vjp as cv\n@p(cv, nondiff_argnums=0)", id="aliased names, int"),
+        pytest.param("from functools import partial\nimport jax\n@partial(jax.custom_derivatives.custom_vjp, nondiff_argnums=range(1))", id="custom_derivatives path, range"),
+        pytest.param("from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnames=('a',))", id="nondiff_argnames"),
+    ],
+)
+def test_decorator_spellings_are_found(header: str) -> None:
+    sites = sites_of(f"{header}\ndef f(a, b):\n    return a * b\n{RULE}")
+    assert len(sites) == 1
+    site = sites[0]
+    assert (site.name, site.nondiff.positions, site.problem) == ("f", (0,), None)
+    assert site.fwd is not None and site.fwd.node is not None and site.fwd.node.name.value == "f_fwd"
+    assert site.bwd is not None and site.bwd.node is not None and site.bwd.node.name.value == "f_bwd"
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param("import jax\ndef _f(a, b):\n    return a * b\nf = jax.custom_vjp(_f, nondiff_argnums=(0,))", id="call form"),
+        pytest.param(
+            "import jax\nfrom functools import partial\ndef _f(a, b):\n    return a * b\nf = partial(jax.custom_vjp, nondiff_argnums=(0,))(_f)",
+            id="partial call form",
+        ),
+    ],
+)
+def test_call_forms_are_found(code: str) -> None:
+    sites = sites_of(code + RULE)
+    assert [(s.name, s.primal.name.value, s.nondiff.positions) for s in sites] == [("f", "_f", (0,))]
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param("from mylib import custom_vjp\nfrom functools import partial\n@partial(custom_vjp, nondiff_argnums=(0,))", id="project shim import"),
+        pytest.param("from functools import partial\ndef custom_vjp(f, nondiff_argnums=()):\n    return f\n@partial(custom_vjp, nondiff_argnums=(0,))", id="local shim"),
+        pytest.param("import jax\nfrom functools import partial\n@partial(jax.custom_jvp, nondiff_argnums=(0,))", id="custom_jvp"),
+        pytest.param("import jax\ndef partial(*a, **k):\n    return jax.custom_vjp\n@partial(jax.custom_vjp, nondiff_argnums=(0,))", id="partial shadowed"),
+        pytest.param("from functools import partial\n@partial(custom_vjp, nondiff_argnums=(0,))", id="unimported name"),
+        pytest.param("import jax\n@jax.custom_vjp", id="no nondiff_argnums"),
+    ],
+)
+def test_look_alikes_are_not_custom_vjp(code: str) -> None:
+    assert sites_of(f"{code}\ndef f(a, b):\n    return a * b\n{RULE}") == []
+
+
+def test_fastmath_object_is_not_custom_vjp() -> None:
+    code = "class fastmath:\n    @staticmethod\n    def custom_vjp(f, fwd, bwd, nondiff_argnums=()):\n        return f\n"
+    code += "def g(a, b):\n    return a\nh = fastmath.custom_vjp(g, None, None, nondiff_argnums=(1,))\n"
+    assert sites_of(code) == []
+
+
+def test_rules_are_resolved_by_scope() -> None:
+    code = "import jax\nfrom functools import partial\n"
+    for test in ("one", "two"):
+        code += f"def test_{test}():\n"
+        code += "    @partial(jax.custom_vjp, nondiff_argnums=(0,))\n    def f(a, b):\n        return b\n"
+        code += f"    def f_fwd(a, b):\n        return b, '{test}'\n"
+        code += "    def f_bwd(a, r, g):\n        return (g * a,)\n    f.defvjp(f_fwd, f_bwd)\n"
+    sites = sites_of(code)
+    assert len(sites) == 2
+    fwd_returns = [s.fwd.node.body.body[0].body[0].value.elements[1].value.value for s in sites]  # type: ignore[union-attr]
+    assert fwd_returns == ["'one'", "'two'"]
+
+
+def test_staticmethod_with_class_defvjp_and_keywords() -> None:
+    code = (
+        "import jax\nfrom functools import partial\nclass Ops:\n    @staticmethod\n"
+        "    @partial(jax.custom_vjp, nondiff_argnums=(0,))\n    def f(a, b):\n        return b\n"
+        "    @staticmethod\n    def f_fwd(a, b):\n        return b, None\n"
+        "    @staticmethod\n    def f_bwd(a, _, g):\n        return (g * a,)\n"
+        "Ops.f.defvjp(fwd=Ops.f_fwd, bwd=Ops.f_bwd)\n"
+    )
+    (site,) = sites_of(code)
+    assert site.qualname == "Ops.f"
+    assert site.bwd is not None and site.bwd.node is not None and site.bwd.node.name.value == "f_bwd"
+
+
+@pytest.mark.parametrize(
+    ("defvjp", "problem"),
+    [
+        pytest.param("f.defvjp(lambda a, b: (b, None), f_bwd)", "fwd is a lambda", id="lambda"),
+        pytest.param("from rules import f_fwd\nf.defvjp(f_fwd, f_bwd)", "fwd `f_fwd` is imported from `rules`", id="imported"),
+        pytest.param("", "no `f.defvjp(fwd, bwd)` call", id="no defvjp"),
+    ],
+)
+def test_rule_problems_are_named(defvjp: str, problem: str) -> None:
+    code = "import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, b):\n    return b\n"
+    code += "def f_bwd(a, _, g):\n    return (g * a,)\n" + defvjp + "\n"
+    (site,) = sites_of(code)
+    found = site.problem or (site.fwd.problem if site.fwd else None)
+    assert found is not None and problem in found
+
+
+def test_shared_bwd_is_a_problem_naming_all_users() -> None:
+    code = "import jax\nfrom functools import partial\n"
+    for name in ("f", "g"):
+        code += f"@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef {name}(a, b):\n    return b\n"
+        code += f"def {name}_fwd(a, b):\n    return b, None\n"
+    code += "def bwd(a, _, g):\n    return (g * a,)\nf.defvjp(f_fwd, bwd)\ng.defvjp(g_fwd, bwd)\n"
+    problems = [s.problem for s in sites_of(code)]
+    assert all(p is not None and "`f`" in p and "`g`" in p and "shared" in p for p in problems)
+
+
+def test_nondiff_positions_are_sorted_and_merged() -> None:
+    code = "import jax\nfrom functools import partial\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(2, 0), nondiff_argnames=('b',))\ndef f(a, b, c, x):\n    return x\n"
+    (site,) = sites_of(code)
+    assert site.nondiff.positions == (0, 1, 2)
+
+
+def test_nondiff_argnums_from_a_variable_is_not_literal() -> None:
+    code = "import jax\nfrom functools import partial\nND = (0,)\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=ND)\ndef f(a, b):\n    return b\n" + RULE
+    (site,) = sites_of(code)
+    assert site.nondiff.positions == (0,) and not site.nondiff.literal
+    assert site.nondiff.problem == "nondiff_argnums is given by `ND`"
+
+
+def test_stacked_jit_static_positions() -> None:
+    code = "import jax\nfrom functools import partial\n"
+    code += "@partial(jax.jit, static_argnames=('mode',))\n@partial(jax.custom_vjp, nondiff_argnums=(0, 1))\n"
+    code += "def f(mode, a, x):\n    return x\n"
+    (site,) = sites_of(code)
+    assert site.jit_static == frozenset({0})

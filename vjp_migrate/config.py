@@ -1,0 +1,175 @@
+"""Settings from `[tool.vjp-migrate]` in pyproject.toml, merged with the command line (the CLI wins).
+
+The nearest pyproject.toml *with a [tool.vjp-migrate] table* above each path is its
+configuration (like ruff and black); `--config PATH` names one for every path and `--isolated`
+ignores all of them. Nothing here raises for a bad file except ConfigError, whose message is
+one line fit for users.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from vjp_migrate.codes import expand_selection
+from vjp_migrate.model import Settings
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on 3.10 only
+    import tomli as tomllib
+
+KEYS = frozenset(
+    {"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args"}
+)
+
+
+class ConfigError(ValueError):
+    """A configuration that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class FileConfig:
+    """What one `[tool.vjp-migrate]` table says (None: not set)."""
+
+    path: Path | None = None
+    found: bool = False  # the file has a [tool.vjp-migrate] table
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    unsafe_fixes: bool | None = None
+    static_args: tuple[str, ...] = ()
+    array_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CliOptions:
+    """What the command line says; None and () mean "not given", so the file decides."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] | None = None
+    exclude: tuple[str, ...] = ()
+    unsafe_fixes: bool | None = None
+    config: Path | None = None
+    isolated: bool = False
+
+
+@dataclass(frozen=True)
+class Group:
+    """Paths that share one configuration, and the settings for them."""
+
+    settings: Settings
+    exclude: tuple[str, ...]
+    paths: list[Path] = field(default_factory=list)
+    config_path: Path | None = None
+
+
+def _strings(value: Any, key: str, where: Path) -> tuple[str, ...]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ConfigError(f"{where}: [tool.vjp-migrate] {key} must be a list of strings")
+    return tuple(value)
+
+
+def _override(entry: str, key: str, where: Path) -> str:
+    function, _, argument = entry.partition(":")
+    if not function or not argument:
+        raise ConfigError(f"{where}: [tool.vjp-migrate] {key} entry {entry!r} is not 'module.function:argument'")
+    return entry
+
+
+def read_config(path: Path) -> FileConfig:
+    """The `[tool.vjp-migrate]` table of one pyproject.toml (empty when it has none)."""
+    try:
+        with open(path, "rb") as handle:
+            data = tomllib.load(handle)
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+    table = data.get("tool", {}).get("vjp-migrate")
+    if table is None:
+        return FileConfig(path)
+    unknown = sorted(set(table) - KEYS)
+    if unknown:
+        raise ConfigError(f"{path}: unknown key(s) in [tool.vjp-migrate]: {', '.join(unknown)}")
+    unsafe = table.get("unsafe-fixes")
+    if unsafe is not None and not isinstance(unsafe, bool):
+        raise ConfigError(f"{path}: [tool.vjp-migrate] unsafe-fixes must be true or false")
+    base = path.parent.resolve()
+    # Patterns with a slash are anchored at the config's folder; bare names match any file or folder.
+    exclude = tuple(
+        p if "/" not in p else (base / p.strip("/")).as_posix()
+        for key in ("exclude", "extend-exclude")
+        for p in _strings(table.get(key, []), key, path)
+    )
+    return FileConfig(
+        path=path,
+        found=True,
+        select=_strings(table["select"], "select", path) if "select" in table else None,
+        ignore=_strings(table["ignore"], "ignore", path) if "ignore" in table else None,
+        exclude=exclude,
+        unsafe_fixes=unsafe,
+        static_args=tuple(_override(e, "static-args", path) for e in _strings(table.get("static-args", []), "static-args", path)),
+        array_args=tuple(_override(e, "array-args", path) for e in _strings(table.get("array-args", []), "array-args", path)),
+    )
+
+
+def find_config(start: Path) -> Path | None:
+    """The nearest pyproject.toml with a [tool.vjp-migrate] table at or above ``start``."""
+    folder = start.resolve()
+    if not folder.is_dir():
+        folder = folder.parent
+    for candidate in (folder, *folder.parents):
+        pyproject = candidate / "pyproject.toml"
+        try:
+            mentioned = b"vjp-migrate" in pyproject.read_bytes()  # cheap test before parsing
+        except OSError:
+            continue
+        if mentioned and read_config(pyproject).found:
+            return pyproject
+    return None
+
+
+def merge(file: FileConfig, cli: CliOptions) -> tuple[Settings, tuple[str, ...]]:
+    """Settings and exclude patterns: each option the command line gives replaces the file's."""
+    select = cli.select if cli.select is not None else file.select
+    ignore = cli.ignore if cli.ignore is not None else file.ignore
+    unsafe = cli.unsafe_fixes if cli.unsafe_fixes is not None else bool(file.unsafe_fixes)
+    try:
+        chosen = expand_selection(list(select) if select is not None else None, list(ignore or ()))
+    except ValueError as error:
+        where = f"{file.path}: " if file.path and cli.select is None and cli.ignore is None else ""
+        raise ConfigError(f"{where}{error}") from None
+    settings = Settings(
+        chosen, unsafe, static_args=frozenset(file.static_args), array_args=frozenset(file.array_args)
+    )
+    return settings, tuple(file.exclude) + tuple(cli.exclude)
+
+
+def groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
+    """The paths grouped by the configuration that applies to them, in the order given."""
+    if cli.isolated:
+        settings, exclude = merge(FileConfig(), cli)
+        return [Group(settings, exclude, list(paths))]
+    if cli.config is not None:
+        settings, exclude = merge(read_config(cli.config), cli)
+        return [Group(settings, exclude, list(paths), cli.config)]
+    found: dict[Path | None, Group] = {}
+    for path in paths:
+        config_path = find_config(Path.cwd() if str(path) == "-" else path)
+        if config_path not in found:
+            file = read_config(config_path) if config_path else FileConfig()
+            settings, exclude = merge(file, cli)
+            found[config_path] = Group(settings, exclude, [], config_path)
+        found[config_path].paths.append(path)
+    return list(found.values()) or [Group(*merge(FileConfig(), cli), [])]
+
+
+def settings_for(path: Path, cli: CliOptions = CliOptions()) -> Settings:
+    """The settings for one file (the flake8 plugin's view of the configuration)."""
+    return groups([path], cli)[0].settings

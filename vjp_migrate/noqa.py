@@ -1,0 +1,117 @@
+"""Suppressions: `# noqa` / `# noqa: VJP001` on a custom_vjp's decorator or def lines, and --add-noqa.
+
+Like flake8 and ruff: a bare `# noqa` silences every code, `# noqa: VJP001,VJP003` the codes
+named. A suppressed site is reported nowhere and `fix` leaves it alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+import re
+import tokenize
+from collections.abc import Callable, Sequence
+
+from vjp_migrate.model import Diagnostic, SiteDecision, VjpSite
+
+# flake8's own spelling: `# noqa`, `#noqa:VJP001`, `# NOQA: VJP001, VJP002`.
+NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][A-Z0-9]*(?:[,\s]+[A-Z][A-Z0-9]*)*))?", re.IGNORECASE)
+ALL = None  # a bare noqa: every code
+
+NoqaMap = dict[int, "frozenset[str] | None"]
+HeaderOf = Callable[[VjpSite], range]
+
+
+def _parse(comment: str) -> frozenset[str] | None | bool:
+    """The codes a comment suppresses, ALL for a bare noqa, False when it is no noqa."""
+    match = NOQA.search(comment)
+    if match is None:
+        return False
+    codes = match.group("codes")
+    return frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c) if codes else ALL
+
+
+def noqa_lines(text: str) -> NoqaMap:
+    """Line number -> the codes a `# noqa` comment on that line suppresses (None: all)."""
+    found: NoqaMap = {}
+    if "noqa" not in text.lower():
+        return found
+    try:
+        comments = [
+            (tok.start[0], tok.string)
+            for tok in tokenize.generate_tokens(io.StringIO(text).readline)
+            if tok.type == tokenize.COMMENT
+        ]
+    except (tokenize.TokenError, SyntaxError):  # fall back to the lines, as flake8 does for bad files
+        comments = [(n, line) for n, line in enumerate(text.splitlines(), 1) if "#" in line]
+    for line, comment in comments:
+        codes = _parse(comment)
+        if codes is not False:
+            found[line] = codes  # type: ignore[assignment]
+    return found
+
+
+def _covers(codes: frozenset[str] | None, code: str) -> bool:
+    return codes is ALL or code in codes or any(code.startswith(c) for c in codes)
+
+
+def suppress(
+    text: str,
+    decisions: Sequence[SiteDecision],
+    diagnostics: Sequence[Diagnostic],
+    header_of: HeaderOf,
+) -> tuple[tuple[SiteDecision, ...], tuple[Diagnostic, ...]]:
+    """Drop suppressed findings; a site with a suppressed finding is not fixed either."""
+    noqa = noqa_lines(text)
+    if not noqa:
+        return tuple(decisions), tuple(diagnostics)
+    kept_decisions: list[SiteDecision] = []
+    silenced: set[Diagnostic] = set()
+    unfixable: set[range] = set()
+    for decision in decisions:
+        header = header_of(decision.site)
+        mine = [d for d in diagnostics if d.line in header]
+        hit = [d for d in mine if any(line in noqa and _covers(noqa[line], d.code) for line in header)]
+        silenced.update(hit)
+        if hit:
+            unfixable.add(header)
+            decision = dataclasses.replace(decision, plan=None, moved=())
+        kept_decisions.append(decision)
+    kept = tuple(
+        dataclasses.replace(d, fixable=False) if any(d.line in h for h in unfixable) else d
+        for d in diagnostics
+        if d not in silenced
+    )
+    return tuple(kept_decisions), kept
+
+
+def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
+    """Write `# noqa: CODE` on the line of each finding (merging with an existing noqa).
+
+    Returns the new text and the number of lines changed.
+    """
+    wanted: dict[int, set[str]] = {}
+    for d in diagnostics:
+        wanted.setdefault(d.line, set()).add(d.code)
+    if not wanted:
+        return text, 0
+    existing = noqa_lines(text)
+    lines = text.splitlines(keepends=True)
+    changed = 0
+    for number, codes in sorted(wanted.items()):
+        line = lines[number - 1]
+        body = line.rstrip("\r\n")
+        ending = line[len(body) :]
+        if number in existing:
+            old = existing[number]
+            if old is ALL or codes <= old:
+                continue
+            match = NOQA.search(body)
+            assert match is not None
+            merged = ", ".join(sorted(old | codes))
+            body = body[: match.start()] + f"# noqa: {merged}" + body[match.end() :]
+        else:
+            body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
+        lines[number - 1] = body + ending
+        changed += 1
+    return "".join(lines), changed
