@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import parse
+
 from vjp_migrate.classify import Context, classify_site, module_helpers
 from vjp_migrate.model import ArgKind
 from vjp_migrate.sites import find_sites
@@ -12,7 +12,9 @@ from vjp_migrate.sites import find_sites
 HEADER = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nfrom typing import Callable\n"
 
 
-def classify(primal_body: str, bwd_body: str = "return (g,)", signature: str = "a, x", extra: str = "") -> tuple[ArgKind, tuple[str, ...], bool]:
+def classify(
+    primal_body: str, bwd_body: str = "return (g,)", signature: str = "a, x", extra: str = ""
+) -> tuple[ArgKind, tuple[str, ...], bool]:
     code = HEADER + extra
     code += f"@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f({signature}):\n    {primal_body}\n"
     code += f"def f_fwd({signature}):\n    return f(a, x), None\n"
@@ -58,7 +60,9 @@ def test_static_wins_over_numeric_use() -> None:
 @pytest.mark.parametrize(
     ("primal", "bwd", "reason"),
     [
-        pytest.param("return x", "return (jnp.clip(g, a, 1.0),)", "used as array data by `jnp.clip` in bwd", id="jnp op in bwd"),
+        pytest.param(
+            "return x", "return (jnp.clip(g, a, 1.0),)", "used as array data by `jnp.clip` in bwd", id="jnp op in bwd"
+        ),
         pytest.param("return x * a", "return (g * a,)", "used in arithmetic", id="arithmetic"),
         pytest.param("return x @ a.T", "return (g,)", "used in arithmetic", id="matmul with .T"),
         pytest.param("return x + a['w']", "return (g,)", "used in arithmetic", id="pytree item"),
@@ -101,14 +105,15 @@ def test_opaque_helper_is_unknown_but_local_helpers_are_followed() -> None:
 
 def test_call_sites_decide() -> None:
     caller = "\n@partial(jax.jit, static_argnums=(0,))\ndef run(tol, y):\n    return f(tol, y)\n"
-    code_static = "def use(x):\n    return f(jnp.ones(3), x)\n"
-    kind, reasons, _ = classify("return x", extra="")
-    assert kind is ArgKind.UNKNOWN
+    array_caller = "def use(x):\n    return f(jnp.ones(3), x)\n"
+    assert classify("return x")[0] is ArgKind.UNKNOWN  # no call site: nothing to go on
     module_code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x\n"
-    module_code += "def f_fwd(a, x):\n    return x, None\ndef f_bwd(a, _, g):\n    return (g,)\nf.defvjp(f_fwd, f_bwd)\n"
+    module_code += (
+        "def f_fwd(a, x):\n    return x, None\ndef f_bwd(a, _, g):\n    return (g,)\nf.defvjp(f_fwd, f_bwd)\n"
+    )
     for extra, expected, reason in (
         (caller, ArgKind.STATIC, "jit-static parameter of `run`"),
-        (code_static, ArgKind.ARRAY, "an array is passed"),
+        (array_caller, ArgKind.ARRAY, "an array is passed"),
         ("def use(x):\n    return f(lambda v: v, x)\n", ArgKind.STATIC, "a function is passed"),
     ):
         module, imports = parse(module_code + extra)

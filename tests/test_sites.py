@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from helpers import RULES, sites_of
 
 RULE = RULES.format(name="f")
@@ -12,12 +11,30 @@ RULE = RULES.format(name="f")
 @pytest.mark.parametrize(
     "header",
     [
-        pytest.param("from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnums=(0,))", id="partial + jax.custom_vjp"),
-        pytest.param("import functools\nimport jax\n@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))", id="functools.partial"),
-        pytest.param("import functools as ft\nimport jax as J\n@ft.partial(J.custom_vjp, nondiff_argnums=[0])", id="aliased modules, list"),
-        pytest.param("from functools import partial as p\nfrom jax import custom_vjp as cv\n@p(cv, nondiff_argnums=0)", id="aliased names, int"),
-        pytest.param("from functools import partial\nimport jax\n@partial(jax.custom_derivatives.custom_vjp, nondiff_argnums=range(1))", id="custom_derivatives path, range"),
-        pytest.param("from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnames=('a',))", id="nondiff_argnames"),
+        pytest.param(
+            "from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnums=(0,))",
+            id="partial + jax.custom_vjp",
+        ),
+        pytest.param(
+            "import functools\nimport jax\n@functools.partial(jax.custom_vjp, nondiff_argnums=(0,))",
+            id="functools.partial",
+        ),
+        pytest.param(
+            "import functools as ft\nimport jax as J\n@ft.partial(J.custom_vjp, nondiff_argnums=[0])",
+            id="aliased modules, list",
+        ),
+        pytest.param(
+            "from functools import partial as p\nfrom jax import custom_vjp as cv\n@p(cv, nondiff_argnums=0)",
+            id="aliased names, int",
+        ),
+        pytest.param(
+            "from functools import partial\nimport jax\n@partial(jax.custom_derivatives.custom_vjp, nondiff_argnums=range(1))",
+            id="custom_derivatives path, range",
+        ),
+        pytest.param(
+            "from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnames=('a',))",
+            id="nondiff_argnames",
+        ),
     ],
 )
 def test_decorator_spellings_are_found(header: str) -> None:
@@ -32,7 +49,9 @@ def test_decorator_spellings_are_found(header: str) -> None:
 @pytest.mark.parametrize(
     "code",
     [
-        pytest.param("import jax\ndef _f(a, b):\n    return a * b\nf = jax.custom_vjp(_f, nondiff_argnums=(0,))", id="call form"),
+        pytest.param(
+            "import jax\ndef _f(a, b):\n    return a * b\nf = jax.custom_vjp(_f, nondiff_argnums=(0,))", id="call form"
+        ),
         pytest.param(
             "import jax\nfrom functools import partial\ndef _f(a, b):\n    return a * b\nf = partial(jax.custom_vjp, nondiff_argnums=(0,))(_f)",
             id="partial call form",
@@ -47,10 +66,21 @@ def test_call_forms_are_found(code: str) -> None:
 @pytest.mark.parametrize(
     "code",
     [
-        pytest.param("from mylib import custom_vjp\nfrom functools import partial\n@partial(custom_vjp, nondiff_argnums=(0,))", id="project shim import"),
-        pytest.param("from functools import partial\ndef custom_vjp(f, nondiff_argnums=()):\n    return f\n@partial(custom_vjp, nondiff_argnums=(0,))", id="local shim"),
-        pytest.param("import jax\nfrom functools import partial\n@partial(jax.custom_jvp, nondiff_argnums=(0,))", id="custom_jvp"),
-        pytest.param("import jax\ndef partial(*a, **k):\n    return jax.custom_vjp\n@partial(jax.custom_vjp, nondiff_argnums=(0,))", id="partial shadowed"),
+        pytest.param(
+            "from mylib import custom_vjp\nfrom functools import partial\n@partial(custom_vjp, nondiff_argnums=(0,))",
+            id="project shim import",
+        ),
+        pytest.param(
+            "from functools import partial\ndef custom_vjp(f, nondiff_argnums=()):\n    return f\n@partial(custom_vjp, nondiff_argnums=(0,))",
+            id="local shim",
+        ),
+        pytest.param(
+            "import jax\nfrom functools import partial\n@partial(jax.custom_jvp, nondiff_argnums=(0,))", id="custom_jvp"
+        ),
+        pytest.param(
+            "import jax\ndef partial(*a, **k):\n    return jax.custom_vjp\n@partial(jax.custom_vjp, nondiff_argnums=(0,))",
+            id="partial shadowed",
+        ),
         pytest.param("from functools import partial\n@partial(custom_vjp, nondiff_argnums=(0,))", id="unimported name"),
         pytest.param("import jax\n@jax.custom_vjp", id="no nondiff_argnums"),
     ],
@@ -60,7 +90,9 @@ def test_look_alikes_are_not_custom_vjp(code: str) -> None:
 
 
 def test_fastmath_object_is_not_custom_vjp() -> None:
-    code = "class fastmath:\n    @staticmethod\n    def custom_vjp(f, fwd, bwd, nondiff_argnums=()):\n        return f\n"
+    code = (
+        "class fastmath:\n    @staticmethod\n    def custom_vjp(f, fwd, bwd, nondiff_argnums=()):\n        return f\n"
+    )
     code += "def g(a, b):\n    return a\nh = fastmath.custom_vjp(g, None, None, nondiff_argnums=(1,))\n"
     assert sites_of(code) == []
 
@@ -95,7 +127,9 @@ def test_staticmethod_with_class_defvjp_and_keywords() -> None:
     ("defvjp", "problem"),
     [
         pytest.param("f.defvjp(lambda a, b: (b, None), f_bwd)", "fwd is a lambda", id="lambda"),
-        pytest.param("from rules import f_fwd\nf.defvjp(f_fwd, f_bwd)", "fwd `f_fwd` is imported from `rules`", id="imported"),
+        pytest.param(
+            "from rules import f_fwd\nf.defvjp(f_fwd, f_bwd)", "fwd `f_fwd` is imported from `rules`", id="imported"
+        ),
         pytest.param("", "no `f.defvjp(fwd, bwd)` call", id="no defvjp"),
     ],
 )
@@ -119,7 +153,9 @@ def test_shared_bwd_is_a_problem_naming_all_users() -> None:
 
 def test_nondiff_positions_are_sorted_and_merged() -> None:
     code = "import jax\nfrom functools import partial\n"
-    code += "@partial(jax.custom_vjp, nondiff_argnums=(2, 0), nondiff_argnames=('b',))\ndef f(a, b, c, x):\n    return x\n"
+    code += (
+        "@partial(jax.custom_vjp, nondiff_argnums=(2, 0), nondiff_argnames=('b',))\ndef f(a, b, c, x):\n    return x\n"
+    )
     (site,) = sites_of(code)
     assert site.nondiff.positions == (0, 1, 2)
 

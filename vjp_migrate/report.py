@@ -11,7 +11,7 @@ from typing import TextIO
 
 from vjp_migrate.model import Diagnostic, FileResult, Status
 
-FORMATS = ("text", "json")
+FORMATS = ("text", "concise", "json", "github", "sarif", "junit")
 
 
 def _use_colour(stream: TextIO) -> bool:
@@ -34,6 +34,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         "fixable": d.fixable,
         "fix_safety": d.fix_safety.value,
         "reasons": [{"kind": e.kind.value, "text": e.text, "line": e.line} for e in d.reasons],
+        **({"cell": d.cell} if d.cell is not None else {}),
     }
 
 
@@ -43,7 +44,7 @@ def render_json(results: Sequence[FileResult]) -> str:
 
 def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     """(style, text) pieces: location, code, message, then reasons."""
-    lines = [("location", f"{d.path}:{d.line}:{d.column}:"), ("code", f" {d.code}"), ("plain", f" {d.message}")]
+    lines = [("location", f"{location(d)}:"), ("code", f" {d.code}"), ("plain", f" {d.message}")]
     if d.fixable:
         lines.append(("fix", " [*]" if d.fix_safety.value == "safe" else " [*unsafe]"))
     if show_reasons:
@@ -51,6 +52,16 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
             where = f" (line {reason.line})" if reason.line else ""
             lines.append(("reason", f"\n    {d.argument}: {reason.kind.value} — {reason.text}{where}"))
     return lines
+
+
+def location(d: Diagnostic) -> str:
+    """``path:line:col``, or ``path:cell N:line:col`` in a notebook (as ruff writes it)."""
+    cell = f":cell {d.cell}" if d.cell is not None else ""
+    return f"{d.path}{cell}:{d.line}:{d.column}"
+
+
+def concise_line(d: Diagnostic) -> str:
+    return f"{location(d)}: {d.code} {d.message}"
 
 
 def error_line(result: FileResult) -> str:
@@ -121,3 +132,17 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
         _print([("plain", f"{verb} {fixed} finding{'s' if fixed != 1 else ''} in {files}{left}.")], stream)
     else:
         _print([("ok", "Nothing to fix.")], stream)
+
+
+def render_machine(results: Sequence[FileResult], output_format: str) -> str:
+    """The machine-readable formats: concise, json, github, sarif, junit."""
+    from vjp_migrate import formats
+
+    renderers = {
+        "concise": lambda: "".join(concise_line(d) + "\n" for r in results for d in r.diagnostics),
+        "json": lambda: render_json(results),
+        "github": lambda: formats.render_github(results),
+        "sarif": lambda: formats.render_sarif(results),
+        "junit": lambda: formats.render_junit(results),
+    }
+    return renderers[output_format]()

@@ -1,0 +1,153 @@
+"""rewrite: the output keeps the module's own formatting and reads like a person wrote it."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from vjp_migrate.api import check_source, fix_source
+
+
+def fix(code: str) -> str:
+    return fix_source(textwrap.dedent(code)).source
+
+
+def test_multiline_cotangent_tuple_keeps_its_layout() -> None:
+    out = fix(
+        """\
+        import jax
+        import jax.numpy as jnp
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w, y):
+            return x * w + y
+
+        def f_fwd(x, w, y):
+            return f(x, w, y), None
+
+        def f_bwd(w, _, g):
+            return (
+                g * w,
+                g,
+            )
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "    return (\n        g * w,\n        None,\n        g,\n    )\n" in out
+    assert "def f_bwd(w, g):" in out and "return f(x, w, y), w" in out
+
+
+def test_partly_kept_argnames_and_trimmed_import() -> None:
+    out = fix(
+        """\
+        import jax
+        import jax.numpy as jnp
+        from functools import partial, reduce
+
+        @partial(jax.custom_vjp, nondiff_argnames=("act", "scale"))
+        def f(x, act, scale):
+            return act(x) * scale
+
+        def f_fwd(x, act, scale):
+            return f(x, act, scale), x
+
+        def f_bwd(act, scale, x, g):
+            return (jax.vjp(act, x)[1](g * scale)[0],)
+
+        f.defvjp(f_fwd, f_bwd)
+        total = reduce(lambda a, b: a + b, [1, 2])
+        """
+    )
+    assert '@partial(jax.custom_vjp, nondiff_argnames=("act",))' in out
+    assert "from functools import partial, reduce" in out
+    assert "return f(x, act, scale), (scale, x)" in out
+    assert "def f_bwd(act, res, g):\n    scale, x = res\n" in out
+    assert "return (jax.vjp(act, x)[1](g * scale)[0], None)" in out
+
+
+def test_unpack_goes_after_the_docstring_and_only_used_import_is_dropped() -> None:
+    out = fix(
+        """\
+        import functools
+        import jax
+        import jax.numpy as jnp
+
+        @functools.partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+        def clip(lo, hi, x):
+            return x
+
+        def clip_fwd(lo, hi, x):
+            return x, None
+
+        def clip_bwd(lo, hi, _, g):
+            \"\"\"Clip the cotangent.\"\"\"
+            return (jnp.clip(g, lo, hi),)
+
+        clip.defvjp(clip_fwd, clip_bwd)
+        """
+    )
+    assert "import functools" not in out
+    assert '    """Clip the cotangent."""\n    lo, hi = res\n' in out
+    assert out.startswith("import jax\n")
+
+
+def test_call_return_needing_a_middle_none_is_reported_not_rewritten() -> None:
+    code = textwrap.dedent(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w, y):
+            return x * w * y
+
+        def f_fwd(x, w, y):
+            out, vjp = jax.vjp(lambda a, b: a * w * b, x, y)
+            return out, vjp
+
+        def f_bwd(w, vjp, g):
+            return vjp(g)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003"
+    assert "returns `vjp(g)`, and None is needed between its cotangents" in finding.message
+    assert fix_source(code).source == code
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
+def test_line_endings_are_kept(newline: str) -> None:
+    code = textwrap.dedent(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+        def f(lo, hi, x):  # note
+            return x
+
+        def f_fwd(lo, hi, x):
+            return x, None
+
+        def f_bwd(lo, hi, _, g):
+            return (g * (hi - lo),)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    ).replace("\n", newline)
+    out = fix_source(code).source
+    assert "lo, hi = res" + newline in out
+    assert out.count("\r\n") == (out.count("\n") if newline == "\r\n" else 0)
+    assert "# note" in out
+
+
+def test_untouched_file_keeps_exact_bytes() -> None:
+    code = "import jax\n\n\n@jax.custom_vjp\ndef f(x):\n    return x\n\n\nf.defvjp(lambda x: (x, None), lambda r, g: (g,))\n"
+    result = fix_source(code)
+    assert result.source == code
+    assert not result.changed

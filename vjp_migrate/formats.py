@@ -1,0 +1,177 @@
+"""Stage 8b: results -> CI formats: GitHub workflow commands, SARIF 2.1.0, JUnit XML.
+
+Plain data in, one string out; no colour, no rich. The rule metadata comes from codes.py.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+from vjp_migrate.codes import BY_CODE, CODES, explain
+from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
+
+SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
+INFORMATION_URI = "https://github.com/vjp-migrate/vjp-migrate"
+
+
+def _escape_data(text: str) -> str:
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def _escape_property(text: str) -> str:
+    return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def render_github(results: Sequence[FileResult]) -> str:
+    """One `::error` workflow command per finding (and per file that could not be processed)."""
+    out = []
+    for result in results:
+        if result.status is Status.FAILED:
+            out.append(f"::error file={_escape_property(str(result.path))},title=vjp-migrate::{_escape_data(result.reason or '')}")
+        for d in result.diagnostics:
+            props = (
+                f"file={_escape_property(d.path)},line={d.line},col={d.column},"
+                f"endLine={d.end_line},endColumn={d.end_column},title={d.code}"
+            )
+            cell = f"cell {d.cell}: " if d.cell is not None else ""  # the line is within that cell
+            out.append(f"::error {props}::{_escape_data(cell + d.message)}")
+    return "".join(line + "\n" for line in out)
+
+
+def _uri(path: str) -> str:
+    candidate = Path(path)
+    return candidate.as_uri() if candidate.is_absolute() else candidate.as_posix()
+
+
+def _rule(code: str) -> dict[str, object]:
+    c = BY_CODE[code]
+    return {
+        "id": c.code,
+        "name": c.name,
+        "shortDescription": {"text": c.what.split(". ")[0].rstrip(".") + "."},
+        "fullDescription": {"text": c.what},
+        "help": {"text": c.why, "markdown": explain(c.code)},
+        "defaultConfiguration": {"enabled": c.default, "level": "error"},
+        "properties": {"fixSafety": c.fix_safety.value, "tags": ["jax", "custom_vjp"]},
+    }
+
+
+def _replacements(old: str, new: str) -> list[dict[str, object]]:
+    """The change from old to new as SARIF replacements (character offsets in the old text)."""
+    old_lines, new_lines = old.splitlines(keepends=True), new.splitlines(keepends=True)
+    starts = [0]
+    for line in old_lines:
+        starts.append(starts[-1] + len(line))
+    found: list[dict[str, object]] = []
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, old_lines, new_lines, autojunk=False).get_opcodes():
+        if tag == "equal":
+            continue
+        found.append(
+            {
+                "deletedRegion": {"charOffset": starts[i1], "charLength": starts[i2] - starts[i1]},
+                "insertedContent": {"text": "".join(new_lines[j1:j2])},
+            }
+        )
+    return found
+
+
+def _sarif_result(d: Diagnostic, index: int, fix: list[dict[str, object]] | None) -> dict[str, object]:
+    region = {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line, "endColumn": d.end_column}
+    result: dict[str, object] = {
+        "ruleId": d.code,
+        "ruleIndex": index,
+        "level": "error",
+        "message": {"text": d.message},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(d.path)}, "region": region}}],
+        "properties": {
+            "function": d.function,
+            "argument": d.argument,
+            "index": d.index,
+            "fixSafety": d.fix_safety.value,
+            **({"cell": d.cell} if d.cell is not None else {}),
+        },
+    }
+    title = BY_CODE[d.code].fix_title
+    if d.fixable and fix and title:
+        result["fixes"] = [
+            {
+                "description": {"text": title.format(argument=d.argument)},
+                "artifactChanges": [{"artifactLocation": {"uri": _uri(d.path)}, "replacements": fix}],
+            }
+        ]
+    return result
+
+
+def render_sarif(results: Sequence[FileResult]) -> str:
+    """A SARIF 2.1.0 log: every rule's metadata, one result per finding, fixes when known.
+
+    A fix is attached when the results carry the migrated text (`fix --diff` style runs); it
+    covers the whole file's migration, since sites in one file are rewritten together.
+    """
+    from vjp_migrate import __version__
+
+    index = {c.code: i for i, c in enumerate(CODES)}
+    sarif_results = []
+    notifications = []
+    for r in results:
+        fix = None
+        if r.new_text is not None and r.old_text is not None and r.changed and r.diagnostics and r.diagnostics[0].cell is None:
+            fix = _replacements(r.old_text, r.new_text)
+        sarif_results.extend(_sarif_result(d, index[d.code], fix) for d in r.diagnostics)
+        if r.status is Status.FAILED:
+            notifications.append(
+                {
+                    "level": "error",
+                    "message": {"text": f"{r.path}: {r.reason}"},
+                    "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(str(r.path))}}}],
+                }
+            )
+    run: dict[str, object] = {
+        "tool": {
+            "driver": {
+                "name": "vjp-migrate",
+                "version": __version__,
+                "informationUri": INFORMATION_URI,
+                "rules": [_rule(c.code) for c in CODES],
+            }
+        },
+        "invocations": [
+            {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
+        ],
+        "results": sarif_results,
+        "columnKind": "unicodeCodePoints",
+    }
+    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+
+
+def render_junit(results: Sequence[FileResult]) -> str:
+    """JUnit XML: a test case per finding (a failure), per clean file, per unreadable file (an error)."""
+    suite = ET.Element("testsuite", name="vjp-migrate")
+    tests = failures = errors = 0
+    for r in results:
+        if r.status is Status.FAILED:
+            case = ET.SubElement(suite, "testcase", classname=str(r.path), name=str(r.path))
+            ET.SubElement(case, "error", message=r.reason or "", type="error").text = f"{r.path}: error: {r.reason}"
+            tests, errors = tests + 1, errors + 1
+            continue
+        if not r.diagnostics:
+            ET.SubElement(suite, "testcase", classname=str(r.path), name=str(r.path))
+            tests += 1
+        for d in r.diagnostics:
+            cell = f"cell {d.cell}:" if d.cell is not None else ""
+            name = f"{d.code} {d.function}" + (f" `{d.argument}`" if d.argument else "")
+            case = ET.SubElement(suite, "testcase", classname=d.path, name=name, line=str(d.line))
+            failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
+            safety = "" if d.fix_safety is FixSafety.NONE else f" (fix: {d.fix_safety.value})"
+            failure.text = f"{d.path}:{cell}{d.line}:{d.column}: {d.code} {d.message}{safety}"
+            tests, failures = tests + 1, failures + 1
+    counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors)}
+    suite.attrib.update(counts)
+    root = ET.Element("testsuites", name="vjp-migrate", **counts)
+    root.append(suite)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -1,0 +1,92 @@
+"""Stage 7b: one command's whole run over its paths: configuration groups -> api -> baseline.
+
+The CLI builds a Request from its options and prints what comes back; the decisions about
+which configuration applies to which path and which findings a baseline hides live here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from vjp_migrate import api
+from vjp_migrate.config import CliOptions, groups
+from vjp_migrate.model import FileResult, Status
+
+Progress = Callable[[int], None] | None
+
+
+@dataclass(frozen=True)
+class Request:
+    paths: tuple[Path, ...]
+    options: CliOptions
+    stdin: bytes | None = None  # the source when the only path is "-"
+    stdin_filename: str = "-"
+    baseline: Path | None = None  # findings recorded there are not reported
+
+
+def _stdin_group_path(request: Request) -> Path:
+    return Path(request.stdin_filename) if request.stdin_filename != "-" else Path("-")
+
+
+def _apply_baseline(results: list[FileResult], baseline: Path | None) -> list[FileResult]:
+    if baseline is None:
+        return results
+    from vjp_migrate.baseline import filter_results, read_baseline
+
+    return filter_results(results, read_baseline(baseline), baseline.parent)
+
+
+def check(request: Request, with_fixes: bool = False) -> list[FileResult]:
+    """Findings for every path, each under its own configuration.
+
+    ``with_fixes`` runs fix without writing, so the results also carry the migrated text
+    (SARIF's fix information).
+    """
+    if request.stdin is not None:
+        (group,) = groups([_stdin_group_path(request)], request.options)
+        if with_fixes:
+            results = [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
+        else:
+            results = [api.check_stdin(request.stdin, request.stdin_filename, group.settings)]
+        return _apply_baseline(results, request.baseline)
+    results: list[FileResult] = []
+    for group in groups(request.paths, request.options):
+        if with_fixes:
+            results.extend(api.fix_paths(group.paths, group.settings, write=False, exclude=group.exclude))
+        else:
+            results.extend(api.check_paths(group.paths, group.settings, exclude=group.exclude))
+    return _apply_baseline(results, request.baseline)
+
+
+def fix(request: Request, write: bool) -> list[FileResult]:
+    """Migrate every path (in place when ``write``), each under its own configuration."""
+    if request.stdin is not None:
+        (group,) = groups([_stdin_group_path(request)], request.options)
+        return [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
+    results: list[FileResult] = []
+    for group in groups(request.paths, request.options):
+        results.extend(api.fix_paths(group.paths, group.settings, write=write, exclude=group.exclude))
+    return results
+
+
+def add_noqa(request: Request) -> list[FileResult]:
+    """Write `# noqa: CODE` for every current finding; results say which files changed."""
+    from vjp_migrate.noqa import add_noqa as add
+
+    results = []
+    for result in check(request):
+        if result.status is not Status.OK or not result.diagnostics or result.path.suffix == ".ipynb":
+            results.append(result)
+            continue
+        from vjp_migrate.source import decode, encode
+
+        data = result.path.read_bytes()
+        source = decode(data)
+        new_text, _ = add(source.text, result.diagnostics)
+        if new_text != source.text:
+            api.write_atomically(result.path, encode(source, new_text), data)
+        results.append(dataclasses.replace(result, old_text=source.text, new_text=new_text, written=True))
+    return results
