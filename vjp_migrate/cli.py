@@ -3,28 +3,21 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 
 from vjp_migrate import __version__
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+T = TypeVar("T")
 
 
 def _codes(values: tuple[str, ...]) -> list[str] | None:
     codes = [c for value in values for c in value.split(",") if c.strip()]
     return codes or None
-
-
-def _settings(select: tuple[str, ...], ignore: tuple[str, ...], unsafe_fixes: bool = False) -> object:
-    from vjp_migrate.codes import expand_selection
-    from vjp_migrate.model import Settings
-
-    try:
-        return Settings(expand_selection(_codes(select), _codes(ignore)), unsafe_fixes)
-    except ValueError as error:
-        raise click.UsageError(str(error)) from None
 
 
 _select = click.option("--select", multiple=True, help="Codes or prefixes to enable (replaces the default set), e.g. VJP002 or VJP.")
@@ -40,35 +33,88 @@ def main() -> None:
     """Find and migrate jax.custom_vjp functions with array-valued nondiff_argnums."""
 
 
+def _options(
+    select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...], unsafe_fixes: bool | None,
+    config: Path | None, isolated: bool,
+) -> object:
+    from vjp_migrate.config import CliOptions
+
+    sel, ign = _codes(select), _codes(ignore)
+    return CliOptions(tuple(sel) if sel else None, tuple(ign) if ign else None, exclude, unsafe_fixes, config, isolated)
+
+
+def _request(paths: tuple[Path, ...], options: object, stdin_filename: str, baseline: Path | None = None) -> object:
+    from vjp_migrate.runs import Request
+
+    stdin = sys.stdin.buffer.read() if paths == (Path("-"),) else None
+    return Request(paths, options, stdin, stdin_filename, baseline)  # type: ignore[arg-type]
+
+
+def _guarded(work: Callable[[], T]) -> T:
+    """Configuration and baseline errors are usage errors (exit 2), said in one line."""
+    from vjp_migrate.baseline import BaselineError
+    from vjp_migrate.config import ConfigError
+
+    try:
+        return work()
+    except (ConfigError, BaselineError) as error:
+        raise click.UsageError(str(error)) from None
+
+
+_config = click.option(
+    "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Use this pyproject.toml's [tool.vjp-migrate] for every path (default: the nearest one above each path).",
+)
+_isolated = click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+
+
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
 @_select
 @_ignore
-@click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--output-format", type=click.Choice(["text", "concise", "json", "github", "sarif", "junit"]),
+    default="text", show_default=True,
+)
 @_reasons
 @_stdin_name
 @_exclude
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
+@_config
+@_isolated
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Do not report the findings recorded in this file.")
+@click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), help="Record the current findings in this file.")
+@click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding.")
 def check(
     paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], output_format: str,
-    show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...], exit_zero: bool,
+    show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...], exit_zero: bool, config: Path | None,
+    isolated: bool, baseline: Path | None, write_baseline: Path | None, add_noqa: bool,
 ) -> None:
     """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
-    from vjp_migrate import api, report
+    from vjp_migrate import report, runs
 
-    settings = _settings(select, ignore)
-    if paths == (Path("-"),):
-        results = [api.check_stdin(sys.stdin.buffer.read(), stdin_filename, settings)]  # type: ignore[arg-type]
-    else:
-        results = api.check_paths(list(paths), settings, exclude)  # type: ignore[arg-type]
+    options = _options(select, ignore, exclude, None, config, isolated)
+    request = _request(paths, options, stdin_filename, baseline)
+    if add_noqa:
+        results = _guarded(lambda: runs.add_noqa(request))  # type: ignore[arg-type]
+        report.print_errors(results)
+        done = sum(len(r.diagnostics) for r in results if r.changed)
+        click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
+        sys.exit(EXIT_ERROR if any(r.status.value == "failed" for r in results) else EXIT_CLEAN)
+    results = _guarded(lambda: runs.check(request, with_fixes=output_format == "sarif"))  # type: ignore[arg-type]
+    if write_baseline is not None:
+        from vjp_migrate.baseline import write_baseline as write
+
+        count = write(results, write_baseline)
+        click.echo(f"Recorded {count} finding{'s' if count != 1 else ''} in {write_baseline}.", err=True)
     report.print_errors(results)
-    if output_format == "json":
-        sys.stdout.write(report.render_json(results))
-    else:
+    if output_format == "text":
         report.print_check(results, show_reasons)
+    else:
+        sys.stdout.write(report.render_machine(results, output_format))
     if any(r.status.value == "failed" for r in results):
         sys.exit(EXIT_ERROR)
-    found = any(r.diagnostics for r in results)
+    found = any(r.diagnostics for r in results) and write_baseline is None
     sys.exit(EXIT_FINDINGS if found and not exit_zero else EXIT_CLEAN)
 
 
@@ -77,31 +123,43 @@ def check(
 @_select
 @_ignore
 @click.option("--diff", is_flag=True, help="Print a unified diff, write nothing, exit 1 if anything would change.")
-@click.option("--unsafe-fixes", is_flag=True, help="Also apply fixes marked unsafe.")
+@click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes marked unsafe.")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was changed.")
 @_reasons
 @_stdin_name
 @_exclude
+@_config
+@_isolated
+@click.option("--interactive", "-i", is_flag=True, help="Show each site's change and ask: apply it (y), skip it (n), stop (q).")
 def fix(
-    paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], diff: bool, unsafe_fixes: bool,
+    paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], diff: bool, unsafe_fixes: bool | None,
     exit_zero: bool, exit_non_zero_on_fix: bool, show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...],
+    config: Path | None, isolated: bool, interactive: bool,
 ) -> None:
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
-    from vjp_migrate import api, report
+    from vjp_migrate import report, runs
 
-    settings = _settings(select, ignore, unsafe_fixes)
-    if paths == (Path("-"),):
-        result = api.fix_stdin(sys.stdin.buffer.read(), stdin_filename, settings)  # type: ignore[arg-type]
+    options = _options(select, ignore, exclude, unsafe_fixes, config, isolated)
+    if interactive:
+        from vjp_migrate.interactive import review
+
+        if paths == (Path("-"),):
+            raise click.UsageError("--interactive needs files (it reads answers from the terminal)")
+        results = _guarded(lambda: review(paths, options, click.echo, lambda q: click.prompt(q, default="n")))  # type: ignore[arg-type]
+        report.print_errors(results)
+        report.print_fix(results, False, show_reasons)
+    elif paths == (Path("-"),):
+        (result,) = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write=False))  # type: ignore[arg-type]
         report.print_errors([result])
         if result.status.value == "failed":
             sys.exit(EXIT_ERROR)
         sys.stdout.write(result.new_text or "")
         results = [result]
         for d in result.remaining:
-            sys.stderr.write(f"{d.path}:{d.line}:{d.column}: {d.code} {d.message}\n")
+            sys.stderr.write(report.concise_line(d) + "\n")
     else:
-        results = api.fix_paths(list(paths), settings, write=not diff, exclude=exclude)  # type: ignore[arg-type]
+        results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write=not diff))  # type: ignore[arg-type]
         report.print_errors(results)
         report.print_fix(results, diff, show_reasons)
     if any(r.status.value == "failed" for r in results):
@@ -111,6 +169,21 @@ def fix(
     if (diff and changed) or (exit_non_zero_on_fix and changed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+@main.command("explain-error")
+@click.argument("traceback_file", required=False, type=click.File("r", encoding="utf-8", errors="replace"), default="-")
+def explain_error(traceback_file: object) -> None:
+    """Read a traceback (file or stdin) with JAX's nondiff_argnums Tracer error; point at the fix.
+
+    Exit 0 when the definition was found, 1 when it was not, 2 when the text has no such error.
+    """
+    from vjp_migrate.explain_error import explain_traceback
+
+    text = traceback_file.read()  # type: ignore[attr-defined]
+    outcome = explain_traceback(text)
+    click.echo(outcome.text, nl=False)
+    sys.exit(outcome.exit_code)
 
 
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)

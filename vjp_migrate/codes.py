@@ -203,6 +203,15 @@ def format_message(code: str, **values: object) -> str:
     return BY_CODE[code].message.format(**values)
 
 
+def _availability(c: Code) -> str:
+    fix = {
+        FixSafety.SAFE: "Fix is available and safe where the evidence is clear (unsafe otherwise).",
+        FixSafety.UNSAFE: "Fix is available but unsafe: it needs `--unsafe-fixes`.",
+        FixSafety.NONE: "No automatic fix.",
+    }[c.fix_safety]
+    return fix + ("" if c.default else f" Off by default: enable it with `--select {c.code}`.")
+
+
 def explain(code: str) -> str:
     """The rule's documentation in ruff's headings, as Markdown."""
     c = BY_CODE[code]
@@ -210,9 +219,7 @@ def explain(code: str) -> str:
         [
             f"# {c.name} ({c.code})",
             "",
-            f"Fix is {'always ' if c.fix_safety is FixSafety.SAFE else ''}"
-            + ("not available." if c.fix_safety is FixSafety.NONE else f"{c.fix_safety.value} (available).")
-            + ("" if c.default else " Off by default: enable it with `--select " + c.code + "`."),
+            _availability(c),
             "",
             "## What it does",
             c.what,

@@ -1,0 +1,92 @@
+"""`fix --interactive`: show each site's change and apply only the accepted ones (y/n/q), as Fixit does.
+
+Input and output are injected (``show`` prints, ``ask`` returns the answer), so this module
+never touches the terminal itself.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from vjp_migrate import api
+from vjp_migrate.config import CliOptions, groups
+from vjp_migrate.discover import discover
+from vjp_migrate.model import FileResult, RewritePlan, Settings, Status
+from vjp_migrate.source import SourceError, check_syntax, decode, encode
+
+Show = Callable[[str], None]
+Ask = Callable[[str], str]
+QUESTION = "Apply this change? [y]es / [n]o / [q]uit"
+
+
+class _Quit(Exception):
+    pass
+
+
+def _diff(old: str, new: str, name: str) -> str:
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name)
+    return "".join(lines)
+
+
+def _answer(ask: Ask) -> str:
+    while True:
+        answer = ask(QUESTION).strip().lower()[:1]
+        if answer in ("y", "n", "q"):
+            return answer
+
+
+def review_file(path: Path, settings: Settings, show: Show, ask: Ask) -> FileResult:
+    """Ask about each site of one file; write the accepted ones. Raises _Quit after writing on q."""
+    data = path.read_bytes()
+    source = decode(data)
+    analysis = api.analyze(source.text, str(path), settings, parse_anyway=True)
+    plans = [d.plan for d in analysis.decisions if d.plan is not None]
+    if not plans:
+        return FileResult(path, Status.OK, diagnostics=analysis.diagnostics, old_text=source.text, new_text=source.text)
+    from vjp_migrate.rewrite import apply_plans
+
+    accepted: list[RewritePlan] = []
+    quit_now = False
+    for plan in plans:
+        single = apply_plans(analysis.module, [plan]).code  # type: ignore[arg-type]
+        show(f"{path}: custom_vjp `{plan.site.qualname}`\n" + _diff(source.text, single, str(path)))
+        answer = _answer(ask)
+        if answer == "q":
+            quit_now = True
+            break
+        if answer == "y":
+            accepted.append(plan)
+    new_text = apply_plans(analysis.module, accepted).code if accepted else source.text  # type: ignore[arg-type]
+    check_syntax(new_text, str(path))
+    if new_text != source.text:
+        api.write_atomically(path, encode(source, new_text), data)
+    moved = {(p.site.qualname, i) for p in accepted for i in p.moved}
+    fixed = tuple(d for d in analysis.diagnostics if (d.function, d.index) in moved)
+    result = FileResult(
+        path, Status.OK, diagnostics=analysis.diagnostics, fixed=fixed,
+        old_text=source.text, new_text=new_text, written=new_text != source.text,
+    )
+    if quit_now:
+        raise _Quit(result)
+    return result
+
+
+def review(paths: Sequence[Path], options: CliOptions, show: Show, ask: Ask) -> list[FileResult]:
+    """Review every site under ``paths`` (Python files; notebooks are fixed with plain `fix`)."""
+    results: list[FileResult] = []
+    for group in groups(paths, options):
+        candidates, rejected = discover(group.paths, group.exclude)
+        results.extend(FileResult(r.path, Status.FAILED, r.reason) for r in rejected)
+        for candidate in candidates:
+            if candidate.path.suffix == ".ipynb":
+                continue
+            try:
+                results.append(review_file(candidate.path, group.settings, show, ask))
+            except _Quit as stop:
+                results.append(stop.args[0])
+                return results
+            except (SourceError, OSError) as error:
+                results.append(FileResult(candidate.path, Status.FAILED, str(error)))
+    return results

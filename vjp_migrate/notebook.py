@@ -1,0 +1,113 @@
+"""Stage 2b: Jupyter notebooks <-> one module of their code cells, so fwd/bwd may live in other cells.
+
+IPython magics (`%matplotlib inline`, `!pip install x`, `x = !ls`, `obj?`) become placeholder
+names while the code is analysed and come back verbatim; `%%` cell magics leave the whole cell
+alone. Only the `source` of changed code cells is replaced: outputs, metadata, ids, key order,
+indentation and the list-or-string form of `source` are kept, so the JSON diff is the code diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from vjp_migrate.model import Diagnostic
+from vjp_migrate.source import SourceError
+
+SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
+SEPARATOR_LINE = re.compile(r"^__vjp_migrate_cell__\((\d+)\)\n", re.M)
+PLACEHOLDER = "__vjp_migrate_magic_{}__"
+MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|[\w.]+\s*=\s*[%!]|[\w.]+\?{1,2}$|\?)")
+
+
+@dataclass(frozen=True)
+class Notebook:
+    data: dict[str, Any]
+    indent: int | None
+    ensure_ascii: bool
+    trailing_newline: bool
+    code: str  # the code cells as one module
+    cell_starts: dict[int, int]  # cell index -> first line of that cell in ``code``
+    magics: dict[str, str]  # placeholder -> the original line
+
+
+def _source_text(cell: dict[str, Any]) -> str:
+    source = cell.get("source", "")
+    return "".join(source) if isinstance(source, list) else str(source)
+
+
+def read(raw: str) -> Notebook:
+    """Parse a notebook's JSON text; SourceError when it is not a notebook."""
+    try:
+        data = json.loads(raw)
+        cells = data["cells"]
+    except (ValueError, KeyError, TypeError) as error:
+        raise SourceError(f"not a Jupyter notebook: {error}") from None
+    indent_match = re.match(r"\{\s*\n( *)\"", raw)
+    indent = len(indent_match.group(1)) if indent_match else None
+    ensure_ascii = raw.isascii() and "\\u" in raw
+    magics: dict[str, str] = {}
+    chunks: list[str] = []
+    starts: dict[int, int] = {}
+    line = 1
+    for number, cell in enumerate(cells):
+        if cell.get("cell_type") != "code" or _source_text(cell).lstrip().startswith("%%"):
+            continue
+        text = _source_text(cell)
+        lines = []
+        for source_line in text.splitlines(keepends=True):
+            match = MAGIC.match(source_line)
+            if match:
+                key = PLACEHOLDER.format(len(magics))
+                magics[key] = source_line.rstrip("\r\n")
+                ending = source_line[len(source_line.rstrip("\r\n")) :]
+                source_line = match.group("indent") + key + ending
+            lines.append(source_line)
+        body = "".join(lines)
+        if body and not body.endswith("\n"):
+            body += "\n"
+        chunks.append(SEPARATOR.format(number))
+        starts[number] = line + 1
+        line += 1 + body.count("\n")
+        chunks.append(body)
+    return Notebook(data, indent, ensure_ascii, raw.endswith("\n"), "".join(chunks), starts, magics)
+
+
+def split(notebook: Notebook, code: str) -> dict[int, str]:
+    """The module text back as cell sources (magics restored), by cell index."""
+    pieces = SEPARATOR_LINE.split(code)
+    cells: dict[int, str] = {}
+    for number, body in zip(pieces[1::2], pieces[2::2]):
+        for key, original in notebook.magics.items():
+            body = body.replace(key, original.lstrip(" \t"), 1) if key in body else body
+        cells[int(number)] = body
+    return cells
+
+
+def _restore_end(original: str, new: str) -> str:
+    """A cell that had no final newline gets none back (Jupyter writes most cells that way)."""
+    return new[:-1] if not original.endswith("\n") and new.endswith("\n") else new
+
+
+def write(notebook: Notebook, code: str) -> str:
+    """The notebook's JSON text with the changed code cells replaced."""
+    data = notebook.data
+    for number, body in split(notebook, code).items():
+        cell = data["cells"][number]
+        old = _source_text(cell)
+        if body == old or body == old + "\n":
+            continue
+        body = _restore_end(old, body)
+        cell["source"] = body.splitlines(keepends=True) if isinstance(cell.get("source"), list) else body
+    text = json.dumps(data, indent=notebook.indent, ensure_ascii=notebook.ensure_ascii)
+    return text + "\n" if notebook.trailing_newline else text
+
+
+def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
+    """A diagnostic with its line made relative to its cell (and the cell, 1-based, recorded)."""
+    number = max((n for n, start in notebook.cell_starts.items() if start <= d.line), default=0)
+    start = notebook.cell_starts.get(number, 1)
+    return dataclasses.replace(d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1)
