@@ -69,8 +69,8 @@ def verify_many(
     with ThreadPoolExecutor(max_workers=len(chunks) or 1) as pool:
         results = list(pool.map(run, chunks))
     reports: dict[int, VerifyReport] = {}
-    for chunk, chunk_reports in zip(chunks, results):
-        reports.update(zip(chunk, chunk_reports))
+    for chunk, chunk_reports in zip(chunks, results, strict=False):
+        reports.update(zip(chunk, chunk_reports, strict=False))
     return [reports[i] for i in range(len(pairs))]
 
 

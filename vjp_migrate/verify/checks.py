@@ -59,12 +59,12 @@ class ExampleRun:
 
         def run(values: tuple[Any, ...]) -> tuple[Any, Any]:
             full = list(args)
-            for p, v in zip(traced, values):
+            for p, v in zip(traced, values, strict=False):
                 full[p] = v
 
             def partial_fn(*wrt_values: Any) -> Any:
                 call = list(full)
-                for p, v in zip(wrt, wrt_values):
+                for p, v in zip(wrt, wrt_values, strict=False):
                     call[p] = v
                 return fn(*call)
 
@@ -88,9 +88,14 @@ class ExampleRun:
         cts = compare_trees(expected[1], actual[1], self.rtol, self.atol, self.labels(self.diff), dtype)
         bad = out if not out.ok else cts
         status = CheckStatus.PASS if out.ok and cts.ok else CheckStatus.FAIL
-        self.add(check, status, where=None if status is CheckStatus.PASS else bad.where,
-                 max_abs_err=max(out.max_abs, cts.max_abs), max_rel_err=max(out.max_rel, cts.max_rel),
-                 detail=bad.detail)
+        self.add(
+            check,
+            status,
+            where=None if status is CheckStatus.PASS else bad.where,
+            max_abs_err=max(out.max_abs, cts.max_abs),
+            max_rel_err=max(out.max_rel, cts.max_rel),
+            detail=bad.detail,
+        )
         return status is CheckStatus.PASS
 
     # ------------------------------------------------------------------ the checks
@@ -115,11 +120,23 @@ class ExampleRun:
             self.add("primal", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return False
         out = compare_trees(self.reference[0], self.after_eager[0], self.rtol, self.atol, None, True)
-        self.add("primal", CheckStatus.PASS if out.ok else CheckStatus.FAIL, where=out.where,
-                 max_abs_err=out.max_abs, max_rel_err=out.max_rel, detail=out.detail)
+        self.add(
+            "primal",
+            CheckStatus.PASS if out.ok else CheckStatus.FAIL,
+            where=out.where,
+            max_abs_err=out.max_abs,
+            max_rel_err=out.max_rel,
+            detail=out.detail,
+        )
         cts = compare_trees(self.reference[1], self.after_eager[1], self.rtol, self.atol, self.labels(self.diff))
-        self.add("cotangent", CheckStatus.PASS if cts.ok else CheckStatus.FAIL, where=cts.where,
-                 max_abs_err=cts.max_abs, max_rel_err=cts.max_rel, detail=cts.detail)
+        self.add(
+            "cotangent",
+            CheckStatus.PASS if cts.ok else CheckStatus.FAIL,
+            where=cts.where,
+            max_abs_err=cts.max_abs,
+            max_rel_err=cts.max_rel,
+            detail=cts.detail,
+        )
         return out.ok and cts.ok
 
     def moved_zero(self) -> None:
@@ -133,12 +150,18 @@ class ExampleRun:
         except Exception as exc:
             self.add("moved cotangents", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
-        for position, ct in zip(self.dynamic, cts):
+        for position, ct in zip(self.dynamic, cts, strict=False):
             if position in moved:
                 zero, worst = all_zero(ct)
                 if not zero:
-                    self.add("moved cotangents", CheckStatus.FAIL, where=self.pair.arg_label(position),
-                             max_abs_err=worst, max_rel_err=float("inf"), detail="expected a zero (None) cotangent")
+                    self.add(
+                        "moved cotangents",
+                        CheckStatus.FAIL,
+                        where=self.pair.arg_label(position),
+                        max_abs_err=worst,
+                        max_rel_err=float("inf"),
+                        detail="expected a zero (None) cotangent",
+                    )
                     return
         self.add("moved cotangents", CheckStatus.PASS)
 
@@ -203,14 +226,19 @@ class ExampleRun:
 
         def second(fn: Any) -> Any:
             first = self.probe(fn, diff, diff)
-            cts_fn = lambda *xs: first(xs)[1]  # noqa: E731
-            cts, vjp2 = jax.vjp(cts_fn, *self.values(diff))
+
+            def cotangents(*xs: Any) -> Any:
+                return first(xs)[1]
+
+            cts, vjp2 = jax.vjp(cotangents, *self.values(diff))
             return vjp2(random_like(cts, np.random.default_rng([self.seed, self.index, 2])))
 
         try:
             expected = second(self.pair.before)
         except Exception as exc:
-            self.add("grad of grad", CheckStatus.NOT_APPLICABLE, detail=f"BEFORE does not support it: {error_text(exc)}")
+            self.add(
+                "grad of grad", CheckStatus.NOT_APPLICABLE, detail=f"BEFORE does not support it: {error_text(exc)}"
+            )
             return
         try:
             got = second(self.pair.after)
@@ -218,8 +246,14 @@ class ExampleRun:
             self.add("grad of grad", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
         result = compare_trees(expected, got, self.rtol, self.atol, self.labels(diff))
-        self.add("grad of grad", CheckStatus.PASS if result.ok else CheckStatus.FAIL, where=result.where,
-                 max_abs_err=result.max_abs, max_rel_err=result.max_rel, detail=result.detail)
+        self.add(
+            "grad of grad",
+            CheckStatus.PASS if result.ok else CheckStatus.FAIL,
+            where=result.where,
+            max_abs_err=result.max_abs,
+            max_rel_err=result.max_rel,
+            detail=result.detail,
+        )
 
 
 def run_jit(probe: Probe, values: tuple[Any, ...]) -> tuple[Any, Any]:

@@ -51,18 +51,22 @@ def compare_trees(
     """Compare leaf by leaf; ``labels`` name the top-level items (e.g. the argument names)."""
     exp_leaves, exp_def = jax.tree_util.tree_flatten_with_path(expected, is_leaf=lambda x: x is None)
     act_leaves, act_def = jax.tree_util.tree_flatten_with_path(actual, is_leaf=lambda x: x is None)
-    if exp_def != act_def:
+    if str(exp_def) != str(act_def):
         return Comparison(False, float("inf"), float("inf"), None, f"structure {act_def} != expected {exp_def}")
     leaves: list[Comparison] = []
-    for (path, e), (_, a) in zip(exp_leaves, act_leaves):
+    for (path, e), (_, a) in zip(exp_leaves, act_leaves, strict=False):
         where = _label(path, labels)
         if e is None or a is None or _is_float0(e) or _is_float0(a):
             continue
         e_arr, a_arr = np.asarray(e), np.asarray(a)
         if e_arr.shape != a_arr.shape:
-            return Comparison(False, float("inf"), float("inf"), where, f"shape {a_arr.shape} != expected {e_arr.shape}")
+            return Comparison(
+                False, float("inf"), float("inf"), where, f"shape {a_arr.shape} != expected {e_arr.shape}"
+            )
         if check_dtype and _kind(e_arr.dtype) != _kind(a_arr.dtype):
-            return Comparison(False, float("inf"), float("inf"), where, f"dtype {a_arr.dtype} != expected {e_arr.dtype}")
+            return Comparison(
+                False, float("inf"), float("inf"), where, f"dtype {a_arr.dtype} != expected {e_arr.dtype}"
+            )
         leaves.append(_compare_leaf(e_arr, a_arr, rtol, atol, where))
     if not leaves:
         return Comparison(True)
@@ -86,7 +90,7 @@ def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float 
     same_inf = np.isinf(e64) & (e64 == a64)
     diff = np.where(same_inf, 0.0, diff)
     diff = np.where(nan_mismatch, np.inf, diff)
-    scale = np.abs(e64)
+    scale = np.where(np.isfinite(e64), np.abs(e64), 0.0)
     rel = np.where(diff == 0, 0.0, diff / np.maximum(scale, np.finfo(np.float64).tiny))
     ok = bool(np.all(diff <= t + r * scale))
     return Comparison(ok, float(np.max(diff)), float(np.max(rel)), where)

@@ -89,7 +89,7 @@ def _assert_close(expected, actual):
 
 '''
 
-_TESTS = '''
+_TESTS = """
 EXAMPLES = [
 {examples}
 ]
@@ -120,7 +120,7 @@ def test_migrated_arguments_get_zero_cotangents(example):
             for leaf in jax.tree_util.tree_leaves(ct):
                 if leaf.dtype != jax.dtypes.float0:
                     assert not np.any(np.asarray(leaf)), f"non-zero cotangent at position {{position}}"
-'''
+"""
 
 _UNVERIFIED = '''
 
@@ -158,7 +158,9 @@ def literal(value: Any, module_names: frozenset[str]) -> str:
     if isinstance(value, list):
         return "[" + ", ".join(literal(v, module_names) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{literal(k, module_names)}: {literal(v, module_names)}" for k, v in value.items()) + "}"
+        return (
+            "{" + ", ".join(f"{literal(k, module_names)}: {literal(v, module_names)}" for k, v in value.items()) + "}"
+        )
     if isinstance(value, functools.partial):
         parts = [literal(value.func, module_names)] + [literal(a, module_names) for a in value.args]
         parts += [f"{k}={literal(v, module_names)}" for k, v in value.keywords.items()]
@@ -182,9 +184,15 @@ def emit_test(result: Any, before_path: Path, after_path: Path, emit_dir: Path) 
     rtol = 1e-5 if result.runs and result.runs[0].rtol is None else result.runs[0].rtol if result.runs else 1e-5
     atol = 1e-6 if result.runs and result.runs[0].atol is None else result.runs[0].atol if result.runs else 1e-6
     header = _HEADER.format(
-        name=pair.name, before=before_path, after=after_path, module=location.module_name,
-        root=os.path.relpath(location.root, emit_dir.resolve()), diff=pair.differentiable(nargs),
-        moved=pair.moved, rtol=rtol, atol=atol,
+        name=pair.name,
+        before=before_path,
+        after=after_path,
+        module=location.module_name,
+        root=os.path.relpath(location.root, emit_dir.resolve()),
+        diff=pair.differentiable(nargs),
+        moved=pair.moved,
+        rtol=rtol,
+        atol=atol,
     )
     entries = []
     for run in runs:

@@ -51,15 +51,16 @@ def is_custom_vjp(obj: Any, custom_vjp_class: type) -> bool:
 
 def nondiff_of(obj: Any) -> tuple[int, ...]:
     """The sorted nondiff positions of a custom_vjp object."""
-    positions = getattr(obj, "nondiff_argnums", None)
+    positions: Iterable[int] | None = getattr(obj, "nondiff_argnums", None)
     if positions is None:
         positions = getattr(obj, "static_argnums", ())
-    return tuple(sorted(positions))
+    return tuple(sorted(positions or ()))
 
 
 def primal_of(obj: Any) -> Callable[..., Any]:
     """The decorated Python function."""
-    return getattr(obj, "fun", None) or getattr(obj, "f", None) or obj
+    primal: Callable[..., Any] = getattr(obj, "fun", None) or getattr(obj, "f", None) or obj
+    return primal
 
 
 def find_custom_vjps(module: types.ModuleType, custom_vjp_class: type, factories: Iterable[str] = ()) -> dict[str, Any]:

@@ -33,13 +33,32 @@ def render(report: VerifyReport, fmt: str = "text") -> str:
     if report.backends:
         title += f" on {', '.join(report.backends)}"
     table = Table(title=title, title_justify="left")
-    for column in ("function", "moved", "inputs", "examples", "primal err", "cotangent err",
-                   "jit", "vmap", "before, traced", "verdict"):
+    for column in (
+        "function",
+        "moved",
+        "inputs",
+        "examples",
+        "primal err",
+        "cotangent err",
+        "jit",
+        "vmap",
+        "before, traced",
+        "verdict",
+    ):
         table.add_column(column)
     for row in report.rows:
-        table.add_row(row.name, ", ".join(row.moved) or "-", row.input_source, str(row.examples),
-                      _err(row.primal_max_err), _err(row.cotangent_max_err), row.jit, row.vmap,
-                      row.before_traced, f"[{_STYLE[row.verdict]}]{row.verdict.value}[/]")
+        table.add_row(
+            row.name,
+            ", ".join(row.moved) or "-",
+            row.input_source,
+            str(row.examples),
+            _err(row.primal_max_err),
+            _err(row.cotangent_max_err),
+            row.jit,
+            row.vmap,
+            row.before_traced,
+            f"[{_STYLE[row.verdict]}]{row.verdict.value}[/]",
+        )
     if report.rows:
         console.print(table)
     for row in report.rows:
@@ -51,10 +70,10 @@ def render(report: VerifyReport, fmt: str = "text") -> str:
     for path in report.emitted:
         console.print(f"wrote {path}", markup=False)
     console.print(_summary(report), markup=False)
-    return buffer.getvalue()
+    return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
-def _details(console: object, row: FunctionRow, limit: int = 3) -> None:
+def _details(console: object, row: FunctionRow, limit: int = 2) -> None:
     problems = row.problems
     for problem in problems[:limit]:
         console.print(f"{row.name}: {problem.describe()}", markup=False)  # type: ignore[attr-defined]

@@ -38,7 +38,7 @@ def _request(jobs: list[tuple[Side, Side]], options: VerifyOptions, examples: li
         {
             "jobs": [
                 {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None}
-                for (b, a), e in zip(jobs, per_job)
+                for (b, a), e in zip(jobs, per_job, strict=False)
             ],
             "emit": str(options.emit_tests.resolve()) if options.emit_tests else None,
             "options": {

@@ -143,13 +143,16 @@ def verify_pair(
 def _cross_backend(result: PairResult, per_backend: dict[str, list[ExampleRun]], options: VerifyOptions) -> None:
     first, *others = list(per_backend)
     for backend in others:
-        for ref, run in zip(per_backend[first], per_backend[backend]):
+        for ref, run in zip(per_backend[first], per_backend[backend], strict=False):
             if ref.after_eager is None or run.after_eager is None:
                 continue
             out = compare_trees(ref.after_eager, run.after_eager, options.rtol, options.atol)
             status = CheckStatus.PASS if out.ok else CheckStatus.FAIL
-            result.extra.append(CheckOutcome(f"{first} vs {backend}", status, run.index, backend, out.where,
-                                             out.max_abs, out.max_rel, out.detail))
+            result.extra.append(
+                CheckOutcome(
+                    f"{first} vs {backend}", status, run.index, backend, out.where, out.max_abs, out.max_rel, out.detail
+                )
+            )
 
 
 def vjp3_phase(results: list[PairResult], after_path: Path, after_source: str | None, options: VerifyOptions) -> None:
@@ -158,7 +161,7 @@ def vjp3_phase(results: list[PairResult], after_path: Path, after_source: str | 
     if not todo:
         return
     try:
-        previous = jax.config.jax_custom_vjp3
+        previous = bool(jax.config.jax_custom_vjp3)  # type: ignore[attr-defined]
     except AttributeError:
         for r in todo:
             r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.NOT_APPLICABLE, detail="not in this JAX"))
@@ -166,24 +169,31 @@ def vjp3_phase(results: list[PairResult], after_path: Path, after_source: str | 
     from vjp_migrate.verify.loading import load_module
     from vjp_migrate.verify.pairing import find_custom_vjps
 
-    jax.config.update("jax_custom_vjp3", True)
+    jax.config.update("jax_custom_vjp3", True)  # type: ignore[no-untyped-call]
     try:
         try:
             module = load_module(after_path, "after_vjp3", after_source)
             found = find_custom_vjps(module, jax.custom_vjp, [r.pair.name for r in todo if r.pair.name.endswith("()")])
         except Exception as exc:
             for r in todo:
-                r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail=f"AFTER does not import: {error_text(exc)}"))
+                r.extra.append(
+                    CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail=f"AFTER does not import: {error_text(exc)}")
+                )
             return
         for r in todo:
             if r.pair.name not in found:
-                r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail="function not found under custom_vjp3"))
+                r.extra.append(
+                    CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail="function not found under custom_vjp3")
+                )
                 continue
             pair = replace(r.pair, after=found[r.pair.name])
-            for index, args in enumerate(r.inputs.examples):
-                run = ExampleRun(pair, args, index, "", options.rtol, options.atol, options.seed)
-                if run.baseline() and run.eager():
+            first_backend = r.runs[0].backend if r.runs else ""
+            for done in (d for d in r.runs if d.backend == first_backend and d.reference is not None):
+                # BEFORE's reference and cotangent from the main pass are reused as they are.
+                run = ExampleRun(pair, done.args, done.index, "", options.rtol, options.atol, options.seed)
+                run.reference, run.cotangent = done.reference, done.cotangent
+                if run.eager():
                     run.transformed("jit", run_jit)
                 r.extra.extend(replace(o, check=f"custom_vjp3 {o.check}") for o in run.outcomes)
     finally:
-        jax.config.update("jax_custom_vjp3", previous)
+        jax.config.update("jax_custom_vjp3", previous)  # type: ignore[no-untyped-call]

@@ -66,7 +66,9 @@ def read_recording(path: Path) -> Recording:
         raise ValueError(f"{path} is not a vjp-migrate recording (no {STRUCTURE_KEY} entry)")
     structure = json.loads(raw.tobytes().decode("utf-8"))
     if structure.get("format") != FORMAT or structure.get("version") != VERSION:
-        raise ValueError(f"{path}: unsupported recording format {structure.get('format')!r} v{structure.get('version')}")
+        raise ValueError(
+            f"{path}: unsupported recording format {structure.get('format')!r} v{structure.get('version')}"
+        )
     functions = tuple(
         RecordedFunction(f["module"], f["qualname"], f.get("file", ""), tuple(c["args"] for c in f["calls"]))
         for f in structure["functions"]
@@ -93,7 +95,10 @@ def merge_parts(parts: Iterable[Path], out: Path, max_calls: int) -> int:
                 calls.append(renamed)
     used = _used_keys(merged.values())
     arrays = {k: v for k, v in arrays.items() if k in used}
-    functions = [{"module": m, "qualname": q, "file": f, "calls": [{"args": c} for c in calls]} for (m, q, f), calls in merged.items()]
+    functions = [
+        {"module": m, "qualname": q, "file": f, "calls": [{"args": c} for c in calls]}
+        for (m, q, f), calls in merged.items()
+    ]
     structure = json.dumps({"format": FORMAT, "version": VERSION, "functions": functions})
     payload: dict[str, Any] = dict(arrays)
     payload[STRUCTURE_KEY] = np.frombuffer(structure.encode("utf-8"), dtype=np.uint8)

@@ -34,9 +34,9 @@ def main() -> int:
 
 def run_request(request: dict[str, Any]) -> dict[str, Any]:
     """Verify every job of the request; one report dict per job."""
-    try:
-        import jax  # noqa: F401
-    except ImportError:
+    import importlib.util
+
+    if importlib.util.find_spec("jax") is None:
         return {"fatal": MISSING_JAX}
     from vjp_migrate.verify.model import VerifyOptions
 
@@ -91,7 +91,11 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     report: dict[str, Any] = {
         "before": job["before"].get("label", str(before_path)),
         "after": job["after"].get("label", str(after_path)),
-        "errors": [], "warnings": [], "rows": [], "emitted": [], "jax_version": jax.__version__,
+        "errors": [],
+        "warnings": [],
+        "rows": [],
+        "emitted": [],
+        "jax_version": jax.__version__,
     }
     backends, problem = _backends(options.device)
     report["backends"] = backends

@@ -182,9 +182,7 @@ def _write() -> None:
         return
     import numpy as np
 
-    functions = [
-        {"module": m, "qualname": q, "file": f, "calls": calls} for (m, q, f), calls in _CALLS.items()
-    ]
+    functions = [{"module": m, "qualname": q, "file": f, "calls": calls} for (m, q, f), calls in _CALLS.items()]
     structure = json.dumps({"format": FORMAT, "version": VERSION, "functions": functions})
     payload = dict(_ARRAYS)
     payload["__structure__"] = np.frombuffer(structure.encode("utf-8"), dtype=np.uint8)

@@ -26,7 +26,7 @@ def _chain_to_shadowed_sitecustomize() -> None:
 if os.environ.get("VJP_MIGRATE_RECORD_DIR"):
     sys.path.insert(0, _HERE)
     try:
-        import _vjp_migrate_recorder
+        import _vjp_migrate_recorder  # type: ignore[import-not-found]
 
         _vjp_migrate_recorder.install()
     finally:

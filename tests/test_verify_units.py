@@ -1,0 +1,57 @@
+"""Unit tests of the verify stages that run inside the worker (in-process here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from vjp_migrate.verify.loading import load_module, locate
+
+DATA = Path(__file__).parent / "data" / "verify"
+
+
+def test_before_and_after_load_as_separate_module_objects_with_relative_imports() -> None:
+    path = DATA / "pkg" / "clipper" / "ops.py"
+    assert locate(path).module_name == "clipper.ops"
+    before = load_module(path, "before")
+    after = load_module(path, "after", path.read_text().replace("(0, 1)", "(0,)"))
+    assert before is not after and before.clip_gradient is not after.clip_gradient
+    assert before.clip_gradient.nondiff_argnums == (0, 1)
+    assert after.clip_gradient.nondiff_argnums == (0,)
+    assert before.clip is after.clip  # the relative import resolved to the one real package module
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "ok"),
+    [
+        pytest.param(np.float32(1.0), np.float32(1.0 + 1e-7), True, id="float32 within tolerance"),
+        pytest.param(np.float32(1.0), np.float32(1.001), False, id="float32 beyond tolerance"),
+        pytest.param(0.3, np.float32(0.3), True, id="python float vs float32 uses float32 tolerance"),
+        pytest.param(np.array([np.nan]), np.array([np.nan]), True, id="nan equals nan"),
+        pytest.param(np.array([1, 2]), np.array([1, 3]), False, id="ints compare exactly"),
+        pytest.param((1.0, 2.0), (1.0,), False, id="structure differs"),
+    ],
+)
+def test_compare_trees(expected: object, actual: object, ok: bool) -> None:
+    from vjp_migrate.verify.compare import compare_trees
+
+    assert compare_trees(expected, actual, None, None).ok is ok
+
+
+def test_synthesis_uses_call_site_literals_and_refuses_to_guess_callables() -> None:
+    from vjp_migrate.verify.synth import call_site_values
+
+    module = load_module(DATA / "pkg" / "clipper" / "ops.py", "synth")
+    values = call_site_values((DATA / "pkg" / "clipper" / "ops.py").read_text(), "clip_gradient", module)
+    assert values[0] == [-1.0] and values[1] == [1.0]
+
+
+def test_recording_decoder_rejects_opaque_values() -> None:
+    from vjp_migrate.verify.values import UnsupportedValue, decode
+
+    with pytest.raises(UnsupportedValue):
+        decode({"t": "opaque", "repr": "<object>"}, {}, lambda ref: None, lambda s, d: None)
+    spec = {"t": "tuple", "items": [{"t": "py", "v": 1.5}, {"t": "abstract", "shape": [2], "dtype": "float32"}]}
+    assert decode(spec, {}, lambda ref: None, lambda s, d: np.zeros(s, d))[1].shape == (2,)
