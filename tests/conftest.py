@@ -37,3 +37,21 @@ def fixture_cases() -> list[Case]:
             )
         )
     return cases
+
+
+# Hypothesis profiles for tests/test_properties.py: `ci` (the default) keeps the suite fast;
+# `pytest --hypothesis-profile=long` explores far more generated modules. Registered here
+# because the hypothesis plugin resolves --hypothesis-profile when pytest starts.
+try:
+    from hypothesis import HealthCheck
+    from hypothesis import settings as _hypothesis_settings
+except ImportError:  # pragma: no cover - hypothesis is a test extra
+    pass
+else:
+    _hypothesis_settings.register_profile(
+        "ci", max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=True
+    )
+    _hypothesis_settings.register_profile(
+        "long", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    )
+    _hypothesis_settings.load_profile("ci")

@@ -6,16 +6,25 @@ went wrong, and the other files are still processed.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import stat
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vjp_migrate.codes import DEFAULT_SELECT, triggers_for
-from vjp_migrate.discover import Candidate, discover
+from vjp_migrate.discover import discover
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
-from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
+from vjp_migrate.screen import may_report
+from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
+
+if TYPE_CHECKING:
+    from vjp_migrate.cache import Cache
+    from vjp_migrate.workers import Task
 
 __all__ = [
     "Settings",
@@ -121,7 +130,12 @@ def fix_source(code: str, *, path: str = "<string>", settings: Settings = DEFAUL
 
 
 def _read(path: Path) -> bytes:
-    with open(path, "rb") as handle:
+    # O_NONBLOCK: a named pipe or device that took a file's place since discovery must not
+    # block the run; it is refused after fstat. (No effect on regular files.)
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise SourceError("not a regular file (a pipe, socket or device); skipped")
         return handle.read()
 
 
@@ -138,39 +152,134 @@ def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
         return FileResult(path, Status.FAILED, f"internal error: {type(error).__name__}: {error}")
 
 
-def check_file(path: Path, settings: Settings = DEFAULT_SETTINGS, explicit: bool = True) -> FileResult:
+def _screen(text: str, settings: Settings) -> bool:
+    """Whether the full analysis is needed; SourceError when the source is too large for it."""
+    if _may_contain(text, settings):
+        check_size(text)  # before the screen: even its ast pass takes many seconds on such a file
+    return may_report(text, settings)
+
+
+def check_file(
+    path: Path, settings: Settings = DEFAULT_SETTINGS, explicit: bool = True, cache: Cache | None = None
+) -> FileResult:
     """Findings in one file; FAILED with the reason when it cannot be processed."""
 
     def work() -> FileResult:
         data = _read(path)
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
+        cached = cache.get(path, data, explicit) if cache is not None else None
+        if cached is not None:
+            return cached
         source = decode(data)
-        analysis = analyze(source.text, str(path), settings, parse_anyway=explicit)
-        return FileResult(path, Status.OK, diagnostics=analysis.diagnostics)
+        if path.suffix == ".ipynb":
+            from vjp_migrate.notebook import check_notebook
+
+            result = FileResult(path, Status.OK, diagnostics=check_notebook(source.text, str(path), settings))
+        elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can be found
+            result = FileResult(path, Status.OK)
+        else:
+            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit)
+            result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics)
+        if cache is not None:
+            cache.put(path, data, explicit, result)
+        return result
 
     return _guard(path, work)
 
 
-def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
-    """Replace a file's bytes via a temporary file in its folder, keeping its mode.
+TEMPORARY_SUFFIX = ".vjp-migrate.tmp"
 
-    Raises SourceError when the file changed on disk since it was read.
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by someone else
+        return True
+    # A killed run's workers can linger as zombies nobody reaps (PID 1 of a container): dead.
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as stat_file:
+            state = stat_file.read().rsplit(b")", 1)[1].split()[0]
+    except (OSError, IndexError):  # no /proc (macOS): trust kill()
+        return True
+    return state not in (b"Z", b"X")
+
+
+def remove_stray_temporaries(folder: Path) -> list[Path]:
+    """Delete the temporary files that a killed run left in ``folder``; return them.
+
+    Temporaries are named ``.<file>.<pid>.<random>.vjp-migrate.tmp``; one whose process is
+    still running belongs to a concurrent run and is left alone.
     """
-    mode = path.stat().st_mode
-    handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".vjp-migrate.tmp", dir=path.parent)
+    removed: list[Path] = []
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return removed
+    for entry in entries:
+        name = entry.name
+        if not (name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)):
+            continue
+        parts = name[: -len(TEMPORARY_SUFFIX)].split(".")
+        if len(parts) >= 4 and parts[-2].isdigit() and _pid_alive(int(parts[-2])):
+            continue
+        try:
+            if entry.is_file(follow_symlinks=False):
+                os.unlink(entry.path)
+                removed.append(Path(entry.path))
+        except OSError:
+            pass
+    return removed
+
+
+def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
+    """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
+
+    A run killed at any moment leaves the file either untouched or complete: the new bytes
+    are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
+    A symbolic link is written through (the link stays a link). Temporaries left by a killed
+    run in the same folder are removed first. Raises SourceError when the file changed on
+    disk since it was read.
+    """
+    target = Path(os.path.realpath(path))
+    remove_stray_temporaries(target.parent)
+    status = target.stat()
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+    )
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
             out.flush()
             os.fsync(out.fileno())
-        os.chmod(temporary, mode & 0o7777)
-        if _read(path) != expected:
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))
+        if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
+            # Not allowed unless root: then the file becomes ours, as with any editor.
+            with contextlib.suppress(OSError):
+                os.chown(temporary, status.st_uid, status.st_gid)
+        if _read(target) != expected:
             raise SourceError("changed on disk while it was being fixed; left untouched")
-        os.replace(temporary, path)
+        os.replace(temporary, target)
+        _fsync_folder(target.parent)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make the rename itself durable (a power cut after it must not bring the old file back)."""
+    try:
+        descriptor = os.open(folder, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(descriptor)
+    except OSError:
+        pass
+    finally:
+        os.close(descriptor)
 
 
 def fix_file(path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = True, explicit: bool = True) -> FileResult:
@@ -181,7 +290,14 @@ def fix_file(path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = Tr
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
         source: SourceText = decode(data)
-        result = fix_source(source.text, path=str(path), settings=settings)
+        if path.suffix == ".ipynb":
+            from vjp_migrate.notebook import fix_notebook
+
+            result = fix_notebook(source.text, str(path), settings)
+        elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can change
+            result = FixResult(source.text, False, (), ())
+        else:
+            result = fix_source(source.text, path=str(path), settings=settings)
         written = False
         if result.changed and write:
             write_atomically(path, encode(source, result.source), data)
@@ -194,25 +310,59 @@ def fix_file(path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = Tr
     return _guard(path, work)
 
 
-def _run(
-    paths: Sequence[Path], exclude: Sequence[str], one: Callable[[Candidate], FileResult]
-) -> list[FileResult]:
+Progress = Callable[[int, int], None]  # (files done, files in all), after each file
+
+
+@dataclass(frozen=True)
+class Execution:
+    """How a path-level run executes: worker processes and the check cache."""
+
+    jobs: int | None = 1  # None: one worker process per CPU; 1: in this process
+    cache_dir: Path | None = None  # check only; None: no cache
+
+
+_EXECUTION = [Execution()]
+
+
+@contextmanager
+def execution(how: Execution) -> Iterator[None]:
+    """Run the path-level functions called inside the block with ``how`` (the CLI's options)."""
+    _EXECUTION.append(how)
+    try:
+        yield
+    finally:
+        _EXECUTION.pop()
+
+
+def _run(paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None) -> list[FileResult]:
+    from vjp_migrate import workers
+
+    how = how or _EXECUTION[-1]
     candidates, rejected = discover(paths, exclude)
     results = [FileResult(r.path, Status.FAILED, r.reason) for r in rejected]
-    results.extend(one(c) for c in candidates)
+    results.extend(workers.run(candidates, task, how.jobs, progress))
     return results
 
 
-def check_paths(paths: Sequence[Path], settings: Settings = DEFAULT_SETTINGS, exclude: Sequence[str] = ()) -> list[FileResult]:
-    """check_file over every file below ``paths``, in a stable order."""
-    return _run(paths, exclude, lambda c: check_file(c.path, settings, c.explicit))
+def check_paths(
+    paths: Sequence[Path], settings: Settings = DEFAULT_SETTINGS, exclude: Sequence[str] = (),
+    progress: Progress | None = None, how: Execution | None = None,
+) -> list[FileResult]:
+    """check_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
+    from vjp_migrate.workers import Task
+
+    how = how or _EXECUTION[-1]
+    return _run(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress)
 
 
 def fix_paths(
-    paths: Sequence[Path], settings: Settings = DEFAULT_SETTINGS, write: bool = True, exclude: Sequence[str] = ()
+    paths: Sequence[Path], settings: Settings = DEFAULT_SETTINGS, write: bool = True, exclude: Sequence[str] = (),
+    progress: Progress | None = None, how: Execution | None = None,
 ) -> list[FileResult]:
-    """fix_file over every file below ``paths``, in a stable order."""
-    return _run(paths, exclude, lambda c: fix_file(c.path, settings, write, c.explicit))
+    """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
+    from vjp_migrate.workers import Task
+
+    return _run(paths, exclude, Task("fix", settings, write=write), how, progress)
 
 
 def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:

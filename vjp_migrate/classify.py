@@ -627,8 +627,10 @@ def apply_overrides(infos: list[ArgInfo], site: VjpSite, path: str, settings: Se
     result = []
     for info in infos:
         if any(_override_matches(e, full_name, info) for e in settings.static_args):
-            info = ArgInfo(info.index, info.name, ArgKind.STATIC, (Evidence(ArgKind.STATIC, "listed in static-args in the configuration"),), False)
+            said = Evidence(ArgKind.STATIC, "listed in static-args in the configuration")
+            info = ArgInfo(info.index, info.name, ArgKind.STATIC, (said,), False)
         elif any(_override_matches(e, full_name, info) for e in settings.array_args):
-            info = ArgInfo(info.index, info.name, ArgKind.ARRAY, (Evidence(ArgKind.ARRAY, "listed in array-args in the configuration"),), True)
+            said = Evidence(ArgKind.ARRAY, "listed in array-args in the configuration")
+            info = ArgInfo(info.index, info.name, ArgKind.ARRAY, (said,), True)
         result.append(info)
     return result

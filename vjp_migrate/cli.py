@@ -66,6 +66,15 @@ _config = click.option(
     help="Use this pyproject.toml's [tool.vjp-migrate] for every path (default: the nearest one above each path).",
 )
 _isolated = click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
+_jobs = click.option(
+    "--jobs", "-j", type=click.IntRange(min=1), default=None,
+    help="Worker processes (default: one per CPU; 1: no worker processes).",
+)
+_no_cache = click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
+_cache_dir = click.option(
+    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".vjp_migrate_cache"),
+    show_default=True, help="Where check keeps results of unchanged files.",
+)
 
 
 @main.command()
@@ -82,13 +91,21 @@ _isolated = click.option("--isolated", is_flag=True, help="Ignore every configur
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @_config
 @_isolated
-@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Do not report the findings recorded in this file.")
-@click.option("--write-baseline", type=click.Path(dir_okay=False, path_type=Path), help="Record the current findings in this file.")
+@click.option(
+    "--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Do not report findings recorded in this file."
+)
+@click.option(
+    "--write-baseline", type=click.Path(dir_okay=False, path_type=Path), help="Record the current findings here."
+)
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding.")
+@_jobs
+@_no_cache
+@_cache_dir
 def check(
     paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], output_format: str,
     show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...], exit_zero: bool, config: Path | None,
     isolated: bool, baseline: Path | None, write_baseline: Path | None, add_noqa: bool,
+    jobs: int | None, no_cache: bool, cache_dir: Path,
 ) -> None:
     """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
     from vjp_migrate import report, runs
@@ -101,7 +118,11 @@ def check(
         done = sum(len(r.diagnostics) for r in results if r.changed)
         click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
         sys.exit(EXIT_ERROR if any(r.status.value == "failed" for r in results) else EXIT_CLEAN)
-    results = _guarded(lambda: runs.check(request, with_fixes=output_format == "sarif"))  # type: ignore[arg-type]
+    from vjp_migrate.api import Execution, execution
+
+    how = Execution(jobs, None if no_cache else cache_dir)
+    with report.progress(enabled=output_format == "text") as tick, execution(how):
+        results = _guarded(lambda: runs.check(request, output_format == "sarif", tick))  # type: ignore[arg-type]
     if write_baseline is not None:
         from vjp_migrate.baseline import write_baseline as write
 
@@ -131,11 +152,14 @@ def check(
 @_exclude
 @_config
 @_isolated
-@click.option("--interactive", "-i", is_flag=True, help="Show each site's change and ask: apply it (y), skip it (n), stop (q).")
+@click.option(
+    "--interactive", "-i", is_flag=True, help="Show each site's change and ask: apply it (y), skip it (n), stop (q)."
+)
+@_jobs
 def fix(
     paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], diff: bool, unsafe_fixes: bool | None,
     exit_zero: bool, exit_non_zero_on_fix: bool, show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...],
-    config: Path | None, isolated: bool, interactive: bool,
+    config: Path | None, isolated: bool, interactive: bool, jobs: int | None,
 ) -> None:
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
     from vjp_migrate import report, runs
@@ -159,7 +183,10 @@ def fix(
         for d in result.remaining:
             sys.stderr.write(report.concise_line(d) + "\n")
     else:
-        results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write=not diff))  # type: ignore[arg-type]
+        from vjp_migrate.api import Execution, execution
+
+        with report.progress() as tick, execution(Execution(jobs)):
+            results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), not diff, tick))  # type: ignore[arg-type]
         report.print_errors(results)
         report.print_fix(results, diff, show_reasons)
     if any(r.status.value == "failed" for r in results):
@@ -200,7 +227,9 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 @click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds before the run is stopped.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random cotangents and inputs.")
 @click.option("--strict", is_flag=True, help="Exit 2 when a function could not be verified for lack of inputs.")
-@click.option("--emit-tests", type=click.Path(file_okay=False, path_type=Path), help="Write a pytest file per function here.")
+@click.option(
+    "--emit-tests", type=click.Path(file_okay=False, path_type=Path), help="Write a pytest file per function here."
+)
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def verify_command(
     before: Path, after: Path, examples: Path | None, inputs: Path | None, rtol: float | None, atol: float | None,
@@ -219,7 +248,9 @@ def verify_command(
 
 
 @main.command("record", context_settings={"ignore_unknown_options": True})
-@click.option("--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The recording to write (.npz).")
+@click.option(
+    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The recording to write (.npz)."
+)
 @click.option("--max-calls", type=int, default=5, show_default=True, help="Calls kept per function.")
 @click.option("--timeout", type=float, help="Seconds before the command is stopped.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)

@@ -8,6 +8,7 @@ one line fit for users.
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -22,9 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-KEYS = frozenset(
-    {"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args"}
-)
+KEYS = frozenset({"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args"})
 
 
 class ConfigError(ValueError):
@@ -114,14 +113,18 @@ def read_config(path: Path) -> FileConfig:
         ignore=_strings(table["ignore"], "ignore", path) if "ignore" in table else None,
         exclude=exclude,
         unsafe_fixes=unsafe,
-        static_args=tuple(_override(e, "static-args", path) for e in _strings(table.get("static-args", []), "static-args", path)),
-        array_args=tuple(_override(e, "array-args", path) for e in _strings(table.get("array-args", []), "array-args", path)),
+        static_args=tuple(
+            _override(e, "static-args", path) for e in _strings(table.get("static-args", []), "static-args", path)
+        ),
+        array_args=tuple(
+            _override(e, "array-args", path) for e in _strings(table.get("array-args", []), "array-args", path)
+        ),
     )
 
 
 def find_config(start: Path) -> Path | None:
     """The nearest pyproject.toml with a [tool.vjp-migrate] table at or above ``start``."""
-    folder = start.resolve()
+    folder = Path(os.path.abspath(start))  # not resolve(): a symlink loop must not raise here
     if not folder.is_dir():
         folder = folder.parent
     for candidate in (folder, *folder.parents):
@@ -145,9 +148,7 @@ def merge(file: FileConfig, cli: CliOptions) -> tuple[Settings, tuple[str, ...]]
     except ValueError as error:
         where = f"{file.path}: " if file.path and cli.select is None and cli.ignore is None else ""
         raise ConfigError(f"{where}{error}") from None
-    settings = Settings(
-        chosen, unsafe, static_args=frozenset(file.static_args), array_args=frozenset(file.array_args)
-    )
+    settings = Settings(chosen, unsafe, static_args=frozenset(file.static_args), array_args=frozenset(file.array_args))
     return settings, tuple(file.exclude) + tuple(cli.exclude)
 
 

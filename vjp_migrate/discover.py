@@ -29,7 +29,7 @@ SKIP_DIRS = frozenset(
         ".ipynb_checkpoints",
     }
 )
-SUFFIXES = (".py", ".pyi")
+SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,13 @@ def _ignored(path: Path, is_dir: bool, rules: Sequence[_Rule]) -> bool:
     return ignored
 
 
+def _excluded(entry: os.DirEntry[str], pattern: str) -> bool:
+    """A bare pattern matches a name; one with a slash matches the absolute path (configuration)."""
+    if "/" in pattern:
+        return fnmatch.fnmatchcase(os.path.abspath(entry.path).replace(os.sep, "/"), pattern)
+    return fnmatch.fnmatchcase(entry.name, pattern)
+
+
 def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterator[Path]:
     rules = rules + _gitignore_rules(directory)
     try:
@@ -99,11 +106,14 @@ def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterat
         return
     for entry in entries:
         path = Path(entry.path)
-        if any(fnmatch.fnmatchcase(entry.name, pattern) for pattern in exclude):
+        if any(_excluded(entry, pattern) for pattern in exclude):
             continue
         try:
+            # Symbolic links are not followed: a link pointing out of the tree is not ours to
+            # change, one inside it reaches a file the walk finds anyway, and a loop never ends.
+            # Pipes, sockets and devices are not regular files: skipped, never opened.
             is_dir = entry.is_dir(follow_symlinks=False)
-            is_file = entry.is_file(follow_symlinks=True)
+            is_file = entry.is_file(follow_symlinks=False)
         except OSError:
             continue
         if is_dir:

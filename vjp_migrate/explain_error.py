@@ -62,8 +62,10 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
     assert isinstance(module, cst.Module)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     where = positions[decision.site.primal.name].start
-    lines = [f"{path}:{where.line}:{where.column + 1}: custom_vjp `{decision.site.qualname}` received a JAX Tracer "
-             "in a position listed in nondiff_argnums"]
+    lines = [
+        f"{path}:{where.line}:{where.column + 1}: custom_vjp `{decision.site.qualname}` received a JAX Tracer "
+        "in a position listed in nondiff_argnums"
+    ]
     if caller is not None:
         lines.append(f"  called at {caller.file}:{caller.line}: {caller.code}")
     suspects = [i for i in decision.infos if i.kind is not ArgKind.STATIC]
@@ -74,16 +76,26 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
     if decision.plan is not None:
         new = apply_plans(module, [decision.plan]).code
         diff = difflib.unified_diff(module.code.splitlines(True), new.splitlines(True), path, path)
-        lines += ["", "The migration (`vjp-migrate fix --unsafe-fixes --select ALL` applies it):", "".join(diff).rstrip("\n")]
+        lines += [
+            "",
+            "The migration (`vjp-migrate fix --unsafe-fixes --select ALL` applies it):",
+            "".join(diff).rstrip("\n"),
+        ]
     elif decision.problem:
-        lines += ["", f"It cannot be migrated automatically: {decision.problem}. Move the array arguments out of "
-                  "nondiff_argnums by hand: save them as residuals in fwd and return None for them from bwd."]
+        lines += [
+            "",
+            f"It cannot be migrated automatically: {decision.problem}. Move the array arguments out of "
+            "nondiff_argnums by hand: save them as residuals in fwd and return None for them from bwd.",
+        ]
     elif not suspects:
         names = ", ".join(f"`{i.name}`" for i in decision.infos)
-        lines += ["", f"Every nondiff argument ({names}) looks static to vjp-migrate, but one of them was a Tracer. "
-                  "Name it in `array-args` under [tool.vjp-migrate] in pyproject.toml "
-                  f'(e.g. array-args = ["{decision.site.qualname}:{decision.infos[0].name if decision.infos else "x"}"]) '
-                  "and run `vjp-migrate fix`."]
+        lines += [
+            "",
+            f"Every nondiff argument ({names}) looks static to vjp-migrate, but one of them was a Tracer. "
+            "Name it in `array-args` under [tool.vjp-migrate] in pyproject.toml "
+            f'(e.g. array-args = ["{decision.site.qualname}:{decision.infos[0].name if decision.infos else "x"}"]) '
+            "and run `vjp-migrate fix`.",
+        ]
     return "\n".join(lines) + "\n"
 
 

@@ -31,7 +31,8 @@ def render_github(results: Sequence[FileResult]) -> str:
     out = []
     for result in results:
         if result.status is Status.FAILED:
-            out.append(f"::error file={_escape_property(str(result.path))},title=vjp-migrate::{_escape_data(result.reason or '')}")
+            where = _escape_property(str(result.path))
+            out.append(f"::error file={where},title=vjp-migrate::{_escape_data(result.reason or '')}")
         for d in result.diagnostics:
             props = (
                 f"file={_escape_property(d.path)},line={d.line},col={d.column},"
@@ -115,11 +116,17 @@ def render_sarif(results: Sequence[FileResult]) -> str:
     from vjp_migrate import __version__
 
     index = {c.code: i for i, c in enumerate(CODES)}
-    sarif_results = []
+    sarif_results: list[dict[str, object]] = []
     notifications = []
     for r in results:
         fix = None
-        if r.new_text is not None and r.old_text is not None and r.changed and r.diagnostics and r.diagnostics[0].cell is None:
+        if (
+            r.new_text is not None
+            and r.old_text is not None
+            and r.changed
+            and r.diagnostics
+            and r.diagnostics[0].cell is None
+        ):
             fix = _replacements(r.old_text, r.new_text)
         sarif_results.extend(_sarif_result(d, index[d.code], fix) for d in r.diagnostics)
         if r.status is Status.FAILED:
@@ -139,9 +146,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
                 "rules": [_rule(c.code) for c in CODES],
             }
         },
-        "invocations": [
-            {"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}
-        ],
+        "invocations": [{"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}],
         "results": sarif_results,
         "columnKind": "unicodeCodePoints",
     }
@@ -171,7 +176,7 @@ def render_junit(results: Sequence[FileResult]) -> str:
             tests, failures = tests + 1, failures + 1
     counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors)}
     suite.attrib.update(counts)
-    root = ET.Element("testsuites", name="vjp-migrate", **counts)
+    root = ET.Element("testsuites", {"name": "vjp-migrate", **counts})
     root.append(suite)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

@@ -65,8 +65,13 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask) -> FileRes
     moved = {(p.site.qualname, i) for p in accepted for i in p.moved}
     fixed = tuple(d for d in analysis.diagnostics if (d.function, d.index) in moved)
     result = FileResult(
-        path, Status.OK, diagnostics=analysis.diagnostics, fixed=fixed,
-        old_text=source.text, new_text=new_text, written=new_text != source.text,
+        path,
+        Status.OK,
+        diagnostics=analysis.diagnostics,
+        fixed=fixed,
+        old_text=source.text,
+        new_text=new_text,
+        written=new_text != source.text,
     )
     if quit_now:
         raise _Quit(result)

@@ -22,7 +22,7 @@ NoqaMap = dict[int, "frozenset[str] | None"]
 HeaderOf = Callable[[VjpSite], range]
 
 
-def _parse(comment: str) -> frozenset[str] | None | bool:
+def _parse(comment: str) -> frozenset[str] | bool | None:
     """The codes a comment suppresses, ALL for a bare noqa, False when it is no noqa."""
     match = NOQA.search(comment)
     if match is None:

@@ -14,7 +14,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from vjp_migrate.model import Diagnostic
+from vjp_migrate.model import Diagnostic, FixResult, Settings
 from vjp_migrate.source import SourceError
 
 SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
@@ -80,7 +80,7 @@ def split(notebook: Notebook, code: str) -> dict[int, str]:
     """The module text back as cell sources (magics restored), by cell index."""
     pieces = SEPARATOR_LINE.split(code)
     cells: dict[int, str] = {}
-    for number, body in zip(pieces[1::2], pieces[2::2]):
+    for number, body in zip(pieces[1::2], pieces[2::2], strict=True):
         for key, original in notebook.magics.items():
             body = body.replace(key, original.lstrip(" \t"), 1) if key in body else body
         cells[int(number)] = body
@@ -111,3 +111,27 @@ def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
     number = max((n for n, start in notebook.cell_starts.items() if start <= d.line), default=0)
     start = notebook.cell_starts.get(number, 1)
     return dataclasses.replace(d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1)
+
+
+def check_notebook(raw: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:
+    """Findings in a notebook's code cells, located by cell."""
+    from vjp_migrate.api import analyze
+
+    notebook = read(raw)
+    analysis = analyze(notebook.code, path, settings, parse_anyway=True)
+    return tuple(locate(notebook, d) for d in analysis.diagnostics)
+
+
+def fix_notebook(raw: str, path: str, settings: Settings) -> FixResult:
+    """The notebook's JSON text migrated (``source`` is JSON); findings located by cell."""
+    from vjp_migrate.api import fix_source
+
+    notebook = read(raw)
+    result = fix_source(notebook.code, path=path, settings=settings)
+    new_raw = write(notebook, result.source) if result.changed else raw
+    return FixResult(
+        new_raw,
+        new_raw != raw,
+        tuple(locate(notebook, d) for d in result.diagnostics),
+        tuple(locate(notebook, d) for d in result.fixed),
+    )

@@ -6,7 +6,8 @@ import difflib
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import TextIO
 
 from vjp_migrate.model import Diagnostic, FileResult, Status
@@ -146,3 +147,40 @@ def render_machine(results: Sequence[FileResult], output_format: str) -> str:
         "junit": lambda: formats.render_junit(results),
     }
     return renderers[output_format]()
+
+
+PROGRESS_AFTER = 2.0  # seconds: short runs never show a bar
+
+
+@contextmanager
+def progress(enabled: bool = True, stream: TextIO | None = None) -> Iterator[Callable[[int, int], None] | None]:
+    """A progress callback that draws a rich bar on stderr once a run takes over two seconds.
+
+    None (no callback at all) when stderr is not a terminal or the output is for machines.
+    """
+    stream = stream or sys.stderr
+    if not enabled or not stream.isatty():
+        yield None
+        return
+    import time
+
+    started = time.monotonic()
+    state: dict[str, object] = {}
+
+    def tick(done: int, total: int) -> None:
+        if "bar" not in state:
+            if time.monotonic() - started < PROGRESS_AFTER or done >= total:
+                return
+            from rich.console import Console
+            from rich.progress import Progress
+
+            bar = Progress(console=Console(file=stream), transient=True)
+            bar.start()
+            state["bar"], state["task"] = bar, bar.add_task("vjp-migrate", total=total)
+        state["bar"].update(state["task"], completed=done, total=total)  # type: ignore[attr-defined]
+
+    try:
+        yield tick
+    finally:
+        if "bar" in state:
+            state["bar"].stop()  # type: ignore[attr-defined]

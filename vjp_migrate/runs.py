@@ -15,7 +15,7 @@ from vjp_migrate import api
 from vjp_migrate.config import CliOptions, groups
 from vjp_migrate.model import FileResult, Status
 
-Progress = Callable[[int], None] | None
+Progress = Callable[[int, int], None] | None
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ def _apply_baseline(results: list[FileResult], baseline: Path | None) -> list[Fi
     return filter_results(results, read_baseline(baseline), baseline.parent)
 
 
-def check(request: Request, with_fixes: bool = False) -> list[FileResult]:
+def check(request: Request, with_fixes: bool = False, progress: Progress = None) -> list[FileResult]:
     """Findings for every path, each under its own configuration.
 
     ``with_fixes`` runs fix without writing, so the results also carry the migrated text
@@ -48,27 +48,27 @@ def check(request: Request, with_fixes: bool = False) -> list[FileResult]:
     if request.stdin is not None:
         (group,) = groups([_stdin_group_path(request)], request.options)
         if with_fixes:
-            results = [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
+            one = api.fix_stdin(request.stdin, request.stdin_filename, group.settings)
         else:
-            results = [api.check_stdin(request.stdin, request.stdin_filename, group.settings)]
-        return _apply_baseline(results, request.baseline)
+            one = api.check_stdin(request.stdin, request.stdin_filename, group.settings)
+        return _apply_baseline([one], request.baseline)
     results: list[FileResult] = []
     for group in groups(request.paths, request.options):
         if with_fixes:
-            results.extend(api.fix_paths(group.paths, group.settings, write=False, exclude=group.exclude))
+            results.extend(api.fix_paths(group.paths, group.settings, False, group.exclude, progress))
         else:
-            results.extend(api.check_paths(group.paths, group.settings, exclude=group.exclude))
+            results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress))
     return _apply_baseline(results, request.baseline)
 
 
-def fix(request: Request, write: bool) -> list[FileResult]:
+def fix(request: Request, write: bool, progress: Progress = None) -> list[FileResult]:
     """Migrate every path (in place when ``write``), each under its own configuration."""
     if request.stdin is not None:
         (group,) = groups([_stdin_group_path(request)], request.options)
         return [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
     results: list[FileResult] = []
     for group in groups(request.paths, request.options):
-        results.extend(api.fix_paths(group.paths, group.settings, write=write, exclude=group.exclude))
+        results.extend(api.fix_paths(group.paths, group.settings, write, group.exclude, progress))
     return results
 
 

@@ -17,6 +17,10 @@ class SourceText:
     encoding: str  # as tokenize names it; "utf-8-sig" when the file starts with a BOM
 
 
+# Larger sources that mention nondiff_argnums are reported, not analysed (see check_size()).
+MAX_PARSED_CHARS = 2_000_000
+
+
 class SourceError(ValueError):
     """A source that cannot be processed; the message is one line, fit for users."""
 
@@ -54,11 +58,23 @@ def check_syntax(text: str, filename: str) -> None:
         where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
         raise SourceError(f"syntax error at {where}: {error.msg}") from None
     except (ValueError, RecursionError, MemoryError) as error:
-        raise SourceError(f"cannot be parsed: {error}") from None
+        # CPython's parser reports a stack overflow on very deep nesting as an empty MemoryError.
+        detail = str(error) or "nested too deeply for Python's parser"
+        raise SourceError(f"cannot be parsed: {detail}") from None
+
+
+def check_size(text: str) -> None:
+    """SourceError for a source too large to analyse: LibCST needs minutes and gigabytes for it."""
+    if len(text) > MAX_PARSED_CHARS:
+        raise SourceError(
+            f"too large to analyse ({len(text) / 1e6:.1f} million characters; the limit is "
+            f"{MAX_PARSED_CHARS / 1e6:g} million)"
+        )
 
 
 def parse(text: str, filename: str) -> cst.Module:
     """A LibCST module for text that CPython accepts; SourceError otherwise."""
+    check_size(text)
     check_syntax(text, filename)
     try:
         return cst.parse_module(text)

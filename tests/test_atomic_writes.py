@@ -1,0 +1,172 @@
+"""Atomic, faithful writes (issue #6, item 1).
+
+A `fix` killed at any moment (SIGKILL, no chance to clean up) leaves every file either
+untouched or fully migrated; the temporary files it may leave behind are removed by the next
+`fix`. Also: a file changed on disk while it was being fixed is left alone, modes, owners and
+symbolic links are kept, and `check` / `fix --diff` write nothing at all.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, ROOT
+
+from vjp_migrate.api import fix_paths, fix_source, remove_stray_temporaries, write_atomically
+from vjp_migrate.source import SourceError
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+MIGRATED = fix_source(SEED).source
+KILLS = 6
+
+
+def temporaries(tree: Path) -> list[Path]:
+    return sorted(p for p in tree.rglob("*") if p.name.endswith(".vjp-migrate.tmp"))
+
+
+def snapshot(tree: Path) -> dict[str, bytes]:
+    return {p.relative_to(tree).as_posix(): p.read_bytes() for p in sorted(tree.rglob("*")) if p.is_file()}
+
+
+def dead_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, bytes]]:
+    """Every fixture's before.py in a two-level tree, with the bytes fix_source makes of each."""
+    tree = tmp_path_factory.mktemp("corpus") / "tree"
+    expected = {}
+    for index, before in enumerate(sorted(FIXTURES.glob("*/before.py"))):
+        relative = f"{'ab'[index % 2]}/{before.parent.name}.py"
+        target = tree / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        data = before.read_bytes()
+        target.write_bytes(data)
+        expected[relative] = fix_source(data.decode("utf-8")).source.encode("utf-8")
+    assert sum(expected[k] != (tree / k).read_bytes() for k in expected) >= 20  # plenty of writes to interrupt
+    return tree, expected
+
+
+def start_fix(tree: Path) -> subprocess.Popen[bytes]:
+    # A session of its own: the kill takes the whole process group, workers included.
+    return subprocess.Popen(
+        [sys.executable, "-m", "vjp_migrate", "fix", str(tree)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+    )
+
+
+def test_sigkill_at_random_moments_leaves_files_whole(tmp_path: Path, corpus: tuple[Path, dict[str, bytes]]) -> None:
+    source, expected = corpus
+    original = snapshot(source)
+
+    timed = tmp_path / "timed"
+    shutil.copytree(source, timed)
+    started = time.monotonic()
+    finished = start_fix(timed)
+    _, stderr = finished.communicate(timeout=300)
+    duration = time.monotonic() - started
+    assert b"Traceback" not in stderr
+    assert snapshot(timed) == expected  # an uninterrupted run writes exactly fix_source's output
+
+    rng = random.Random(6)
+    moments = sorted(rng.uniform(0.2, 1.0) * duration for _ in range(KILLS))
+    # Should no kill land mid-write (a fast machine), a few more aim at the middle of the run.
+    moments += [rng.uniform(0.4, 0.8) * duration for _ in range(KILLS)]
+    partial_runs = 0
+    for attempt, moment in enumerate(moments):
+        if attempt >= KILLS and partial_runs:
+            break
+        tree = tmp_path / f"killed{attempt}"
+        shutil.copytree(source, tree)
+        process = start_fix(tree)
+        time.sleep(moment)
+        with contextlib.suppress(ProcessLookupError):  # it may have finished already
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=60)
+        after = {k: v for k, v in snapshot(tree).items() if not k.endswith(".vjp-migrate.tmp")}
+        assert after.keys() == original.keys()
+        for name, data in after.items():
+            assert data in (original[name], expected[name]), (
+                f"{name} is neither untouched nor migrated (kill at {moment:.2f}s)"
+            )
+        migrated = sum(after[k] != original[k] for k in after)
+        partial_runs += 0 < migrated < sum(expected[k] != original[k] for k in expected)
+
+        results = fix_paths([tree])  # the next run
+        assert not [r for r in results if r.status.value == "failed"]
+        assert temporaries(tree) == []
+        assert snapshot(tree) == expected
+    print(f"full run {duration:.2f}s, kills at {[round(m, 2) for m in moments]}, {partial_runs} partial")
+    assert partial_runs >= 1, f"no kill landed while files were being written (a full run took {duration:.2f}s)"
+
+
+def test_next_fix_removes_stray_temporaries_of_dead_runs_only(tmp_path: Path) -> None:
+    seed = tmp_path / "seed.py"
+    seed.write_text(SEED, encoding="utf-8")
+    dead = tmp_path / f".seed.py.{dead_pid()}.k3j5l2m1.vjp-migrate.tmp"
+    old_style = tmp_path / ".seed.py.a8d7f6g5.vjp-migrate.tmp"
+    alive = tmp_path / f".seed.py.{os.getpid()}.q1w2e3r4.vjp-migrate.tmp"  # a concurrent run's
+    unrelated = tmp_path / "notes.vjp-migrate.tmp"
+    for path in (dead, old_style, alive, unrelated):
+        path.write_bytes(SEED[:50].encode())
+    results = fix_paths([tmp_path])
+    assert [r.written for r in results] == [True]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, unrelated.name, "seed.py"])
+    assert remove_stray_temporaries(tmp_path) == []  # the live one is still left alone
+
+
+def test_check_and_diff_write_nothing(tmp_path: Path) -> None:
+    (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
+    stray = tmp_path / f".seed.py.{dead_pid()}.k3j5l2m1.vjp-migrate.tmp"
+    stray.write_bytes(b"")
+    before = {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()}
+    for command in (["check"], ["fix", "--diff"]):
+        done = subprocess.run([sys.executable, "-m", "vjp_migrate", *command, str(tmp_path)], capture_output=True)
+        assert done.returncode == 1
+    assert {p: (p.read_bytes(), p.stat().st_mtime_ns) for p in tmp_path.iterdir()} == before
+
+
+def test_file_changed_on_disk_while_fixing_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(SEED + "# edited meanwhile\n", encoding="utf-8")
+    with pytest.raises(SourceError, match="changed on disk"):
+        write_atomically(path, MIGRATED.encode(), SEED.encode())
+    assert path.read_text(encoding="utf-8") == SEED + "# edited meanwhile\n"
+    assert [p.name for p in tmp_path.iterdir()] == ["seed.py"]
+
+
+def test_named_symlink_is_written_through(tmp_path: Path) -> None:
+    target = tmp_path / "real.py"
+    target.write_text(SEED, encoding="utf-8")
+    link = tmp_path / "link.py"
+    link.symlink_to(target.name)
+    (result,) = fix_paths([link])
+    assert result.written
+    assert link.is_symlink() and os.readlink(link) == "real.py"
+    assert target.read_text(encoding="utf-8") == MIGRATED
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root can give a file to another owner")
+def test_owner_and_mode_are_kept(tmp_path: Path) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(SEED, encoding="utf-8")
+    os.chown(path, 4321, 4322)
+    path.chmod(0o640)
+    (result,) = fix_paths([path])
+    assert result.written
+    status = path.stat()
+    assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (4321, 4322, 0o640)

@@ -1,0 +1,101 @@
+"""The check cache: hits for unchanged files, misses for any change, never an error, never pickle."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES
+
+from vjp_migrate import api
+from vjp_migrate.cache import Cache, _dump, _load
+from vjp_migrate.codes import DEFAULT_SELECT
+from vjp_migrate.model import Settings, Status
+
+SEED = FIXTURES / "seed_clip_gradient" / "before.py"
+
+
+def _no_analysis(*args: object, **kwargs: object) -> object:
+    raise AssertionError("analysed although the cache had the answer")
+
+
+def test_second_run_is_answered_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src, cache = tmp_path / "src", tmp_path / "cache"
+    src.mkdir()
+    shutil.copy(SEED, src / "seed.py")
+    how = api.Execution(jobs=1, cache_dir=cache)
+    first = api.check_paths([src], how=how)
+    assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
+    assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
+    monkeypatch.setattr(api, "analyze", _no_analysis)
+    second = api.check_paths([src], how=how)
+    assert second == first and len(second[0].diagnostics) == 2
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        pytest.param("content", id="the file changed"),
+        pytest.param("settings", id="other codes selected"),
+        pytest.param("explicit", id="named on the command line instead of found"),
+    ],
+)
+def test_any_change_of_the_key_is_a_miss(tmp_path: Path, change: str) -> None:
+    settings = Settings(DEFAULT_SELECT)
+    data = SEED.read_bytes()
+    cache = Cache.open(tmp_path, settings)
+    path = tmp_path / "seed.py"
+    result = api.FileResult(path, Status.OK)
+    cache.put(path, data, False, result)
+    assert cache.get(path, data, False) == result
+    if change == "content":
+        assert cache.get(path, data + b"\n", False) is None
+    elif change == "settings":
+        assert Cache.open(tmp_path, Settings(DEFAULT_SELECT | {"VJP002"})).get(path, data, False) is None
+    else:
+        assert cache.get(path, data, True) is None
+
+
+def test_diagnostics_survive_the_round_trip() -> None:
+    (result,) = api.check_paths([SEED])
+    assert result.diagnostics and all(d.reasons for d in result.diagnostics)
+    assert _load(SEED, json.loads(json.dumps(_dump(result)))) == result
+
+
+def test_a_corrupt_or_unwritable_cache_is_only_a_miss(tmp_path: Path) -> None:
+    settings = Settings(DEFAULT_SELECT)
+    cache = Cache.open(tmp_path / "cache", settings)
+    path, data = tmp_path / "seed.py", SEED.read_bytes()
+    (result,) = api.check_paths([SEED])
+    cache.put(path, data, True, result)
+    key = cache.key(path, data, True)
+    (cache.folder / key[:2] / key).write_text("{not json")
+    assert cache.get(path, data, True) is None
+    (tmp_path / "file").write_text("")
+    blocked = Cache.open(tmp_path / "file", settings)  # a file where the folder should be
+    blocked.put(path, data, True, result)
+    assert blocked.get(path, data, True) is None
+
+
+def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vjp_migrate", "check", *args], capture_output=True, text=True, cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"}, timeout=120,
+    )
+
+
+def test_cli_cache_folder_like_ruff(tmp_path: Path) -> None:
+    shutil.copy(SEED, tmp_path / "seed.py")
+    assert _cli(tmp_path, "--no-cache", "seed.py").returncode == 1
+    assert not (tmp_path / ".vjp_migrate_cache").exists()
+    first = _cli(tmp_path, "seed.py")
+    assert (tmp_path / ".vjp_migrate_cache" / "CACHEDIR.TAG").is_file()
+    again = _cli(tmp_path, "seed.py")
+    assert (first.returncode, first.stdout) == (again.returncode, again.stdout) == (1, first.stdout)
+    assert _cli(tmp_path, "--cache-dir", "elsewhere", "seed.py").returncode == 1
+    assert (tmp_path / "elsewhere" / ".gitignore").is_file()

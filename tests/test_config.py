@@ -1,0 +1,123 @@
+"""Configuration in pyproject.toml: discovery upward, merging with the command line, overrides."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT
+
+from vjp_migrate.cli import main
+from vjp_migrate.config import CliOptions, ConfigError, find_config, groups, read_config
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout + result.stderr
+
+
+def project(tmp_path: Path, table: str) -> Path:
+    (tmp_path / "pyproject.toml").write_text(
+        f"[project]\nname = 'x'\n\n[tool.vjp-migrate]\n{table}\n", encoding="utf-8"
+    )
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "seed.py").write_text(SEED, encoding="utf-8")
+    return tmp_path
+
+
+def test_found_from_the_file_folder_upward(tmp_path: Path) -> None:
+    root = project(tmp_path, "ignore = ['VJP001']")
+    assert find_config(root / "pkg" / "seed.py") == root / "pyproject.toml"
+
+
+def test_pyproject_without_the_table_is_skipped(tmp_path: Path) -> None:
+    root = project(tmp_path, "ignore = ['VJP001']")
+    (root / "pkg" / "pyproject.toml").write_text("[tool.black]\nline-length = 80\n", encoding="utf-8")
+    assert find_config(root / "pkg" / "seed.py") == root / "pyproject.toml"
+
+
+def test_ignore_from_the_file_silences_check(tmp_path: Path) -> None:
+    root = project(tmp_path, "ignore = ['VJP001']")
+    code, out = run("check", str(root / "pkg"))
+    assert code == 0, out
+
+
+def test_cli_select_wins_over_the_file(tmp_path: Path) -> None:
+    root = project(tmp_path, "select = ['VJP004']")
+    assert run("check", str(root / "pkg"))[0] == 0
+    code, out = run("check", "--select", "VJP001", str(root / "pkg"))
+    assert code == 1 and "VJP001" in out
+
+
+def test_isolated_ignores_the_file(tmp_path: Path) -> None:
+    root = project(tmp_path, "ignore = ['VJP001']")
+    assert run("check", "--isolated", str(root / "pkg"))[0] == 1
+
+
+def test_config_option_names_the_file(tmp_path: Path) -> None:
+    root = project(tmp_path, "")
+    other = tmp_path / "other.toml"
+    other.write_text("[tool.vjp-migrate]\nignore = ['VJP']\n", encoding="utf-8")
+    assert run("check", str(root / "pkg"))[0] == 1
+    assert run("check", "--config", str(other), str(root / "pkg"))[0] == 0
+
+
+def test_extend_exclude_anchored_at_the_config(tmp_path: Path) -> None:
+    root = project(tmp_path, "extend-exclude = ['pkg/seed.py']")
+    code, out = run("check", str(root))
+    assert code == 0 and "0 files checked" in out
+
+
+def test_static_args_override_keeps_an_argument(tmp_path: Path) -> None:
+    root = project(tmp_path, "static-args = ['pkg.seed.clip_gradient:lo']")
+    code, out = run("check", "--output-format", "concise", str(root / "pkg"))
+    assert code == 1
+    assert [line.split("`")[1] for line in out.splitlines()] == ["hi"]
+
+
+def test_array_args_override_makes_an_unknown_argument_fixable(tmp_path: Path) -> None:
+    root = project(tmp_path, "array-args = ['f:scale']\nunsafe-fixes = false")
+    (root / "pkg" / "seed.py").write_text(
+        "from functools import partial\nimport jax\n\n"
+        "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(scale, x):\n    return helper(scale, x)\n\n"
+        "def f_fwd(scale, x):\n    return helper(scale, x), None\n\n"
+        "def f_bwd(scale, _, g):\n    return (helper(scale, g),)\n\nf.defvjp(f_fwd, f_bwd)\n",
+        encoding="utf-8",
+    )
+    assert run("check", "--isolated", str(root / "pkg"))[0] == 0  # unknown: VJP002 is off by default
+    code, out = run("check", "--output-format", "concise", str(root / "pkg"))
+    assert code == 1 and "VJP001 `scale`" in out
+
+
+@pytest.mark.parametrize(
+    "table, message",
+    [
+        pytest.param("selec = ['VJP001']", "unknown key(s) in [tool.vjp-migrate]: selec", id="misspelt key"),
+        pytest.param("select = 'VJP9'", "unknown rule selector", id="unknown code"),
+        pytest.param("unsafe-fixes = 'yes'", "unsafe-fixes must be true or false", id="not a bool"),
+        pytest.param("static-args = ['f']", "is not 'module.function:argument'", id="override without argument"),
+    ],
+)
+def test_bad_configuration_is_a_usage_error(tmp_path: Path, table: str, message: str) -> None:
+    root = project(tmp_path, table)
+    code, out = run("check", str(root / "pkg"))
+    assert code == 2 and message in out
+
+
+def test_paths_under_different_configs_form_groups(tmp_path: Path) -> None:
+    a = project(tmp_path / "a", "ignore = ['VJP001']") if (tmp_path / "a").mkdir() is None else None
+    b = tmp_path / "b"
+    b.mkdir()
+    assert a is not None
+    found = groups([a / "pkg" / "seed.py", b], CliOptions())
+    assert [g.config_path for g in found] == [a / "pyproject.toml", None]
+    assert "VJP001" not in found[0].settings.select and "VJP001" in found[1].settings.select
+
+
+def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[tool.vjp-migrate\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        read_config(tmp_path / "pyproject.toml")

@@ -1,0 +1,61 @@
+"""explain-error: from JAX's Tracer/nondiff_argnums traceback to the definition and its migration."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from click.testing import CliRunner
+from conftest import ROOT
+
+from vjp_migrate.cli import main
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+ERROR = (
+    "jax.errors.UnexpectedTracerError: Found a JAX Tracer object passed as an argument to a custom_vjp\n"
+    "function in a position indicated by nondiff_argnums as non-differentiable. Tracers cannot be passed as "
+    "non-differentiable arguments to custom_vjp functions; instead, nondiff_argnums should only be used for "
+    "arguments that can't be or contain JAX tracers, e.g. function-valued arguments. In particular, "
+    "array-valued arguments should typically not be indicated as nondiff_argnums.\n"
+)
+
+
+def traceback_for(model: Path) -> str:
+    return (
+        "Traceback (most recent call last):\n"
+        f'  File "{model.parent / "train.py"}", line 3, in <module>\n'
+        "    jax.jit(loss)(0.0, 1.0, 2.0)\n"
+        f'  File "{model}", line 20, in loss\n'
+        "    return clip_gradient(lo, hi, x).sum()\n"
+        '  File "/usr/lib/python3/site-packages/jax/_src/custom_derivatives.py", line 600, in __call__\n'
+        "    _check_for_tracers(args)\n" + ERROR
+    )
+
+
+def run(text: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, ["explain-error"], input=text, catch_exceptions=False)
+    return result.exit_code, result.stdout
+
+
+def test_points_at_the_definition_and_prints_the_migration(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text(SEED + "\n\ndef loss(lo, hi, x):\n    return clip_gradient(lo, hi, x).sum()\n", encoding="utf-8")
+    code, out = run(traceback_for(model))
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{model}:8:5: custom_vjp `clip_gradient` received a JAX Tracer in a position listed in nondiff_argnums"
+    )
+    assert lines[1] == f"  called at {model}:20: return clip_gradient(lo, hi, x).sum()"
+    assert lines[2].startswith("  `lo` (position 0): array-valued")
+    assert "+@jax.custom_vjp" in out and "+def clip_gradient_bwd(res, g):" in out
+
+
+def test_text_without_the_error_exits_2() -> None:
+    assert run("Traceback (most recent call last):\nValueError: nope\n")[0] == 2
+
+
+def test_definition_not_in_the_traceback_files_exits_1(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    model.write_text("import jax\n", encoding="utf-8")
+    code, out = run(traceback_for(model))
+    assert code == 1 and "no custom_vjp called in its frames was found" in out

@@ -1,0 +1,87 @@
+"""check --output-format concise|json|github|sarif|junit; SARIF validated against the 2.1.0 schema."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from xml.etree import ElementTree as ET
+
+import jsonschema
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT
+
+from vjp_migrate.api import fix_source
+from vjp_migrate.cli import main
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
+
+
+def check(tmp_path: Path, fmt: str, *extra: str) -> tuple[int, str]:
+    (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "clean.py").write_text("import jax\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("nondiff_argnums = (\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--output-format", fmt, *extra, str(tmp_path)], catch_exceptions=False)
+    return result.exit_code, result.stdout
+
+
+def test_concise_is_one_line_per_finding(tmp_path: Path) -> None:
+    code, out = check(tmp_path, "concise")
+    assert code == 2  # broken.py
+    assert out.splitlines() == [
+        f"{tmp_path / 'seed.py'}:8:19: VJP001 `lo` (position 0) of custom_vjp `clip_gradient` is array-valued but "
+        "listed in nondiff_argnums; it raises UnexpectedTracerError under jit/vmap/grad",
+        f"{tmp_path / 'seed.py'}:8:23: VJP001 `hi` (position 1) of custom_vjp `clip_gradient` is array-valued but "
+        "listed in nondiff_argnums; it raises UnexpectedTracerError under jit/vmap/grad",
+    ]
+
+
+def test_github_workflow_commands(tmp_path: Path) -> None:
+    _, out = check(tmp_path, "github")
+    lines = out.splitlines()
+    assert lines[0].startswith(f"::error file={tmp_path / 'broken.py'},title=vjp-migrate::syntax error")
+    assert lines[1] == (
+        f"::error file={tmp_path / 'seed.py'},line=8,col=19,endLine=8,endColumn=21,title=VJP001::"
+        "`lo` (position 0) of custom_vjp `clip_gradient` is array-valued but listed in nondiff_argnums; "
+        "it raises UnexpectedTracerError under jit/vmap/grad"
+    )
+
+
+def test_sarif_is_valid_and_carries_rules_and_fixes(tmp_path: Path) -> None:
+    _, out = check(tmp_path, "sarif")
+    log = json.loads(out)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    run = log["runs"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VJP001", "VJP002", "VJP003", "VJP004"]
+    first = run["results"][0]
+    assert first["ruleId"] == "VJP001" and first["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
+    (change,) = first["fixes"][0]["artifactChanges"]
+    # Applying the replacements to the original text gives what `fix` writes.
+    text = SEED
+    for replacement in reversed(change["replacements"]):
+        region = replacement["deletedRegion"]
+        start, end = region["charOffset"], region["charOffset"] + region["charLength"]
+        text = text[:start] + replacement["insertedContent"]["text"] + text[end:]
+    assert text == fix_source(SEED).source
+    assert run["invocations"][0]["executionSuccessful"] is False  # broken.py
+
+
+def test_sarif_of_a_clean_run_is_valid(tmp_path: Path) -> None:
+    code, out = check(tmp_path, "sarif", "--exclude", "seed.py", "--exclude", "broken.py")
+    assert code == 0
+    jsonschema.Draft4Validator(SCHEMA).validate(json.loads(out))
+
+
+def test_junit_has_a_failure_per_finding_and_an_error_per_bad_file(tmp_path: Path) -> None:
+    _, out = check(tmp_path, "junit")
+    root = ET.fromstring(out.split("\n", 1)[1])
+    assert (root.get("tests"), root.get("failures"), root.get("errors")) == ("4", "2", "1")
+    failures = root.findall(".//failure")
+    assert [f.get("type") for f in failures] == ["VJP001", "VJP001"]
+
+
+@pytest.mark.parametrize("fmt", ["concise", "json", "github", "sarif", "junit"])
+def test_machine_formats_have_no_colour_or_summary(tmp_path: Path, fmt: str) -> None:
+    _, out = check(tmp_path, fmt)
+    assert "\x1b[" not in out and "Found 2 findings" not in out

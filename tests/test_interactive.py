@@ -1,0 +1,46 @@
+"""fix --interactive: each site's diff, then y / n / q."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT
+
+from vjp_migrate.api import fix_source
+from vjp_migrate.cli import main
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+TWO = (
+    SEED
+    + "\n\n"
+    + SEED.split("\n", 1)[1].replace("clip_gradient", "other").replace("from functools import partial\n", "")
+)
+
+
+@pytest.mark.parametrize(
+    "answers, first_fixed, second_fixed",
+    [
+        pytest.param("y\ny\n", True, True, id="accept both"),
+        pytest.param("n\ny\n", False, True, id="reject the first"),
+        pytest.param("y\nq\n", True, False, id="quit keeps what was accepted"),
+        pytest.param("maybe\nn\nn\n", False, False, id="asks again after a bad answer"),
+    ],
+)
+def test_interactive_applies_only_accepted_sites(
+    tmp_path: Path, answers: str, first_fixed: bool, second_fixed: bool
+) -> None:
+    target = tmp_path / "two.py"
+    target.write_text(TWO, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "--interactive", str(target)], input=answers, catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == answers.count("\n")
+    assert "+@jax.custom_vjp" in result.stdout
+    text = target.read_text(encoding="utf-8")
+    assert ("def clip_gradient_bwd(res, g):" in text) is first_fixed
+    assert ("def other_bwd(res, g):" in text) is second_fixed
+    if first_fixed and second_fixed:
+        assert text == fix_source(TWO).source
+        assert result.exit_code == 0
+    else:
+        assert result.exit_code == 1  # findings remain

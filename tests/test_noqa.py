@@ -1,0 +1,66 @@
+"""`# noqa` suppressions on the decorator/def lines, and --add-noqa."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT
+
+from vjp_migrate.api import check_source, fix_source
+from vjp_migrate.cli import main
+from vjp_migrate.noqa import add_noqa, noqa_lines
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
+DECORATOR = "@partial(jax.custom_vjp, nondiff_argnums=(0, 1))"
+DEF = "def clip_gradient(lo, hi, x):"
+
+
+@pytest.mark.parametrize(
+    "line, comment",
+    [
+        pytest.param(DECORATOR, "  # noqa: VJP001", id="code on the decorator"),
+        pytest.param(DEF, "  # noqa: VJP001", id="code on the def"),
+        pytest.param(DEF, "  # noqa", id="bare noqa"),
+        pytest.param(DEF, "  # NOQA:VJP001,VJP003", id="flake8 spelling with several codes"),
+        pytest.param(DEF, "  # noqa: VJP", id="prefix"),
+    ],
+)
+def test_noqa_silences_and_protects_from_fix(line: str, comment: str) -> None:
+    code = SEED.replace(line, line + comment)
+    assert check_source(code) == []
+    assert not fix_source(code).changed
+
+
+def test_noqa_for_another_code_does_not_silence() -> None:
+    code = SEED.replace(DEF, DEF + "  # noqa: E501")
+    assert [d.code for d in check_source(code)] == ["VJP001", "VJP001"]
+
+
+def test_noqa_inside_a_string_is_not_a_comment() -> None:
+    assert noqa_lines('x = "# noqa"\ny = 1  # noqa: VJP001\n') == {2: frozenset({"VJP001"})}
+
+
+def test_noqa_on_another_site_does_not_leak() -> None:
+    other = SEED.replace("clip_gradient", "other")
+    code = SEED.replace(DEF, DEF + "  # noqa") + "\n" + other
+    assert [d.function for d in check_source(code)] == ["other", "other"]
+
+
+def test_add_noqa_writes_one_comment_and_merges() -> None:
+    code = SEED.replace(DEF, DEF + "  # noqa: E501")
+    new, changed = add_noqa(code, check_source(code))
+    assert changed == 1
+    assert "def clip_gradient(lo, hi, x):  # noqa: E501, VJP001\n" in new
+    assert check_source(new) == []
+
+
+def test_add_noqa_cli_then_check_is_clean(tmp_path: Path) -> None:
+    target = tmp_path / "seed.py"
+    target.write_text(SEED, encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--add-noqa", str(target)])
+    assert result.exit_code == 0, result.output
+    assert "Added noqa comments for 2 findings." in result.output
+    assert DEF + "  # noqa: VJP001\n" in target.read_text(encoding="utf-8")
+    assert CliRunner().invoke(main, ["check", str(target)]).exit_code == 0

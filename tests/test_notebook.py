@@ -1,0 +1,111 @@
+"""Jupyter notebooks: code cells as one module; magics, outputs, metadata and JSON layout preserved."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vjp_migrate.cli import main
+from vjp_migrate.notebook import read, write
+
+CELLS = [
+    ("markdown", "# Clipping gradients\nThe old way."),
+    (
+        "code",
+        "%matplotlib inline\n!pip install jax\nfrom functools import partial\nimport jax\nimport jax.numpy as jnp",
+    ),
+    ("code", "@partial(jax.custom_vjp, nondiff_argnums=(0, 1))\ndef clip_gradient(lo, hi, x):\n  return x"),
+    ("code", "%%timeit\nclip_gradient(0., 1., 2.)"),
+    (
+        "code",
+        "def clip_gradient_fwd(lo, hi, x):\n  return x, None\n\ndef clip_gradient_bwd(lo, hi, _, g):\n"
+        "  return (jnp.clip(g, lo, hi),)\n\nclip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)\nfiles = !ls\nclip_gradient?",
+    ),
+]
+
+
+def notebook_text(cells: list[tuple[str, str]] = CELLS) -> str:
+    def cell(number: int, kind: str, source: str) -> dict[str, object]:
+        out: dict[str, object] = {"cell_type": kind, "id": f"cell-{number}", "metadata": {"tags": ["ünïcode"]}}
+        out["source"] = source.splitlines(keepends=True)
+        if kind == "code":
+            out.update(execution_count=number, outputs=[{"name": "stdout", "output_type": "stream", "text": ["ok\n"]}])
+        return out
+
+    data = {
+        "cells": [cell(n, kind, source) for n, (kind, source) in enumerate(cells)],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+    return json.dumps(data, sort_keys=True, indent=1, ensure_ascii=False) + "\n"  # nbformat's own layout
+
+
+def run(*args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    return result.exit_code, result.stdout
+
+
+def test_unchanged_notebook_round_trips_byte_for_byte() -> None:
+    raw = notebook_text()
+    notebook = read(raw)
+    assert write(notebook, notebook.code) == raw
+
+
+def test_check_reports_cell_and_line_within_the_cell(tmp_path: Path) -> None:
+    target = tmp_path / "clip.ipynb"
+    target.write_text(notebook_text(), encoding="utf-8")
+    code, out = run("check", "--output-format", "concise", str(tmp_path))
+    assert code == 1
+    assert [line.split(" VJP001")[0] for line in out.splitlines()] == [
+        f"{target}:cell 3:2:19:",
+        f"{target}:cell 3:2:23:",
+    ]
+    code, out = run("check", "--output-format", "json", str(target))
+    assert [f["cell"] for f in json.loads(out)] == [3, 3]
+
+
+def test_fix_rewrites_across_cells_and_keeps_everything_else(tmp_path: Path) -> None:
+    target = tmp_path / "clip.ipynb"
+    target.write_text(notebook_text(), encoding="utf-8")
+    code, _ = run("fix", str(target))
+    assert code == 0
+    new = target.read_text(encoding="utf-8")
+    expected = list(CELLS)
+    expected[1] = ("code", CELLS[1][1].replace("from functools import partial\n", ""))
+    expected[2] = ("code", CELLS[2][1].replace("@partial(jax.custom_vjp, nondiff_argnums=(0, 1))", "@jax.custom_vjp"))
+    expected[4] = (
+        "code",
+        CELLS[4][1]
+        .replace("return x, None", "return x, (lo, hi)")
+        .replace("def clip_gradient_bwd(lo, hi, _, g):\n", "def clip_gradient_bwd(res, g):\n  lo, hi = res\n")
+        .replace("return (jnp.clip(g, lo, hi),)", "return (None, None, jnp.clip(g, lo, hi))"),
+    )
+    assert new == notebook_text(expected)
+    assert run("fix", "--diff", str(target))[0] == 0  # idempotent
+    assert run("check", str(target))[0] == 0
+
+
+@pytest.mark.parametrize(
+    "magic",
+    [
+        pytest.param("%load_ext autoreload", id="line magic"),
+        pytest.param("!pip install jax", id="shell escape"),
+        pytest.param("x = %time 1 + 1", id="assigned magic"),
+        pytest.param("jax.numpy?", id="help"),
+    ],
+)
+def test_magics_come_back_verbatim(magic: str) -> None:
+    raw = notebook_text([("code", f"import jax\n{magic}\nx = 1")])
+    notebook = read(raw)
+    assert magic not in notebook.code
+    assert write(notebook, notebook.code.replace("x = 1", "x = 2")) == raw.replace('"x = 1"', '"x = 2"')
+
+
+def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path) -> None:
+    (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
+    code, _ = run("check", str(tmp_path / "bad.ipynb"))
+    assert code == 2

@@ -1,0 +1,204 @@
+"""The cheap stages before LibCST (the byte filter and the ast screen) never drop a file with a finding.
+
+Soundness is proved, not sampled: the full pipeline and the screen run over every fixture and
+every file of the installed JAX, for several selections; and the word sets the screen uses are
+checked to be supersets (or, for the static proofs, subsets) of the tables classify uses.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from functools import cache
+from pathlib import Path
+
+import jax
+import pytest
+from conftest import FIXTURES, read_exact
+
+from vjp_migrate import classify, imports, screen
+from vjp_migrate.api import analyze, check_paths
+from vjp_migrate.codes import BY_CODE, CODES, DEFAULT_SELECT, triggers_for
+from vjp_migrate.model import Settings, Status
+
+ALL = frozenset(BY_CODE)
+SELECTIONS = [
+    pytest.param(DEFAULT_SELECT, id="default codes"),
+    pytest.param(ALL, id="all codes"),
+    *(pytest.param(frozenset({c.code}), id=f"only {c.code}") for c in CODES),
+]
+
+
+def _fixture_texts() -> list[tuple[str, str]]:
+    found = []
+    for path in sorted(FIXTURES.glob("*/*.py")):
+        found.append((f"{path.parent.name}/{path.name}", read_exact(path)))
+    return found
+
+
+@cache
+def _jax_hits() -> tuple[tuple[str, str], ...]:
+    """Files of the installed JAX that pass the byte filter of any code (the rest cannot report)."""
+    root = Path(jax.__file__).parent
+    words = triggers_for(ALL)
+    return tuple(
+        (str(p.relative_to(root)), p.read_text(encoding="utf-8"))
+        for p in sorted(root.rglob("*.py"))
+        if any(w in p.read_bytes() for w in words)
+    )
+
+
+def _findings(text: str, name: str, settings: Settings) -> list[str]:
+    try:
+        return [d.code for d in analyze(text, name, settings).diagnostics]
+    except Exception:  # unparsable: nothing to prove
+        return []
+
+
+# --- the byte filter ------------------------------------------------------------------------
+
+
+def test_filter_words_are_derived_from_the_codes_table() -> None:
+    for select in (DEFAULT_SELECT, ALL, *(frozenset({c.code}) for c in CODES)):
+        assert set(triggers_for(select)) == {w for code in select for w in BY_CODE[code].triggers}
+    for code in CODES:
+        assert code.triggers, f"{code.code} needs trigger words, or the byte filter would drop every file"
+
+
+@pytest.mark.parametrize("select", SELECTIONS)
+def test_every_finding_in_the_fixtures_sits_in_a_file_with_its_codes_trigger(select: frozenset[str]) -> None:
+    for name, text in _fixture_texts():
+        data = text.encode("utf-8")
+        for code in _findings(text, name, Settings(select)):
+            assert any(w in data for w in BY_CODE[code].triggers), f"{name}: {code} without its trigger word"
+
+
+SPELLINGS = {
+    "jax.custom_vjp via partial": "from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnums=(0,))",
+    "alias J": "import functools\nimport jax as J\n@functools.partial(J.custom_vjp, nondiff_argnums=(0,))",
+    "from jax import custom_vjp as cv": "from functools import partial as p\nfrom jax import custom_vjp as cv\n@p(cv, nondiff_argnums=(0,))",
+    "custom_derivatives path": "import functools as ft\nimport jax\n@ft.partial(jax.custom_derivatives.custom_vjp, nondiff_argnums=(0,))",
+    "nondiff_argnames": "from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnames=('scale',))",
+}
+BODY = """
+def f(scale, x):
+    return x * scale
+
+def f_fwd(scale, x):
+    return x * scale, None
+
+def f_bwd(scale, _, g):
+    return (g * scale,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize("header", [pytest.param(v, id=k) for k, v in SPELLINGS.items()])
+def test_every_supported_spelling_passes_both_cheap_stages(header: str) -> None:
+    text = header + "\n" + textwrap.dedent(BODY).lstrip()
+    assert _findings(text, "spelling.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert any(w in text.encode() for w in triggers_for(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+# --- the structural screen: soundness ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("select", SELECTIONS)
+def test_screen_keeps_every_fixture_with_a_finding(select: frozenset[str]) -> None:
+    for name, text in _fixture_texts():
+        settings = Settings(select)
+        if _findings(text, name, settings):
+            assert screen.may_report(text, settings), f"the screen dropped {name}, which has findings"
+
+
+def test_screen_keeps_every_installed_jax_file_with_a_finding() -> None:
+    # With VJP002 selected the screen keeps every file with a site, so the default codes are the
+    # selection where it drops the most, and the one to prove.
+    settings = Settings(DEFAULT_SELECT)
+    assert len(_jax_hits()) >= 10
+    for name, text in _jax_hits():
+        if screen.may_report(text, settings):
+            continue
+        assert _findings(text, name, settings) == [], f"the screen dropped jax/{name}, which has findings"
+
+
+def test_screen_rules_out_the_legitimate_jax_sites() -> None:
+    """The point of the screen: JAX's own custom_vjp sites never reach LibCST."""
+    kept = [name for name, text in _jax_hits() if screen.may_report(text, Settings(DEFAULT_SELECT))]
+    assert len(kept) <= 2, kept
+
+
+def test_codes_the_screen_does_not_know_keep_every_file() -> None:
+    text = "x = 1  # nondiff_argnums\n"
+    assert not screen.may_report(text, Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(frozenset({"VJP999"})))
+    assert set(BY_CODE) <= screen.UNDERSTOOD, "teach the screen the new code (or it keeps every file for it)"
+
+
+def test_screen_word_sets_cover_classify() -> None:
+    # Supersets: what may make an argument an array.
+    assert classify.ARRAY_ATTRIBUTES <= screen.ARRAY_ATTRIBUTES
+    assert set(classify.ARRAY_MODULES) <= set(screen.ARRAY_MODULES)
+    names = {a.rsplit(".", 1)[-1] for a in classify.ARRAY_ANNOTATIONS} | classify.ARRAY_ANNOTATION_NAMES
+    assert names <= screen.ARRAY_ANNOTATION_NAMES
+    assert {"jax.vjp", "jax.jvp", "jax.linearize"} & classify.JAX_TRANSFORMS <= screen.ARRAY_TRANSFORMS
+    assert all(name.endswith(".custom_vjp") for name in imports.CUSTOM_VJP)
+    # Subsets: what the screen takes as proof of a static argument.
+    assert screen.STATIC_KEYWORDS <= classify.STATIC_KEYWORDS
+    assert screen.JIT <= imports.JIT
+    assert screen.PARTIAL <= imports.PARTIAL
+    assert {"str", "bool", "Callable"} <= classify.STATIC_ANNOTATION_NAMES
+    assert {"float", "int", "complex"} <= classify.SCALAR_ANNOTATION_NAMES
+
+
+# --- the structural screen: what it drops -----------------------------------------------------
+
+
+JIT_STATIC = """
+from functools import partial
+import jax
+
+@partial(jax.jit, static_argnums=(0,))
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(eps, x):
+    return x * eps
+
+def f_fwd(eps, x):
+    return x * eps, None
+
+def f_bwd(eps, _, g):
+    return (g * eps,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "kept"),
+    [
+        pytest.param("x = 'nondiff_argnums'\n", False, id="a mention in a string"),
+        pytest.param("def g(nondiff_argnums=()):\n    return nondiff_argnums\n", False, id="a look-alike parameter"),
+        pytest.param(JIT_STATIC, False, id="argument static in a stacked jax.jit"),
+        pytest.param(JIT_STATIC.replace("static_argnums=(0,)", "static_argnums=(1,)"), True, id="jit marks another one"),
+        pytest.param(JIT_STATIC.replace("def f_bwd(eps, _, g)", "def f_bwd(_, g)"), True, id="inconsistent bwd"),
+        pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
+        pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
+    ],
+)
+def test_screen_verdicts(text: str, kept: bool) -> None:
+    assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept
+
+
+def test_explicit_files_are_still_parsed_and_syntax_errors_reported(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text("def broken(:\n    pass\n")
+    (result,) = check_paths([bad])
+    assert result.status is Status.FAILED and "syntax error" in (result.reason or "")
+    # found by walking a folder and without a trigger word: not parsed, not reported
+    (found,) = check_paths([tmp_path])
+    assert found.status is Status.OK
+    # found by walking, with a trigger word: the screen keeps it, the pipeline reports it
+    bad.write_text("def broken(:\n    nondiff_argnums\n")
+    (found,) = check_paths([tmp_path])
+    assert found.status is Status.FAILED and "syntax error" in (found.reason or "")

@@ -1,0 +1,690 @@
+"""Stage 1b: a cheap structural screen with CPython's `ast`, before any LibCST parse.
+
+It answers one question, soundly: *could* the full pipeline report anything in this text with
+these settings? ``may_report`` returns False only when it can prove the answer is no; every
+doubt keeps the file. It over-approximates the later stages instead of copying them:
+
+- a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword whose function,
+  or first positional argument, may name ``custom_vjp`` (through any import alias);
+- an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
+  function of that name, followed deeper than classify does), it takes part in arithmetic, an
+  element-wise comparison, an array attribute, is passed to a function that may live in an array
+  module, has an array-like annotation, or a call of the site passes an array-module result;
+- a rule *may be inconsistent* when any fwd/bwd of the right name has the wrong arity, or the
+  bwd of a one-argument primal returns something that may be a bare value.
+
+One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
+stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. Codes the screen does not know
+keep every file, so new codes stay sound until they are taught here. The word sets below are
+supersets of classify's (tests/test_prefilter.py checks that, and runs both over every fixture
+and every file of the installed JAX).
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import re
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # model imports libcst; the screen runs where LibCST is not loaded yet
+    from vjp_migrate.model import Settings
+
+NEEDS_ARRAY = frozenset({"VJP001", "VJP003"})  # reported only for an argument classified ARRAY
+NEEDS_UNKNOWN = frozenset({"VJP002"})  # any non-static argument
+NEEDS_INCONSISTENCY = frozenset({"VJP004"})
+UNDERSTOOD = NEEDS_ARRAY | NEEDS_UNKNOWN | NEEDS_INCONSISTENCY
+
+NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
+ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
+ARRAY_TRANSFORMS = frozenset({"jax.vjp", "jax.jvp", "jax.linearize"})  # and any "tree" function
+JIT = frozenset({"jax.jit", "jax.api.jit"})
+PARTIAL = frozenset({"functools.partial"})
+ARRAY_ATTRIBUTES = frozenset(
+    {
+        "shape", "dtype", "ndim", "size", "T", "mT", "at", "real", "imag", "astype", "reshape", "sum",
+        "mean", "max", "min", "prod", "dot", "transpose", "squeeze", "ravel", "flatten", "conj", "clip",
+        "std", "var", "argmax", "argmin", "cumsum", "swapaxes", "block_until_ready",
+    }
+)
+ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
+ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
+# Keywords whose value classify always takes as static (a subset of classify.STATIC_KEYWORDS).
+STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
+FOLLOW_DEPTH = 4  # classify follows helpers three calls deep; following further only keeps more
+_BUILTINS = frozenset(dir(builtins))
+
+Func = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+class _Doubt(Exception):
+    """Something the screen cannot judge cheaply: keep the file."""
+
+
+@dataclass
+class _Module:
+    tree: ast.Module
+    text: str
+    aliases: dict[str, set[str]] = field(default_factory=dict)  # every import binding, any scope
+    shadowed: set[str] = field(default_factory=set)  # module-level names bound otherwise (a superset)
+    surely_shadowed: set[str] = field(default_factory=set)  # exactly imports._module_bindings
+    defs: dict[str, list[Func]] = field(default_factory=dict)  # every def, any depth, by name
+    calls: list[ast.Call] = field(default_factory=list)
+    decorated: dict[int, Func | None] = field(default_factory=dict)  # id(decorator) -> def
+    assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> Name targets
+    jit_static: dict[int, set[int]] = field(default_factory=dict)  # id(def) -> _jit_static
+    caller: dict[int, Func | None] = field(default_factory=dict)  # id(call) -> innermost def
+    encoded_lines: list[bytes] | None = None
+    bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> every node inside
+
+
+def _index(text: str) -> _Module:
+    tree = ast.parse(text)
+    m = _Module(tree, text)
+    stack: list[tuple[ast.AST, Func | None]] = [(tree, None)]
+    while stack:  # depth first, knowing the innermost enclosing def of every node
+        node, owner = stack.pop()
+        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else owner
+        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
+        if isinstance(node, ast.Call):
+            m.calls.append(node)
+            m.caller[id(node)] = owner
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            m.defs.setdefault(node.name, []).append(node)
+            for decorator in node.decorator_list:
+                m.decorated[id(decorator)] = node
+        elif isinstance(node, ast.ClassDef):
+            for decorator in node.decorator_list:
+                m.decorated[id(decorator)] = None
+        elif isinstance(node, ast.Assign):
+            m.assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                local = alias.asname or alias.name.split(".")[0]
+                m.aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
+        elif isinstance(node, ast.ImportFrom):
+            base = "." * node.level + (node.module or "")
+            for alias in node.names:
+                if alias.name != "*":
+                    m.aliases.setdefault(alias.asname or alias.name, set()).add(
+                        f"{base}.{alias.name}" if base else alias.name
+                    )
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                m.surely_shadowed.update(_target_names(target))
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            m.surely_shadowed.add(stmt.name)
+            m.shadowed.add(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
+            for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                m.shadowed.update(n.id for n in ast.walk(target) if isinstance(n, ast.Name))
+    return m
+
+
+def _target_names(target: ast.expr) -> Iterator[str]:
+    if isinstance(target, ast.Name):
+        yield target.id
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for element in target.elts:
+            yield from _target_names(element.value if isinstance(element, ast.Starred) else element)
+
+
+def _dotted(expr: ast.expr) -> str | None:
+    if isinstance(expr, ast.Name):
+        return expr.id
+    if isinstance(expr, ast.Attribute):
+        head = _dotted(expr.value)
+        return None if head is None else f"{head}.{expr.attr}"
+    return None
+
+
+def _qualified(m: _Module, expr: ast.expr) -> set[str]:
+    """Every qualified name the expression may have (any import of its head; shadowing ignored)."""
+    text = _dotted(expr)
+    if text is None:
+        return set()
+    head, _, rest = text.partition(".")
+    bases = set(m.aliases.get(head, ()))
+    if not bases and head in _BUILTINS:
+        bases = {f"builtins.{head}"}
+    return {f"{base}.{rest}" if rest else base for base in bases}
+
+
+def _exactly(m: _Module, expr: ast.expr, names: frozenset[str]) -> bool:
+    """True only when the expression surely is one of ``names`` the way imports.py resolves it."""
+    text = _dotted(expr)
+    head = (text or "").partition(".")[0]
+    if text is None or head in m.shadowed or len(m.aliases.get(head, ())) != 1:
+        return False
+    found = _qualified(m, expr)
+    return len(found) == 1 and found <= names
+
+
+def _may_be_custom_vjp(m: _Module, expr: ast.expr) -> bool:
+    names = _qualified(m, expr) | {_dotted(expr) or ""}
+    return any(n == "custom_vjp" or n.endswith(".custom_vjp") for n in names)
+
+
+def _may_be_array_function(m: _Module, func: ast.expr) -> bool:
+    return any(q.startswith(ARRAY_MODULES) or q in ARRAY_TRANSFORMS or "tree" in q for q in _qualified(m, func))
+
+
+def _params(func: Func) -> list[ast.arg]:
+    return [*func.args.posonlyargs, *func.args.args]
+
+
+def _int_positions(m: _Module, expr: ast.expr, allow_range: bool = True) -> list[int]:
+    """The literal positions, as sites.py reads them; _Doubt for anything else."""
+    if isinstance(expr, (ast.Tuple, ast.List)):
+        values = [_int_positions(m, e, False) for e in expr.elts]
+        return [v for value in values for v in value] if all(len(v) == 1 for v in values) else _doubt()
+    if isinstance(expr, ast.Constant) and type(expr.value) is int:
+        return [expr.value]
+    if (
+        allow_range and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range"
+        and "range" not in m.shadowed and "range" not in m.aliases and not expr.keywords and expr.args
+    ):
+        return list(range(*[_int_positions(m, a, False)[0] for a in expr.args]))
+    return _doubt()
+
+
+def _str_names(m: _Module, expr: ast.expr, nested: bool = False) -> list[str]:
+    """The literal names; _Doubt for anything but plain one-piece string literals."""
+    if isinstance(expr, (ast.Tuple, ast.List)) and not nested:
+        return [name for e in expr.elts for name in _str_names(m, e, True)]
+    if isinstance(expr, ast.Constant) and isinstance(expr.value, str):
+        source = _segment(m, expr)
+        if len(source) >= 2 and source[0] == source[-1] and source[0] in "'\"" and source[1:-1] == expr.value:
+            return [expr.value]
+    return _doubt()
+
+
+def _segment(m: _Module, node: ast.expr) -> str:
+    """The source of a one-line node (ast columns count UTF-8 bytes)."""
+    if node.lineno != node.end_lineno or node.end_col_offset is None:
+        return ""
+    if m.encoded_lines is None:
+        m.encoded_lines = [line.encode("utf-8", "surrogatepass") for line in re.split(r"\r\n|\r|\n", m.text)]
+    line = m.encoded_lines[node.lineno - 1] if node.lineno <= len(m.encoded_lines) else b""
+    return line[node.col_offset : node.end_col_offset].decode("utf-8", "replace")
+
+
+def _doubt() -> list:  # type: ignore[type-arg]
+    raise _Doubt
+
+
+@dataclass(frozen=True)
+class _Site:
+    call: ast.Call
+    names: frozenset[str]  # what users call it: the primal's name and any assignment target
+    primals: tuple[Func, ...]
+
+
+def _sites(m: _Module) -> Iterator[_Site]:
+    for call in m.calls:
+        if not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
+            continue
+        first = call.args[0] if call.args else None
+        if not (_may_be_custom_vjp(m, call.func) or (first is not None and _may_be_custom_vjp(m, first))):
+            continue
+        head = (_dotted(call.func) or "").partition(".")[0]
+        if not _may_be_custom_vjp(m, call.func) and head in m.surely_shadowed:
+            continue  # `partial = functools.partial`: imports.py does not resolve a shadowed name
+        if id(call) in m.decorated:
+            func = m.decorated[id(call)]
+            if func is not None:
+                yield _Site(call, frozenset({func.name}), (func,))
+            continue
+        # Call forms: custom_vjp(f, nondiff_argnums=...) or partial(custom_vjp, ...)(f).
+        outer = next((c for c in m.calls if c.func is call and c.args), None)
+        target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
+        if not isinstance(target, ast.Name) or target.id not in m.defs:
+            continue  # sites.py needs the primal as a def of that name; there is none
+        bound = m.assigned.get(id(outer if outer is not None else call), [])
+        yield _Site(call, frozenset({target.id, *bound}), tuple(m.defs[target.id]))
+
+
+def _positions(m: _Module, site: _Site, primal: Func) -> list[int]:
+    params = [p.arg for p in _params(primal)]
+    found: set[int] = set()
+    for keyword in site.call.keywords:
+        if keyword.arg == "nondiff_argnums":
+            found.update(_int_positions(m, keyword.value))
+        elif keyword.arg == "nondiff_argnames":
+            found.update(params.index(n) for n in _str_names(m, keyword.value) if n in params)
+    return sorted(found)
+
+
+def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None]]:
+    """Every def that may be the site's fwd and bwd (None when a rule may be unresolved)."""
+    fwds: list[Func | None] = []
+    bwds: list[Func | None] = []
+    for call in m.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "defvjp"):
+            continue
+        owner = _dotted(func.value)
+        if owner is None or owner.rsplit(".", 1)[-1] not in site.names:
+            continue
+        for slot, role, out in ((0, "fwd", fwds), (1, "bwd", bwds)):
+            given = [k.value for k in call.keywords if k.arg == role]
+            expr = given[0] if given else (call.args[slot] if len(call.args) > slot else None)
+            if isinstance(expr, ast.Starred):
+                expr = expr.value
+            name = _dotted(expr) if expr is not None else None
+            out.extend(m.defs.get(name.rsplit(".", 1)[-1], []) if name else [])
+            out.append(None)
+    return fwds or [None], bwds or [None]
+
+
+def _own_returns(func: Func) -> Iterator[ast.Return]:
+    stack: list[ast.AST] = list(func.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            yield node
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            stack.extend(ast.iter_child_nodes(node))
+
+
+def _may_be_inconsistent(m: _Module, primal: Func, n: int, fwd: Func | None, bwd: Func | None) -> bool:
+    varargs = primal.args.vararg is not None
+    n_params = len(_params(primal))
+    if bwd is not None and bwd.args.vararg is None and len(_params(bwd)) != n + 2:
+        return True
+    if fwd is not None and not varargs and fwd.args.vararg is None and len(_params(fwd)) != n_params:
+        return True
+    if bwd is not None and not varargs and n_params - n == 1:
+        cotangent = _params(bwd)[-1].arg if _params(bwd) else ""
+        for ret in _own_returns(bwd):
+            value = ret.value
+            number = isinstance(value, ast.Constant) and type(value.value) in (int, float, complex)
+            if number or isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
+                isinstance(value, ast.Name) and value.id == cotangent
+            ):
+                return True
+            if isinstance(value, ast.Call) and _may_be_array_function(m, value.func):
+                return True
+    return False
+
+
+def _jit_static(m: _Module, primal: Func) -> set[int]:
+    """Positions a stacked jax.jit surely marks static (the evidence classify always finds)."""
+    if id(primal) not in m.jit_static:
+        m.jit_static[id(primal)] = _find_jit_static(m, primal)
+    return m.jit_static[id(primal)]
+
+
+def _find_jit_static(m: _Module, primal: Func) -> set[int]:
+    params = [p.arg for p in _params(primal)]
+    static: set[int] = set()
+    for decorator in primal.decorator_list:
+        if not isinstance(decorator, ast.Call):
+            continue
+        first = decorator.args[0] if decorator.args else None
+        via_partial = first is not None and _exactly(m, decorator.func, PARTIAL) and _exactly(m, first, JIT)
+        if not via_partial and not _exactly(m, decorator.func, JIT):
+            continue
+        for keyword in decorator.keywords:
+            try:
+                if keyword.arg == "static_argnums":
+                    static.update(_int_positions(m, keyword.value, allow_range=False))
+                elif keyword.arg == "static_argnames":
+                    static.update(params.index(n) for n in _str_names(m, keyword.value) if n in params)
+            except (_Doubt, IndexError):
+                continue
+    return static
+
+
+def _root(expr: ast.expr) -> ast.expr:
+    while isinstance(expr, ast.Subscript) or (isinstance(expr, ast.Attribute) and expr.attr in ROOT_ATTRIBUTES):
+        expr = expr.value
+    if isinstance(expr, ast.Starred):
+        return _root(expr.value)
+    return expr
+
+
+class _ArrayUse:
+    """Whether a parameter may be used as array data in a function or the helpers it calls."""
+
+    def __init__(self, m: _Module, annotations_only: bool = False) -> None:
+        self.m = m
+        self.annotations_only = annotations_only  # only array annotations (decisive in classify)
+        self.memo: dict[tuple[int, str, int], bool] = {}
+
+    def annotated(self, param: ast.arg) -> bool:
+        if param.annotation is None:
+            return False
+        for node in ast.walk(param.annotation):
+            name = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
+            if name and name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:
+                return True
+        return False
+
+    def param(self, func: Func, index: int, depth: int = 0) -> bool:
+        params = _params(func)
+        if not 0 <= index < len(params):
+            return False
+        key = (id(func), params[index].arg, depth)  # the depth bounds recursion, so it is in the key
+        if key not in self.memo:
+            self.memo[key] = self.annotated(params[index]) or self.body(func, params[index].arg, depth)
+        return self.memo[key]
+
+    def body(self, func: Func, name: str, depth: int) -> bool:
+        if id(func) not in self.m.bodies:
+            self.m.bodies[id(func)] = [n for stmt in func.body for n in ast.walk(stmt)]
+        nodes = self.m.bodies[id(func)]
+        names = {name}
+        grown = True
+        while grown:  # `y = x` makes y stand for x (classify adds such names as it goes)
+            before = len(names)
+            for node in nodes:
+                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in names:
+                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            grown = len(names) > before
+        if self.annotations_only:
+            return any(isinstance(node, ast.Call) and self._call(node, names, depth) for node in nodes)
+        return any(self._node(node, names, depth) for node in nodes)
+
+    def _rooted(self, expr: ast.expr | None, names: set[str]) -> bool:
+        root = _root(expr) if expr is not None else None
+        return isinstance(root, ast.Name) and root.id in names
+
+    def _node(self, node: ast.AST, names: set[str], depth: int) -> bool:
+        rooted = self._rooted
+        if isinstance(node, ast.BinOp):
+            return rooted(node.left, names) or rooted(node.right, names)
+        if isinstance(node, ast.AugAssign):
+            return rooted(node.target, names) or rooted(node.value, names)
+        if isinstance(node, ast.UnaryOp):
+            return not isinstance(node.op, ast.Not) and rooted(node.operand, names)
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            all_is = all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
+            return not all_is and any(rooted(o, names) for o in operands)
+        if isinstance(node, ast.Attribute):
+            return node.attr in ARRAY_ATTRIBUTES and rooted(node.value, names)
+        if isinstance(node, ast.Call):
+            return self._call(node, names, depth)
+        return False
+
+    def _call(self, call: ast.Call, names: set[str], depth: int) -> bool:
+        passed: list[tuple[int | None, str | None]] = []  # (position, keyword) of each use
+        position: int | None = 0
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                position = None
+            if self._rooted(arg, names):
+                passed.append((position, None))
+            if position is not None:
+                position += 1
+        for keyword in call.keywords:
+            if self._rooted(keyword.value, names) and keyword.arg not in STATIC_KEYWORDS:
+                passed.append((None, keyword.arg))
+        if not passed:
+            return False
+        if not self.annotations_only and _may_be_array_function(self.m, call.func):
+            return True
+        if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
+            return False
+        for helper in self.m.defs.get(call.func.id, []):
+            params = [p.arg for p in _params(helper)]
+            for at, keyword in passed:
+                if keyword is not None:
+                    targets = [params.index(keyword)] if keyword in params else []
+                elif at is None:
+                    targets = list(range(len(params)))  # after *args: any position
+                else:
+                    targets = [at] if at < len(params) else []
+                if any(self.param(helper, t, depth + 1) for t in targets):
+                    return True
+        return False
+
+
+def _call_site_may_pass_array(m: _Module, site: _Site) -> bool:
+    for call in m.calls:
+        name = _dotted(call.func)
+        if name is None or name.rsplit(".", 1)[-1] not in site.names:
+            continue
+        values: Iterable[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+        if any(isinstance(v, ast.Call) and _may_be_array_function(m, v.func) for v in values):
+            return True
+    return False
+
+
+def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUse, decisive: _ArrayUse) -> bool:
+    fwds, bwds = _rules(m, site)
+    proof = _StaticProof(m, site)
+    for primal in (proof.primal,) if proof.primal else site.primals:
+        positions = _positions(m, site, primal)
+        n_params = len(_params(primal))
+        if settings.select & NEEDS_INCONSISTENCY and any(
+            _may_be_inconsistent(m, primal, len(positions), f, b) for f in fwds for b in bwds
+        ):
+            return True
+        loose = [(order, i) for order, i in enumerate(positions) if i < n_params and not proof.static(primal, i, order)]
+        if loose and settings.select & NEEDS_UNKNOWN:
+            return True
+        if not loose or not settings.select & NEEDS_ARRAY:
+            continue
+        if _call_site_may_pass_array(m, site):
+            return True
+        for order, index in loose:
+            roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
+            check = decisive if proof.scalar(primal, index, order) else uses
+            if any(check.param(func, at) for func, at in roles):
+                return True
+    return False
+
+
+class _StaticProof:
+    """Static evidence that classify surely finds too (static evidence wins there).
+
+    Every rule here is an under-approximation of classify: only exact, unambiguous cases.
+    """
+
+    def __init__(self, m: _Module, site: _Site) -> None:
+        self.m = m
+        self.site = site
+        self.top = _toplevel_defs(m.tree)
+        self.helpers: dict[str, Func] = {}  # classify.module_helpers: direct module-level defs
+        counts: dict[str, int] = {}
+        for stmt in m.tree.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                self.helpers[stmt.name] = stmt
+                counts[stmt.name] = counts.get(stmt.name, 0) + 1
+        self.helpers = {name: f for name, f in self.helpers.items() if counts[name] == 1}
+        self.primal = self._exact_primal()
+        self.rules = self._rules()
+        self.calls: list[tuple[Func, ast.Call]] | None = None
+
+    def _single_top_def(self, name: str) -> Func | None:
+        found = self.m.defs.get(name, [])
+        return found[0] if len(found) == 1 and found[0] in self.top else None
+
+    def _exact_primal(self) -> Func | None:
+        """The primal sites.py surely picks: the site is in the module scope and so are all its defs."""
+        if id(self.site.call) in self.m.decorated:
+            (primal,) = self.site.primals
+            return primal if primal in self.top else None
+        statements = list(_toplevel_statements(self.m.tree.body))
+        owner = [s for s in statements if isinstance(s, ast.Assign) and id(s.value) in self.m.assigned
+                 and self.site.call in (s.value, getattr(s.value, "func", None))]
+        if len(owner) != 1 or not all(p in self.top for p in self.site.primals):
+            return None
+        ordered = [s for s in statements if s in self.site.primals]
+        return ordered[-1] if ordered else None
+
+    def _rules(self) -> tuple[Func | None, Func | None]:
+        """fwd and bwd when sites.py surely resolves them to these defs."""
+        primal = self.primal
+        if primal is None:
+            return None, None
+        owners = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
+        calls = [
+            s.value for s in _toplevel_statements(self.m.tree.body)
+            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "defvjp"
+            and isinstance(s.value.func.value, ast.Name) and s.value.func.value.id in owners
+        ]
+        every = [c for c in self.m.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "defvjp"
+                 and (_dotted(c.func.value) or "").rsplit(".", 1)[-1] in self.site.names]
+        if len(owners) != 1 or len(calls) != 1 or len(every) != 1 or calls[0].keywords or len(calls[0].args) != 2:
+            return None, None
+        fwd, bwd = calls[0].args
+        return (
+            self._single_top_def(fwd.id) if isinstance(fwd, ast.Name) else None,
+            self._single_top_def(bwd.id) if isinstance(bwd, ast.Name) else None,
+        )
+
+    def scalar(self, primal: Func, index: int, order: int) -> bool:
+        """classify surely sees a Python-number annotation (then only decisive array evidence counts)."""
+        if primal is not self.primal or "annotated" in self.m.text:  # see classify._decide
+            return False
+        fwd, bwd = self.rules
+        for func, at in ((primal, index), (fwd, index), (bwd, order)):
+            params = _params(func) if func is not None else []
+            if 0 <= at < len(params) and self._scalar_annotation(params[at].annotation):
+                return True
+        return False
+
+    def _scalar_annotation(self, annotation: ast.expr | None) -> bool:
+        parts = [annotation]
+        if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+            parts = [annotation.left, annotation.right]
+        numbers = [p for p in parts if isinstance(p, ast.Name) and p.id in ("float", "int", "complex")]
+        nones = [p for p in parts if isinstance(p, ast.Constant) and p.value is None]
+        if not numbers or len(numbers) + len(nones) != len(parts):
+            return False
+        return not any(p.id in self.m.aliases or p.id in self.m.shadowed for p in numbers)
+
+    def static(self, primal: Func, index: int, order: int) -> bool:
+        if index in _jit_static(self.m, primal) or self._call_site(primal, index):
+            return True
+        fwd, bwd = self.rules if primal is self.primal else (None, None)
+        roles = [(primal, index), (fwd, index), (bwd, order)]
+        return any(func is not None and self._param(func, at, 0) for func, at in roles)
+
+    def _param(self, func: Func, index: int, depth: int) -> bool:
+        params = _params(func)
+        if not 0 <= index < len(params):
+            return False
+        param = params[index]
+        defaults = [None] * (len(params) - len(func.args.defaults)) + list(func.args.defaults)
+        default = defaults[index]
+        if isinstance(default, ast.Lambda) or (
+            isinstance(default, ast.Constant) and type(default.value) in (str, bool)
+            and not isinstance(default, ast.JoinedStr)
+        ):
+            return True
+        annotation = param.annotation
+        if isinstance(annotation, ast.Name) and annotation.id in ("str", "bool", "Callable"):
+            if annotation.id not in self.m.aliases or annotation.id == "Callable":
+                return True
+        return self._body(func, param.arg, depth)
+
+    def _body(self, func: Func, name: str, depth: int) -> bool:
+        stack: list[ast.AST] = list(func.body)
+        while stack:
+            node = stack.pop()
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+                continue  # classify may skip these (when they rebind the name); so do we
+            if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(node.test, name):
+                return True
+            if isinstance(node, ast.Call) and self._call(node, name, depth):
+                return True
+            stack.extend(ast.iter_child_nodes(node))
+        return False
+
+    def _call(self, call: ast.Call, name: str, depth: int) -> bool:
+        if isinstance(call.func, ast.Name) and call.func.id == name:
+            return True  # called as a function
+        for keyword in call.keywords:
+            if keyword.arg in STATIC_KEYWORDS and isinstance(_root(keyword.value), ast.Name):
+                if _root(keyword.value).id == name:  # type: ignore[attr-defined]
+                    return True
+        helper = self.helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
+        if helper is None or depth >= 2:  # classify follows three deep; stay inside that
+            return False
+        params = [p.arg for p in _params(helper)]
+        for position, arg in enumerate(call.args):
+            if isinstance(arg, ast.Starred):
+                break
+            if isinstance(arg, ast.Name) and arg.id == name and self._param(helper, position, depth + 1):
+                return True
+        for keyword in call.keywords:
+            if isinstance(keyword.value, ast.Name) and keyword.value.id == name and keyword.arg in params:
+                if self._param(helper, params.index(keyword.arg), depth + 1):
+                    return True
+        return False
+
+    def _call_site(self, primal: Func, index: int) -> bool:
+        """A call of the site passes a parameter its caller's stacked jax.jit marks static."""
+        if self.calls is None:
+            names = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
+            self.calls = []
+            for call in self.m.calls:
+                caller = self.m.caller[id(call)]
+                if caller is not None and isinstance(call.func, ast.Name) and call.func.id in names:
+                    self.calls.append((caller, call))
+        name = _params(primal)[index].arg
+        for caller, call in self.calls:
+            caller_params = [p.arg for p in _params(caller)]
+            value = _call_value(call, index, name)
+            if isinstance(value, ast.Name) and value.id in caller_params:
+                if caller_params.index(value.id) in _jit_static(self.m, caller):
+                    return True
+        return False
+
+
+def _call_value(call: ast.Call, index: int, name: str) -> ast.expr | None:
+    for position, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if position == index:
+            return arg
+    if any(k.arg is None for k in call.keywords):
+        return None
+    return next((k.value for k in call.keywords if k.arg == name), None)
+
+
+def _mentions(test: ast.expr, name: str) -> bool:
+    stack: list[ast.AST] = [test]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
+            continue  # `x is None` is blanked out by classify
+        if isinstance(node, ast.Name) and node.id == name:
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _toplevel_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Statements of the module scope, through if/for/while/with/try (like sites.scope_statements)."""
+    for stmt in body:
+        yield stmt
+        if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
+            for block in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])):
+                yield from _toplevel_statements(block)
+            for handler in getattr(stmt, "handlers", []):
+                yield from _toplevel_statements(handler.body)
+
+
+def _toplevel_defs(tree: ast.Module) -> set[Func]:
+    return {s for s in _toplevel_statements(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+
+def may_report(text: str, settings: Settings) -> bool:
+    """False only when no selected code can report anything in ``text`` (which must parse)."""
+    if settings.select - UNDERSTOOD or (settings.array_args and settings.select & NEEDS_ARRAY):
+        return True
+    try:
+        m = _index(text)
+        uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
+        return any(_site_may_report(m, site, settings, uses, decisive) for site in _sites(m))
+    except (_Doubt, SyntaxError, ValueError, RecursionError, MemoryError):
+        return True  # the full pipeline decides, and reports a syntax error as one

@@ -1,0 +1,257 @@
+"""Stage 6b: run the per-file work over many files, in worker processes the run survives.
+
+LibCST's native parser can take a whole process down (a segfault on pathological input), and
+any process can be killed by the OOM killer. Files are therefore processed in worker
+processes; the parent hands out small batches, collects one result per file as it is done,
+and when a worker dies it reports the file that worker was on as FAILED ("the parser crashed
+on this file"), puts the rest of its batch back in the queue and starts a new worker. Results
+come back in the order of the candidates, whatever the order the workers finished in.
+
+``jobs == 1`` runs everything in this process (no isolation, no start-up cost).
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import os
+import signal
+import sys
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from multiprocessing import get_context
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from multiprocessing.process import BaseProcess
+
+    from vjp_migrate.discover import Candidate
+    from vjp_migrate.model import FileResult, Settings
+
+Progress = Callable[[int, int], None]
+CRASHED = "the parser crashed on this file"
+# Test-only fault injection: "<kind>:<file name>" makes a *worker* process fail on that file.
+# kind: segv (SIGSEGV), kill (SIGKILL, like the OOM killer), exit (os._exit), memory (MemoryError).
+CRASH_HOOK = "VJP_MIGRATE_TEST_CRASH"
+
+
+@dataclass(frozen=True)
+class Task:
+    """What to do with each file; plain data, so it can be sent to a worker process."""
+
+    mode: str  # "check" or "fix"
+    settings: Settings
+    write: bool = False  # fix: write the files
+    cache_dir: Path | None = None  # check: the result cache, or None
+
+
+def default_jobs() -> int:
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
+
+
+def process(task: Task, candidate: Candidate) -> FileResult:
+    """The work for one file (also what a worker runs); never raises for a bad file."""
+    from vjp_migrate import api
+
+    if task.mode == "fix":
+        return api.fix_file(candidate.path, task.settings, task.write, candidate.explicit)
+    cache = None
+    if task.cache_dir is not None:
+        from vjp_migrate.cache import Cache
+
+        cache = Cache.open(task.cache_dir, task.settings)
+    return api.check_file(candidate.path, task.settings, candidate.explicit, cache=cache)
+
+
+def run(
+    candidates: Sequence[Candidate], task: Task, jobs: int | None = None, progress: Progress | None = None
+) -> list[FileResult]:
+    """``process`` over every candidate, in the candidates' order."""
+    jobs = default_jobs() if jobs is None else jobs
+    if jobs <= 1:
+        results = []
+        for done, candidate in enumerate(candidates, 1):
+            results.append(process(task, candidate))
+            if progress is not None:
+                progress(done, len(candidates))
+        return results
+    return _Pool(candidates, task, jobs, progress).run()
+
+
+# --- the pool ----------------------------------------------------------------------------------
+
+
+Batch = list[int]  # indexes into the candidates
+
+
+@dataclass
+class _Worker:
+    process: BaseProcess
+    conn: Connection
+    current: Any  # shared memory: the index the worker is on, -1 between files
+    batch: set[int]  # handed out, not yet answered
+    busy: bool = False  # a batch was handed out and its closing "rest" has not come back yet
+
+
+class _Pool:
+    """Hands out batches; a worker answers files with findings, failures or changes one by one,
+    and the plain "nothing here" files of a batch in one message at its end (most files are
+    dropped by the byte filter in microseconds, so a message per file would cost more than the
+    work). Which file a dead worker was on is read from shared memory."""
+
+    def __init__(self, candidates: Sequence[Candidate], task: Task, jobs: int, progress: Progress | None) -> None:
+        self.candidates = candidates
+        self.task = task
+        self.progress = progress
+        self.results: list[FileResult | None] = [None] * len(candidates)
+        self.done = 0
+        self.unexplained_deaths = 0
+        size = max(1, min(16, len(candidates) // (jobs * 4) or 1))
+        self.queue: deque[Batch] = deque(
+            list(range(start, min(start + size, len(candidates)))) for start in range(0, len(candidates), size)
+        )
+        self.jobs = max(1, min(jobs, len(self.queue)))
+        # fork starts in milliseconds and needs nothing pickled; macOS and Windows cannot fork safely.
+        self.context = get_context("fork" if sys.platform.startswith("linux") else "spawn")
+
+    def _start(self) -> _Worker:
+        parent, child = self.context.Pipe()
+        current = self.context.RawValue("q", -1)
+        worker = self.context.Process(
+            target=_worker_main, args=(child, current, self.task, self.candidates), daemon=True
+        )
+        worker.start()
+        child.close()
+        return _Worker(worker, parent, current, set())
+
+    def _give(self, worker: _Worker) -> None:
+        if self.queue and not worker.busy:
+            batch = self.queue.popleft()
+            worker.batch.update(batch)
+            worker.busy = True
+            worker.conn.send(batch)
+
+    def _record(self, index: int, result: FileResult) -> None:
+        self.results[index] = result
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, len(self.candidates))
+
+    def run(self) -> list[FileResult]:
+        workers = [self._start() for _ in range(self.jobs)]
+        try:
+            for worker in workers:
+                self._give(worker)
+            while any(w.busy for w in workers):
+                busy = [w for w in workers if w.busy]
+                ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy]))
+                for i, worker in enumerate(workers):
+                    if worker.busy and (worker.conn in ready or worker.process.sentinel in ready):
+                        if not self._drain(worker):
+                            workers[i] = worker = self._replace(worker)
+                        self._give(worker)
+            for worker in workers:
+                try:
+                    worker.conn.send(None)  # no more work: the worker exits
+                except OSError:
+                    pass
+        finally:
+            for worker in workers:
+                worker.process.join(timeout=1)
+                if worker.process.is_alive():
+                    worker.process.kill()
+                    worker.process.join()
+                worker.conn.close()
+        return [r for r in self.results if r is not None]
+
+    def _drain(self, worker: _Worker) -> bool:
+        """Take every answer the worker has sent; False when the worker has died."""
+        from vjp_migrate.model import FileResult, Status
+
+        try:
+            while worker.conn.poll():
+                kind, payload = worker.conn.recv()
+                if kind == "one":
+                    index, result = payload
+                    worker.batch.discard(index)
+                    self._record(index, result)
+                else:  # "rest": every other file of the batch had nothing to say
+                    for index in sorted(worker.batch):
+                        self._record(index, FileResult(self.candidates[index].path, Status.OK))
+                    worker.batch.clear()
+                    worker.busy = False
+        except (EOFError, OSError):
+            pass
+        worker.process.join(timeout=0)
+        return worker.process.exitcode is None
+
+    def _replace(self, dead: _Worker) -> _Worker:
+        from vjp_migrate.model import FileResult, Status
+
+        dead.conn.close()
+        crashed = dead.current.value
+        if crashed in dead.batch:
+            dead.batch.discard(crashed)
+            reason = _why(dead.process.exitcode)
+            self._record(crashed, FileResult(self.candidates[crashed].path, Status.FAILED, reason))
+        elif dead.batch:
+            self.unexplained_deaths += 1  # died between files: try again, but not forever
+            if self.unexplained_deaths > 3:
+                for index in sorted(dead.batch):
+                    reason = _why(dead.process.exitcode)
+                    self._record(index, FileResult(self.candidates[index].path, Status.FAILED, reason))
+                dead.batch.clear()
+        if dead.batch:
+            self.queue.appendleft(sorted(dead.batch))  # redone: files without news had no effects
+        return self._start()
+
+
+def _why(exitcode: int | None) -> str:
+    if exitcode is not None and exitcode < 0:
+        try:
+            name = signal.Signals(-exitcode).name
+        except ValueError:
+            name = f"signal {-exitcode}"
+        return f"{CRASHED} (its worker process was killed by {name}); skipped"
+    return f"{CRASHED} (its worker process exited with status {exitcode}); skipped"
+
+
+def _worker_main(conn: Connection, current: Any, task: Task, candidates: Sequence[Candidate]) -> None:
+    from vjp_migrate.model import FileResult, Status
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
+    faulthandler.disable()  # a crash is reported by the parent in one line, not as a C traceback
+    kind, _, target = os.environ.get(CRASH_HOOK, "").partition(":")
+    while True:
+        batch = conn.recv()
+        if batch is None:
+            return
+        for index in batch:
+            candidate = candidates[index]
+            current.value = index
+            try:
+                if target and candidate.path.name == target:
+                    _inject(kind)
+                result = process(task, candidate)
+            except MemoryError:
+                result = FileResult(candidate.path, Status.FAILED, "ran out of memory on this file; skipped")
+            if result != FileResult(candidate.path, Status.OK):
+                conn.send(("one", (index, result)))
+        current.value = -1
+        conn.send(("rest", None))
+
+
+def _inject(kind: str) -> None:
+    if kind == "segv":
+        os.kill(os.getpid(), signal.SIGSEGV)
+    elif kind == "kill":
+        os.kill(os.getpid(), signal.SIGKILL)
+    elif kind == "exit":
+        os._exit(70)
+    elif kind == "memory":
+        raise MemoryError
