@@ -177,9 +177,6 @@ PROCESSABLE = [
         {"VJP003"},
         False,
         id="nondiff_argnums a call",
-        marks=pytest.mark.xfail(
-            strict=True, reason="sites.py reads a call as zero nondiff arguments and reports VJP004 (lead's)"
-        ),
     ),
     pytest.param(
         SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=(0, 7)"),
@@ -188,9 +185,6 @@ PROCESSABLE = [
         {"VJP004"},
         False,
         id="nondiff_argnums out of range",
-        marks=pytest.mark.xfail(
-            strict=True, reason="position 7 of 3 is ignored: check says fixable, fix fails with IndexError (lead's)"
-        ),
     ),
     pytest.param(
         SEED.replace("def clip_gradient_bwd(lo, hi, _, g):", "def clip_gradient_bwd(lo, _, g):"),
@@ -384,11 +378,6 @@ def test_unreadable_file_found_by_walking(locked_tree: Path, command: str) -> No
     assert (locked_tree / "good.py").read_text(encoding="utf-8") == (MIGRATED if command == "fix" else SEED)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="cli.py's PATHS argument is click.Path(readable=True): click aborts the whole run with a usage "
-    "error before any file is processed; needs readable=False",
-)
 def test_unreadable_file_named(locked_tree: Path) -> None:
     locked, good = locked_tree / "locked.py", locked_tree / "good.py"
     code, out, err = run_isolated("fix", str(locked), str(good), prefix=_as_permission_bound_user())

@@ -7,6 +7,7 @@ went wrong, and the other files are still processed.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import stat
 import tempfile
@@ -389,3 +390,23 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
         )
 
     return _guard(path, work)
+
+
+def write_result(result: FileResult) -> FileResult:
+    """Write a result computed with ``write=False`` (plan now, apply later, e.g. after verify).
+
+    The file must still hold the text the plan was made from; otherwise it is left untouched
+    and the result says so.
+    """
+    if not result.changed or result.new_text is None:
+        return result
+
+    def work() -> FileResult:
+        data = _read(result.path)
+        source = decode(data)
+        if source.text != result.old_text:
+            raise SourceError("changed on disk while it was being fixed; left untouched")
+        write_atomically(result.path, encode(source, result.new_text or ""), data)
+        return dataclasses.replace(result, written=True)
+
+    return _guard(result.path, work)

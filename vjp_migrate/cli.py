@@ -78,7 +78,7 @@ _cache_dir = click.option(
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
 @click.option(
@@ -140,7 +140,7 @@ def check(
 
 
 @main.command()
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
 @click.option("--diff", is_flag=True, help="Print a unified diff, write nothing, exit 1 if anything would change.")
@@ -156,10 +156,16 @@ def check(
     "--interactive", "-i", is_flag=True, help="Show each site's change and ask: apply it (y), skip it (n), stop (q)."
 )
 @_jobs
+@click.option(
+    "--verify", "verify_rewrites", is_flag=True,
+    help="Prove each file's rewrite with real JAX gradients before writing it (needs the [verify] extra).",
+)
+@click.option("--verify-examples", type=click.Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
 def fix(
     paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], diff: bool, unsafe_fixes: bool | None,
     exit_zero: bool, exit_non_zero_on_fix: bool, show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...],
-    config: Path | None, isolated: bool, interactive: bool, jobs: int | None,
+    config: Path | None, isolated: bool, interactive: bool, jobs: int | None, verify_rewrites: bool,
+    verify_examples: Path | None,
 ) -> None:
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
     from vjp_migrate import report, runs
@@ -185,8 +191,13 @@ def fix(
     else:
         from vjp_migrate.api import Execution, execution
 
+        write_now = not diff and not verify_rewrites  # with --verify: plan, prove, then write
         with report.progress() as tick, execution(Execution(jobs)):
-            results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), not diff, tick))  # type: ignore[arg-type]
+            results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write_now, tick))  # type: ignore[arg-type]
+        if verify_rewrites and not diff:
+            from vjp_migrate.verify import VerifyOptions
+
+            results = runs.write_verified(results, VerifyOptions(examples=verify_examples))
         report.print_errors(results)
         report.print_fix(results, diff, show_reasons)
     if any(r.status.value == "failed" for r in results):

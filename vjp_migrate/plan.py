@@ -99,6 +99,14 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     fwd = site.fwd.node if site.fwd else None
     bwd = site.bwd.node if site.bwd else None
     n_nondiff = len(site.nondiff.positions)
+    if not n_nondiff:
+        return None  # positions unreadable (negative, strings...): nothing can be judged
+    beyond = [p for p in site.nondiff.positions if p >= len(site.params)]
+    if beyond and not site.has_varargs:
+        return (
+            f"nondiff_argnums lists position {beyond[0]}, but `{site.primal.name.value}` takes "
+            f"{len(site.params)} positional parameter{'s' if len(site.params) != 1 else ''}"
+        )
     if bwd is not None and not isinstance(bwd.params.star_arg, cst.Param):
         count = len(positional_params(bwd))
         if count != n_nondiff + 2:

@@ -90,3 +90,29 @@ def add_noqa(request: Request) -> list[FileResult]:
             api.write_atomically(result.path, encode(source, new_text), data)
         results.append(dataclasses.replace(result, old_text=source.text, new_text=new_text, written=True))
     return results
+
+
+def write_verified(planned: list[FileResult], verify_options: object) -> list[FileResult]:
+    """Verify each planned rewrite with real JAX, write the ones that verify, refuse the rest.
+
+    ``planned`` comes from ``fix(..., write=False)``. A file whose rewrite shows a mismatch or
+    cannot be run is not written and comes back FAILED with the reason.
+    """
+    from vjp_migrate.verify import VerifyOptions, verify_sources
+
+    assert isinstance(verify_options, VerifyOptions)
+    results: list[FileResult] = []
+    for result in planned:
+        if not result.changed or result.old_text is None or result.new_text is None:
+            results.append(result)
+            continue
+        report = verify_sources(result.old_text, result.new_text, result.path, verify_options)
+        if report.exit_code == 0:
+            results.append(api.write_result(result))
+            continue
+        problems = [f"{row.name}: {row.message or row.verdict.value}" for row in report.rows if row.verdict.value != "equal"]
+        why = "; ".join([*report.errors, *problems]) or "verification failed"
+        results.append(
+            dataclasses.replace(result, status=Status.FAILED, reason=f"rewrite not written, verification failed: {why}")
+        )
+    return results

@@ -1,0 +1,53 @@
+"""fix --verify: a rewrite is written only once real JAX gradients prove it."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from conftest import FIXTURES
+from vjp_migrate import api, runs
+from vjp_migrate.cli import main
+from vjp_migrate.model import Status
+from vjp_migrate.verify import VerifyOptions
+
+BEFORE = (FIXTURES / "seed_clip_gradient" / "before.py").read_text(encoding="utf-8")
+AFTER = (FIXTURES / "seed_clip_gradient" / "after.py").read_text(encoding="utf-8")
+
+
+def test_a_faulty_rewrite_is_refused_and_a_correct_one_written(tmp_path: Path) -> None:
+    wrong_file, right_file = tmp_path / "wrong.py", tmp_path / "right.py"
+    wrong_file.write_text(BEFORE, encoding="utf-8")
+    right_file.write_text(BEFORE, encoding="utf-8")
+    planned = api.fix_paths([wrong_file, right_file], write=False)
+    assert all(r.changed and not r.written for r in planned)
+    faulty = AFTER.replace("jnp.clip(g, lo, hi)", "-jnp.clip(g, lo, hi)")
+    assert faulty != AFTER
+    injected = [dataclasses.replace(planned[0], new_text=faulty), planned[1]]
+    results = runs.write_verified(injected, VerifyOptions())
+    wrong, right = results
+    assert wrong.status is Status.FAILED and not wrong.written
+    assert wrong.reason is not None and "verification failed" in wrong.reason and "clip_gradient" in wrong.reason
+    assert wrong_file.read_text(encoding="utf-8") == BEFORE
+    assert right.status is Status.OK and right.written
+    assert right_file.read_text(encoding="utf-8") == AFTER
+
+
+def test_fix_verify_command_writes_a_verified_file(tmp_path: Path) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(BEFORE, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "--verify", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") == AFTER
+
+
+def test_write_result_refuses_a_file_changed_since_planning(tmp_path: Path) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(BEFORE, encoding="utf-8")
+    (planned,) = api.fix_paths([path], write=False)
+    path.write_text(BEFORE + "# edited meanwhile\n", encoding="utf-8")
+    result = api.write_result(planned)
+    assert result.status is Status.FAILED and "changed on disk" in (result.reason or "")
+    assert path.read_text(encoding="utf-8").endswith("# edited meanwhile\n")
