@@ -30,12 +30,12 @@ if TYPE_CHECKING:
 __all__ = [
     "Settings",
     "SourceError",
-    "check_source",
-    "fix_source",
     "check_file",
-    "fix_file",
     "check_paths",
+    "check_source",
+    "fix_file",
     "fix_paths",
+    "fix_source",
 ]
 
 DEFAULT_SETTINGS = Settings(select=DEFAULT_SELECT)
@@ -283,7 +283,9 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def fix_file(path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = True, explicit: bool = True) -> FileResult:
+def fix_file(
+    path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = True, explicit: bool = True
+) -> FileResult:
     """Migrate one file (in place when ``write``); the result carries old and new text."""
 
     def work() -> FileResult:
@@ -304,8 +306,13 @@ def fix_file(path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = Tr
             write_atomically(path, encode(source, result.source), data)
             written = True
         return FileResult(
-            path, Status.OK, diagnostics=result.diagnostics, fixed=result.fixed,
-            old_text=source.text, new_text=result.source, written=written,
+            path,
+            Status.OK,
+            diagnostics=result.diagnostics,
+            fixed=result.fixed,
+            old_text=source.text,
+            new_text=result.source,
+            written=written,
         )
 
     return _guard(path, work)
@@ -335,7 +342,9 @@ def execution(how: Execution) -> Iterator[None]:
         _EXECUTION.pop()
 
 
-def _run(paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None) -> list[FileResult]:
+def _run(
+    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
+) -> list[FileResult]:
     from vjp_migrate import workers
 
     how = how or _EXECUTION[-1]
@@ -346,8 +355,11 @@ def _run(paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Executi
 
 
 def check_paths(
-    paths: Sequence[Path], settings: Settings = DEFAULT_SETTINGS, exclude: Sequence[str] = (),
-    progress: Progress | None = None, how: Execution | None = None,
+    paths: Sequence[Path],
+    settings: Settings = DEFAULT_SETTINGS,
+    exclude: Sequence[str] = (),
+    progress: Progress | None = None,
+    how: Execution | None = None,
 ) -> list[FileResult]:
     """check_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
     from vjp_migrate.workers import Task
@@ -357,8 +369,12 @@ def check_paths(
 
 
 def fix_paths(
-    paths: Sequence[Path], settings: Settings = DEFAULT_SETTINGS, write: bool = True, exclude: Sequence[str] = (),
-    progress: Progress | None = None, how: Execution | None = None,
+    paths: Sequence[Path],
+    settings: Settings = DEFAULT_SETTINGS,
+    write: bool = True,
+    exclude: Sequence[str] = (),
+    progress: Progress | None = None,
+    how: Execution | None = None,
 ) -> list[FileResult]:
     """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
     from vjp_migrate.workers import Task
@@ -372,7 +388,9 @@ def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -
 
     def work() -> FileResult:
         source = decode(data)
-        return FileResult(path, Status.OK, diagnostics=analyze(source.text, name, settings, parse_anyway=True).diagnostics)
+        return FileResult(
+            path, Status.OK, diagnostics=analyze(source.text, name, settings, parse_anyway=True).diagnostics
+        )
 
     return _guard(path, work)
 
@@ -385,8 +403,12 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
         source = decode(data)
         result = fix_source(source.text, path=name, settings=settings)
         return FileResult(
-            path, Status.OK, diagnostics=result.diagnostics, fixed=result.fixed,
-            old_text=source.text, new_text=result.source,
+            path,
+            Status.OK,
+            diagnostics=result.diagnostics,
+            fixed=result.fixed,
+            old_text=source.text,
+            new_text=result.source,
         )
 
     return _guard(path, work)

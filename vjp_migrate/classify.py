@@ -187,8 +187,12 @@ STATIC_BUILTINS = frozenset(
     }
 )
 # Array methods whose arguments are shapes/axes (``x.reshape(shape)``, ``x.sum(axis)``).
-SHAPE_METHODS = frozenset({"reshape", "transpose", "astype", "view", "squeeze", "swapaxes", "repeat", "tile", "broadcast_to"})
-AXIS_METHODS = frozenset({"sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum"})
+SHAPE_METHODS = frozenset(
+    {"reshape", "transpose", "astype", "view", "squeeze", "swapaxes", "repeat", "tile", "broadcast_to"}
+)
+AXIS_METHODS = frozenset(
+    {"sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum"}
+)
 ARRAY_ATTRIBUTES = frozenset(
     {
         "shape",

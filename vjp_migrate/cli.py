@@ -20,10 +20,16 @@ def _codes(values: tuple[str, ...]) -> list[str] | None:
     return codes or None
 
 
-_select = click.option("--select", multiple=True, help="Codes or prefixes to enable (replaces the default set), e.g. VJP002 or VJP.")
+_select = click.option(
+    "--select", multiple=True, help="Codes or prefixes to enable (replaces the default set), e.g. VJP002 or VJP."
+)
 _ignore = click.option("--ignore", multiple=True, help="Codes or prefixes to disable.")
-_stdin_name = click.option("--stdin-filename", default="-", help="The name to report for source read from stdin (PATH '-').")
-_exclude = click.option("--exclude", multiple=True, help="File or folder name patterns to skip (fnmatch), on top of the built-in ones.")
+_stdin_name = click.option(
+    "--stdin-filename", default="-", help="The name to report for source read from stdin (PATH '-')."
+)
+_exclude = click.option(
+    "--exclude", multiple=True, help="File or folder name patterns to skip (fnmatch), on top of the built-in ones."
+)
 _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
 
 
@@ -34,8 +40,12 @@ def main() -> None:
 
 
 def _options(
-    select: tuple[str, ...], ignore: tuple[str, ...], exclude: tuple[str, ...], unsafe_fixes: bool | None,
-    config: Path | None, isolated: bool,
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    exclude: tuple[str, ...],
+    unsafe_fixes: bool | None,
+    config: Path | None,
+    isolated: bool,
 ) -> object:
     from vjp_migrate.config import CliOptions
 
@@ -62,18 +72,25 @@ def _guarded(work: Callable[[], T]) -> T:
 
 
 _config = click.option(
-    "--config", type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    "--config",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
     help="Use this pyproject.toml's [tool.vjp-migrate] for every path (default: the nearest one above each path).",
 )
 _isolated = click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
 _jobs = click.option(
-    "--jobs", "-j", type=click.IntRange(min=1), default=None,
+    "--jobs",
+    "-j",
+    type=click.IntRange(min=1),
+    default=None,
     help="Worker processes (default: one per CPU; 1: no worker processes).",
 )
 _no_cache = click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 _cache_dir = click.option(
-    "--cache-dir", type=click.Path(file_okay=False, path_type=Path), default=Path(".vjp_migrate_cache"),
-    show_default=True, help="Where check keeps results of unchanged files.",
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path(".vjp_migrate_cache"),
+    show_default=True,
+    help="Where check keeps results of unchanged files.",
 )
 
 
@@ -82,8 +99,10 @@ _cache_dir = click.option(
 @_select
 @_ignore
 @click.option(
-    "--output-format", type=click.Choice(["text", "concise", "json", "github", "sarif", "junit"]),
-    default="text", show_default=True,
+    "--output-format",
+    type=click.Choice(["text", "concise", "json", "github", "sarif", "junit"]),
+    default="text",
+    show_default=True,
 )
 @_reasons
 @_stdin_name
@@ -102,10 +121,22 @@ _cache_dir = click.option(
 @_no_cache
 @_cache_dir
 def check(
-    paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], output_format: str,
-    show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...], exit_zero: bool, config: Path | None,
-    isolated: bool, baseline: Path | None, write_baseline: Path | None, add_noqa: bool,
-    jobs: int | None, no_cache: bool, cache_dir: Path,
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    output_format: str,
+    show_reasons: bool,
+    stdin_filename: str,
+    exclude: tuple[str, ...],
+    exit_zero: bool,
+    config: Path | None,
+    isolated: bool,
+    baseline: Path | None,
+    write_baseline: Path | None,
+    add_noqa: bool,
+    jobs: int | None,
+    no_cache: bool,
+    cache_dir: Path,
 ) -> None:
     """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
     from vjp_migrate import report, runs
@@ -157,14 +188,28 @@ def check(
 )
 @_jobs
 @click.option(
-    "--verify", "verify_rewrites", is_flag=True,
+    "--verify",
+    "verify_rewrites",
+    is_flag=True,
     help="Prove each file's rewrite with real JAX gradients before writing it (needs the [verify] extra).",
 )
 @click.option("--verify-examples", type=click.Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
 def fix(
-    paths: tuple[Path, ...], select: tuple[str, ...], ignore: tuple[str, ...], diff: bool, unsafe_fixes: bool | None,
-    exit_zero: bool, exit_non_zero_on_fix: bool, show_reasons: bool, stdin_filename: str, exclude: tuple[str, ...],
-    config: Path | None, isolated: bool, interactive: bool, jobs: int | None, verify_rewrites: bool,
+    paths: tuple[Path, ...],
+    select: tuple[str, ...],
+    ignore: tuple[str, ...],
+    diff: bool,
+    unsafe_fixes: bool | None,
+    exit_zero: bool,
+    exit_non_zero_on_fix: bool,
+    show_reasons: bool,
+    stdin_filename: str,
+    exclude: tuple[str, ...],
+    config: Path | None,
+    isolated: bool,
+    interactive: bool,
+    jobs: int | None,
+    verify_rewrites: bool,
     verify_examples: Path | None,
 ) -> None:
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
@@ -243,8 +288,18 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 )
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def verify_command(
-    before: Path, after: Path, examples: Path | None, inputs: Path | None, rtol: float | None, atol: float | None,
-    device: str | None, timeout: float, seed: int, strict: bool, emit_tests: Path | None, output_format: str,
+    before: Path,
+    after: Path,
+    examples: Path | None,
+    inputs: Path | None,
+    rtol: float | None,
+    atol: float | None,
+    device: str | None,
+    timeout: float,
+    seed: int,
+    strict: bool,
+    emit_tests: Path | None,
+    output_format: str,
 ) -> None:
     """Prove a migration with real JAX gradients (runs both modules in a subprocess).
 
@@ -278,7 +333,8 @@ def record_command(out: Path, max_calls: int, timeout: float | None, command: tu
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of one rule (e.g. VJP001)."""
-    from vjp_migrate.codes import BY_CODE, explain as explain_code
+    from vjp_migrate.codes import BY_CODE
+    from vjp_migrate.codes import explain as explain_code
 
     if code.upper() not in BY_CODE:
         raise click.UsageError(f"unknown rule code: {code!r} (known: {', '.join(BY_CODE)})")

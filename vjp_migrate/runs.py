@@ -110,7 +110,9 @@ def write_verified(planned: list[FileResult], verify_options: object) -> list[Fi
         if report.exit_code == 0:
             results.append(api.write_result(result))
             continue
-        problems = [f"{row.name}: {row.message or row.verdict.value}" for row in report.rows if row.verdict.value != "equal"]
+        problems = [
+            f"{row.name}: {row.message or row.verdict.value}" for row in report.rows if row.verdict.value != "equal"
+        ]
         why = "; ".join([*report.errors, *problems]) or "verification failed"
         results.append(
             dataclasses.replace(result, status=Status.FAILED, reason=f"rewrite not written, verification failed: {why}")

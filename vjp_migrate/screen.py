@@ -432,9 +432,9 @@ class _ArrayUse:
             return False
         for helper in self.m.defs.get(call.func.id, []):
             params = [p.arg for p in _params(helper)]
-            for at, keyword in passed:
-                if keyword is not None:
-                    targets = [params.index(keyword)] if keyword in params else []
+            for at, given in passed:
+                if given is not None:
+                    targets = [params.index(given)] if given in params else []
                 elif at is None:
                     targets = list(range(len(params)))  # after *args: any position
                 else:
@@ -581,9 +581,11 @@ class _StaticProof:
         ):
             return True
         annotation = param.annotation
-        if isinstance(annotation, ast.Name) and annotation.id in ("str", "bool", "Callable"):
-            if annotation.id not in self.m.aliases or annotation.id == "Callable":
-                return True
+        typing_names = {"typing.Callable", "collections.abc.Callable"}
+        if isinstance(annotation, ast.Name) and annotation.id in ("str", "bool", "Callable") and (
+            self.m.aliases.get(annotation.id, typing_names) <= typing_names
+        ):
+            return True
         return self._body(func, param.arg, depth)
 
     def _body(self, func: Func, name: str, depth: int) -> bool:
@@ -603,9 +605,9 @@ class _StaticProof:
         if isinstance(call.func, ast.Name) and call.func.id == name:
             return True  # called as a function
         for keyword in call.keywords:
-            if keyword.arg in STATIC_KEYWORDS and isinstance(_root(keyword.value), ast.Name):
-                if _root(keyword.value).id == name:  # type: ignore[attr-defined]
-                    return True
+            root = _root(keyword.value)
+            if keyword.arg in STATIC_KEYWORDS and isinstance(root, ast.Name) and root.id == name:
+                return True
         helper = self.helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
         if helper is None or depth >= 2:  # classify follows three deep; stay inside that
             return False
@@ -616,7 +618,8 @@ class _StaticProof:
             if isinstance(arg, ast.Name) and arg.id == name and self._param(helper, position, depth + 1):
                 return True
         for keyword in call.keywords:
-            if isinstance(keyword.value, ast.Name) and keyword.value.id == name and keyword.arg in params:
+            value = keyword.value
+            if isinstance(value, ast.Name) and value.id == name and keyword.arg in params:  # noqa: SIM102
                 if self._param(helper, params.index(keyword.arg), depth + 1):
                     return True
         return False
@@ -634,9 +637,11 @@ class _StaticProof:
         for caller, call in self.calls:
             caller_params = [p.arg for p in _params(caller)]
             value = _call_value(call, index, name)
-            if isinstance(value, ast.Name) and value.id in caller_params:
-                if caller_params.index(value.id) in _jit_static(self.m, caller):
-                    return True
+            if (
+                isinstance(value, ast.Name) and value.id in caller_params
+                and caller_params.index(value.id) in _jit_static(self.m, caller)
+            ):
+                return True
         return False
 
 

@@ -132,9 +132,12 @@ class SiteFinder:
                 problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
                 if name in self.constants:
                     found = self._positions(self.constants[name])
-                elif isinstance(argnums.value, cst.Call) and len(argnums.value.args) == 1:
-                    if self.imports.qualify(argnums.value.func) in ("builtins.tuple", "builtins.list"):
-                        found = self._positions(argnums.value.args[0].value)  # tuple(range(2))
+                elif (
+                    isinstance(argnums.value, cst.Call)
+                    and len(argnums.value.args) == 1
+                    and self.imports.qualify(argnums.value.func) in ("builtins.tuple", "builtins.list")
+                ):
+                    found = self._positions(argnums.value.args[0].value)  # tuple(range(2))
             positions.update(found or ())
         if argnames is not None:
             names = _str_literals(argnames.value)

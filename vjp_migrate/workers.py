@@ -12,6 +12,7 @@ come back in the order of the candidates, whatever the order the workers finishe
 
 from __future__ import annotations
 
+import contextlib
 import faulthandler
 import os
 import signal
@@ -117,7 +118,7 @@ class _Pool:
         )
         self.jobs = max(1, min(jobs, len(self.queue)))
         # fork starts in milliseconds and needs nothing pickled; macOS and Windows cannot fork safely.
-        self.context = get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        self.context: Any = get_context("fork" if sys.platform.startswith("linux") else "spawn")
 
     def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
@@ -156,10 +157,8 @@ class _Pool:
                             workers[i] = worker = self._replace(worker)
                         self._give(worker)
             for worker in workers:
-                try:
+                with contextlib.suppress(OSError):  # a worker that died idle
                     worker.conn.send(None)  # no more work: the worker exits
-                except OSError:
-                    pass
         finally:
             for worker in workers:
                 worker.process.join(timeout=1)
