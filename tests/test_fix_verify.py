@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from click.testing import CliRunner
-
 from conftest import FIXTURES
+
 from vjp_migrate import api, runs
 from vjp_migrate.cli import main
 from vjp_migrate.model import Status

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from conftest import ROOT
+
 from vjp_migrate.codes import rules_markdown
 
 

@@ -187,7 +187,8 @@ def test_fix_writes_only_below_the_given_path(hostile: Path) -> None:
     target = hostile / "pkg"
     before = snapshot(root)
     result = audited_run(hostile, "fix", str(target))
-    assert result["code"] == 1  # evaluated.py's argnums is not a literal: reported (VJP003), not fixed
+    # evaluated.py's nondiff_argnums cannot be read without running it: no finding, left alone
+    assert result["code"] == 0
     assert not (root / "EXECUTED").exists()
     assert result["imported_from_tree"] == []
     assert result["user_code_executed"] == []

@@ -6,7 +6,10 @@ import enum
 from dataclasses import dataclass
 from pathlib import Path
 
-import libcst as cst
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # libcst loads only when a file needs parsing (start-up time)
+    import libcst as cst
 
 
 class ArgKind(enum.Enum):

@@ -8,7 +8,10 @@ import io
 import tokenize
 from dataclasses import dataclass
 
-import libcst as cst
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,8 @@ def parse(text: str, filename: str) -> cst.Module:
     """A LibCST module for text that CPython accepts; SourceError otherwise."""
     check_size(text)
     check_syntax(text, filename)
+    import libcst as cst  # lazily: most files never get here
+
     try:
         return cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError) as error:

@@ -117,8 +117,9 @@ class _Pool:
             list(range(start, min(start + size, len(candidates)))) for start in range(0, len(candidates), size)
         )
         self.jobs = max(1, min(jobs, len(self.queue)))
-        # fork starts in milliseconds and needs nothing pickled; macOS and Windows cannot fork safely.
-        self.context: Any = get_context("fork" if sys.platform.startswith("linux") else "spawn")
+        # fork starts in milliseconds and needs nothing pickled, but is unsafe in a process that
+        # already runs threads (say, a library user who imported JAX), and on macOS and Windows.
+        self.context: Any = get_context("fork" if _single_threaded_linux() else "spawn")
 
     def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
@@ -208,6 +209,13 @@ class _Pool:
         if dead.batch:
             self.queue.appendleft(sorted(dead.batch))  # redone: files without news had no effects
         return self._start()
+
+
+def _single_threaded_linux() -> bool:
+    try:
+        return sys.platform.startswith("linux") and len(os.listdir("/proc/self/task")) == 1
+    except OSError:
+        return False
 
 
 def _why(exitcode: int | None) -> str:
