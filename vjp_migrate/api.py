@@ -283,6 +283,18 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
+def _fixed(path: Path, old_text: str, result: FixResult, written: bool) -> FileResult:
+    return FileResult(
+        path,
+        Status.OK,
+        diagnostics=result.diagnostics,
+        fixed=result.fixed,
+        old_text=old_text,
+        new_text=result.source,
+        written=written,
+    )
+
+
 def fix_file(
     path: Path, settings: Settings = DEFAULT_SETTINGS, write: bool = True, explicit: bool = True
 ) -> FileResult:
@@ -305,15 +317,7 @@ def fix_file(
         if result.changed and write:
             write_atomically(path, encode(source, result.source), data)
             written = True
-        return FileResult(
-            path,
-            Status.OK,
-            diagnostics=result.diagnostics,
-            fixed=result.fixed,
-            old_text=source.text,
-            new_text=result.source,
-            written=written,
-        )
+        return _fixed(path, source.text, result, written)
 
     return _guard(path, work)
 
@@ -401,15 +405,7 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
 
     def work() -> FileResult:
         source = decode(data)
-        result = fix_source(source.text, path=name, settings=settings)
-        return FileResult(
-            path,
-            Status.OK,
-            diagnostics=result.diagnostics,
-            fixed=result.fixed,
-            old_text=source.text,
-            new_text=result.source,
-        )
+        return _fixed(path, source.text, fix_source(source.text, path=name, settings=settings), False)
 
     return _guard(path, work)
 

@@ -7,7 +7,6 @@ import codecs
 import io
 import tokenize
 from dataclasses import dataclass
-
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
