@@ -318,7 +318,10 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
     probe = plan_site(site, candidates)
     if isinstance(probe, str):
         return SiteDecision(site, infos, moved, None, probe, None)
-    plan = plan_site(site, moved) if moved else None
+    if not moved:
+        plan: RewritePlan | str | None = None
+    else:  # usually every candidate moves: the probe is the plan
+        plan = probe if moved == candidates else plan_site(site, moved)
     if isinstance(plan, str):
         return SiteDecision(site, infos, moved, None, plan, None)
     return SiteDecision(site, infos, moved, plan, None, None)

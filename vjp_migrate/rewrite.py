@@ -302,27 +302,26 @@ class _DropImports(cst.CSTTransformer):
         local = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
         return (local or "").split(".")[0] not in self.names
 
+    def _trim(
+        self, node: cst.Import | cst.ImportFrom, names: Sequence[cst.ImportAlias]
+    ) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
+        kept = [a for a in names if self._keep(a)]
+        if len(kept) == len(names):
+            return node
+        if not kept:
+            return cst.RemoveFromParent()
+        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return node.with_changes(names=kept)
+
     def leave_ImportFrom(
         self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
     ) -> cst.ImportFrom | cst.RemovalSentinel:
         if isinstance(updated_node.names, cst.ImportStar):
             return updated_node
-        kept = [a for a in updated_node.names if self._keep(a)]
-        if len(kept) == len(updated_node.names):
-            return updated_node
-        if not kept:
-            return cst.RemoveFromParent()
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated_node.with_changes(names=kept)
+        return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
-        kept = [a for a in updated_node.names if self._keep(a)]
-        if len(kept) == len(updated_node.names):
-            return updated_node
-        if not kept:
-            return cst.RemoveFromParent()
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return updated_node.with_changes(names=kept)
+        return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
 
 
 def apply_plans(module: cst.Module, plans: Sequence[RewritePlan]) -> cst.Module:

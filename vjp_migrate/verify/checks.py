@@ -16,7 +16,7 @@ import jax
 import numpy as np
 from jax import lax
 
-from vjp_migrate.verify.compare import all_zero, compare_trees, random_like
+from vjp_migrate.verify.compare import Comparison, all_zero, compare_trees, random_like
 from vjp_migrate.verify.model import CheckOutcome, CheckStatus
 from vjp_migrate.verify.pairing import VjpPair
 
@@ -79,6 +79,17 @@ class ExampleRun:
     def add(self, check: str, status: CheckStatus, **kw: Any) -> None:
         self.outcomes.append(CheckOutcome(check, status, self.index, self.backend, **kw))
 
+    def add_comparison(self, check: str, result: Comparison) -> None:
+        """Record one compare_trees result as a pass or a fail, with its errors."""
+        self.add(
+            check,
+            CheckStatus.PASS if result.ok else CheckStatus.FAIL,
+            where=result.where,
+            max_abs_err=result.max_abs,
+            max_rel_err=result.max_rel,
+            detail=result.detail,
+        )
+
     def labels(self, positions: tuple[int, ...]) -> tuple[str, ...]:
         return tuple(self.pair.arg_label(p) for p in positions)
 
@@ -120,23 +131,9 @@ class ExampleRun:
             self.add("primal", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return False
         out = compare_trees(self.reference[0], self.after_eager[0], self.rtol, self.atol, None, True)
-        self.add(
-            "primal",
-            CheckStatus.PASS if out.ok else CheckStatus.FAIL,
-            where=out.where,
-            max_abs_err=out.max_abs,
-            max_rel_err=out.max_rel,
-            detail=out.detail,
-        )
+        self.add_comparison("primal", out)
         cts = compare_trees(self.reference[1], self.after_eager[1], self.rtol, self.atol, self.labels(self.diff))
-        self.add(
-            "cotangent",
-            CheckStatus.PASS if cts.ok else CheckStatus.FAIL,
-            where=cts.where,
-            max_abs_err=cts.max_abs,
-            max_rel_err=cts.max_rel,
-            detail=cts.detail,
-        )
+        self.add_comparison("cotangent", cts)
         return out.ok and cts.ok
 
     def moved_zero(self) -> None:
@@ -245,15 +242,7 @@ class ExampleRun:
         except Exception as exc:
             self.add("grad of grad", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
-        result = compare_trees(expected, got, self.rtol, self.atol, self.labels(diff))
-        self.add(
-            "grad of grad",
-            CheckStatus.PASS if result.ok else CheckStatus.FAIL,
-            where=result.where,
-            max_abs_err=result.max_abs,
-            max_rel_err=result.max_rel,
-            detail=result.detail,
-        )
+        self.add_comparison("grad of grad", compare_trees(expected, got, self.rtol, self.atol, self.labels(diff)))
 
 
 def run_jit(probe: Probe, values: tuple[Any, ...]) -> tuple[Any, Any]:
