@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import stat
 import tempfile
@@ -235,17 +236,8 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
-def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
-    """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
-
-    A run killed at any moment leaves the file either untouched or complete: the new bytes
-    are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
-    A symbolic link is written through (the link stays a link). Temporaries left by a killed
-    run in the same folder are removed first. Raises SourceError when the file changed on
-    disk since it was read.
-    """
-    target = Path(os.path.realpath(path))
-    remove_stray_temporaries(target.parent)
+def write_temporary(target: Path, data: bytes) -> str:
+    """A fsynced temporary file beside ``target`` holding ``data``, with target's mode and owner."""
     status = target.stat()
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
@@ -260,6 +252,26 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
             # Not allowed unless root: then the file becomes ours, as with any editor.
             with contextlib.suppress(OSError):
                 os.chown(temporary, status.st_uid, status.st_gid)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return temporary
+
+
+def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
+    """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
+
+    A run killed at any moment leaves the file either untouched or complete: the new bytes
+    are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
+    A symbolic link is written through (the link stays a link). Temporaries left by a killed
+    run in the same folder are removed first. Raises SourceError when the file changed on
+    disk since it was read.
+    """
+    target = Path(os.path.realpath(path))
+    remove_stray_temporaries(target.parent)
+    temporary = write_temporary(target, data)
+    try:
         if _read(target) != expected:
             raise SourceError("changed on disk while it was being fixed; left untouched")
         os.replace(temporary, target)
@@ -323,6 +335,7 @@ def fix_file(
 
 
 Progress = Callable[[int, int], None]  # (files done, files in all), after each file
+Notice = Callable[[str], None]  # one line for the user, not about one file
 
 
 @dataclass(frozen=True)
@@ -379,10 +392,22 @@ def fix_paths(
     exclude: Sequence[str] = (),
     progress: Progress | None = None,
     how: Execution | None = None,
+    notice: Notice | None = None,
+    recover_first: bool | None = None,
 ) -> list[FileResult]:
-    """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
+    """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``).
+
+    A run that writes (or ``recover_first``) first finishes multi-file migrations interrupted
+    below or above ``paths`` (see vjp_migrate.transaction); each gets one line to ``notice``
+    (default: a warning on the ``vjp_migrate`` logger).
+    """
     from vjp_migrate.workers import Task
 
+    if write if recover_first is None else recover_first:
+        from vjp_migrate.transaction import recover
+
+        for message in recover(paths):
+            (notice or logging.getLogger("vjp_migrate").warning)(message)
     return _run(paths, exclude, Task("fix", settings, write=write), how, progress)
 
 

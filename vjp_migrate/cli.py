@@ -238,7 +238,8 @@ def fix(
 
         write_now = not diff and not verify_rewrites  # with --verify: plan, prove, then write
         with report.progress() as tick, execution(Execution(jobs)):
-            results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write_now, tick))  # type: ignore[arg-type]
+            request = _request(paths, options, stdin_filename)
+            results = _guarded(lambda: runs.fix(request, write_now, tick, _notice, not diff))  # type: ignore[arg-type]
         if verify_rewrites and not diff:
             from vjp_migrate.verify import VerifyOptions
 
@@ -252,6 +253,10 @@ def fix(
     if (diff and changed) or (exit_non_zero_on_fix and changed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+def _notice(message: str) -> None:
+    click.echo(f"vjp-migrate: {message}", err=True)
 
 
 @main.command("explain-error")
