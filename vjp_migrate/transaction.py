@@ -306,7 +306,10 @@ def _finish(journal: Path, recorded: Sequence[_Recorded]) -> str:
     except (OSError, SourceError) as error:
         reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
         return f"could not finish an interrupted {what}: {reason}; the journal {journal} is kept"
-    journal.unlink()
+    try:
+        journal.unlink()
+    except OSError as error:
+        return f"{message}; but its journal {journal} cannot be removed: {_why(error)}"
     _fsync_folder(journal.parent)
     for r in recorded:
         remove_stray_temporaries(r.path.parent)
