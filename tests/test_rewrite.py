@@ -94,29 +94,47 @@ def test_unpack_goes_after_the_docstring_and_only_used_import_is_dropped() -> No
     assert out.startswith("import jax\n")
 
 
-def test_call_return_needing_a_middle_none_is_reported_not_rewritten() -> None:
-    code = textwrap.dedent(
-        """\
-        import jax
-        from functools import partial
+_MIDDLE_NONE = """\
+import jax
+from functools import partial
 
-        @partial(jax.custom_vjp, nondiff_argnums=(1,))
-        def f(x, w, y):
-            return x * w * y
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w, y):
+    return x * w * y
 
-        def f_fwd(x, w, y):
-            out, vjp = jax.vjp(lambda a, b: a * w * b, x, y)
-            return out, vjp
+def f_fwd(x, w, y):
+    out, vjp = jax.vjp(lambda a, b: a * w * b, x, y)
+    return out, vjp
 
-        def f_bwd(w, vjp, g):
-            return vjp(g)
+def f_bwd(w, vjp, g):
+    grads = w
+    # the cotangents of x and y
+    return vjp(g)  # two of them
 
-        f.defvjp(f_fwd, f_bwd)
-        """
-    )
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+def test_call_return_needing_a_middle_none_is_stored_in_a_fresh_name_first() -> None:
+    out = fix_source(_MIDDLE_NONE).source
+    assert (
+        "def f_bwd(res, g):\n    w, vjp = res\n    grads = w\n    # the cotangents of x and y\n"
+        "    cotangents = vjp(g)\n    return (*cotangents[:1], None, *cotangents[1:])  # two of them\n"
+    ) in out
+
+
+@pytest.mark.parametrize(
+    "shared",
+    ["    if g is None: return vjp(g)\n    return vjp(g)", "    grads = w; return vjp(g)"],
+    ids=["one-line-if", "semicolon"],
+)
+def test_call_return_needing_a_middle_none_on_a_shared_line_is_reported(shared: str) -> None:
+    code = _MIDDLE_NONE.replace("    grads = w\n    # the cotangents of x and y\n    return vjp(g)", shared)
     (finding,) = check_source(code)
     assert finding.code == "VJP003"
-    assert "returns `vjp(g)`, and None is needed between its cotangents" in finding.message
+    assert "returns `vjp(g)` on a line shared with other code, and None is needed between its cotangents" in (
+        finding.message
+    )
     assert fix_source(code).source == code
 
 
