@@ -282,7 +282,7 @@ def _starred_gap(
         binding = _literal_binding(element.value.value, bindings) if isinstance(element.value, cst.Name) else None
         length = len(binding.value.elements) if binding is not None else None  # type: ignore[attr-defined]
         if length is None or any(slot < s < slot + length for s in slots):
-            return (_code(element) if any(s > slot for s in slots) else None), known
+            return (f"*{_code(element.value)}" if any(s > slot for s in slots) else None), known
         assert isinstance(element.value, cst.Name)
         known[element.value.value] = length
         slot += length
