@@ -61,6 +61,8 @@ def test_findings_give_the_expected_reason(case: Case) -> None:
     found = check_source(case.before, path="before.py", settings=settings_for(case))
     for expected in (f for f in case.spec["findings"] if "message" in f):
         (got,) = [
-            d for d in found if (d.code, d.function, d.index) == (expected["code"], expected["function"], expected["index"])
+            d
+            for d in found
+            if (d.code, d.function, d.index) == (expected["code"], expected["function"], expected["index"])
         ]
         assert expected["message"] in got.message

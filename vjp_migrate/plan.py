@@ -132,7 +132,7 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
         if node.asname is None:
-            name = node.name
+            name: cst.BaseExpression = node.name
             while isinstance(name, cst.Attribute):
                 name = name.value
             self._add(name, node)
