@@ -50,3 +50,19 @@ def test_after_is_a_fixed_point(case: Case) -> None:
     again = fix_source(case.after, path="after.py", settings=settings_for(case))
     assert again.source == case.after
     assert not [d for d in again.diagnostics if d.code in ("VJP001", "VJP003")]
+
+
+MESSAGE_PARAMS = [p for p in PARAMS if any("message" in f for f in p.values[0].spec["findings"])]
+
+
+@pytest.mark.parametrize("case", MESSAGE_PARAMS)
+def test_findings_give_the_expected_reason(case: Case) -> None:
+    """A finding in case.json may carry `message`: a part of the reported message (VJP003's reason)."""
+    found = check_source(case.before, path="before.py", settings=settings_for(case))
+    for expected in (f for f in case.spec["findings"] if "message" in f):
+        (got,) = [
+            d
+            for d in found
+            if (d.code, d.function, d.index) == (expected["code"], expected["function"], expected["index"])
+        ]
+        assert expected["message"] in got.message

@@ -119,6 +119,10 @@ class Layout(enum.Enum):
     NONE = "none"  # the old residual is None: the saved arguments become the residual
     TUPLE = "tuple"  # the old residual is a tuple literal that bwd unpacks once: extend both
     GENERAL = "general"  # anything else: residual becomes (saved..., old residual)
+    # fwd returns a name it binds once to a tuple literal, bwd unpacks once: extend both statements
+    VARIABLE = "variable"
+    # fwd as GENERAL, and bwd binds the residual in one `target = res`: that becomes `saved..., target = res`
+    BOUND = "bound"
 
 
 @dataclass(frozen=True)
@@ -138,6 +142,10 @@ class RewritePlan:
     fwd_returns: tuple[cst.Return, ...]
     bwd_returns: tuple[cst.Return, ...]
     none_slots: tuple[int, ...]  # cotangent positions that get None
+    fwd_assign: cst.Assign | None = None  # fwd's `res = a, b` statement extended (VARIABLE)
+    temp_name: str = ""  # bwd's name for a returned value that is sliced around a None
+    temp_returns: tuple[cst.Return, ...] = ()  # bwd returns rewritten through `temp_name`
+    starred_lengths: tuple[tuple[str, int], ...] = ()  # `*name` in a bwd return, name bound to a literal
 
 
 @dataclass(frozen=True)

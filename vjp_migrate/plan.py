@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -12,6 +12,7 @@ from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, S
 from vjp_migrate.sites import body_statements, positional_params
 
 RESIDUAL_NAMES = ("res", "residuals", "res_")
+TEMP_NAMES = ("grads", "cotangents", "grads_")
 
 
 class _Returns(cst.CSTVisitor):
@@ -19,6 +20,7 @@ class _Returns(cst.CSTVisitor):
 
     def __init__(self) -> None:
         self.returns: list[cst.Return] = []
+        self.standalone: set[int] = set()  # returns alone on their line: a statement fits before them
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -31,6 +33,10 @@ class _Returns(cst.CSTVisitor):
 
     def visit_Return(self, node: cst.Return) -> None:
         self.returns.append(node)
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+        if len(node.body) == 1 and isinstance(node.body[0], cst.Return):
+            self.standalone.add(id(node.body[0]))
 
 
 class _Names(cst.CSTVisitor):
@@ -72,18 +78,114 @@ def _target_names(target: cst.CSTNode) -> Iterator[str]:
         yield from _target_names(target.value)
 
 
-def own_returns(func: cst.FunctionDef) -> list[cst.Return]:
+class _Bindings(cst.CSTVisitor):
+    """Every construct that binds each name in a function, nested scopes included."""
+
+    def __init__(self) -> None:
+        self.sites: dict[str, list[cst.CSTNode]] = {}
+
+    def _add(self, target: cst.CSTNode, node: cst.CSTNode) -> None:
+        for name in _target_names(target):
+            self.sites.setdefault(name, []).append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            self._add(target.target, node)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._add(node.target, node)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._add(node.target, node)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._add(node.target, node)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._add(node.target, node)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._add(node.target, node)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._add(node.name, node)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._add(node.target, node)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._add(node.name, node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._add(node.name, node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._add(node.name, node)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self._add(item.name, node)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self._add(item.name, node)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            name: cst.BaseExpression = node.name
+            while isinstance(name, cst.Attribute):
+                name = name.value
+            self._add(name, node)
+
+
+def _body(func: cst.FunctionDef) -> Sequence[cst.CSTNode]:
+    """The statements of a function; a one-line body (`def f(x): return x`) gives its small statements."""
+    return list(func.body.body)
+
+
+def _visit(func: cst.FunctionDef, visitor: cst.CSTVisitor) -> None:
+    for node in _body(func):
+        node.visit(visitor)
+
+
+def _returns(func: cst.FunctionDef) -> _Returns:
     visitor = _Returns()
-    for stmt in body_statements(func):
-        stmt.visit(visitor)
-    return visitor.returns
+    _visit(func, visitor)
+    return visitor
+
+
+def own_returns(func: cst.FunctionDef) -> list[cst.Return]:
+    return _returns(func).returns
 
 
 def names_in(func: cst.FunctionDef) -> _Names:
     visitor = _Names()
-    for stmt in body_statements(func):
-        stmt.visit(visitor)
+    _visit(func, visitor)
     return visitor
+
+
+def _bindings(func: cst.FunctionDef) -> dict[str, list[cst.CSTNode]]:
+    visitor = _Bindings()
+    func.params.visit(visitor)
+    _visit(func, visitor)
+    return visitor.sites
+
+
+def _literal_binding(name: str, bindings: dict[str, list[cst.CSTNode]]) -> cst.Assign | None:
+    """`name = a, b` when that is the only thing binding `name` (no starred items)."""
+    sites = bindings.get(name, [])
+    if len(sites) != 1 or not isinstance(sites[0], cst.Assign):
+        return None
+    assign = sites[0]
+    target, value = assign.targets[0].target, assign.value
+    if (
+        len(assign.targets) == 1
+        and isinstance(target, cst.Name)
+        and isinstance(value, (cst.Tuple, cst.List))
+        and not any(isinstance(e, cst.StarredElement) for e in value.elements)
+    ):
+        return assign
+    return None
 
 
 def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: ImportTable) -> bool:
@@ -140,14 +242,14 @@ def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int
     return tuple(moved)
 
 
-def _fresh(taken: set[str]) -> str:
-    for name in RESIDUAL_NAMES:
+def _fresh(taken: set[str], candidates: tuple[str, ...] = RESIDUAL_NAMES) -> str:
+    for name in candidates:
         if name not in taken:
             return name
     index = 2
-    while f"res{index}" in taken:
+    while f"{candidates[0]}{index}" in taken:
         index += 1
-    return f"res{index}"
+    return f"{candidates[0]}{index}"
 
 
 def _cotangent_slots(site: VjpSite, kept: tuple[int, ...], moved: tuple[int, ...]) -> tuple[int, ...]:
@@ -161,19 +263,65 @@ def _cotangent_slots(site: VjpSite, kept: tuple[int, ...], moved: tuple[int, ...
     return tuple(slots)
 
 
-def _literal_return_problem(value: cst.BaseExpression | None, slots: tuple[int, ...]) -> str | None:
-    if not isinstance(value, (cst.Tuple, cst.List)):
-        return None
+def _code(node: cst.CSTNode | None) -> str:
+    return cst.Module([]).code_for_node(node) if node is not None else "nothing"
+
+
+def _starred_gap(
+    value: cst.Tuple | cst.List, slots: tuple[int, ...], bindings: dict[str, list[cst.CSTNode]]
+) -> tuple[str | None, dict[str, int]]:
+    """The first `*x` whose unknown length hides where a None goes, and the known lengths used."""
+    known: dict[str, int] = {}
     slot = 0
     for element in value.elements:
         while slot in slots:
             slot += 1
-        if isinstance(element, cst.StarredElement):
-            if any(s > slot for s in slots):
-                return "a starred cotangent stands before a position that needs None"
-            return None
-        slot += 1
-    return None
+        if not isinstance(element, cst.StarredElement):
+            slot += 1
+            continue
+        binding = _literal_binding(element.value.value, bindings) if isinstance(element.value, cst.Name) else None
+        length = len(binding.value.elements) if binding is not None else None  # type: ignore[attr-defined]
+        if length is None or any(slot < s < slot + length for s in slots):
+            return (f"*{_code(element.value)}" if any(s > slot for s in slots) else None), known
+        assert isinstance(element.value, cst.Name)
+        known[element.value.value] = length
+        slot += length
+    return None, known
+
+
+def _bwd_return_plan(
+    bwd: cst.FunctionDef, slots: tuple[int, ...], bindings: dict[str, list[cst.CSTNode]]
+) -> tuple[list[cst.Return], dict[str, int]] | str:
+    """The returns that need their value stored first, and the starred lengths read; or a problem."""
+    returns = _returns(bwd)
+    leading = list(slots) == list(range(len(slots)))
+    temp: list[cst.Return] = []
+    known: dict[str, int] = {}
+    name = bwd.name.value
+    for ret in returns.returns:
+        value = ret.value
+        if value is None:
+            return f"bwd `{name}` has a bare `return`"
+        if isinstance(value, (cst.Tuple, cst.List)):
+            starred, lengths = _starred_gap(value, slots, bindings)
+            known.update(lengths)
+            if starred is None:
+                continue
+            if id(ret) not in returns.standalone:
+                return (
+                    f"in bwd `{name}`, the starred cotangent `{starred}` stands before a position that needs None, "
+                    "and the return shares its line with other code, so its value cannot be stored first"
+                )
+        elif leading or isinstance(value, cst.Name):
+            continue
+        elif id(ret) not in returns.standalone:
+            # (*f(g)[:k], None, *f(g)[k:]) would evaluate the call twice; no line for a temporary.
+            return (
+                f"bwd `{name}` returns `{_code(value)}` on a line shared with other code, "
+                "and None is needed between its cotangents"
+            )
+        temp.append(ret)
+    return temp, known
 
 
 def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
@@ -215,25 +363,24 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     if not fwd_returns:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
-    bwd_returns = own_returns(bwd)
-    leading = list(slots) == list(range(len(slots)))
-    for ret in bwd_returns:
-        if not leading and not isinstance(ret.value, (cst.Tuple, cst.List, cst.Name)):
-            # (*f(g)[:k], None, *f(g)[k:]) would evaluate the call twice.
-            text = cst.Module([]).code_for_node(ret.value) if ret.value is not None else "nothing"
-            return f"bwd `{bwd.name.value}` returns `{text}`, and None is needed between its cotangents"
-        problem = _literal_return_problem(ret.value, slots)
-        if problem:
-            return f"in bwd `{bwd.name.value}`, {problem}"
+    bwd_bindings = _bindings(bwd)
+    returned = _bwd_return_plan(bwd, slots, bwd_bindings)
+    if isinstance(returned, str):
+        return returned
+    temp_returns, starred_lengths = returned
     residual = bwd_params[len(order)]
     taken = set(bwd_names.counts) | (set(bwd_params) - {residual})
-    layout, new_param, old_name, unpack = _layout(site, saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
+    layout, new_param, old_name, unpack = _layout(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
     if (
         layout in (Layout.NONE, Layout.GENERAL)
         and new_param != saved_bwd[0]
         and not isinstance(bwd.body, cst.IndentedBlock)
     ):
         return f"bwd `{bwd.name.value}` is written on one line"
+    fwd_assign = _fwd_residual_assign(fwd, fwd_returns, unpack) if layout is Layout.BOUND else None
+    if fwd_assign is not None:
+        layout = Layout.VARIABLE
+    temp_name = _fresh(taken | {new_param, residual}, TEMP_NAMES) if temp_returns else ""
     return RewritePlan(
         site=site,
         moved=moved,
@@ -246,13 +393,16 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         old_residual_name=old_name,
         tuple_unpack=unpack,
         fwd_returns=tuple(fwd_returns),
-        bwd_returns=tuple(bwd_returns),
+        bwd_returns=tuple(own_returns(bwd)),
         none_slots=slots,
+        fwd_assign=fwd_assign,
+        temp_name=temp_name,
+        temp_returns=tuple(temp_returns),
+        starred_lengths=tuple(sorted(starred_lengths.items())),
     )
 
 
 def _layout(
-    site: VjpSite,
     saved_bwd: tuple[str, ...],
     residual: str,
     bwd: cst.FunctionDef,
@@ -268,40 +418,79 @@ def _layout(
         if len(saved_bwd) == 1:
             return Layout.NONE, saved_bwd[0], residual, None
         return Layout.NONE, _fresh(taken), residual, None
-    unpack = _single_unpack(bwd, residual, counts)
-    if unpack is not None:
-        width = len(unpack.targets[0].target.elements)  # type: ignore[attr-defined]
-        if all(
-            isinstance(v, cst.Tuple)
-            and v.lpar
-            and len(v.elements) == width
-            and not any(isinstance(e, cst.StarredElement) for e in v.elements)
-            for v in values
-        ):
-            return Layout.TUPLE, residual, residual, unpack
-    return Layout.GENERAL, _fresh(taken), residual if residual_used else "_", None
+    unpack = _single_unpack(bwd, residual, counts, saved_bwd)
+    if unpack is None:
+        return Layout.GENERAL, _fresh(taken), residual if residual_used else "_", None
+    target = unpack.targets[0].target
+    if isinstance(target, (cst.Tuple, cst.List)) and all(
+        isinstance(v, cst.Tuple)
+        and v.lpar
+        and len(v.elements) == len(target.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in v.elements)
+        for v in values
+    ):
+        return Layout.TUPLE, residual, residual, unpack
+    return Layout.BOUND, residual, residual, unpack
 
 
-def _single_unpack(bwd: cst.FunctionDef, residual: str, counts: dict[str, int]) -> cst.Assign | None:
-    """The one plain `a, b = res` statement, when res is used nowhere else."""
+def _plain_target(target: cst.BaseExpression) -> bool:
+    """A name, or a (nested) tuple/list of names without starred items."""
+    if isinstance(target, cst.Name):
+        return True
+    return isinstance(target, (cst.Tuple, cst.List)) and all(
+        not isinstance(e, cst.StarredElement) and _plain_target(e.value) for e in target.elements
+    )
+
+
+def _single_unpack(
+    bwd: cst.FunctionDef, residual: str, counts: dict[str, int], saved: tuple[str, ...]
+) -> cst.Assign | None:
+    """The one plain `a, b = res` (or `params = res`) statement, when res is used nowhere else.
+
+    The saved names will be bound there, so no statement before it may mention them.
+    """
     if counts.get(residual, 0) != 1:
         return None
+    earlier = _Names()
     for stmt in body_statements(bwd):
         if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
             small = stmt.body[0]
             if (
                 isinstance(small, cst.Assign)
                 and len(small.targets) == 1
-                and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
-                and all(
-                    isinstance(e.value, cst.Name) and not isinstance(e, cst.StarredElement)
-                    for e in small.targets[0].target.elements
-                )
+                and _plain_target(small.targets[0].target)
                 and isinstance(small.value, cst.Name)
                 and small.value.value == residual
             ):
+                bound = set(_target_names(small.targets[0].target))
+                if bound & set(saved) or residual in bound or any(earlier.counts.get(n) for n in saved):
+                    return None
                 return small
+        stmt.visit(earlier)
     return None
+
+
+def _fwd_residual_assign(
+    fwd: cst.FunctionDef, fwd_returns: list[cst.Return], unpack: cst.Assign | None
+) -> cst.Assign | None:
+    """fwd's `res = a, b` when every return gives `res` as is, bwd unpacks it in as many names,
+    and `res` is bound and used nowhere else."""
+    target = unpack.targets[0].target if unpack is not None else None
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return None
+    values = [r.value.elements[1].value for r in fwd_returns if isinstance(r.value, cst.Tuple)]
+    names = {v.value for v in values if isinstance(v, cst.Name)}
+    if len(names) != 1 or len(values) != len(fwd_returns):
+        return None
+    name = names.pop()
+    assign = _literal_binding(name, _bindings(fwd))
+    if (
+        assign is None
+        or len(assign.value.elements) != len(target.elements)  # type: ignore[attr-defined]
+        or names_in(fwd).counts.get(name, 0) != 1 + len(values)
+    ):
+        return None
+    return assign
 
 
 def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, imports: ImportTable) -> SiteDecision:

@@ -92,6 +92,9 @@ class _Apply(cst.CSTTransformer):
         self.bwd_returns = {id(r): p for p in plans for r in p.bwd_returns}
         self.bwds = {id(p.site.bwd.node): p for p in plans if p.site.bwd and p.site.bwd.node}
         self.unpacks = {id(p.tuple_unpack): p for p in plans if p.tuple_unpack is not None}
+        self.fwd_assigns = {id(p.fwd_assign): p for p in plans if p.fwd_assign is not None}
+        self.temp_returns = {id(r): p for p in plans for r in p.temp_returns}
+        self.temp_values: dict[int, tuple[str, cst.BaseExpression]] = {}  # return -> its stored value
         self.removed_names: set[str] = set()
 
     # --- the primal's decorator or call --------------------------------------------------------
@@ -132,12 +135,30 @@ class _Apply(cst.CSTTransformer):
 
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         plan = self.fwd_returns.get(id(original_node))
-        if plan is not None and plan.layout is not Layout.UNCHANGED:
+        if plan is not None and plan.layout not in (Layout.UNCHANGED, Layout.VARIABLE):
             return updated_node.with_changes(value=self._fwd_value(plan, updated_node.value))
+        plan = self.temp_returns.get(id(original_node))
+        if plan is not None:
+            assert updated_node.value is not None
+            self.temp_values[id(original_node)] = (plan.temp_name, updated_node.value)
+            return updated_node.with_changes(value=self._bwd_value(plan, cst.Name(plan.temp_name)))
         plan = self.bwd_returns.get(id(original_node))
         if plan is not None:
             return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value))
         return updated_node
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
+        stored = self.temp_values.get(id(original_node.body[0])) if len(original_node.body) == 1 else None
+        if stored is None:
+            return updated_node
+        name, value = stored
+        assign = cst.SimpleStatementLine(
+            body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)],
+            leading_lines=updated_node.leading_lines,
+        )
+        return cst.FlattenSentinel([assign, updated_node.with_changes(leading_lines=[])])
 
     def _fwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
         assert isinstance(value, cst.Tuple)
@@ -157,21 +178,27 @@ class _Apply(cst.CSTTransformer):
     def _bwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
         slots = plan.none_slots
         if isinstance(value, (cst.Tuple, cst.List)):
+            known = dict(plan.starred_lengths)
             items: list[cst.BaseElement | str] = []
             old = list(value.elements)
             slot = 0
-            while True:
-                if slot in slots:
+            for index, element in enumerate(old):
+                while slot in slots:
                     items.append("None")
-                elif old:
-                    element = old.pop(0)
-                    items.append(element)
-                    if isinstance(element, cst.StarredElement):
-                        items.extend(old)
-                        break
-                else:
+                    slot += 1
+                items.append(element)
+                name = element.value.value if isinstance(element.value, cst.Name) else ""
+                if not isinstance(element, cst.StarredElement):
+                    slot += 1
+                elif name in known:
+                    slot += known[name]
+                else:  # plan_site made sure no None is needed after it
+                    items.extend(old[index + 1 :])
                     break
-                slot += 1
+            else:
+                while slot in slots:
+                    items.append("None")
+                    slot += 1
             elements = _rebuild(value.elements, items)
             if isinstance(value, cst.List):
                 return value.with_changes(elements=elements)
@@ -195,14 +222,25 @@ class _Apply(cst.CSTTransformer):
         return cst.parse_expression("(" + ", ".join(parts) + ")")
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        plan = self.fwd_assigns.get(id(original_node))
+        if plan is not None:
+            assert isinstance(updated_node.value, (cst.Tuple, cst.List))
+            return updated_node.with_changes(value=_prepend(updated_node.value, plan.saved_fwd_names))
         plan = self.unpacks.get(id(original_node))
         if plan is None:
             return updated_node
         target = updated_node.targets[0].target
-        assert isinstance(target, (cst.Tuple, cst.List))
-        return updated_node.with_changes(
-            targets=[updated_node.targets[0].with_changes(target=_prepend(target, plan.saved_bwd_names))]
-        )
+        if plan.layout is Layout.BOUND:  # `params = res` -> `lo, params = res`; `a, b = res` -> `lo, (a, b) = res`
+            if isinstance(target, cst.Tuple) and not target.lpar:
+                target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            whole = cst.Tuple([cst.Element(target)])
+            new_target: cst.BaseAssignTargetExpression = whole.with_changes(
+                elements=_rebuild(whole.elements, [*plan.saved_bwd_names, whole.elements[0]]), lpar=[], rpar=[]
+            )
+        else:
+            assert isinstance(target, (cst.Tuple, cst.List))
+            new_target = _prepend(target, plan.saved_bwd_names)
+        return updated_node.with_changes(targets=[updated_node.targets[0].with_changes(target=new_target)])
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         plan = self.bwds.get(id(original_node))
