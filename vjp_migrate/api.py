@@ -25,6 +25,8 @@ from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax
 
 if TYPE_CHECKING:
     from vjp_migrate.cache import Cache
+    from vjp_migrate.discover import Candidate
+    from vjp_migrate.project import FileChange, Outcome, Project
     from vjp_migrate.workers import Task
 
 __all__ = [
@@ -53,13 +55,19 @@ def _may_contain(text: str, settings: Settings) -> bool:
     return any(word.decode() in text for word in words)
 
 
-def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False) -> Analysis:
-    """Parse (when a finding is possible) and decide every site; SourceError for bad input."""
+def analyze(
+    text: str, path: str, settings: Settings, parse_anyway: bool = False, project: Project | None = None
+) -> Analysis:
+    """Parse (when a finding is possible) and decide every site; SourceError for bad input.
+
+    ``project`` resolves rules imported from other files (project.py); without it, such a
+    rule is named in a VJP003 and left alone.
+    """
     if not _may_contain(text, settings):
         if parse_anyway:
             check_syntax(text, path)
         return Analysis((), (), None)
-    module = parse(text, path)
+    module = project.parse(text, path) if project is not None else parse(text, path)
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -71,7 +79,7 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
     from vjp_migrate.sites import find_sites
 
     imports = import_table(module)
-    sites = find_sites(module, imports)
+    sites = project.find_sites(module, imports, path) if project is not None else find_sites(module, imports)
     if not sites:
         return Analysis((), (), module)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -94,6 +102,8 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
         return range(positions[first].start.line, end + 1)
 
     ctx = Context(imports, module_helpers(module), line_of)
+    if project is not None:
+        ctx = project.widen(ctx, sites)
     decisions = tuple(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites
@@ -114,7 +124,11 @@ def fix_source(code: str, *, path: str = "<string>", settings: Settings = DEFAUL
     The output is checked to parse; a rewrite that would not parse raises SourceError and
     nothing is changed.
     """
-    analysis = analyze(code, path, settings, parse_anyway=True)
+    return _fix_text(code, path, settings, None)
+
+
+def _fix_text(code: str, path: str, settings: Settings, project: Project | None) -> FixResult:
+    analysis = analyze(code, path, settings, parse_anyway=True, project=project)
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FixResult(code, False, analysis.diagnostics, ())
@@ -180,8 +194,12 @@ def check_file(
         elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can be found
             result = FileResult(path, Status.OK)
         else:
-            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit)
-            result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics)
+            from vjp_migrate.project import Project
+
+            project = Project.for_file(path)
+            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit, project=project)
+            imported = tuple(sorted(project.imported.get(path, ())))
+            result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics, imported_rules=imported)
         if cache is not None:
             cache.put(path, data, explicit, result)
         return result
@@ -283,7 +301,7 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _fixed(path: Path, old_text: str, result: FixResult, written: bool) -> FileResult:
+def _fixed(path: Path, old_text: str, result: FixResult, written: bool, imported: tuple[str, ...] = ()) -> FileResult:
     return FileResult(
         path,
         Status.OK,
@@ -292,6 +310,7 @@ def _fixed(path: Path, old_text: str, result: FixResult, written: bool) -> FileR
         old_text=old_text,
         new_text=result.source,
         written=written,
+        imported_rules=imported,
     )
 
 
@@ -305,6 +324,7 @@ def fix_file(
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
         source: SourceText = decode(data)
+        imported: tuple[str, ...] = ()
         if path.suffix == ".ipynb":
             from vjp_migrate.notebook import fix_notebook
 
@@ -312,12 +332,16 @@ def fix_file(
         elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can change
             result = FixResult(source.text, False, (), ())
         else:
-            result = fix_source(source.text, path=str(path), settings=settings)
+            from vjp_migrate.project import Project
+
+            project = Project.for_file(path)
+            result = _fix_text(source.text, str(path), settings, project)
+            imported = tuple(sorted(project.imported.get(path, ())))
         written = False
         if result.changed and write:
             write_atomically(path, encode(source, result.source), data)
             written = True
-        return _fixed(path, source.text, result, written)
+        return _fixed(path, source.text, result, written, imported)
 
     return _guard(path, work)
 
@@ -348,14 +372,25 @@ def execution(how: Execution) -> Iterator[None]:
 
 def _run(
     paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
-) -> list[FileResult]:
+) -> tuple[list[FileResult], list[Candidate]]:
     from vjp_migrate import workers
 
     how = how or _EXECUTION[-1]
     candidates, rejected = discover(paths, exclude)
     results = [FileResult(r.path, Status.FAILED, r.reason) for r in rejected]
     results.extend(workers.run(candidates, task, how.jobs, progress))
-    return results
+    return results, candidates
+
+
+def _together(
+    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
+) -> Outcome:
+    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
+    from vjp_migrate.project import complete
+
+    results, candidates = _run(paths, exclude, task, how, progress)
+    files = [c.path for c in candidates]
+    return complete(results, files, paths, task.settings, fix=task.mode == "fix")
 
 
 def check_paths(
@@ -369,7 +404,7 @@ def check_paths(
     from vjp_migrate.workers import Task
 
     how = how or _EXECUTION[-1]
-    return _run(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress)
+    return _together(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress).results
 
 
 def fix_paths(
@@ -380,10 +415,46 @@ def fix_paths(
     progress: Progress | None = None,
     how: Execution | None = None,
 ) -> list[FileResult]:
-    """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
+    """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``).
+
+    The files one migration changes (a custom_vjp and the rules it imports from other files)
+    are written together: if any of them cannot be written, none is.
+    """
     from vjp_migrate.workers import Task
 
-    return _run(paths, exclude, Task("fix", settings, write=write), how, progress)
+    outcome = _together(paths, exclude, Task("fix", settings, write=False), how, progress)
+    return _write_all(outcome) if write else outcome.results
+
+
+def _write_all(outcome: Outcome) -> list[FileResult]:
+    grouped = {change.path: group for group in outcome.groups for change in group}
+    done: dict[Path, FileResult] = {}
+    for group in outcome.groups:
+        try:
+            write_group(group)
+        except SourceError as error:
+            for change in group:
+                done[change.path] = FileResult(change.path, Status.FAILED, str(error))
+    results = []
+    for result in outcome.results:
+        if result.path in done:
+            results.append(done[result.path])
+        elif result.path in grouped:
+            results.append(dataclasses.replace(result, written=True))
+        else:
+            results.append(write_result(result))
+    return results
+
+
+def write_group(changes: Sequence[FileChange]) -> None:
+    """Write the files of one migration; SourceError (and nothing written) when one cannot be."""
+    for change in changes:
+        if _read(change.path) != change.old:
+            raise SourceError(
+                f"{change.path} changed on disk while it was being fixed; no file of its migration was changed"
+            )
+    for change in changes:
+        write_atomically(change.path, change.new, change.old)
 
 
 def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:
