@@ -422,12 +422,12 @@ def fix_paths(
     """
     from vjp_migrate.workers import Task
 
-    outcome = _together(paths, exclude, Task("fix", settings, write=False), how, progress)
-    return _write_all(outcome) if write else outcome.results
+    outcome = _together(paths, exclude, Task("fix", settings, write=write), how, progress)
+    return _write_groups(outcome) if write else outcome.results
 
 
-def _write_all(outcome: Outcome) -> list[FileResult]:
-    grouped = {change.path: group for group in outcome.groups for change in group}
+def _write_groups(outcome: Outcome) -> list[FileResult]:
+    """Phase 1 wrote the files that stand alone; write each multi-file migration together."""
     done: dict[Path, FileResult] = {}
     for group in outcome.groups:
         try:
@@ -435,15 +435,14 @@ def _write_all(outcome: Outcome) -> list[FileResult]:
         except SourceError as error:
             for change in group:
                 done[change.path] = FileResult(change.path, Status.FAILED, str(error))
-    results = []
-    for result in outcome.results:
-        if result.path in done:
-            results.append(done[result.path])
-        elif result.path in grouped:
-            results.append(dataclasses.replace(result, written=True))
         else:
-            results.append(write_result(result))
-    return results
+            done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
+    return [
+        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=True))
+        if r.path in done
+        else r
+        for r in outcome.results
+    ]
 
 
 def write_group(changes: Sequence[FileChange]) -> None:
