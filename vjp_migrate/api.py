@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import os
 import stat
 import tempfile
@@ -26,7 +27,7 @@ from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax
 if TYPE_CHECKING:
     from vjp_migrate.cache import Cache
     from vjp_migrate.discover import Candidate
-    from vjp_migrate.project import FileChange, Outcome, Project
+    from vjp_migrate.project import Outcome, Project
     from vjp_migrate.workers import Task
 
 __all__ = [
@@ -253,17 +254,8 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
-def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
-    """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
-
-    A run killed at any moment leaves the file either untouched or complete: the new bytes
-    are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
-    A symbolic link is written through (the link stays a link). Temporaries left by a killed
-    run in the same folder are removed first. Raises SourceError when the file changed on
-    disk since it was read.
-    """
-    target = Path(os.path.realpath(path))
-    remove_stray_temporaries(target.parent)
+def write_temporary(target: Path, data: bytes) -> str:
+    """A fsynced temporary file beside ``target`` holding ``data``, with target's mode and owner."""
     status = target.stat()
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
@@ -278,6 +270,26 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
             # Not allowed unless root: then the file becomes ours, as with any editor.
             with contextlib.suppress(OSError):
                 os.chown(temporary, status.st_uid, status.st_gid)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    return temporary
+
+
+def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
+    """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
+
+    A run killed at any moment leaves the file either untouched or complete: the new bytes
+    are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
+    A symbolic link is written through (the link stays a link). Temporaries left by a killed
+    run in the same folder are removed first. Raises SourceError when the file changed on
+    disk since it was read.
+    """
+    target = Path(os.path.realpath(path))
+    remove_stray_temporaries(target.parent)
+    temporary = write_temporary(target, data)
+    try:
         if _read(target) != expected:
             raise SourceError("changed on disk while it was being fixed; left untouched")
         os.replace(temporary, target)
@@ -347,6 +359,7 @@ def fix_file(
 
 
 Progress = Callable[[int, int], None]  # (files done, files in all), after each file
+Notice = Callable[[str], None]  # one line for the user, not about one file
 
 
 @dataclass(frozen=True)
@@ -414,24 +427,36 @@ def fix_paths(
     exclude: Sequence[str] = (),
     progress: Progress | None = None,
     how: Execution | None = None,
+    notice: Notice | None = None,
+    recover_first: bool | None = None,
 ) -> list[FileResult]:
     """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``).
 
     The files one migration changes (a custom_vjp and the rules it imports from other files)
-    are written together: if any of them cannot be written, none is.
+    are written together (vjp_migrate.transaction): if any of them cannot be written, none is.
+    A run that writes (or ``recover_first``) first finishes multi-file migrations interrupted
+    below or above ``paths``; each gets one line to ``notice`` (default: a warning on the
+    ``vjp_migrate`` logger).
     """
     from vjp_migrate.workers import Task
 
+    if write if recover_first is None else recover_first:
+        from vjp_migrate.transaction import recover
+
+        for message in recover(paths):
+            (notice or logging.getLogger("vjp_migrate").warning)(message)
     outcome = _together(paths, exclude, Task("fix", settings, write=write), how, progress)
     return _write_groups(outcome) if write else outcome.results
 
 
 def _write_groups(outcome: Outcome) -> list[FileResult]:
     """Phase 1 wrote the files that stand alone; write each multi-file migration together."""
+    from vjp_migrate.transaction import write_together
+
     done: dict[Path, FileResult] = {}
     for group in outcome.groups:
         try:
-            write_group(group)
+            write_together(group)
         except SourceError as error:
             for change in group:
                 done[change.path] = FileResult(change.path, Status.FAILED, str(error))
@@ -443,17 +468,6 @@ def _write_groups(outcome: Outcome) -> list[FileResult]:
         else r
         for r in outcome.results
     ]
-
-
-def write_group(changes: Sequence[FileChange]) -> None:
-    """Write the files of one migration; SourceError (and nothing written) when one cannot be."""
-    for change in changes:
-        if _read(change.path) != change.old:
-            raise SourceError(
-                f"{change.path} changed on disk while it was being fixed; no file of its migration was changed"
-            )
-    for change in changes:
-        write_atomically(change.path, change.new, change.old)
 
 
 def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:

@@ -238,7 +238,8 @@ def fix(
 
         write_now = not diff and not verify_rewrites  # with --verify: plan, prove, then write
         with report.progress() as tick, execution(Execution(jobs)):
-            results = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write_now, tick))  # type: ignore[arg-type]
+            request = _request(paths, options, stdin_filename)
+            results = _guarded(lambda: runs.fix(request, write_now, tick, _notice, not diff))  # type: ignore[arg-type]
         if verify_rewrites and not diff:
             from vjp_migrate.verify import VerifyOptions
 
@@ -252,6 +253,10 @@ def fix(
     if (diff and changed) or (exit_non_zero_on_fix and changed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+
+
+def _notice(message: str) -> None:
+    click.echo(f"vjp-migrate: {message}", err=True)
 
 
 @main.command("explain-error")
@@ -270,11 +275,12 @@ def explain_error(traceback_file: object) -> None:
 
 
 _file = click.Path(exists=True, dir_okay=False, path_type=Path)
+_file_or_folder = click.Path(exists=True, path_type=Path)
 
 
 @main.command("verify")
-@click.argument("before", type=_file)
-@click.argument("after", type=_file)
+@click.argument("before", type=_file_or_folder)
+@click.argument("after", type=_file_or_folder)
 @click.option("--examples", type=_file, help="A Python file defining EXAMPLES = {'name': [args_tuple, ...]}.")
 @click.option("--inputs", type=_file, help="A recording made by `vjp-migrate record`.")
 @click.option("--rtol", type=float, help="Relative tolerance (default: by dtype).")
@@ -301,14 +307,18 @@ def verify_command(
     emit_tests: Path | None,
     output_format: str,
 ) -> None:
-    """Prove a migration with real JAX gradients (runs both modules in a subprocess).
+    """Prove a migration with real JAX gradients (runs both versions in a subprocess).
 
-    Exit 0 all verified equal, 1 a mismatch, 2 something could not be run.
+    BEFORE and AFTER are two files, or two folders (a project before and after; its modules
+    are paired by relative path). Exit 0 all verified equal, 1 a mismatch, 2 something could
+    not be run.
     """
-    from vjp_migrate.verify import VerifyOptions, render_report, verify_files
+    from vjp_migrate.verify import VerifyOptions, render_report, verify_files, verify_trees
 
+    if before.is_dir() != after.is_dir():
+        raise click.UsageError("BEFORE and AFTER must both be files or both be folders")
     options = VerifyOptions(examples, inputs, rtol, atol, device, timeout, seed, strict, emit_tests)
-    result = verify_files(before, after, options)
+    result = (verify_trees if before.is_dir() else verify_files)(before, after, options)
     click.echo(render_report(result, output_format), nl=output_format == "json")
     sys.exit(result.exit_code)
 

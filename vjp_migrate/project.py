@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from vjp_migrate.model import Diagnostic, FileResult, FunctionRef, RewritePlan, Settings, SiteDecision, Status, VjpSite
 from vjp_migrate.modules import ModuleIndex, importing_package, module_imports, package_name
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
+from vjp_migrate.transaction import FileChange
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -182,15 +183,6 @@ class Project:
 
 
 # --- phase 2 -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class FileChange:
-    """One file of a group: its bytes as read and as they are to be written."""
-
-    path: Path
-    old: bytes
-    new: bytes
 
 
 @dataclass(frozen=True)

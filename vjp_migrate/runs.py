@@ -61,14 +61,26 @@ def check(request: Request, with_fixes: bool = False, progress: Progress = None)
     return _apply_baseline(results, request.baseline)
 
 
-def fix(request: Request, write: bool, progress: Progress = None) -> list[FileResult]:
-    """Migrate every path (in place when ``write``), each under its own configuration."""
+def fix(
+    request: Request,
+    write: bool,
+    progress: Progress = None,
+    notice: api.Notice | None = None,
+    recover_first: bool | None = None,
+) -> list[FileResult]:
+    """Migrate every path (in place when ``write``), each under its own configuration.
+
+    Interrupted multi-file migrations are finished first when writing (or ``recover_first``);
+    see api.fix_paths.
+    """
     if request.stdin is not None:
         (group,) = groups([_stdin_group_path(request)], request.options)
         return [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
     results: list[FileResult] = []
     for group in groups(request.paths, request.options):
-        results.extend(api.fix_paths(group.paths, group.settings, write, group.exclude, progress))
+        results.extend(
+            api.fix_paths(group.paths, group.settings, write, group.exclude, progress, None, notice, recover_first)
+        )
     return results
 
 

@@ -18,7 +18,7 @@ from vjp_migrate.verify.model import (
     VerifyOptions,
     VerifyReport,
 )
-from vjp_migrate.verify.runner import MISSING_JAX, Side, run_jobs
+from vjp_migrate.verify.runner import MISSING_JAX, Side, run_jobs, run_requests
 
 __all__ = [
     "MISSING_JAX",
@@ -32,6 +32,7 @@ __all__ = [
     "verify_files",
     "verify_many",
     "verify_sources",
+    "verify_trees",
 ]
 
 
@@ -48,6 +49,37 @@ def verify_sources(before_source: str, after_source: str, path: Path, options: V
     return run_jobs(
         [(Side(path, before_source, f"{path} (before)"), Side(path, after_source, f"{path} (after)"))], options
     )[0]
+
+
+def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Path | None = None) -> VerifyReport:
+    """Pair the .py files of two trees by relative path; import each tree as its own set of
+    packages (its root on sys.path, never mixing with the other tree's modules); verify every
+    custom_vjp function that differs in any pair; one report.
+
+    "Differs" is judged by files: every custom_vjp of a file that differs, or that imports one
+    that differs (directly or not), is verified. ``examples`` (default ``options.examples``)
+    names functions as ``"pkg.ops:fn"``, or ``"fn"`` when one module alone has it.
+    """
+    from vjp_migrate.verify.trees import plan_tree
+
+    plan = plan_tree(before, after)
+    label = (str(before), str(after))
+    if not plan.changed:
+        return VerifyReport(*label, warnings=("the two folders hold the same .py files",), strict=options.strict)
+    if not plan.modules:
+        warnings = (*plan.warnings, "no custom_vjp function is affected by the differences between BEFORE and AFTER")
+        return VerifyReport(*label, warnings=warnings, strict=options.strict)
+    examples = examples or options.examples
+    job = {
+        "kind": "tree",
+        "before": {"root": str(before.resolve()), "label": label[0]},
+        "after": {"root": str(after.resolve()), "label": label[1]},
+        "package": plan.package,
+        "modules": [{"name": m.name, "relative": m.relative} for m in plan.modules],
+        "warnings": list(plan.warnings),
+        "examples": str(examples.resolve()) if examples else None,
+    }
+    return run_requests([job], [label], options, len(plan.modules))[0]
 
 
 def verify_many(

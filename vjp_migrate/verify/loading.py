@@ -9,10 +9,12 @@ package root is put on ``sys.path`` so absolute imports of sibling modules do to
 from __future__ import annotations
 
 import importlib
+import importlib.machinery
 import importlib.util
 import linecache
 import sys
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -80,3 +82,65 @@ def load_module(path: Path, role: str, source: str | None = None) -> types.Modul
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def _inside(module: types.ModuleType, root: Path) -> bool:
+    filename = getattr(module, "__file__", None)
+    return isinstance(filename, str) and Path(filename).resolve().is_relative_to(root)
+
+
+def load_tree(
+    root: Path, package: str | None, names: Sequence[str]
+) -> tuple[dict[str, types.ModuleType], dict[str, str]]:
+    """Import the modules ``names`` of one folder under their real names; the modules and the
+    import errors by name.
+
+    Two versions of a project have the same module names, so each folder is imported in turn:
+    its root goes on ``sys.path`` (or, when the folder is itself the package ``package``, that
+    package is made to point at it), its modules are imported and bound to each other, then
+    every module the folder added is taken out of ``sys.modules`` again. The module objects
+    stay alive, so the next folder's ``pkg.rules`` can never be the one this folder's
+    ``pkg.ops`` imported.
+    """
+    root = root.resolve()
+    known = set(sys.modules)
+    search = str(root)
+    if package is None:
+        sys.path.insert(0, search)
+    importlib.invalidate_caches()
+    modules: dict[str, types.ModuleType] = {}
+    errors: dict[str, str] = {}
+    try:
+        if package is not None:
+            _register_package(root, package)
+        for name in names:
+            try:
+                module = importlib.import_module(name)
+            except BaseException as exc:
+                errors[name] = f"{type(exc).__name__}: {exc}"
+                continue
+            if not _inside(module, root):
+                errors[name] = f"a module named {name} is already loaded from {getattr(module, '__file__', '?')}"
+                continue
+            modules[name] = module
+    finally:
+        if package is None and search in sys.path:
+            sys.path.remove(search)
+        for name in set(sys.modules) - known:
+            if _inside(sys.modules[name], root) or (package is not None and name.split(".")[0] == package):
+                del sys.modules[name]
+    return modules, errors
+
+
+def _register_package(root: Path, package: str) -> None:
+    init = root / "__init__.py"
+    if init.exists():
+        spec = importlib.util.spec_from_file_location(package, init, submodule_search_locations=[str(root)])
+    else:  # a namespace package
+        spec = importlib.machinery.ModuleSpec(package, None, is_package=True)
+        spec.submodule_search_locations = [str(root)]
+    assert spec is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[package] = module
+    if spec.loader is not None:
+        spec.loader.exec_module(module)

@@ -108,8 +108,11 @@ def _rules_key(obj: Any) -> tuple[Any, ...]:
     )
 
 
-def pair_functions(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[VjpPair], list[str]]:
-    """The pairs that differ, and warnings for functions present in only one version."""
+def pair_functions(
+    before: dict[str, Any], after: dict[str, Any], every: bool = False
+) -> tuple[list[VjpPair], list[str]]:
+    """The pairs that differ (``every``: all pairs, for a module whose imports changed), and
+    warnings for functions present in only one version."""
     pairs: list[VjpPair] = []
     warnings: list[str] = []
     for name in sorted(set(before) | set(after)):
@@ -120,7 +123,7 @@ def pair_functions(before: dict[str, Any], after: dict[str, Any]) -> tuple[list[
             warnings.append(f"{name}: a custom_vjp in AFTER only; not verified")
             continue
         b, a = before[name], after[name]
-        if _rules_key(b) == _rules_key(a):
+        if not every and _rules_key(b) == _rules_key(a):
             continue
         pairs.append(VjpPair(name, b, a, _params(primal_of(b)), nondiff_of(b), nondiff_of(a)))
     return pairs, warnings

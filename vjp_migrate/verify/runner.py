@@ -32,14 +32,10 @@ class Side:
         return {"path": str(self.path.resolve()), "source": self.source, "label": self.label or str(self.path)}
 
 
-def _request(jobs: list[tuple[Side, Side]], options: VerifyOptions, examples: list[Path | None] | None) -> str:
-    per_job = examples or [None] * len(jobs)
+def _request(jobs: list[dict[str, Any]], options: VerifyOptions) -> str:
     return json.dumps(
         {
-            "jobs": [
-                {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None}
-                for (b, a), e in zip(jobs, per_job, strict=False)
-            ],
+            "jobs": jobs,
             "emit": str(options.emit_tests.resolve()) if options.emit_tests else None,
             "options": {
                 "examples": str(options.examples.resolve()) if options.examples else None,
@@ -54,11 +50,8 @@ def _request(jobs: list[tuple[Side, Side]], options: VerifyOptions, examples: li
     )
 
 
-def _failed(jobs: list[tuple[Side, Side]], options: VerifyOptions, message: str) -> list[VerifyReport]:
-    return [
-        VerifyReport(b.label or str(b.path), a.label or str(a.path), errors=(message,), strict=options.strict)
-        for b, a in jobs
-    ]
+def _failed(labels: list[tuple[str, str]], options: VerifyOptions, message: str) -> list[VerifyReport]:
+    return [VerifyReport(b, a, errors=(message,), strict=options.strict) for b, a in labels]
 
 
 def worker_env() -> dict[str, str]:
@@ -75,30 +68,44 @@ def run_jobs(
 ) -> list[VerifyReport]:
     """Verify the pairs in one worker process (timeout: ``options.timeout`` per pair);
     ``examples`` gives each pair its own examples file instead of ``options.examples``."""
+    per_job = examples or [None] * len(jobs)
+    requests = [
+        {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None}
+        for (b, a), e in zip(jobs, per_job, strict=False)
+    ]
+    labels = [(b.label or str(b.path), a.label or str(a.path)) for b, a in jobs]
+    return run_requests(requests, labels, options, len(jobs))
+
+
+def run_requests(
+    requests: list[dict[str, Any]], labels: list[tuple[str, str]], options: VerifyOptions, units: int
+) -> list[VerifyReport]:
+    """Run job requests (see worker.py) in one worker process, with ``options.timeout`` per
+    unit of work; ``labels`` (BEFORE, AFTER) name each job in a failure report."""
     if options.python is None and importlib.util.find_spec("jax") is None:
-        return _failed(jobs, options, MISSING_JAX)
+        return _failed(labels, options, MISSING_JAX)
     command = [options.python or sys.executable, "-m", "vjp_migrate.verify.worker"]
     try:
         done = subprocess.run(
             command,
-            input=_request(jobs, options, examples),
+            input=_request(requests, options),
             capture_output=True,
             text=True,
-            timeout=options.timeout * max(1, len(jobs)),
+            timeout=options.timeout * max(1, units),
             env=worker_env(),
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return _failed(jobs, options, f"timed out after {options.timeout:g}s (raise --timeout)")
+        return _failed(labels, options, f"timed out after {options.timeout:g}s (raise --timeout)")
     except OSError as exc:
-        return _failed(jobs, options, f"could not start the worker: {exc}")
+        return _failed(labels, options, f"could not start the worker: {exc}")
     try:
         answer = json.loads(done.stdout)
     except json.JSONDecodeError:
         tail = "\n".join(done.stderr.strip().splitlines()[-15:])
-        return _failed(jobs, options, f"the worker crashed (exit {done.returncode}):\n{tail}")
+        return _failed(labels, options, f"the worker crashed (exit {done.returncode}):\n{tail}")
     if "fatal" in answer:
-        return _failed(jobs, options, answer["fatal"])
+        return _failed(labels, options, answer["fatal"])
     return [_report(data, options) for data in answer["reports"]]
 
 

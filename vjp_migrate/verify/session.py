@@ -5,6 +5,7 @@ cross-backend comparison, the ``jax_custom_vjp3`` pass, and fold the outcomes in
 from __future__ import annotations
 
 import types
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -157,6 +158,21 @@ def _cross_backend(result: PairResult, per_backend: dict[str, list[ExampleRun]],
 
 def vjp3_phase(results: list[PairResult], after_path: Path, after_source: str | None, options: VerifyOptions) -> None:
     """Re-import AFTER with ``jax_custom_vjp3`` on and check it again (n/a without the option)."""
+    from vjp_migrate.verify.loading import load_module
+    from vjp_migrate.verify.pairing import find_custom_vjps
+
+    def reload(factories: list[str]) -> dict[str, Any]:
+        module = load_module(after_path, "after_vjp3", after_source)
+        return find_custom_vjps(module, jax.custom_vjp, factories)
+
+    vjp3_recheck(results, reload, options)
+
+
+def vjp3_recheck(
+    results: list[PairResult], reload: Callable[[list[str]], dict[str, Any]], options: VerifyOptions
+) -> None:
+    """Check AFTER again as ``reload(factories)`` finds it (by pair name) with ``jax_custom_vjp3``
+    on (n/a without the option)."""
     todo = [r for r in results if r.inputs.examples]
     if not todo:
         return
@@ -166,14 +182,10 @@ def vjp3_phase(results: list[PairResult], after_path: Path, after_source: str | 
         for r in todo:
             r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.NOT_APPLICABLE, detail="not in this JAX"))
         return
-    from vjp_migrate.verify.loading import load_module
-    from vjp_migrate.verify.pairing import find_custom_vjps
-
     jax.config.update("jax_custom_vjp3", True)  # type: ignore[no-untyped-call]
     try:
         try:
-            module = load_module(after_path, "after_vjp3", after_source)
-            found = find_custom_vjps(module, jax.custom_vjp, [r.pair.name for r in todo if r.pair.name.endswith("()")])
+            found = reload([r.pair.name for r in todo if r.pair.name.endswith("()")])
         except Exception as exc:
             for r in todo:
                 r.extra.append(

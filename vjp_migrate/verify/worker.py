@@ -51,7 +51,14 @@ def run_request(request: dict[str, Any]) -> dict[str, Any]:
         strict=raw.get("strict", False),
     )
     emit = Path(request["emit"]) if request.get("emit") else None
-    return {"reports": [run_job(job, options, emit) for job in request["jobs"]]}
+    from vjp_migrate.verify.tree_job import run_tree_job
+
+    return {
+        "reports": [
+            run_tree_job(job, options, emit) if job.get("kind") == "tree" else run_job(job, options, emit)
+            for job in request["jobs"]
+        ]
+    }
 
 
 def _backends(device: str | None) -> tuple[list[str], str | None]:
