@@ -178,6 +178,8 @@ class Project:
         further = module_imports(loaded.module, package).target(attribute)
         if further is not None and depth < _MAX_REEXPORTS:
             return self._lookup(role, local, further, importer, depth + 1)
+        if "." in attribute:  # `pkg.sub.f` where pkg is checked and pkg.sub is not
+            return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
         problem = f"{role} `{local}` is imported from `{module_name}`, where no function `{attribute}` is defined"
         return FunctionRef(local, None, problem, module=module_name)
 
@@ -232,13 +234,17 @@ def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
         shapes = {None if d.plan is None else _shape(d.plan, role) for _, d, role, _ in entries}
         if len(shapes) == 1:
             continue
-        names = ", ".join(f"`{d.site.qualname}` ({path})" for path, d, _, _ in entries)
+        names = ", ".join(f"`{d.site.qualname}` ({path})" for path, d, _, _ in sorted(entries, key=_user_order))
         ref = entries[0][3]
         found[key] = (
             f"`{ref.name}` is shared by the custom_vjp functions {names}, which do not all migrate "
             "the same arguments the same way"
         )
     return found
+
+
+def _user_order(entry: tuple[Path, SiteDecision, str, FunctionRef]) -> tuple[str, str]:
+    return str(entry[0]), entry[1].site.qualname
 
 
 class _Groups:
@@ -307,11 +313,16 @@ def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, A
             if decision.plan is None:
                 continue
             plans_for.setdefault(path, []).append(decision.plan)
-            others = sorted(_rule_files(decision) - {str(path)})
-            touches[id(decision)] = tuple(others)
-            for other in others:
+            for other in sorted(_rule_files(decision) - {str(path)}):
                 plans_for.setdefault(Path(other), []).append(decision.plan)
                 groups.join(path, Path(other))
+    members_of: dict[Path, set[str]] = {}
+    for path in plans_for:
+        members_of.setdefault(groups.find(path), set()).add(str(path))
+    for path, analysis in analyses.items():
+        for decision in analysis.decisions:
+            if decision.plan is not None:
+                touches[id(decision)] = tuple(sorted(members_of[groups.find(path)] - {str(path)}))
     by_path: dict[Path, FileResult] = {}
     for path in [*analyses, *(p for p in plans_for if p not in analyses)]:
         plans = plans_for.get(path, []) if fix else []
