@@ -463,7 +463,7 @@ def _write_groups(outcome: Outcome) -> list[FileResult]:
         else:
             done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
     return [
-        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=True))
+        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
         if r.path in done
         else r
         for r in outcome.results

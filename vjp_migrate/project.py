@@ -336,13 +336,15 @@ def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, A
             by_path[path] = FileResult(path, Status.FAILED, reason)
             continue
         loaded = project.loaded.get(path)
-        if result.changed and isinstance(loaded, _Loaded) and result.new_text is not None:
+        if isinstance(loaded, _Loaded) and result.new_text is not None:
+            # Against the bytes on disk: phase 1 may have written this text already, or a fix
+            # of its own that a shared rule now forbids (then the file gets its old text back).
             new = encode(loaded.source, result.new_text)
-            if new != loaded.data:  # phase 1 may have written this very text already
+            if new != loaded.data:
                 members.setdefault(root, []).append(FileChange(path, loaded.data, new))
     written = {r.path for r in results if r.written}
     merged = [
-        dataclasses.replace(by_path[r.path], written=r.path in written)
+        dataclasses.replace(by_path[r.path], written=r.path in written and by_path[r.path].changed)
         if r.status is Status.OK and r.path in by_path
         else r
         for r in results
