@@ -26,6 +26,8 @@ from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax
 
 if TYPE_CHECKING:
     from vjp_migrate.cache import Cache
+    from vjp_migrate.discover import Candidate
+    from vjp_migrate.project import Outcome, Project
     from vjp_migrate.workers import Task
 
 __all__ = [
@@ -54,13 +56,19 @@ def _may_contain(text: str, settings: Settings) -> bool:
     return any(word.decode() in text for word in words)
 
 
-def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False) -> Analysis:
-    """Parse (when a finding is possible) and decide every site; SourceError for bad input."""
+def analyze(
+    text: str, path: str, settings: Settings, parse_anyway: bool = False, project: Project | None = None
+) -> Analysis:
+    """Parse (when a finding is possible) and decide every site; SourceError for bad input.
+
+    ``project`` resolves rules imported from other files (project.py); without it, such a
+    rule is named in a VJP003 and left alone.
+    """
     if not _may_contain(text, settings):
         if parse_anyway:
             check_syntax(text, path)
         return Analysis((), (), None)
-    module = parse(text, path)
+    module = project.parse(text, path) if project is not None else parse(text, path)
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -72,7 +80,7 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
     from vjp_migrate.sites import find_sites
 
     imports = import_table(module)
-    sites = find_sites(module, imports)
+    sites = project.find_sites(module, imports, path) if project is not None else find_sites(module, imports)
     if not sites:
         return Analysis((), (), module)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -95,6 +103,8 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
         return range(positions[first].start.line, end + 1)
 
     ctx = Context(imports, module_helpers(module), line_of)
+    if project is not None:
+        ctx = project.widen(ctx, sites)
     decisions = tuple(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites
@@ -115,7 +125,11 @@ def fix_source(code: str, *, path: str = "<string>", settings: Settings = DEFAUL
     The output is checked to parse; a rewrite that would not parse raises SourceError and
     nothing is changed.
     """
-    analysis = analyze(code, path, settings, parse_anyway=True)
+    return _fix_text(code, path, settings, None)
+
+
+def _fix_text(code: str, path: str, settings: Settings, project: Project | None) -> FixResult:
+    analysis = analyze(code, path, settings, parse_anyway=True, project=project)
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FixResult(code, False, analysis.diagnostics, ())
@@ -181,8 +195,12 @@ def check_file(
         elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can be found
             result = FileResult(path, Status.OK)
         else:
-            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit)
-            result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics)
+            from vjp_migrate.project import Project
+
+            project = Project.for_file(path)
+            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit, project=project)
+            imported = tuple(sorted(project.imported.get(path, ())))
+            result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics, imported_rules=imported)
         if cache is not None:
             cache.put(path, data, explicit, result)
         return result
@@ -295,7 +313,7 @@ def _fsync_folder(folder: Path) -> None:
         os.close(descriptor)
 
 
-def _fixed(path: Path, old_text: str, result: FixResult, written: bool) -> FileResult:
+def _fixed(path: Path, old_text: str, result: FixResult, written: bool, imported: tuple[str, ...] = ()) -> FileResult:
     return FileResult(
         path,
         Status.OK,
@@ -304,6 +322,7 @@ def _fixed(path: Path, old_text: str, result: FixResult, written: bool) -> FileR
         old_text=old_text,
         new_text=result.source,
         written=written,
+        imported_rules=imported,
     )
 
 
@@ -317,6 +336,7 @@ def fix_file(
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
         source: SourceText = decode(data)
+        imported: tuple[str, ...] = ()
         if path.suffix == ".ipynb":
             from vjp_migrate.notebook import fix_notebook
 
@@ -324,12 +344,16 @@ def fix_file(
         elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can change
             result = FixResult(source.text, False, (), ())
         else:
-            result = fix_source(source.text, path=str(path), settings=settings)
+            from vjp_migrate.project import Project
+
+            project = Project.for_file(path)
+            result = _fix_text(source.text, str(path), settings, project)
+            imported = tuple(sorted(project.imported.get(path, ())))
         written = False
         if result.changed and write:
             write_atomically(path, encode(source, result.source), data)
             written = True
-        return _fixed(path, source.text, result, written)
+        return _fixed(path, source.text, result, written, imported)
 
     return _guard(path, work)
 
@@ -361,14 +385,25 @@ def execution(how: Execution) -> Iterator[None]:
 
 def _run(
     paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
-) -> list[FileResult]:
+) -> tuple[list[FileResult], list[Candidate]]:
     from vjp_migrate import workers
 
     how = how or _EXECUTION[-1]
     candidates, rejected = discover(paths, exclude)
     results = [FileResult(r.path, Status.FAILED, r.reason) for r in rejected]
     results.extend(workers.run(candidates, task, how.jobs, progress))
-    return results
+    return results, candidates
+
+
+def _together(
+    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
+) -> Outcome:
+    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
+    from vjp_migrate.project import complete
+
+    results, candidates = _run(paths, exclude, task, how, progress)
+    files = [c.path for c in candidates]
+    return complete(results, files, paths, task.settings, fix=task.mode == "fix")
 
 
 def check_paths(
@@ -382,7 +417,7 @@ def check_paths(
     from vjp_migrate.workers import Task
 
     how = how or _EXECUTION[-1]
-    return _run(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress)
+    return _together(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress).results
 
 
 def fix_paths(
@@ -397,9 +432,11 @@ def fix_paths(
 ) -> list[FileResult]:
     """fix_file over every file below ``paths``, in a stable order (see Execution for ``how``).
 
+    The files one migration changes (a custom_vjp and the rules it imports from other files)
+    are written together (vjp_migrate.transaction): if any of them cannot be written, none is.
     A run that writes (or ``recover_first``) first finishes multi-file migrations interrupted
-    below or above ``paths`` (see vjp_migrate.transaction); each gets one line to ``notice``
-    (default: a warning on the ``vjp_migrate`` logger).
+    below or above ``paths``; each gets one line to ``notice`` (default: a warning on the
+    ``vjp_migrate`` logger).
     """
     from vjp_migrate.workers import Task
 
@@ -408,7 +445,29 @@ def fix_paths(
 
         for message in recover(paths):
             (notice or logging.getLogger("vjp_migrate").warning)(message)
-    return _run(paths, exclude, Task("fix", settings, write=write), how, progress)
+    outcome = _together(paths, exclude, Task("fix", settings, write=write), how, progress)
+    return _write_groups(outcome) if write else outcome.results
+
+
+def _write_groups(outcome: Outcome) -> list[FileResult]:
+    """Phase 1 wrote the files that stand alone; write each multi-file migration together."""
+    from vjp_migrate.transaction import write_together
+
+    done: dict[Path, FileResult] = {}
+    for group in outcome.groups:
+        try:
+            write_together(group)
+        except SourceError as error:
+            for change in group:
+                done[change.path] = FileResult(change.path, Status.FAILED, str(error))
+        else:
+            done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
+    return [
+        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
+        if r.path in done
+        else r
+        for r in outcome.results
+    ]
 
 
 def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:

@@ -116,7 +116,7 @@ def _dump(result: FileResult) -> dict[str, Any]:
             return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return getattr(value, "value", value)  # enums by value
 
-    return {"diagnostics": [plain(d) for d in result.diagnostics]}
+    return {"diagnostics": [plain(d) for d in result.diagnostics], "imported_rules": list(result.imported_rules)}
 
 
 def _load(path: Path, raw: dict[str, Any]) -> FileResult:
@@ -126,6 +126,8 @@ def _load(path: Path, raw: dict[str, Any]) -> FileResult:
         values = dict(values)
         values["fix_safety"] = FixSafety(values["fix_safety"])
         values["reasons"] = tuple(Evidence(**{**e, "kind": ArgKind(e["kind"])}) for e in values["reasons"])
+        values["also_touches"] = tuple(values.get("also_touches", ()))
         return Diagnostic(**values)
 
-    return FileResult(path, Status.OK, diagnostics=tuple(diagnostic(d) for d in raw["diagnostics"]))
+    diagnostics = tuple(diagnostic(d) for d in raw["diagnostics"])
+    return FileResult(path, Status.OK, diagnostics=diagnostics, imported_rules=tuple(raw.get("imported_rules", ())))

@@ -30,11 +30,14 @@ class Plugin:
 
         from vjp_migrate.api import analyze
         from vjp_migrate.config import ConfigError, settings_for
+        from vjp_migrate.project import Project
         from vjp_migrate.source import SourceError
 
         try:
             settings = settings_for(Path(self.filename if self.filename not in ("-", "stdin") else "."))
-            diagnostics = analyze(text, self.filename, settings).diagnostics
+            # One file at a time: a rule imported from another file is VJP003 naming its module.
+            project = Project.for_file(Path(self.filename))
+            diagnostics = analyze(text, self.filename, settings, project=project).diagnostics
         except (SourceError, ConfigError):  # flake8 reports syntax errors itself (E999)
             return
         for d in diagnostics:

@@ -51,6 +51,10 @@ class FunctionRef:
     name: str
     node: cst.FunctionDef | None
     problem: str | None = None  # why it cannot be rewritten, when node is None or unusable
+    # Imported rules (project.py): the module it is imported from, and the file holding
+    # ``node`` when that is not the primal's file.
+    module: str | None = None
+    path: str | None = None
 
 
 @dataclass(frozen=True)
@@ -110,6 +114,7 @@ class Diagnostic:
     fix_safety: FixSafety
     reasons: tuple[Evidence, ...] = ()
     cell: int | None = None  # notebooks: the 1-based cell; line and column are then within it
+    also_touches: tuple[str, ...] = ()  # the other files the fix of this finding changes
 
 
 class Layout(enum.Enum):
@@ -193,6 +198,9 @@ class FileResult:
     old_text: str | None = None
     new_text: str | None = None
     written: bool = False
+    # Modules this file's custom_vjp rules are imported from: the run analyses the file again
+    # together with them when they are among its files (project.py).
+    imported_rules: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -36,6 +36,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         "fix_safety": d.fix_safety.value,
         "reasons": [{"kind": e.kind.value, "text": e.text, "line": e.line} for e in d.reasons],
         **({"cell": d.cell} if d.cell is not None else {}),
+        **({"also_touches": list(d.also_touches)} if d.also_touches else {}),
     }
 
 
@@ -48,6 +49,8 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     lines = [("location", f"{location(d)}:"), ("code", f" {d.code}"), ("plain", f" {d.message}")]
     if d.fixable:
         lines.append(("fix", " [*]" if d.fix_safety.value == "safe" else " [*unsafe]"))
+    if d.also_touches:
+        lines.append(("reason", f"\n    the fix also changes {', '.join(d.also_touches)}"))
     if show_reasons:
         for reason in d.reasons:
             where = f" (line {reason.line})" if reason.line else ""

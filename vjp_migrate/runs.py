@@ -104,6 +104,20 @@ def add_noqa(request: Request) -> list[FileResult]:
     return results
 
 
+def _multi_file(results: list[FileResult]) -> dict[Path, set[Path]]:
+    """The files of each multi-file migration (see project.py), by file."""
+    groups: dict[Path, set[Path]] = {}
+    for result in results:
+        for d in result.diagnostics:
+            if d.also_touches:
+                group = {result.path, *(Path(p) for p in d.also_touches)}
+                for path in list(group):
+                    group |= groups.get(path, set())
+                for path in group:
+                    groups[path] = group
+    return groups
+
+
 def write_verified(planned: list[FileResult], verify_options: object) -> list[FileResult]:
     """Verify each planned rewrite with real JAX, write the ones that verify, refuse the rest.
 
@@ -113,10 +127,19 @@ def write_verified(planned: list[FileResult], verify_options: object) -> list[Fi
     from vjp_migrate.verify import VerifyOptions, verify_sources
 
     assert isinstance(verify_options, VerifyOptions)
+    together = _multi_file(planned)
     results: list[FileResult] = []
     for result in planned:
         if not result.changed or result.old_text is None or result.new_text is None:
             results.append(result)
+            continue
+        if result.path in together:
+            reason = (
+                f"rewrite not written: --verify proves one file at a time, and this migration changes "
+                f"{', '.join(sorted(str(p) for p in together[result.path]))} together; fix without "
+                "--verify (in a copy), then prove it with `vjp-migrate verify BEFORE_DIR AFTER_DIR`"
+            )
+            results.append(dataclasses.replace(result, status=Status.FAILED, reason=reason))
             continue
         report = verify_sources(result.old_text, result.new_text, result.path, verify_options)
         if report.exit_code == 0:

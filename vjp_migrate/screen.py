@@ -280,6 +280,22 @@ def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None
     return fwds or [None], bwds or [None]
 
 
+def _imports_a_rule(m: _Module, site: _Site) -> bool:
+    """A rule bound by an import, not a def: project-wide analysis may find it in another file."""
+    for call in m.calls:
+        func = call.func
+        if not (isinstance(func, ast.Attribute) and func.attr == "defvjp"):
+            continue
+        owner = _dotted(func.value)
+        if owner is None or owner.rsplit(".", 1)[-1] not in site.names:
+            continue
+        for expr in [*call.args, *(k.value for k in call.keywords)]:
+            name = _dotted(expr)
+            if name is not None and name.split(".")[0] in m.aliases and not m.defs.get(name.rsplit(".", 1)[-1]):
+                return True
+    return False
+
+
 def _own_returns(func: Func) -> Iterator[ast.Return]:
     stack: list[ast.AST] = list(func.body)
     while stack:
@@ -457,6 +473,8 @@ def _call_site_may_pass_array(m: _Module, site: _Site) -> bool:
 
 def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUse, decisive: _ArrayUse) -> bool:
     fwds, bwds = _rules(m, site)
+    if settings.select & NEEDS_ARRAY and _imports_a_rule(m, site):
+        return True
     proof = _StaticProof(m, site)
     for primal in (proof.primal,) if proof.primal else site.primals:
         positions = _positions(m, site, primal)

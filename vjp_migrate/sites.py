@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import FunctionRef, NondiffSpec, VjpSite
+
+# Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
+# (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
+ImportedRule = Callable[[str, str], FunctionRef | None]
 
 _COMPOUND_BODIES = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
 
@@ -89,9 +93,10 @@ def _str_literals(expr: cst.BaseExpression) -> tuple[str, ...] | None:
 class SiteFinder:
     """Walks one module's scopes and collects its custom_vjp sites."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable) -> None:
+    def __init__(self, module: cst.Module, imports: ImportTable, imported_rule: ImportedRule | None = None) -> None:
         self.module = module
         self.imports = imports
+        self.imported_rule = imported_rule
         self.constants = self._module_constants()
 
     def _module_constants(self) -> dict[str, cst.BaseExpression]:
@@ -290,6 +295,10 @@ class SiteFinder:
         if name is None:
             return FunctionRef(text, None, f"{role} `{text}` is not a function defined in this module")
         node = find_def(scope, name)
+        if node is None and self.imported_rule is not None:
+            resolved = self.imported_rule(role, name)
+            if resolved is not None:
+                return resolved
         if node is None:
             origin = self.imports.aliases.get(name.split(".")[0])
             where = f"imported from `{origin.rsplit('.', 1)[0]}`" if origin else "not defined in this module"
@@ -363,6 +372,6 @@ def _mark_shared(sites: list[VjpSite]) -> list[VjpSite]:
     return result
 
 
-def find_sites(module: cst.Module, imports: ImportTable) -> list[VjpSite]:
+def find_sites(module: cst.Module, imports: ImportTable, imported_rule: ImportedRule | None = None) -> list[VjpSite]:
     """Every custom_vjp in the module that has nondiff_argnums or nondiff_argnames."""
-    return SiteFinder(module, imports).find()
+    return SiteFinder(module, imports, imported_rule).find()

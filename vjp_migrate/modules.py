@@ -1,0 +1,160 @@
+"""Stage 1b: the files of one run -> a module index (dotted name <-> path) and import resolution.
+
+A file's module name comes from its location: the folders above it that hold an
+``__init__.py`` are its packages (``mypkg/ops.py`` -> ``mypkg.ops``). A folder given on the
+command line is also an import root, so a ``src/`` layout and namespace packages (folders
+without ``__init__.py``) resolve too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+
+from vjp_migrate.imports import dotted
+
+_PY_SUFFIXES = (".py", ".pyi")
+
+
+def package_name(path: Path) -> str:
+    """The dotted module name of ``path`` from the ``__init__.py`` files above it."""
+    parts = [] if path.stem == "__init__" else [path.stem]
+    folder = path.parent
+    while (folder / "__init__.py").is_file() and folder.name:
+        parts.insert(0, folder.name)
+        folder = folder.parent
+    return ".".join(parts)
+
+
+def _root_name(path: Path, root: Path) -> str | None:
+    try:
+        relative = path.relative_to(root)
+    except ValueError:
+        return None
+    parts = list(relative.parent.parts)
+    if path.stem != "__init__":
+        parts.append(path.stem)
+    if not parts or not all(p.isidentifier() for p in parts):
+        return None
+    return ".".join(parts)
+
+
+@dataclass
+class ModuleIndex:
+    """Which module name means which file, for the files of one run."""
+
+    paths: dict[str, Path] = field(default_factory=dict)  # module name -> file
+    names: dict[Path, str] = field(default_factory=dict)  # file -> its canonical module name
+
+    @classmethod
+    def build(cls, files: Iterable[Path], roots: Sequence[Path] = ()) -> ModuleIndex:
+        index = cls()
+        folders = [r for r in roots if r.is_dir()]
+        for path in files:
+            if path.suffix not in _PY_SUFFIXES:
+                continue
+            canonical = package_name(path)
+            if canonical:
+                index.names[path] = canonical
+                index.paths.setdefault(canonical, path)
+            for root in folders:
+                name = _root_name(path, root)
+                if name is not None:
+                    index.names.setdefault(path, name)
+                    index.paths.setdefault(name, path)
+        return index
+
+    def split(self, target: str) -> tuple[str, str] | None:
+        """``pkg.rules.bwd`` -> (``pkg.rules``, ``bwd``): the longest module prefix in the index."""
+        parts = target.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if module in self.paths:
+                return module, ".".join(parts[cut:])
+        return None
+
+
+def absolute_module(relative: str, package: str) -> str | None:
+    """``..rules`` seen from package ``pkg.sub`` -> ``pkg.rules``; None when it climbs too far."""
+    level = len(relative) - len(relative.lstrip("."))
+    rest = relative[level:]
+    if level == 0:
+        return relative
+    parts = package.split(".") if package else []
+    if level - 1 > len(parts) or not package:
+        return None
+    base = parts[: len(parts) - (level - 1)]
+    return ".".join([*base, rest] if rest else base) or None
+
+
+def importing_package(module_name: str, path: Path) -> str:
+    """The package a module's relative imports start from."""
+    if path.stem == "__init__":
+        return module_name
+    return module_name.rpartition(".")[0]
+
+
+class _Imports(cst.CSTVisitor):
+    def __init__(self, package: str) -> None:
+        self.package = package
+        self.targets: dict[str, str] = {}  # local name -> absolute dotted target
+        self.spelled: dict[str, str] = {}  # local name -> the module as written (for messages)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False  # rules are module-level; a function's own imports do not bind module names
+
+    def visit_Import(self, node: cst.Import) -> None:
+        for alias in node.names:
+            full = dotted(alias.name) or ""
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local, target = alias.asname.name.value, full
+            else:
+                local = target = full.split(".")[0]
+            self.targets[local] = target
+            self.spelled[local] = target
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if isinstance(node.names, cst.ImportStar):
+            return
+        written = "." * len(node.relative) + (dotted(node.module) or "" if node.module is not None else "")
+        base = absolute_module(written, self.package)
+        for alias in node.names:
+            name = dotted(alias.name) or ""
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            self.spelled[local] = written
+            if base is not None:
+                self.targets[local] = f"{base}.{name}"
+
+
+@dataclass(frozen=True)
+class ModuleImports:
+    """A module's module-level imports: local name -> absolute dotted target."""
+
+    targets: dict[str, str]
+    spelled: dict[str, str]
+
+    def target(self, name: str) -> str | None:
+        """``rules.bwd`` -> ``pkg.rules.bwd`` when ``rules`` is imported; None otherwise."""
+        head, _, rest = name.partition(".")
+        base = self.targets.get(head)
+        if base is None:
+            return None
+        return f"{base}.{rest}" if rest else base
+
+    def origin(self, name: str) -> str | None:
+        """The module a name is imported from, absolute when it can be made so."""
+        target = self.target(name)
+        if target is not None:
+            return target.rpartition(".")[0] or target
+        return self.spelled.get(name.partition(".")[0])
+
+
+def module_imports(module: cst.Module, package: str) -> ModuleImports:
+    collector = _Imports(package)
+    module.visit(collector)
+    return ModuleImports(collector.targets, collector.spelled)

@@ -1,0 +1,396 @@
+"""Stage 6d: project-wide analysis: custom_vjp rules imported from other files of the same run.
+
+Phase 1 analyses every file on its own (workers, cache); a site whose fwd or bwd is imported
+is then VJP003 ("... which is not among the files checked") and its file says which modules
+it imports rules from (``FileResult.imported_rules``). Phase 2, here, analyses those files
+again in one ``Project``: every file is parsed once, an imported rule resolves to the
+FunctionDef in the other file's tree, and classification and planning run unchanged on those
+nodes. The plans of one migration are applied to every file they touch, and the files a
+migration touches form one group, written together.
+
+A rule used by several custom_vjp functions (in any files) is rewritten only when every user
+migrates the same argument positions the same way; otherwise all users get VJP003.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from vjp_migrate.model import Diagnostic, FileResult, FunctionRef, RewritePlan, Settings, SiteDecision, Status, VjpSite
+from vjp_migrate.modules import ModuleIndex, importing_package, module_imports, package_name
+from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
+from vjp_migrate.transaction import FileChange
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+    from vjp_migrate.api import Analysis
+    from vjp_migrate.classify import Context
+    from vjp_migrate.imports import ImportTable
+    from vjp_migrate.sites import ImportedRule
+
+_MAX_REEXPORTS = 4  # `from ._impl import bwd` in an __init__.py, followed this many times
+
+
+def outside_message(role: str, name: str, module: str) -> str:
+    return (
+        f"{role} `{name}` is imported from `{module}`, which is not among the files checked; "
+        "include it to migrate this function"
+    )
+
+
+@dataclass
+class _Loaded:
+    data: bytes
+    source: SourceText
+    module: cst.Module
+
+
+@dataclass
+class Project:
+    """The parsed files of one run and the answers analyze asks of them (see api.analyze)."""
+
+    index: ModuleIndex
+    loaded: dict[Path, _Loaded | str] = field(default_factory=dict)  # a str says why it failed
+    # The modules each analysed file imports rules from (phase 1 reports them).
+    imported: dict[Path, set[str]] = field(default_factory=dict)
+    blocked: dict[int, str] = field(default_factory=dict)  # id(rule node) -> the VJP003 detail
+
+    @classmethod
+    def for_file(cls, path: Path) -> Project:
+        """A project of one file: imported rules are named, never resolved."""
+        return cls(ModuleIndex.build([path]))
+
+    # --- files -------------------------------------------------------------------------------
+
+    def load(self, path: Path) -> _Loaded | str:
+        if path not in self.loaded:
+            from vjp_migrate.api import _read
+
+            try:
+                data = _read(path)
+                source = decode(data)
+                self.loaded[path] = _Loaded(data, source, parse(source.text, str(path)))
+            except SourceError as error:
+                self.loaded[path] = str(error)
+            except OSError as error:
+                self.loaded[path] = f"cannot be read: {error.strerror or error}"
+        return self.loaded[path]
+
+    def preload(self, path: Path, text: str) -> None:
+        """Analyse ``text`` (what phase 1 read, before it wrote its own fix) for ``path``."""
+        from vjp_migrate.api import _read
+
+        try:
+            data = _read(path)
+            self.loaded[path] = _Loaded(data, SourceText(text, decode(data).encoding), parse(text, str(path)))
+        except SourceError as error:
+            self.loaded[path] = str(error)
+        except OSError as error:
+            self.loaded[path] = f"cannot be read: {error.strerror or error}"
+
+    # --- the hooks api.analyze calls ---------------------------------------------------------
+
+    def parse(self, text: str, path: str) -> cst.Module:
+        """The module for ``text``: the tree other files' rules point into, when already loaded."""
+        known = self.loaded.get(Path(path))
+        if isinstance(known, _Loaded) and known.source.text == text:
+            return known.module
+        return parse(text, path)
+
+    def find_sites(self, module: cst.Module, imports: ImportTable, path: str) -> list[VjpSite]:
+        from vjp_migrate.sites import find_sites
+
+        sites = find_sites(module, imports, self.imported_rule(Path(path), module))
+        return [self._block(site) for site in sites]
+
+    def _block(self, site: VjpSite) -> VjpSite:
+        for ref in (site.fwd, site.bwd):
+            if ref is not None and ref.node is not None and id(ref.node) in self.blocked:
+                return dataclasses.replace(site, problem=self.blocked[id(ref.node)])
+        return site
+
+    def widen(self, ctx: Context, sites: Sequence[VjpSite]) -> Context:
+        """Let classification read rules from other modules with those modules' imports."""
+        from vjp_migrate.classify import module_helpers
+        from vjp_migrate.imports import ImportTable, import_table
+
+        others = {ref.path for site in sites for ref in (site.fwd, site.bwd) if ref is not None and ref.path}
+        if not others:
+            return ctx
+        aliases, shadowed, helpers = dict(ctx.imports.aliases), set(ctx.imports.shadowed), dict(ctx.helpers)
+        conflicts: set[str] = set()
+        for other in sorted(others):
+            loaded = self.loaded.get(Path(other))
+            if not isinstance(loaded, _Loaded):
+                continue
+            table = import_table(loaded.module)
+            for name, target in table.aliases.items():
+                if aliases.setdefault(name, target) != target:
+                    conflicts.add(name)  # two meanings: neither is trusted
+            shadowed |= table.shadowed
+            for name, helper in module_helpers(loaded.module).items():
+                helpers.setdefault(name, helper)
+        for name in conflicts:
+            aliases.pop(name, None)
+        return dataclasses.replace(ctx, imports=ImportTable(aliases, frozenset(shadowed)), helpers=helpers)
+
+    # --- resolving imported rules ------------------------------------------------------------
+
+    def imported_rule(self, path: Path, module: cst.Module) -> ImportedRule:
+        name = self.index.names.get(path) or package_name(path)
+        imports = module_imports(module, importing_package(name, path))
+
+        def resolve(role: str, local: str) -> FunctionRef | None:
+            origin = imports.origin(local)
+            if origin is None:
+                return None
+            self.imported.setdefault(path, set()).add(origin)
+            target = imports.target(local)
+            if target is None:
+                return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
+            return self._lookup(role, local, target, path, 0)
+
+        return resolve
+
+    def _lookup(self, role: str, local: str, target: str, importer: Path, depth: int) -> FunctionRef:
+        from vjp_migrate.sites import Scope, find_def
+
+        origin = target.rpartition(".")[0] or target
+        split = self.index.split(target)
+        if split is None:
+            return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
+        module_name, attribute = split
+        path = self.index.paths[module_name]
+        loaded = self.load(path)
+        if isinstance(loaded, str):
+            problem = f"{role} `{local}` is imported from `{module_name}` ({path}), which {loaded}"
+            return FunctionRef(local, None, problem, module=module_name)
+        node = find_def(Scope(list(loaded.module.body), None, False, ""), attribute)
+        if node is not None:
+            where = None if path == importer else str(path)
+            return FunctionRef(local, node, module=module_name, path=where)
+        package = importing_package(self.index.names.get(path) or module_name, path)
+        further = module_imports(loaded.module, package).target(attribute)
+        if further is not None and depth < _MAX_REEXPORTS:
+            return self._lookup(role, local, further, importer, depth + 1)
+        if "." in attribute:  # `pkg.sub.f` where pkg is checked and pkg.sub is not
+            return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
+        problem = f"{role} `{local}` is imported from `{module_name}`, where no function `{attribute}` is defined"
+        return FunctionRef(local, None, problem, module=module_name)
+
+
+# --- phase 2 -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Outcome:
+    results: list[FileResult]
+    groups: list[list[FileChange]]  # files changed by one migration; written together
+
+
+def _rule_files(decision: SiteDecision) -> set[str]:
+    site = decision.site
+    return {ref.path for ref in (site.fwd, site.bwd) if ref is not None and ref.path is not None}
+
+
+def _shape(plan: RewritePlan, role: str) -> tuple[object, ...]:
+    """What a plan does to one rule: users of a shared rule must agree on it."""
+    if role == "fwd":
+        return (plan.moved, plan.kept, plan.saved_fwd_names, plan.layout)
+    return (
+        plan.moved,
+        plan.kept,
+        plan.saved_bwd_names,
+        plan.moved_bwd_params,
+        plan.layout,
+        plan.residual_param,
+        plan.old_residual_name,
+        plan.none_slots,
+    )
+
+
+def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
+    """Rules shared across files whose users do not all migrate the same way."""
+    users: dict[int, list[tuple[Path, SiteDecision, str, FunctionRef]]] = {}
+    crosses: set[int] = set()
+    for path, analysis in analyses.items():
+        for decision in analysis.decisions:
+            for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+                if ref is None or ref.node is None:
+                    continue
+                users.setdefault(id(ref.node), []).append((path, decision, role, ref))
+                if ref.path is not None:
+                    crosses.add(id(ref.node))
+    found: dict[int, str] = {}
+    for key in crosses:
+        entries = users[key]
+        if len(entries) < 2:
+            continue
+        shapes = {None if d.plan is None else _shape(d.plan, role) for _, d, role, _ in entries}
+        if len(shapes) == 1:
+            continue
+        names = ", ".join(f"`{d.site.qualname}` ({path})" for path, d, _, _ in sorted(entries, key=_user_order))
+        ref = entries[0][3]
+        found[key] = (
+            f"`{ref.name}` is shared by the custom_vjp functions {names}, which do not all migrate "
+            "the same arguments the same way"
+        )
+    return found
+
+
+def _user_order(entry: tuple[Path, SiteDecision, str, FunctionRef]) -> tuple[str, str]:
+    return str(entry[0]), entry[1].site.qualname
+
+
+class _Groups:
+    def __init__(self) -> None:
+        self.parent: dict[Path, Path] = {}
+
+    def find(self, path: Path) -> Path:
+        self.parent.setdefault(path, path)
+        while self.parent[path] != path:
+            path = self.parent[path]
+        return path
+
+    def join(self, a: Path, b: Path) -> None:
+        self.parent[self.find(a)] = self.find(b)
+
+
+def _analyse_all(project: Project, start: list[Path], settings: Settings) -> dict[Path, Analysis]:
+    from vjp_migrate.api import analyze
+
+    analyses: dict[Path, Analysis] = {}
+    pending = list(start)
+    while pending:
+        path = pending.pop(0)
+        if path in analyses:
+            continue
+        loaded = project.load(path)
+        if isinstance(loaded, str):
+            continue
+        analysis = analyze(loaded.source.text, str(path), settings, parse_anyway=True, project=project)
+        analyses[path] = analysis
+        for decision in analysis.decisions:
+            pending.extend(Path(p) for p in sorted(_rule_files(decision)))
+    return analyses
+
+
+def complete(
+    results: list[FileResult], files: Sequence[Path], roots: Sequence[Path], settings: Settings, fix: bool
+) -> Outcome:
+    """Phase 2 over phase 1's ``results``: files whose rules are imported from other given files.
+
+    ``fix``: the results carry the new texts and the outcome the groups of changes to write.
+    """
+    flagged = [r.path for r in results if r.status is Status.OK and r.imported_rules]
+    if not flagged or len(files) < 2:
+        return Outcome(results, [])
+    project = Project(ModuleIndex.build(files, roots))
+    for result in results:
+        if result.written and result.old_text is not None:
+            project.preload(result.path, result.old_text)
+    analyses = _analyse_all(project, flagged, settings)
+    while True:  # each round blocks at least one more rule, so this ends
+        blocked = {k: v for k, v in _disagreements(analyses).items() if k not in project.blocked}
+        if not blocked:
+            break
+        project.blocked.update(blocked)
+        analyses = _analyse_all(project, list(analyses), settings)
+    return _outcome(results, project, analyses, fix)
+
+
+def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, Analysis], fix: bool) -> Outcome:
+    groups = _Groups()
+    plans_for: dict[Path, list[RewritePlan]] = {}
+    touches: dict[int, tuple[str, ...]] = {}  # id(decision) -> the other files its fix changes
+    for path, analysis in analyses.items():
+        for decision in analysis.decisions:
+            if decision.plan is None:
+                continue
+            plans_for.setdefault(path, []).append(decision.plan)
+            for other in sorted(_rule_files(decision) - {str(path)}):
+                plans_for.setdefault(Path(other), []).append(decision.plan)
+                groups.join(path, Path(other))
+    members_of: dict[Path, set[str]] = {}
+    for path in plans_for:
+        members_of.setdefault(groups.find(path), set()).add(str(path))
+    for path, analysis in analyses.items():
+        for decision in analysis.decisions:
+            if decision.plan is not None:
+                touches[id(decision)] = tuple(sorted(members_of[groups.find(path)] - {str(path)}))
+    by_path: dict[Path, FileResult] = {}
+    for path in [*analyses, *(p for p in plans_for if p not in analyses)]:
+        plans = plans_for.get(path, []) if fix else []
+        by_path[path] = _file_result(path, analyses.get(path), project, plans, touches, fix)
+    failed = {groups.find(p): p for p, r in by_path.items() if r.status is Status.FAILED}
+    members: dict[Path, list[FileChange]] = {}
+    for path, result in by_path.items():
+        root = groups.find(path)
+        if root in failed and result.status is Status.OK:
+            reason = f"not changed: {failed[root]}, changed by the same migration, could not be rewritten"
+            by_path[path] = FileResult(path, Status.FAILED, reason)
+            continue
+        loaded = project.loaded.get(path)
+        if isinstance(loaded, _Loaded) and result.new_text is not None:
+            # Against the bytes on disk: phase 1 may have written this text already, or a fix
+            # of its own that a shared rule now forbids (then the file gets its old text back).
+            new = encode(loaded.source, result.new_text)
+            if new != loaded.data:
+                members.setdefault(root, []).append(FileChange(path, loaded.data, new))
+    written = {r.path for r in results if r.written}
+    merged = [
+        dataclasses.replace(by_path[r.path], written=r.path in written and by_path[r.path].changed)
+        if r.status is Status.OK and r.path in by_path
+        else r
+        for r in results
+    ]
+    return Outcome(merged, [sorted(group, key=lambda c: str(c.path)) for group in members.values()])
+
+
+def _file_result(
+    path: Path,
+    analysis: Analysis | None,
+    project: Project,
+    plans: list[RewritePlan],
+    touches: dict[int, tuple[str, ...]],
+    fix: bool,
+) -> FileResult:
+    loaded = project.loaded[path]
+    assert isinstance(loaded, _Loaded)
+    imported = tuple(sorted(project.imported.get(path, ())))
+    diagnostics: tuple[Diagnostic, ...] = ()
+    moved: set[tuple[str, int]] = set()
+    if analysis is not None:
+        notes = {d.site.qualname: touches[id(d)] for d in analysis.decisions if touches.get(id(d))}
+        diagnostics = tuple(
+            dataclasses.replace(d, also_touches=notes[d.function]) if d.function in notes else d
+            for d in analysis.diagnostics
+        )
+        moved = {(d.site.qualname, i) for d in analysis.decisions if d.plan for i in d.plan.moved}
+    if not fix:
+        return FileResult(path, Status.OK, diagnostics=diagnostics, imported_rules=imported)
+    new_text = loaded.source.text
+    if plans:
+        from vjp_migrate.rewrite import apply_plans
+
+        new_text = apply_plans(loaded.module, plans).code
+        try:
+            check_syntax(new_text, str(path))
+        except SourceError as error:
+            reason = f"internal error: the rewrite would not parse ({error}); left untouched"
+            return FileResult(path, Status.FAILED, reason)
+    fixed = tuple(d for d in diagnostics if (d.function, d.index) in moved)
+    return FileResult(
+        path,
+        Status.OK,
+        diagnostics=diagnostics,
+        fixed=fixed,
+        old_text=loaded.source.text,
+        new_text=new_text,
+        imported_rules=imported,
+    )
