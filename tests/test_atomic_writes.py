@@ -59,6 +59,14 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, by
     return tree, expected
 
 
+def wait_for_first_write(tree: Path, process: subprocess.Popen[bytes]) -> None:
+    folders = sorted(p for p in tree.iterdir() if p.is_dir())
+    while process.poll() is None and not any(
+        entry.name.endswith(".vjp-migrate.tmp") for folder in folders for entry in os.scandir(folder)
+    ):
+        time.sleep(0.0005)
+
+
 def start_fix(tree: Path) -> subprocess.Popen[bytes]:
     # A session of its own: the kill takes the whole process group, workers included.
     return subprocess.Popen(
@@ -84,8 +92,9 @@ def test_sigkill_at_random_moments_leaves_files_whole(tmp_path: Path, corpus: tu
 
     rng = random.Random(6)
     moments = sorted(rng.uniform(0.2, 1.0) * duration for _ in range(KILLS))
-    # Should no kill land mid-write (a fast machine), a few more aim at the middle of the run.
-    moments += [rng.uniform(0.4, 0.8) * duration for _ in range(KILLS)]
+    # fix decides every file before writing any, so the writes take a short moment at the end.
+    # Should no random kill land in it, later attempts watch for the first write and kill then.
+    moments += [rng.uniform(0.0, 0.01) for _ in range(KILLS)]
     partial_runs = 0
     for attempt, moment in enumerate(moments):
         if attempt >= KILLS and partial_runs:
@@ -93,6 +102,8 @@ def test_sigkill_at_random_moments_leaves_files_whole(tmp_path: Path, corpus: tu
         tree = tmp_path / f"killed{attempt}"
         shutil.copytree(source, tree)
         process = start_fix(tree)
+        if attempt >= KILLS:
+            wait_for_first_write(tree, process)
         time.sleep(moment)
         with contextlib.suppress(ProcessLookupError):  # it may have finished already
             os.killpg(process.pid, signal.SIGKILL)

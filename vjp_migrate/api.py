@@ -445,12 +445,14 @@ def fix_paths(
 
         for message in recover(paths):
             (notice or logging.getLogger("vjp_migrate").warning)(message)
-    outcome = _together(paths, exclude, Task("fix", settings, write=write), how, progress)
-    return _write_groups(outcome) if write else outcome.results
+    # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
+    # by a custom_vjp in another file that shares the rule.
+    outcome = _together(paths, exclude, Task("fix", settings, write=False), how, progress)
+    return _write_all(outcome) if write else outcome.results
 
 
-def _write_groups(outcome: Outcome) -> list[FileResult]:
-    """Phase 1 wrote the files that stand alone; write each multi-file migration together."""
+def _write_all(outcome: Outcome) -> list[FileResult]:
+    """Write each multi-file migration together, then every other changed file on its own."""
     from vjp_migrate.transaction import write_together
 
     done: dict[Path, FileResult] = {}
@@ -465,7 +467,7 @@ def _write_groups(outcome: Outcome) -> list[FileResult]:
     return [
         (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
         if r.path in done
-        else r
+        else write_result(r)
         for r in outcome.results
     ]
 
