@@ -67,7 +67,7 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
     from vjp_migrate.classify import Context, apply_overrides, classify_site, module_helpers
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
-    from vjp_migrate.plan import decide
+    from vjp_migrate.plan import decide, reconcile_shared
     from vjp_migrate.sites import find_sites
 
     imports = import_table(module)
@@ -94,9 +94,11 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
         return range(positions[first].start.line, end + 1)
 
     ctx = Context(imports, module_helpers(module), line_of)
-    decisions = tuple(
-        decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
-        for site in sites
+    decisions = reconcile_shared(
+        tuple(
+            decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
+            for site in sites
+        )
     )
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, span_of, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
