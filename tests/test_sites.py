@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import pytest
 import libcst as cst
+import pytest
 from helpers import RULES, parse, sites_of
 
 from vjp_migrate.sites import positional_params, rule_decorators
@@ -207,7 +207,9 @@ def test_partial_rules_count_their_bound_parameters(rule: str, bound: int) -> No
 def test_rule_decorators(
     decorators: str, argnums: tuple[int, ...] | None, argnames: tuple[str, ...], other: str | None
 ) -> None:
-    module, imports = parse(f"import jax\nfrom functools import partial\n{decorators}def bwd(mode, res, g):\n    pass\n")
+    module, imports = parse(
+        f"import jax\nfrom functools import partial\n{decorators}def bwd(mode, res, g):\n    pass\n"
+    )
     func = module.body[-1]
     assert isinstance(func, cst.FunctionDef)
     jit, found_other = rule_decorators(func, imports)

@@ -94,14 +94,14 @@ def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False
         return range(positions[first].start.line, end + 1)
 
     ctx = Context(imports, module_helpers(module), line_of)
-    decisions = reconcile_shared(
-        tuple(
-            decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
-            for site in sites
-        )
+    decisions = tuple(
+        decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
+        for site in sites
     )
+    decisions = reconcile_shared(decisions)
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, span_of, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
+    decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
     return Analysis(diagnostics, decisions, module)
 
 

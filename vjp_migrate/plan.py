@@ -157,8 +157,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     fwd_count = len(positional_params(fwd)) - fwd_bound if fwd is not None else 0
     if fwd is not None and not site.has_varargs and not fwd_varargs and fwd_count != len(site.params):
         return (
-            f"fwd `{fwd.name.value}` takes {fwd_count} parameters but the "
-            f"primal `{site.name}` takes {len(site.params)}"
+            f"fwd `{fwd.name.value}` takes {fwd_count} parameters but the primal `{site.name}` takes {len(site.params)}"
         )
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)
@@ -295,7 +294,9 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         bwd_returns=tuple(bwd_returns),
         none_slots=slots,
         dels=_dropped_dels(bwd, unread),
-        reused=tuple((t, bwd_params[order.index(p)]) for p, t in reused.items() if t.value != bwd_params[order.index(p)]),
+        reused=tuple(
+            (t, bwd_params[order.index(p)]) for p, t in reused.items() if t.value != bwd_params[order.index(p)]
+        ),
         jit_edits=edits,
         bwd_def_name=def_name,
     )
@@ -489,8 +490,8 @@ def _describe(decision: SiteDecision, role: str, details: bool) -> str:
     params = positional_params(ref.node)[ref.bound_args :]
     order = site.nondiff.positions
     if role == "fwd":
-        moved = [params[p] for p in plan.moved] if plan else []
-        kept = [params[p] for p in order if p < len(params) and p not in moved]
+        moved = [params[p] for p in plan.moved if p < len(params)] if plan else []
+        kept = [params[p] for p in order if p < len(params) and params[p] not in moved]
     else:
         moved = list(plan.moved_bwd_params) if plan else []
         kept = [p for p in params[: len(order)] if p not in moved]
@@ -531,3 +532,20 @@ def reconcile_shared(decisions: tuple[SiteDecision, ...]) -> tuple[SiteDecision,
             if decision.plan is not None or (decision.problem is None and decision.inconsistency is None):
                 result[i] = replace(decision, plan=None, problem=detail)
     return tuple(result)
+
+
+def plan_groups(plans: list[RewritePlan]) -> list[list[RewritePlan]]:
+    """Plans that must be applied together: those sharing a fwd or bwd, in first-seen order."""
+    groups: list[tuple[set[int], list[RewritePlan]]] = []
+    for plan in plans:
+        keys = {id(r.node) for r in (plan.site.fwd, plan.site.bwd) if r is not None and r.node is not None}
+        joined = [g for g in groups if g[0] & keys]
+        merged: tuple[set[int], list[RewritePlan]] = (keys, [])
+        for group in joined:
+            merged[0].update(group[0])
+            merged[1].extend(group[1])
+        merged[1].append(plan)
+        at = groups.index(joined[0]) if joined else len(groups)
+        groups = [g for g in groups if g not in joined]
+        groups.insert(min(at, len(groups)), merged)
+    return [plans_ for _, plans_ in groups]

@@ -271,7 +271,7 @@ class _Apply(cst.CSTTransformer):
         while comments < len(lines) and lines[len(lines) - 1 - comments].comment is not None:
             comments += 1
         split = len(lines) - comments
-        gap = [cst.EmptyLine()] * (2 if self.depth == 0 else 1)
+        gap = [cst.EmptyLine(indent=False)] * (2 if self.depth == 0 else 1)
         defs[0] = defs[0].with_changes(leading_lines=lines[:split])
         defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
         return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
