@@ -347,3 +347,25 @@ def test_silencing_one_user_of_a_shared_rule_leaves_the_rule_alone() -> None:
     code += "scale_a.defvjp(fwd, bwd)\nscale_b.defvjp(fwd, bwd)\n"
     result = fix_source(code)
     assert result.source == code and not result.fixed
+
+
+def test_half_migrated_slot_already_named_like_the_parameter_and_another_argument_added() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, w, b):
+    return x * w + b
+
+def f_fwd(x, w, b):
+    return f(x, w, b), (x, w)
+
+def f_bwd(w, b, res, g):
+    x, w = res
+    return (g * w * b,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "return f(x, w, b), (b, x, w)" in out
+    assert "def f_bwd(res, g):\n    b, x, w = res\n    return (g * w * b, None, None)\n" in out
