@@ -369,3 +369,25 @@ f.defvjp(f_fwd, f_bwd)
     )
     assert "return f(x, w, b), (b, x, w)" in out
     assert "def f_bwd(res, g):\n    b, x, w = res\n    return (g * w * b, None, None)\n" in out
+
+
+def test_a_partial_fwd_saves_the_argument_after_its_bound_parameters() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+def fwd_impl(scale, x, w):
+    return f(x, w) * scale, None
+
+def f_bwd(w, _, g):
+    return (g * w,)
+
+f.defvjp(partial(fwd_impl, 1.0), f_bwd)
+"""
+    )
+    assert "def fwd_impl(scale, x, w):\n    return f(x, w) * scale, w\n" in out
+    assert "def f_bwd(w, g):\n    return (g * w, None)\n" in out
+    assert "f.defvjp(partial(fwd_impl, 1.0), f_bwd)" in out and "from functools import partial" in out
