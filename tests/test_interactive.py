@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 
 from vjp_migrate.api import fix_source
 from vjp_migrate.cli import main
@@ -44,3 +44,13 @@ def test_interactive_applies_only_accepted_sites(
         assert result.exit_code == 0
     else:
         assert result.exit_code == 1  # findings remain
+
+
+def test_users_of_a_shared_rule_are_asked_about_once(tmp_path: Path) -> None:
+    target = tmp_path / "ops.py"
+    target.write_bytes((FIXTURES / "shared_bwd_same_positions" / "before.py").read_bytes())
+    result = CliRunner().invoke(main, ["fix", "--interactive", str(target)], input="y\n", catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == 1
+    assert "custom_vjp `clip_min`, `clip_max`" in result.stdout
+    assert target.read_bytes() == (FIXTURES / "shared_bwd_same_positions" / "after.py").read_bytes()
+    assert result.exit_code == 0

@@ -174,6 +174,18 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
+BWD_ONLY = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, s):
+    return x
+
+f.defvjp(lambda x, s: (x, None), lambda s, _, g: (g * s,))
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [
@@ -182,12 +194,23 @@ f.defvjp(f_fwd, f_bwd)
         pytest.param(JIT_STATIC, False, id="argument static in a stacked jax.jit"),
         pytest.param(JIT_STATIC.replace("static_argnums=(0,)", "static_argnums=(1,)"), True, id="jit marks another one"),
         pytest.param(JIT_STATIC.replace("def f_bwd(eps, _, g)", "def f_bwd(_, g)"), True, id="inconsistent bwd"),
+        pytest.param(BWD_ONLY, True, id="array use only in a lambda bwd"),
+        pytest.param(
+            BWD_ONLY.replace("lambda s, _, g: (g * s,)", "partial(bwd_impl, 2.0)")
+            + "def bwd_impl(k, s, _, g):\n    return (g * s * k,)\n",
+            True,
+            id="array use only in a partial bwd",
+        ),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
 )
 def test_screen_verdicts(text: str, kept: bool) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept
+
+
+def test_a_lambda_bwd_is_read_by_classify() -> None:  # so the screen must keep such files
+    assert _findings(BWD_ONLY, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
 
 
 def test_explicit_files_are_still_parsed_and_syntax_errors_reported(tmp_path: Path) -> None:

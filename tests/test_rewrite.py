@@ -239,3 +239,241 @@ def test_one_line_rules_are_read_like_any_other() -> None:
     )
     out = fix_source(code).source
     assert "def f_fwd(w, x): return f(w, x), w\ndef f_bwd(w, g): return (None, g * w)\n" in out
+HEAD = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n\n"
+
+
+def test_del_keeps_other_names_and_its_line_neighbours() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1, 2))
+def f(lo, mode, hi, x):
+    return jnp.clip(x, lo, hi) if mode == "clip" else x
+
+def f_fwd(lo, mode, hi, x):
+    return f(lo, mode, hi, x), None
+
+def f_bwd(lo, mode, hi, _, g):
+    del lo, mode
+    scale = 1.0; del hi
+    return (g * scale,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "def f_bwd(mode, _, g):\n    del mode\n    scale = 1.0\n    return (None, None, g * scale)\n" in out
+
+
+def test_a_del_after_reading_the_parameter_stays() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+def f_fwd(x, w):
+    return f(x, w), None
+
+def f_bwd(w, _, g):
+    gw = g * w
+    del w
+    return (gw,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "def f_bwd(w, g):\n    gw = g * w\n    del w\n" in out and "return f(x, w), w" in out
+
+
+def test_shared_fwd_and_bwd_are_rewritten_once() -> None:
+    code = HEAD
+    for name in ("scale_a", "scale_b"):
+        code += f"@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef {name}(x, s):\n    return x * s\n\n"
+    code += "def fwd(x, s):\n    return x * s, None\n\ndef bwd(s, _, g):\n    return (g * s,)\n\n"
+    code += "scale_a.defvjp(fwd, bwd)\nscale_b.defvjp(fwd, bwd)\n"
+    result = fix_source(code)
+    assert "def fwd(x, s):\n    return x * s, s\n" in result.source
+    assert "def bwd(s, g):\n    return (g * s, None)\n" in result.source
+    assert result.source.count("@jax.custom_vjp\n") == 2 and len(result.fixed) == 2
+
+
+def test_shared_bwd_whose_users_put_the_argument_at_different_positions() -> None:
+    code = HEAD
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, s):\n    return x * s\n\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef g(s, x):\n    return x * s\n\n"
+    code += "def f_fwd(x, s):\n    return x * s, None\n\ndef g_fwd(s, x):\n    return x * s, None\n\n"
+    code += "def bwd(s, _, g):\n    return (g * s,)\n\nf.defvjp(f_fwd, bwd)\ng.defvjp(g_fwd, bwd)\n"
+    found = check_source(code)
+    assert [d.code for d in found] == ["VJP003", "VJP003"]
+    assert "bwd `bwd` is shared by `f`, `g`, which would change it differently" in found[0].message
+    assert "`f` moves `s` (None at cotangent position 1" in found[0].message
+    assert "`g` moves `s` (None at cotangent position 0" in found[0].message
+    assert fix_source(code).source == code
+
+
+def test_a_user_that_cannot_be_rewritten_blocks_the_shared_rule() -> None:
+    code = HEAD + "ND = (1,)\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, s):\n    return x * s\n\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=ND)\ndef g(x, s):\n    return x * s\n\n"
+    code += "def fwd(x, s):\n    return x * s, None\n\ndef bwd(s, _, g):\n    return (g * s,)\n\n"
+    code += "f.defvjp(fwd, bwd)\ng.defvjp(fwd, bwd)\n"
+    found = {d.function: d.message for d in check_source(code)}
+    assert "`g` cannot be rewritten (nondiff_argnums is given by `ND`)" in found["f"]
+    assert found["g"].endswith("nondiff_argnums is given by `ND`")
+    assert fix_source(code).source == code
+
+
+def test_a_lambda_bwd_def_gets_a_free_name_and_its_scope_s_blank_lines() -> None:
+    out = fix(
+        HEAD
+        + """\
+def f_bwd():
+    pass
+
+
+def make():
+    @partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+    def f(x, lo, hi):
+        return jnp.clip(x, lo, hi)
+
+    # register the rules
+    f.defvjp(lambda x, lo, hi: (f(x, lo, hi), x), lambda lo, hi, x, g: (jnp.where((x > lo) & (x < hi), g, 0.0),))
+    return f
+"""
+    )
+    expected = """\
+    @jax.custom_vjp
+    def f(x, lo, hi):
+        return jnp.clip(x, lo, hi)
+
+    def f_bwd_2(res, g):
+        lo, hi, x = res
+        return (jnp.where((x > lo) & (x < hi), g, 0.0), None, None)
+
+    # register the rules
+    f.defvjp(lambda x, lo, hi: (f(x, lo, hi), (lo, hi, x)), f_bwd_2)
+    return f
+"""
+    assert out.endswith(expected)
+
+
+def test_a_lambda_bwd_def_keeps_crlf() -> None:
+    code = HEAD + "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, w):\n    return x * w\n\n\n"
+    code += "f.defvjp(lambda x, w: (f(x, w), x), lambda w, x, g: (g * w * x,))\n"
+    out = fix_source(code.replace("\n", "\r\n")).source
+    assert "\n\n\ndef f_bwd(res, g):\n    w, x = res\n    return (g * w * x, None)\n\n\nf.defvjp(" in out.replace(
+        "\r\n", "\n"
+    )
+    assert out.count("\r\n") == out.count("\n")
+
+
+def test_half_migrated_residual_at_different_indices_is_saved_again() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+def f_fwd(x, w):
+    if x.ndim:
+        return f(x, w), (x, w)
+    return f(x, w), (w, x)
+
+def f_bwd(w, res, g):
+    a, b = res
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "return f(x, w), (w, x, w)" in out and "w, a, b = res" in out
+
+
+def test_bwd_jit_options_tied_to_positions_are_reported() -> None:
+    code = HEAD + "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, w):\n    return x * w\n\n"
+    code += "def f_fwd(x, w):\n    return f(x, w), None\n\n"
+    code += (
+        "@partial(jax.jit, donate_argnums=(1,))\ndef f_bwd(w, _, g):\n    return (g * w,)\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003" and "jax.jit has `donate_argnums`, tied to its signature" in finding.message
+
+
+def test_jit_static_argnames_lose_the_moved_names() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+def f(mode, w, x):
+    return x * w if mode == "mul" else x + w
+
+@partial(jax.jit, static_argnames=("mode", "w"))
+def f_fwd(mode, w, x):
+    return (x * w if mode == "mul" else x + w), None
+
+@partial(jax.jit, static_argnames=["w", "mode"])
+def f_bwd(mode, w, _, g):
+    return (g * w if mode == "mul" else g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert '@partial(jax.jit, static_argnames=("mode",))\ndef f_fwd(mode, w, x):' in out
+    assert '@partial(jax.jit, static_argnames=["mode"])\ndef f_bwd(mode, w, g):' in out
+
+
+def test_silencing_one_user_of_a_shared_rule_leaves_the_rule_alone() -> None:
+    code = HEAD
+    for name in ("scale_a", "scale_b"):
+        noqa = "  # noqa: VJP001" if name == "scale_b" else ""
+        code += f"@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef {name}(x, s):{noqa}\n    return x * s\n\n"
+    code += "def fwd(x, s):\n    return x * s, None\n\ndef bwd(s, _, g):\n    return (g * s,)\n\n"
+    code += "scale_a.defvjp(fwd, bwd)\nscale_b.defvjp(fwd, bwd)\n"
+    result = fix_source(code)
+    assert result.source == code and not result.fixed
+
+
+def test_half_migrated_slot_already_named_like_the_parameter_and_another_argument_added() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, w, b):
+    return x * w + b
+
+def f_fwd(x, w, b):
+    return f(x, w, b), (x, w)
+
+def f_bwd(w, b, res, g):
+    x, w = res
+    return (g * w * b,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "return f(x, w, b), (b, x, w)" in out
+    assert "def f_bwd(res, g):\n    b, x, w = res\n    return (g * w * b, None, None)\n" in out
+
+
+def test_a_partial_fwd_saves_the_argument_after_its_bound_parameters() -> None:
+    out = fix(
+        HEAD
+        + """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+def fwd_impl(scale, x, w):
+    return f(x, w) * scale, None
+
+def f_bwd(w, _, g):
+    return (g * w,)
+
+f.defvjp(partial(fwd_impl, 1.0), f_bwd)
+"""
+    )
+    assert "def fwd_impl(scale, x, w):\n    return f(x, w) * scale, w\n" in out
+    assert "def f_bwd(w, g):\n    return (g * w, None)\n" in out
+    assert "f.defvjp(partial(fwd_impl, 1.0), f_bwd)" in out and "from functools import partial" in out

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import libcst as cst
 import pytest
-from helpers import RULES, sites_of
+from helpers import RULES, parse, sites_of
+
+from vjp_migrate.sites import positional_params, rule_decorators
 
 RULE = RULES.format(name="f")
 
@@ -126,7 +129,14 @@ def test_staticmethod_with_class_defvjp_and_keywords() -> None:
 @pytest.mark.parametrize(
     ("defvjp", "problem"),
     [
-        pytest.param("f.defvjp(lambda a, b: (b, None), f_bwd)", "fwd is a lambda", id="lambda"),
+        pytest.param(
+            "f.defvjp(lambda a, b: (b, None), partial(f_bwd, scale=2))",
+            "binds `scale=` by keyword",
+            id="keyword partial",
+        ),
+        pytest.param(
+            "f.defvjp(lambda a, b: (b, None), partial(f_bwd, *CONFIG))", "binds `*` arguments", id="starred partial"
+        ),
         pytest.param(
             "from rules import f_fwd\nf.defvjp(f_fwd, f_bwd)", "fwd `f_fwd` is imported from `rules`", id="imported"
         ),
@@ -137,18 +147,74 @@ def test_rule_problems_are_named(defvjp: str, problem: str) -> None:
     code = "import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, b):\n    return b\n"
     code += "def f_bwd(a, _, g):\n    return (g * a,)\n" + defvjp + "\n"
     (site,) = sites_of(code)
-    found = site.problem or (site.fwd.problem if site.fwd else None)
+    found = site.problem or (site.fwd.problem if site.fwd else None) or (site.bwd.problem if site.bwd else None)
     assert found is not None and problem in found
 
 
-def test_shared_bwd_is_a_problem_naming_all_users() -> None:
+def test_a_shared_bwd_resolves_to_one_node_for_every_user() -> None:
+    # Whether the users agree is decided after planning (plan.reconcile_shared).
     code = "import jax\nfrom functools import partial\n"
     for name in ("f", "g"):
         code += f"@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef {name}(a, b):\n    return b\n"
         code += f"def {name}_fwd(a, b):\n    return b, None\n"
     code += "def bwd(a, _, g):\n    return (g * a,)\nf.defvjp(f_fwd, bwd)\ng.defvjp(g_fwd, bwd)\n"
-    problems = [s.problem for s in sites_of(code)]
-    assert all(p is not None and "`f`" in p and "`g`" in p and "shared" in p for p in problems)
+    f, g = sites_of(code)
+    assert f.problem is None and g.problem is None
+    assert f.bwd is not None and g.bwd is not None and f.bwd.node is g.bwd.node is not None
+
+
+def test_lambda_rules_are_analysed_through_a_def_view() -> None:
+    code = "import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums=(1,))\n"
+    code += "def f(x, y):\n    return x * y\ndef f_bwd():\n    pass\nf_bwd_2 = None\n"
+    code += "f.defvjp(lambda x, y: (f(x, y), None), lambda y, _, g: (g * y,))\n"
+    (site,) = sites_of(code)
+    assert site.fwd is not None and site.bwd is not None and site.bwd.lambda_node is not None
+    assert site.bwd.node is not None and positional_params(site.bwd.node) == ("y", "_", "g")
+    assert site.bwd.node.name.value == "lambda" and site.bwd.problem is None
+    assert site.bwd.def_name == "f_bwd_3"  # f_bwd and f_bwd_2 are taken in the module
+    assert site.fwd.def_name is None
+
+
+@pytest.mark.parametrize(
+    ("rule", "bound"),
+    [
+        pytest.param("partial(bwd_impl, 1e-3)", 1, id="partial"),
+        pytest.param("functools.partial(bwd_impl, 1e-3, True)", 2, id="functools.partial, two bound"),
+        pytest.param("bwd_impl", 0, id="plain"),
+    ],
+)
+def test_partial_rules_count_their_bound_parameters(rule: str, bound: int) -> None:
+    code = "import functools\nimport jax\nfrom functools import partial\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, y):\n    return x * y\n"
+    code += "def f_fwd(x, y):\n    return f(x, y), None\ndef bwd_impl(eps, flag, y, _, g):\n    return (g * y,)\n"
+    code += f"f.defvjp(f_fwd, {rule})\n"
+    (site,) = sites_of(code)
+    assert site.bwd is not None and site.bwd.node is not None and site.bwd.node.name.value == "bwd_impl"
+    assert site.bwd.bound_args == bound
+
+
+@pytest.mark.parametrize(
+    ("decorators", "argnums", "argnames", "other"),
+    [
+        pytest.param("@jax.jit\n", (), (), None, id="bare jit"),
+        pytest.param("@partial(jax.jit, static_argnums=(0, 2))\n", (0, 2), (), None, id="partial jit"),
+        pytest.param("@jax.jit(static_argnames='mode')\n", (), ("mode",), None, id="jit called with options"),
+        pytest.param("@partial(jax.jit, static_argnums=N)\n", None, (), None, id="argnums not literal"),
+        pytest.param("@staticmethod\n@jax.jit\n", (), (), None, id="staticmethod is harmless"),
+        pytest.param("@profile('bwd')\n@jax.jit\n", (), (), "profile('bwd')", id="other decorator"),
+    ],
+)
+def test_rule_decorators(
+    decorators: str, argnums: tuple[int, ...] | None, argnames: tuple[str, ...], other: str | None
+) -> None:
+    module, imports = parse(
+        f"import jax\nfrom functools import partial\n{decorators}def bwd(mode, res, g):\n    pass\n"
+    )
+    func = module.body[-1]
+    assert isinstance(func, cst.FunctionDef)
+    jit, found_other = rule_decorators(func, imports)
+    assert jit is not None and (jit.static_argnums, jit.static_argnames) == (argnums, argnames)
+    assert found_other == other
 
 
 def test_nondiff_positions_are_sorted_and_merged() -> None:

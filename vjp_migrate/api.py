@@ -76,7 +76,7 @@ def analyze(
     from vjp_migrate.classify import Context, apply_overrides, classify_site, module_helpers
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
-    from vjp_migrate.plan import decide
+    from vjp_migrate.plan import decide, reconcile_shared
     from vjp_migrate.sites import find_sites
 
     imports = import_table(module)
@@ -109,8 +109,10 @@ def analyze(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites
     )
+    decisions = reconcile_shared(decisions)
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, span_of, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
+    decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
     return Analysis(diagnostics, decisions, module)
 
 

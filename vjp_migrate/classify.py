@@ -570,9 +570,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
         roles: list[tuple[str, cst.FunctionDef | None, int]] = [("the primal", site.primal, index)]
         if site.fwd is not None and site.fwd.node is not None:
-            roles.append(("fwd", site.fwd.node, index))
+            roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args))
         if site.bwd is not None and site.bwd.node is not None:
-            roles.append(("bwd", site.bwd.node, order))
+            roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args))
         for role, func, position in roles:
             params = positional_params(func) if func is not None else ()
             if func is None or position >= len(params):

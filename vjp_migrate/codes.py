@@ -131,15 +131,15 @@ CODES: tuple[Code, ...] = (
         triggers=_NONDIFF,
         what=(
             "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd not "
-            "defined in the module, given as lambdas, shared by several custom_vjp functions, "
+            "defined in the module, a fwd/bwd shared by custom_vjp functions that would change it "
+            "differently, a bwd with a decorator other than jax.jit, a partial binding keywords, "
             "nondiff_argnums given by a variable, fwd rebinding the argument, and similar."
         ),
         why=_TRACER_WHY,
         example=_BEFORE.replace(
-            "clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)",
-            "clip_gradient.defvjp(clip_gradient_fwd, lambda lo, hi, _, g: (jnp.clip(g, lo, hi),))",
+            "def clip_gradient_bwd(", "@profiled  # may depend on bwd's signature\ndef clip_gradient_bwd("
         ),
-        use_instead=_AFTER,
+        use_instead=_AFTER.replace("def clip_gradient_bwd(", "@profiled\ndef clip_gradient_bwd("),
         safety=(
             "No automatic fix. By hand: remove the argument from nondiff_argnums, return it as a "
             "residual from fwd, read it from the residuals in bwd and return None for it."

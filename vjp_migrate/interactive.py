@@ -45,19 +45,21 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask) -> FileRes
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FileResult(path, Status.OK, diagnostics=analysis.diagnostics, old_text=source.text, new_text=source.text)
+    from vjp_migrate.plan import plan_groups
     from vjp_migrate.rewrite import apply_plans
 
     accepted: list[RewritePlan] = []
     quit_now = False
-    for plan in plans:
-        single = apply_plans(analysis.module, [plan]).code  # type: ignore[arg-type]
-        show(f"{path}: custom_vjp `{plan.site.qualname}`\n" + _diff(source.text, single, str(path)))
+    for group in plan_groups(plans):  # users of a shared fwd/bwd are applied together
+        single = apply_plans(analysis.module, group).code  # type: ignore[arg-type]
+        names = ", ".join(f"`{plan.site.qualname}`" for plan in group)
+        show(f"{path}: custom_vjp {names}\n" + _diff(source.text, single, str(path)))
         answer = _answer(ask)
         if answer == "q":
             quit_now = True
             break
         if answer == "y":
-            accepted.append(plan)
+            accepted.extend(group)
     new_text = apply_plans(analysis.module, accepted).code if accepted else source.text  # type: ignore[arg-type]
     check_syntax(new_text, str(path))
     if new_text != source.text:

@@ -45,16 +45,33 @@ class Evidence:
 
 
 @dataclass(frozen=True)
+class JitSpec:
+    """A ``@jax.jit`` / ``@partial(jax.jit, ...)`` decorating a fwd or bwd rule."""
+
+    decorator: cst.Decorator
+    static_argnums: tuple[int, ...] | None  # None: given by something other than int literals
+    static_argnames: tuple[str, ...] | None
+    positional_options: tuple[str, ...] = ()  # other keywords naming positions (donate_argnums...)
+
+
+@dataclass(frozen=True)
 class FunctionRef:
     """A fwd or bwd rule found (or not) for a custom_vjp."""
 
     name: str
+    # For a lambda rule, an analysis view: ``def lambda(<its params>): return <its body>``
+    # around the lambda's own nodes (only lambda_node is in the module).
     node: cst.FunctionDef | None
     problem: str | None = None  # why it cannot be rewritten, when node is None or unusable
     # Imported rules (project.py): the module it is imported from, and the file holding
     # ``node`` when that is not the primal's file.
     module: str | None = None
     path: str | None = None
+    lambda_node: cst.Lambda | None = None
+    def_name: str | None = None  # a free name, for a lambda bwd that must become a def
+    bound_args: int = 0  # leading parameters bound by ``functools.partial(rule, ...)``
+    jit: JitSpec | None = None
+    decorator_problem: str | None = None  # a decorator that ties the rule's signature
 
 
 @dataclass(frozen=True)
@@ -131,6 +148,15 @@ class Layout(enum.Enum):
 
 
 @dataclass(frozen=True)
+class JitEdit:
+    """New static arguments of a rule's jax.jit (an emptied keyword goes away)."""
+
+    decorator: cst.Decorator
+    static_argnums: tuple[int, ...]
+    static_argnames: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class RewritePlan:
     """What to change for one site; rewrite.py applies it, nothing else decides."""
 
@@ -151,6 +177,10 @@ class RewritePlan:
     temp_name: str = ""  # bwd's name for a returned value that is sliced around a None
     temp_returns: tuple[cst.Return, ...] = ()  # bwd returns rewritten through `temp_name`
     starred_lengths: tuple[tuple[str, int], ...] = ()  # `*name` in a bwd return, name bound to a literal
+    dels: tuple[tuple[cst.Del, tuple[str, ...]], ...] = ()  # bwd `del`s of parameters that leave
+    reused: tuple[tuple[cst.Name, str], ...] = ()  # unpack targets renamed (half-migrated code)
+    jit_edits: tuple[JitEdit, ...] = ()
+    bwd_def_name: str | None = None  # a bwd lambda becomes a def of this name before defvjp
 
 
 @dataclass(frozen=True)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
 from vjp_migrate.classify import ARRAY_MODULES
 from vjp_migrate.imports import ImportTable
-from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, SiteDecision, VjpSite
+from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.sites import body_statements, positional_params
 
 RESIDUAL_NAMES = ("res", "residuals", "res_")
@@ -21,6 +22,7 @@ class _Returns(cst.CSTVisitor):
     def __init__(self) -> None:
         self.returns: list[cst.Return] = []
         self.standalone: set[int] = set()  # returns alone on their line: a statement fits before them
+        self.dels: list[cst.Del] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -38,6 +40,9 @@ class _Returns(cst.CSTVisitor):
         if len(node.body) == 1 and isinstance(node.body[0], cst.Return):
             self.standalone.add(id(node.body[0]))
 
+    def visit_Del(self, node: cst.Del) -> None:
+        self.dels.append(node)
+
 
 class _Names(cst.CSTVisitor):
     """Every name loaded or bound in a function, and which ones its own body rebinds."""
@@ -45,9 +50,18 @@ class _Names(cst.CSTVisitor):
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
         self.bound: set[str] = set()
+        self.deleted: set[str] = set()  # names in `del` targets: not counted as reads
 
     def visit_Name(self, node: cst.Name) -> None:
         self.counts[node.value] = self.counts.get(node.value, 0) + 1
+
+    def visit_Del(self, node: cst.Del) -> bool:
+        for target in del_targets(node):
+            if isinstance(target, cst.Name):
+                self.deleted.add(target.value)
+            else:
+                target.visit(self)
+        return False
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self.bound.update(_target_names(node.target))
@@ -154,8 +168,26 @@ def _returns(func: cst.FunctionDef) -> _Returns:
     return visitor
 
 
+def del_targets(node: cst.Del) -> list[cst.BaseExpression]:
+    """What one `del` statement deletes: `del a, b[0]` gives a and b[0]."""
+    target = node.target
+    if isinstance(target, (cst.Tuple, cst.List)):
+        return [element.value for element in target.elements]
+    return [target]
+
+
 def own_returns(func: cst.FunctionDef) -> list[cst.Return]:
     return _returns(func).returns
+
+
+def _dropped_dels(bwd: cst.FunctionDef, unbound: set[str]) -> tuple[tuple[cst.Del, tuple[str, ...]], ...]:
+    """bwd's `del` statements naming parameters that leave its signature, with those names."""
+    found = []
+    for node in _returns(bwd).dels:
+        names = tuple(t.value for t in del_targets(node) if isinstance(t, cst.Name) and t.value in unbound)
+        if names:
+            found.append((node, names))
+    return tuple(found)
 
 
 def names_in(func: cst.FunctionDef) -> _Names:
@@ -209,8 +241,10 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
             f"nondiff_argnums lists position {beyond[0]}, but `{site.primal.name.value}` takes "
             f"{len(site.params)} positional parameter{'s' if len(site.params) != 1 else ''}"
         )
+    bwd_bound = site.bwd.bound_args if site.bwd else 0
+    fwd_bound = site.fwd.bound_args if site.fwd else 0
     if bwd is not None and not isinstance(bwd.params.star_arg, cst.Param):
-        count = len(positional_params(bwd))
+        count = len(positional_params(bwd)) - bwd_bound
         if count != n_nondiff + 2:
             return (
                 f"bwd `{bwd.name.value}` takes {count} parameters, but JAX calls it with "
@@ -218,10 +252,10 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
                 f"cotangent = {n_nondiff + 2}"
             )
     fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
-    if fwd is not None and not site.has_varargs and not fwd_varargs and len(positional_params(fwd)) != len(site.params):
+    fwd_count = len(positional_params(fwd)) - fwd_bound if fwd is not None else 0
+    if fwd is not None and not site.has_varargs and not fwd_varargs and fwd_count != len(site.params):
         return (
-            f"fwd `{fwd.name.value}` takes {len(positional_params(fwd))} parameters but the "
-            f"primal `{site.name}` takes {len(site.params)}"
+            f"fwd `{fwd.name.value}` takes {fwd_count} parameters but the primal `{site.name}` takes {len(site.params)}"
         )
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)
@@ -335,24 +369,29 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
             return ref.problem if ref and ref.problem else "the rules were not found"
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     fwd, bwd = site.fwd.node, site.bwd.node
-    if bwd.decorators:
-        return f"bwd `{bwd.name.value}` is decorated, so its signature cannot change"
-    fwd_params, bwd_params = positional_params(fwd), positional_params(bwd)
+    if site.bwd.decorator_problem:
+        return site.bwd.decorator_problem
+    # A functools.partial binds the leading parameters; JAX's arguments fill the rest.
+    fwd_params = positional_params(fwd)[site.fwd.bound_args :]
+    bwd_params = positional_params(bwd)[site.bwd.bound_args :]
     if isinstance(bwd.params.star_arg, cst.Param) or bwd.params.kwonly_params:
         return f"bwd `{bwd.name.value}` takes *args or keyword-only parameters"
     order = site.nondiff.positions
     kept = tuple(p for p in order if p not in moved)
     moved_bwd = tuple(bwd_params[order.index(p)] for p in moved)
     bwd_names = names_in(bwd)
-    saved = tuple(p for p in moved if bwd_names.counts.get(bwd_params[order.index(p)], 0) > 0)
-    if any(p >= len(fwd_params) for p in saved):
+    read = tuple(p for p in moved if bwd_names.counts.get(bwd_params[order.index(p)], 0) > 0)
+    if any(p >= len(fwd_params) for p in read):
         return f"fwd `{fwd.name.value}` takes the argument through *args"
+    fwd_bound = names_in(fwd).bound
+    fwd_returns = own_returns(fwd)
+    reused = _already_saved(read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd_returns, fwd_bound)
+    saved = tuple(p for p in read if p not in reused)
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
-    rebound = sorted(set(saved_fwd) & names_in(fwd).bound)
+    rebound = sorted(set(saved_fwd) & fwd_bound)
     if rebound:
         return f"fwd `{fwd.name.value}` assigns to `{rebound[0]}` before saving it"
-    fwd_returns = own_returns(fwd)
     for ret in fwd_returns:
         value = ret.value
         if not (isinstance(value, cst.Tuple) and len(value.elements) == 2) or any(
@@ -369,18 +408,20 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return returned
     temp_returns, starred_lengths = returned
     residual = bwd_params[len(order)]
-    taken = set(bwd_names.counts) | (set(bwd_params) - {residual})
+    taken = set(bwd_names.counts) | (set(positional_params(bwd)) - {residual})
     layout, new_param, old_name, unpack = _layout(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
-    if (
-        layout in (Layout.NONE, Layout.GENERAL)
-        and new_param != saved_bwd[0]
-        and not isinstance(bwd.body, cst.IndentedBlock)
-    ):
+    needs_unpack = layout in (Layout.NONE, Layout.GENERAL) and new_param != saved_bwd[0]
+    def_name = site.bwd.def_name if needs_unpack and site.bwd.lambda_node is not None else None
+    if needs_unpack and def_name is None and not isinstance(bwd.body, cst.IndentedBlock):
         return f"bwd `{bwd.name.value}` is written on one line"
     fwd_assign = _fwd_residual_assign(fwd, fwd_returns, unpack) if layout is Layout.BOUND else None
     if fwd_assign is not None:
         layout = Layout.VARIABLE
     temp_name = _fresh(taken | {new_param, residual}, TEMP_NAMES) if temp_returns else ""
+    edits = _jit_edits(site, moved, moved_bwd, residual, new_param)
+    if isinstance(edits, str):
+        return edits
+    unread = {bwd_params[order.index(p)] for p in moved if p not in read}
     return RewritePlan(
         site=site,
         moved=moved,
@@ -399,7 +440,94 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         temp_name=temp_name,
         temp_returns=tuple(temp_returns),
         starred_lengths=tuple(sorted(starred_lengths.items())),
+        dels=_dropped_dels(bwd, unread),
+        reused=tuple(
+            (t, bwd_params[order.index(p)]) for p, t in reused.items() if t.value != bwd_params[order.index(p)]
+        ),
+        jit_edits=edits,
+        bwd_def_name=def_name,
     )
+
+
+def _already_saved(
+    read: tuple[int, ...],
+    order: tuple[int, ...],
+    fwd_params: tuple[str, ...],
+    bwd_params: tuple[str, ...],
+    bwd: cst.FunctionDef,
+    counts: dict[str, int],
+    fwd_returns: list[cst.Return],
+    fwd_bound: set[str],
+) -> dict[int, cst.Name]:
+    """Moved arguments that fwd already saves by hand (half-migrated code), with bwd's unpack
+    target for each: every residual is a tuple holding the fwd parameter at one index, and bwd
+    unpacks it in one plain assignment whose target there can take bwd's name for it."""
+    residual = bwd_params[len(order)]
+    unpack = _single_unpack(bwd, residual, counts, ())
+    if unpack is None:
+        return {}
+    target = unpack.targets[0].target
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return {}
+    tuples = [r.value.elements[1].value for r in fwd_returns if isinstance(r.value, cst.Tuple)]
+    if len(tuples) != len(fwd_returns) or not all(
+        isinstance(t, cst.Tuple) and len(t.elements) == len(target.elements) for t in tuples
+    ):
+        return {}
+    found: dict[int, cst.Name] = {}
+    for p in read:
+        name, wanted = fwd_params[p], bwd_params[order.index(p)]
+        slots = {
+            tuple(i for i, e in enumerate(t.elements) if isinstance(e.value, cst.Name) and e.value.value == name)
+            for t in tuples
+            if isinstance(t, cst.Tuple)
+        }
+        if name in fwd_bound or len(slots) != 1 or len(next(iter(slots))) != 1:
+            continue
+        slot = target.elements[next(iter(slots))[0]].value
+        if not isinstance(slot, cst.Name):
+            continue
+        if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
+            found[p] = slot
+    return found
+
+
+def _jit_edits(
+    site: VjpSite, moved: tuple[int, ...], moved_bwd: tuple[str, ...], residual: str, new_residual: str
+) -> tuple[JitEdit, ...] | str:
+    """New static arguments for a jax.jit on fwd (moved arguments are traced now) and on bwd
+    (whose parameters move), or why they cannot be rewritten."""
+    assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
+    edits: list[JitEdit] = []
+    fwd_jit, bwd_jit = site.fwd.jit, site.bwd.jit
+    if fwd_jit is not None:
+        fwd = site.fwd.node
+        if fwd_jit.static_argnums is None or fwd_jit.static_argnames is None:
+            return f"fwd `{fwd.name.value}`'s jax.jit gives its static arguments by a name or expression"
+        params = positional_params(fwd)
+        traced = {site.fwd.bound_args + p for p in moved}
+        argnums = tuple(i for i in fwd_jit.static_argnums if i not in traced)
+        argnames = tuple(n for n in fwd_jit.static_argnames if n not in {params[i] for i in traced if i < len(params)})
+        if (argnums, argnames) != (fwd_jit.static_argnums, fwd_jit.static_argnames):
+            edits.append(JitEdit(fwd_jit.decorator, argnums, argnames))
+    if bwd_jit is not None:
+        bwd = site.bwd.node
+        if bwd_jit.static_argnums is None or bwd_jit.static_argnames is None:
+            return f"bwd `{bwd.name.value}`'s jax.jit gives its static arguments by a name or expression"
+        if bwd_jit.positional_options:
+            return f"bwd `{bwd.name.value}`'s jax.jit has `{bwd_jit.positional_options[0]}`, tied to its signature"
+        params = positional_params(bwd)
+        res_index = params.index(residual)
+        if res_index in bwd_jit.static_argnums or residual in bwd_jit.static_argnames:
+            return f"bwd `{bwd.name.value}`'s jax.jit marks the residuals static"
+        new_index = {i: j for j, i in enumerate(i for i, n in enumerate(params) if n not in moved_bwd)}
+        argnums = tuple(new_index[i] for i in bwd_jit.static_argnums if i in new_index)
+        argnames = tuple(n for n in bwd_jit.static_argnames if n not in moved_bwd)
+        if new_residual != residual and new_residual in argnames:
+            return f"bwd `{bwd.name.value}`'s jax.jit marks `{new_residual}` static"
+        if (argnums, argnames) != (bwd_jit.static_argnums, bwd_jit.static_argnames):
+            edits.append(JitEdit(bwd_jit.decorator, argnums, argnames))
+    return tuple(edits)
 
 
 def _layout(
@@ -514,3 +642,97 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
     if isinstance(plan, str):
         return SiteDecision(site, infos, moved, None, plan, None)
     return SiteDecision(site, infos, moved, plan, None, None)
+
+
+def _rule_change(decision: SiteDecision, role: str) -> tuple[object, ...]:
+    """What one site's plan does to its fwd or bwd: equal for users that change it the same way."""
+    plan = decision.plan
+    if decision.inconsistency is not None or decision.problem is not None:
+        return ("cannot be rewritten",)
+    if plan is None:
+        return ("unchanged",)
+    jit = tuple((id(e.decorator), e.static_argnums, e.static_argnames) for e in plan.jit_edits)
+    if role == "fwd":
+        return (plan.moved, plan.saved_fwd_names, plan.layout, jit)
+    return (
+        plan.moved_bwd_params,
+        plan.saved_bwd_names,
+        tuple((id(t), name) for t, name in plan.reused),
+        plan.layout,
+        plan.residual_param,
+        plan.old_residual_name,
+        plan.none_slots,
+        id(plan.tuple_unpack),
+        jit,
+    )
+
+
+def _describe(decision: SiteDecision, role: str, details: bool) -> str:
+    plan, site = decision.plan, decision.site
+    name = f"`{site.qualname}`"
+    if decision.inconsistency is not None or decision.problem is not None:
+        return f"{name} cannot be rewritten ({decision.inconsistency or decision.problem})"
+    ref = site.fwd if role == "fwd" else site.bwd
+    assert ref is not None and ref.node is not None
+    params = positional_params(ref.node)[ref.bound_args :]
+    order = site.nondiff.positions
+    if role == "fwd":
+        moved = [params[p] for p in plan.moved if p < len(params)] if plan else []
+        kept = [params[p] for p in order if p < len(params) and params[p] not in moved]
+    else:
+        moved = list(plan.moved_bwd_params) if plan else []
+        kept = [p for p in params[: len(order)] if p not in moved]
+    parts = [f"moves {_names(moved)}"] if moved else []
+    parts += [f"keeps {_names(kept)}"] if kept else []
+    text = f"{name} {' and '.join(parts) or 'moves nothing'}"
+    if details and plan is not None:
+        slots = ", ".join(map(str, plan.none_slots))
+        text += f" (None at cotangent position {slots}, {plan.layout.value} residual)"
+    return text
+
+
+def _names(names: list[str]) -> str:
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def reconcile_shared(decisions: tuple[SiteDecision, ...]) -> tuple[SiteDecision, ...]:
+    """A fwd or bwd used by several custom_vjp functions is rewritten once, and only when every
+    user's plan changes it the same way; otherwise each user with a plan gets VJP003."""
+    users: dict[int, tuple[str, str, list[int]]] = {}
+    for index, decision in enumerate(decisions):
+        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+            if ref is not None and ref.node is not None and ref.lambda_node is None:
+                entry = users.setdefault(id(ref.node), (role, ref.node.name.value, []))
+                if index not in entry[2]:
+                    entry[2].append(index)
+    result = list(decisions)
+    for role, rule, group in users.values():
+        if len(group) < 2 or len({_rule_change(decisions[i], role) for i in group}) == 1:
+            continue
+        names = ", ".join(f"`{decisions[i].site.qualname}`" for i in group)
+        plain = [_describe(decisions[i], role, False) for i in group]
+        details = len({p.split(" ", 1)[1] for p in plain}) == 1
+        why = "; ".join(_describe(decisions[i], role, details) for i in group)
+        detail = f"{role} `{rule}` is shared by {names}, which would change it differently: {why}"
+        for i in group:
+            decision = result[i]
+            if decision.plan is not None or (decision.problem is None and decision.inconsistency is None):
+                result[i] = replace(decision, plan=None, problem=detail)
+    return tuple(result)
+
+
+def plan_groups(plans: list[RewritePlan]) -> list[list[RewritePlan]]:
+    """Plans that must be applied together: those sharing a fwd or bwd, in first-seen order."""
+    groups: list[tuple[set[int], list[RewritePlan]]] = []
+    for plan in plans:
+        keys = {id(r.node) for r in (plan.site.fwd, plan.site.bwd) if r is not None and r.node is not None}
+        joined = [g for g in groups if g[0] & keys]
+        merged: tuple[set[int], list[RewritePlan]] = (keys, [])
+        for group in joined:
+            merged[0].update(group[0])
+            merged[1].extend(group[1])
+        merged[1].append(plan)
+        at = groups.index(joined[0]) if joined else len(groups)
+        groups = [g for g in groups if g not in joined]
+        groups.insert(min(at, len(groups)), merged)
+    return [plans_ for _, plans_ in groups]

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from vjp_migrate.imports import dotted
-from vjp_migrate.model import Layout, RewritePlan
+from vjp_migrate.model import JitEdit, Layout, RewritePlan
 
 _SPACE = cst.SimpleWhitespace(" ")
 
@@ -86,7 +86,10 @@ def _named_positions(plan: RewritePlan) -> set[int]:
 
 
 class _Apply(cst.CSTTransformer):
-    def __init__(self, plans: Sequence[RewritePlan]) -> None:
+    # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
+    # keying by node applies that change once.
+    def __init__(self, plans: Sequence[RewritePlan], config: cst.PartialParserConfig) -> None:
+        self.config = config
         self.carriers = {id(p.site.carrier): p for p in plans}
         self.fwd_returns = {id(r): p for p in plans for r in p.fwd_returns}
         self.bwd_returns = {id(r): p for p in plans for r in p.bwd_returns}
@@ -95,11 +98,21 @@ class _Apply(cst.CSTTransformer):
         self.fwd_assigns = {id(p.fwd_assign): p for p in plans if p.fwd_assign is not None}
         self.temp_returns = {id(r): p for p in plans for r in p.temp_returns}
         self.temp_values: dict[int, tuple[str, cst.BaseExpression]] = {}  # return -> its stored value
+        self.dels = {id(node): names for p in plans for node, names in p.dels}
+        self.renames = {id(node): name for p in plans for node, name in p.reused}
+        self.jits = {id(e.decorator): e for p in plans for e in p.jit_edits}
+        self.fwd_lambdas = {id(p.site.fwd.lambda_node): p for p in plans if p.site.fwd and p.site.fwd.lambda_node}
+        self.bwd_lambdas = {id(p.site.bwd.lambda_node): p for p in plans if p.site.bwd and p.site.bwd.lambda_node}
+        self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
+        self.depth = 0  # 0: module level
         self.removed_names: set[str] = set()
 
     # --- the primal's decorator or call --------------------------------------------------------
 
     def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
+        edit = self.jits.get(id(original_node))
+        if edit is not None:
+            return self._jit_decorator(edit, updated_node)
         plan = self.carriers.get(id(original_node))
         if plan is None:
             return updated_node
@@ -126,6 +139,28 @@ class _Apply(cst.CSTTransformer):
         options = _new_options(plan, original_node.args[1:], updated_node.args[1:])
         return updated_node.with_changes(args=_fix_trailing([updated_node.args[0], *options], updated_node.args))
 
+    def _jit_decorator(self, edit: JitEdit, node: cst.Decorator) -> cst.Decorator:
+        call = node.decorator
+        assert isinstance(call, cst.Call)
+        options: list[cst.Arg] = []
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "static_argnums":
+                if edit.static_argnums:
+                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums)))
+            elif keyword == "static_argnames":
+                if edit.static_argnames:
+                    options.append(arg.with_changes(value=_names_expr(arg.value, list(edit.static_argnames))))
+            else:
+                options.append(arg)
+        via_partial = bool(call.args) and call.args[0].keyword is None
+        if via_partial and len(options) == 1:  # partial(jax.jit) -> jax.jit
+            self._forget(call.func)
+            return node.with_changes(decorator=options[0].value)
+        if not via_partial and not options:  # jax.jit(static_argnums=...) -> jax.jit
+            return node.with_changes(decorator=call.func)
+        return node.with_changes(decorator=call.with_changes(args=_fix_trailing(options, call.args)))
+
     def _forget(self, partial_func: cst.BaseExpression) -> None:
         name = dotted(partial_func)
         if name:
@@ -147,12 +182,13 @@ class _Apply(cst.CSTTransformer):
             return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value))
         return updated_node
 
-    def leave_SimpleStatementLine(
+    def _store_first(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
-    ) -> cst.SimpleStatementLine | cst.FlattenSentinel[cst.SimpleStatementLine]:
+    ) -> cst.FlattenSentinel[cst.BaseStatement] | None:
+        """A bwd return sliced around a None: its value goes to a temporary on the line before."""
         stored = self.temp_values.get(id(original_node.body[0])) if len(original_node.body) == 1 else None
         if stored is None:
-            return updated_node
+            return None
         name, value = stored
         assign = cst.SimpleStatementLine(
             body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)],
@@ -242,11 +278,93 @@ class _Apply(cst.CSTTransformer):
             new_target = _prepend(target, plan.saved_bwd_names)
         return updated_node.with_changes(targets=[updated_node.targets[0].with_changes(target=new_target)])
 
+    # --- bwd's `del`s and unpack targets, lambdas ----------------------------------------------
+
+    def leave_Del(self, original_node: cst.Del, updated_node: cst.Del) -> cst.Del | cst.RemovalSentinel:
+        names = self.dels.get(id(original_node))
+        if names is None:
+            return updated_node
+        target = updated_node.target
+        items = list(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else [cst.Element(target)]
+        kept = [e for e in items if not (isinstance(e.value, cst.Name) and e.value.value in names)]
+        if not kept:
+            return cst.RemoveFromParent()
+        if len(kept) == 1 and not (isinstance(target, (cst.Tuple, cst.List)) and target.lpar):
+            return updated_node.with_changes(target=kept[0].value)
+        assert isinstance(target, (cst.Tuple, cst.List))
+        kept[-1] = kept[-1].with_changes(comma=target.elements[-1].comma)
+        return updated_node.with_changes(target=target.with_changes(elements=kept))
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel:
+        if len(updated_node.body) < len(original_node.body) and updated_node.body:  # a `del` went
+            last = updated_node.body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            updated_node = updated_node.with_changes(body=[*updated_node.body[:-1], last])
+        stored = self._store_first(original_node, updated_node)
+        if stored is not None:
+            return stored
+        defs = [d for small in original_node.body for d in self.new_defs.get(id(getattr(small, "value", None)), [])]
+        if not defs:
+            return updated_node
+        # The new def takes the blank lines above the statement; comments right above it stay.
+        lines = list(updated_node.leading_lines)
+        comments = 0
+        while comments < len(lines) and lines[len(lines) - 1 - comments].comment is not None:
+            comments += 1
+        split = len(lines) - comments
+        gap = [cst.EmptyLine(indent=False)] * (2 if self.depth == 0 else 1)
+        defs[0] = defs[0].with_changes(leading_lines=lines[:split])
+        defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
+        return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        name = self.renames.get(id(original_node))
+        return updated_node if name is None else updated_node.with_changes(value=name)
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.BaseExpression:
+        plan = self.fwd_lambdas.get(id(original_node))
+        if plan is not None:
+            if plan.layout is Layout.UNCHANGED:
+                return updated_node
+            return updated_node.with_changes(body=self._fwd_value(plan, updated_node.body))
+        plan = self.bwd_lambdas.get(id(original_node))
+        if plan is None:
+            return updated_node
+        params = self._bwd_params(plan, updated_node.params)
+        body = self._bwd_value(plan, updated_node.body)
+        if plan.bwd_def_name is None:
+            return updated_node.with_changes(params=params, body=body)
+        empty = cst.Module([])
+        header = f"def {plan.bwd_def_name}({empty.code_for_node(params)}):\n"
+        returned = empty.code_for_node(body)
+        try:
+            node = cst.parse_statement(f"{header}    return {returned}\n", self.config)
+        except cst.ParserSyntaxError:  # a body spanning lines inside defvjp's own parentheses
+            node = cst.parse_statement(f"{header}    return ({returned})\n", self.config)
+        assert isinstance(node, cst.FunctionDef) and plan.site.defvjp is not None
+        self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
+        return cst.Name(plan.bwd_def_name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self.depth += 1
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        self.depth -= 1
+        return updated_node
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.depth += 1
+
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.depth -= 1
         plan = self.bwds.get(id(original_node))
         if plan is None:
             return updated_node
         node = updated_node.with_changes(params=self._bwd_params(plan, updated_node.params))
+        return self._with_unpack(plan, node)
+
+    def _with_unpack(self, plan: RewritePlan, node: cst.FunctionDef) -> cst.FunctionDef:
         if plan.layout is Layout.GENERAL or (plan.layout is Layout.NONE and len(plan.saved_bwd_names) > 1):
             targets = list(plan.saved_bwd_names)
             if plan.layout is Layout.GENERAL:
@@ -261,7 +379,8 @@ class _Apply(cst.CSTTransformer):
         return node
 
     def _bwd_params(self, plan: RewritePlan, params: cst.Parameters) -> cst.Parameters:
-        n_nondiff = len(plan.site.nondiff.positions)
+        assert plan.site.bwd is not None
+        n_nondiff = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
         single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
         residual_name = plan.saved_bwd_names[0] if single else plan.residual_param
         groups: list[list[cst.Param]] = [[], []]
@@ -366,7 +485,7 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan]) -> cst.Module:
     """Apply every plan in one pass, then drop the imports the change made unused."""
     if not plans:
         return module
-    applier = _Apply(plans)
+    applier = _Apply(plans, module.config_for_parsing)
     new = module.visit(applier)
     if applier.removed_names:
         uses = _NameUses(applier.removed_names)

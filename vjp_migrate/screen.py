@@ -274,6 +274,8 @@ def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None
             expr = given[0] if given else (call.args[slot] if len(call.args) > slot else None)
             if isinstance(expr, ast.Starred):
                 expr = expr.value
+            if isinstance(expr, (ast.Lambda, ast.Call)):
+                raise _Doubt  # a lambda or partial rule: classify reads its body, the screen does not
             name = _dotted(expr) if expr is not None else None
             out.extend(m.defs.get(name.rsplit(".", 1)[-1], []) if name else [])
             out.append(None)

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 
 import libcst as cst
 
 from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted
-from vjp_migrate.model import FunctionRef, NondiffSpec, VjpSite
+from vjp_migrate.model import FunctionRef, JitSpec, NondiffSpec, VjpSite
 
 # Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
 # (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
@@ -98,6 +97,7 @@ class SiteFinder:
         self.imports = imports
         self.imported_rule = imported_rule
         self.constants = self._module_constants()
+        self.names: set[str] | None = None  # every name the module uses, once needed
 
     def _module_constants(self) -> dict[str, cst.BaseExpression]:
         constants: dict[str, cst.BaseExpression] = {}
@@ -170,7 +170,7 @@ class SiteFinder:
     def find(self) -> list[VjpSite]:
         sites: list[tuple[VjpSite, Scope]] = []
         self._walk(Scope(list(self.module.body), None, False, ""), sites)
-        return _mark_shared([self._attach_rules(site, scope) for site, scope in sites])
+        return [self._attach_rules(site, scope) for site, scope in sites]
 
     def _walk(self, scope: Scope, out: list[tuple[VjpSite, Scope]]) -> None:
         for stmt in scope_statements(scope.statements):
@@ -263,6 +263,8 @@ class SiteFinder:
         bwd_expr = _rule_arg(call, 1, "bwd")
         fwd = self._resolve_rule(fwd_expr, call_scope, "fwd")
         bwd = self._resolve_rule(bwd_expr, call_scope, "bwd")
+        if bwd.lambda_node is not None:
+            bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
         return replace(site, fwd=fwd, bwd=bwd, defvjp=call)
 
     def _find_defvjp(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | None:
@@ -290,7 +292,13 @@ class SiteFinder:
             return FunctionRef("?", None, f"defvjp is not given a {role} rule")
         text = self.module.code_for_node(expr)
         if isinstance(expr, cst.Lambda):
-            return FunctionRef(text, None, f"{role} is a lambda")
+            return _lambda_rule(expr)
+        bound = 0
+        if isinstance(expr, cst.Call) and self.imports.is_one_of(expr.func, PARTIAL) and expr.args:
+            problem = _partial_problem(expr, role, text)
+            if problem is not None:
+                return FunctionRef(text, None, problem)
+            bound, expr = len(expr.args) - 1, expr.args[0].value
         name = dotted(expr)
         if name is None:
             return FunctionRef(text, None, f"{role} `{text}` is not a function defined in this module")
@@ -303,7 +311,51 @@ class SiteFinder:
             origin = self.imports.aliases.get(name.split(".")[0])
             where = f"imported from `{origin.rsplit('.', 1)[0]}`" if origin else "not defined in this module"
             return FunctionRef(name, None, f"{role} `{name}` is {where}")
-        return FunctionRef(name, node)
+        jit, other = rule_decorators(node, self.imports)
+        problem = None
+        if other is not None and role == "bwd":
+            problem = f"bwd `{name}` is decorated with `@{other}`, which may depend on its signature"
+        return FunctionRef(name, node, bound_args=bound, jit=jit, decorator_problem=problem)
+
+    def _free_name(self, wanted: str) -> str:
+        """A name nothing in the module uses yet: ``wanted``, then ``wanted_2``..."""
+        if self.names is None:
+            collector = _AllNames()
+            self.module.visit(collector)
+            self.names = collector.names
+        name, index = wanted, 2
+        while name in self.names:
+            name, index = f"{wanted}_{index}", index + 1
+        self.names.add(name)
+        return name
+
+
+def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
+    body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(expr.body)])])
+    view = cst.FunctionDef(name=cst.Name("lambda"), params=expr.params, body=body)
+    return FunctionRef("lambda", view, lambda_node=expr)
+
+
+def _partial_problem(call: cst.Call, role: str, text: str) -> str | None:
+    for arg in call.args[1:]:
+        if arg.keyword is not None:
+            return (
+                f"{role} `{text}` binds `{arg.keyword.value}=` by keyword; only partials binding "
+                "leading parameters by position are rewritten"
+            )
+        if arg.star:
+            return f"{role} `{text}` binds `{arg.star}` arguments, so the positions JAX fills cannot be told"
+    if call.args[0].keyword is not None or call.args[0].star:
+        return f"{role} `{text}` does not name its function first"
+    return None
+
+
+class _AllNames(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.names: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.names.add(node.value)
 
 
 def _rule_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
@@ -312,6 +364,43 @@ def _rule_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | 
             return arg.value
     positional = [a for a in call.args if a.keyword is None]
     return positional[index].value if index < len(positional) else None
+
+
+def _jit_call(decorator: cst.Decorator, imports: ImportTable) -> cst.Call | bool:
+    """The call of a ``jax.jit`` decorator (True for a bare ``@jax.jit``; False: not jit)."""
+    expr = decorator.decorator
+    if not isinstance(expr, cst.Call):
+        return imports.is_one_of(expr, JIT)
+    if imports.is_one_of(expr.func, PARTIAL) and expr.args and imports.is_one_of(expr.args[0].value, JIT):
+        return expr
+    if imports.is_one_of(expr.func, JIT) and all(a.keyword is not None for a in expr.args):
+        return expr
+    return False
+
+
+def rule_decorators(func: cst.FunctionDef, imports: ImportTable) -> tuple[JitSpec | None, str | None]:
+    """A rule's jax.jit (with its static arguments), and the first other decorator, if any."""
+    jit: JitSpec | None = None
+    other: str | None = None
+    for decorator in func.decorators:
+        call = _jit_call(decorator, imports)
+        if call is False or jit is not None:
+            if other is None and dotted(decorator.decorator) != "staticmethod":
+                other = cst.Module([]).code_for_node(decorator.decorator)
+            continue
+        argnums: tuple[int, ...] | None = ()
+        argnames: tuple[str, ...] | None = ()
+        positional: list[str] = []
+        for arg in call.args if isinstance(call, cst.Call) else ():
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "static_argnums":
+                argnums = _int_literals(arg.value)
+            elif keyword == "static_argnames":
+                argnames = _str_literals(arg.value)
+            elif keyword in ("donate_argnums", "donate_argnames", "in_shardings", "in_axis_resources"):
+                positional.append(keyword)
+        jit = JitSpec(decorator, argnums, argnames, tuple(positional))
+    return jit, other
 
 
 def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
@@ -351,25 +440,6 @@ def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
                 return found
         scope = scope.parent
     return None
-
-
-def _mark_shared(sites: list[VjpSite]) -> list[VjpSite]:
-    uses: Counter[int] = Counter()
-    users: dict[int, list[str]] = {}
-    for site in sites:
-        for ref in (site.fwd, site.bwd):
-            if ref is not None and ref.node is not None:
-                uses[id(ref.node)] += 1
-                users.setdefault(id(ref.node), []).append(site.qualname)
-    result = []
-    for site in sites:
-        for ref in (site.fwd, site.bwd):
-            if ref is not None and ref.node is not None and uses[id(ref.node)] > 1:
-                names = ", ".join(f"`{u}`" for u in users[id(ref.node)])
-                site = replace(site, problem=f"`{ref.name}` is shared by the custom_vjp functions {names}")
-                break
-        result.append(site)
-    return result
 
 
 def find_sites(module: cst.Module, imports: ImportTable, imported_rule: ImportedRule | None = None) -> list[VjpSite]:
