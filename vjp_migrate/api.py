@@ -55,50 +55,45 @@ def _may_contain(text: str, settings: Settings) -> bool:
 
 def analyze(text: str, path: str, settings: Settings, parse_anyway: bool = False) -> Analysis:
     """Parse (when a finding is possible) and decide every site; SourceError for bad input."""
+    return _analyze(text, path, settings, parse_anyway)
+
+
+def _analyze(text: str, path: str, settings: Settings, parse_anyway: bool, syntax_checked: bool = False) -> Analysis:
     if not _may_contain(text, settings):
-        if parse_anyway:
+        if parse_anyway and not syntax_checked:
             check_syntax(text, path)
         return Analysis((), (), None)
-    module = parse(text, path)
+    module = parse(text, path, syntax_checked=syntax_checked)
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
     from vjp_migrate.classify import Context, apply_overrides, classify_site, module_helpers
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
+    from vjp_migrate.noqa import suppress
     from vjp_migrate.plan import decide
     from vjp_migrate.sites import find_sites
+    from vjp_migrate.walk import index_of
 
     imports = import_table(module)
     sites = find_sites(module, imports)
     if not sites:
         return Analysis((), (), module)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-    def line_of(node: cst.CSTNode) -> int | None:
-        where = positions.get(node)
-        return where.start.line if where else None
-
-    def span_of(node: cst.CSTNode) -> tuple[int, int, int, int]:
-        where = positions[node]
-        return where.start.line, where.start.column + 1, where.end.line, where.end.column + 1
-
-    from vjp_migrate.noqa import suppress
+    index = index_of(module)  # positions, and cheap replays of the visitors below
 
     def header_of(site: VjpSite) -> range:
         """The decorator and def lines, where a `# noqa` silences the site."""
         first = site.primal.decorators[0] if site.primal.decorators else site.primal
-        body = positions[site.primal.body].start.line
+        body = index.span(site.primal.body)[0]
         end = body if isinstance(site.primal.body, cst.SimpleStatementSuite) else body - 1
-        return range(positions[first].start.line, end + 1)
+        return range(index.span(first)[0], end + 1)
 
-    ctx = Context(imports, module_helpers(module), line_of)
+    ctx = Context(imports, module_helpers(module), index.line)
     decisions = tuple(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites
     )
-    diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, span_of, path))
+    diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     return Analysis(diagnostics, decisions, module)
 

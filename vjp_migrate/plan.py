@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.classify import ARRAY_MODULES
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, SiteDecision, VjpSite
@@ -75,14 +76,14 @@ def _target_names(target: cst.CSTNode) -> Iterator[str]:
 def own_returns(func: cst.FunctionDef) -> list[cst.Return]:
     visitor = _Returns()
     for stmt in body_statements(func):
-        stmt.visit(visitor)
+        walk.visit(stmt, visitor)
     return visitor.returns
 
 
 def names_in(func: cst.FunctionDef) -> _Names:
     visitor = _Names()
     for stmt in body_statements(func):
-        stmt.visit(visitor)
+        walk.visit(stmt, visitor)
     return visitor
 
 

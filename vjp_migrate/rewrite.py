@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from vjp_migrate.imports import dotted
+from vjp_migrate import walk
+from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import Layout, RewritePlan
 
 _SPACE = cst.SimpleWhitespace(" ")
@@ -87,6 +88,7 @@ def _named_positions(plan: RewritePlan) -> set[int]:
 
 class _Apply(cst.CSTTransformer):
     def __init__(self, plans: Sequence[RewritePlan]) -> None:
+        self.plans = plans
         self.carriers = {id(p.site.carrier): p for p in plans}
         self.fwd_returns = {id(r): p for p in plans for r in p.fwd_returns}
         self.bwd_returns = {id(r): p for p in plans for r in p.bwd_returns}
@@ -324,16 +326,65 @@ class _DropImports(cst.CSTTransformer):
         return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
 
 
-def apply_plans(module: cst.Module, plans: Sequence[RewritePlan]) -> cst.Module:
-    """Apply every plan in one pass, then drop the imports the change made unused."""
+def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = True) -> cst.Module:
+    """Apply every plan in one pass, then drop the imports the change made unused.
+
+    ``local``: rebuild only the nodes that change and their ancestors (walk.Index) instead of
+    running the transformers over the whole module; the result is the same.
+    """
     if not plans:
         return module
     applier = _Apply(plans)
-    new = module.visit(applier)
+    new = _transform(module, applier) if local else module.visit(applier)
     if applier.removed_names:
         uses = _NameUses(applier.removed_names)
-        new.visit(uses)
+        if local:
+            walk.visit(new, uses)
+        else:
+            new.visit(uses)
         unused = applier.removed_names - uses.used
         if unused:
-            new = new.visit(_DropImports(unused))
+            new = _drop_imports(new, _DropImports(unused)) if local else new.visit(_DropImports(unused))
+    return new
+
+
+def _transform(module: cst.Module, applier: _Apply) -> cst.Module:
+    # _Apply changes only nodes whose id is a key of one of its tables (tests/test_walk.py
+    # compares this with the whole-module visit over every fixture).
+    index = walk.index_of(module)
+    keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
+    try:
+        new = index.transform(module, applier, index.nodes(keys))
+    except walk.NotLocal:
+        return module.visit(_Apply(applier.plans))
+    assert isinstance(new, cst.Module)
+    return new
+
+
+def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
+    """``module.visit(dropper)``, run only on the top-level statements that hold an import."""
+    body: list[cst.BaseStatement] = []
+    for stmt in module.body:
+        if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small_statements(stmt)):
+            body.append(stmt)
+            continue
+        new = stmt.visit(dropper)
+        # What the module's own visit does with a statement emptied by a removal.
+        if isinstance(new, cst.RemovalSentinel) or (not stmt._is_removable() and new._is_removable()):
+            continue
+        assert isinstance(new, cst.BaseStatement)
+        body.append(new)
+    return module.with_changes(body=body)
+
+
+def _transform(module: cst.Module, applier: _Apply) -> cst.Module:
+    # _Apply changes only nodes whose id is a key of one of its tables (tests/test_walk.py
+    # compares this with the whole-module visit over every fixture).
+    index = walk.index_of(module)
+    keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
+    try:
+        new = index.transform(module, applier, index.nodes(keys))
+    except walk.NotLocal:
+        return module.visit(applier)
+    assert isinstance(new, cst.Module)
     return new
