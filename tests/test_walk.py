@@ -95,6 +95,9 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
         assert index.span(node) == (start.line, start.column + 1, end.line, end.column + 1), (name, node)
         checked += 1
     assert checked > 0
+    for node in positions:
+        expected = [c for c in node.children if not isinstance(c, walk._UNRECORDED)]
+        assert walk._children(node) == expected, (name, node)
     roots: list[cst.CSTNode] = [module, *module.body]
     for root in roots:
         direct, replayed = _Recording(), _Recording()

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 from vjp_migrate.codes import DEFAULT_SELECT, triggers_for
 from vjp_migrate.discover import discover
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
-from vjp_migrate.screen import may_report
+from vjp_migrate.screen import Verdict, screen
 from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
 
 if TYPE_CHECKING:
@@ -109,7 +109,11 @@ def fix_source(code: str, *, path: str = "<string>", settings: Settings = DEFAUL
     The output is checked to parse; a rewrite that would not parse raises SourceError and
     nothing is changed.
     """
-    analysis = analyze(code, path, settings, parse_anyway=True)
+    return _fix_source(code, path, settings)
+
+
+def _fix_source(code: str, path: str, settings: Settings, syntax_checked: bool = False) -> FixResult:
+    analysis = _analyze(code, path, settings, True, syntax_checked)
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FixResult(code, False, analysis.diagnostics, ())
@@ -148,11 +152,11 @@ def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
         return FileResult(path, Status.FAILED, f"internal error: {type(error).__name__}: {error}")
 
 
-def _screen(text: str, settings: Settings) -> bool:
+def _screen(text: str, settings: Settings) -> Verdict:
     """Whether the full analysis is needed; SourceError when the source is too large for it."""
     if _may_contain(text, settings):
         check_size(text)  # before the screen: even its ast pass takes many seconds on such a file
-    return may_report(text, settings)
+    return screen(text, settings)
 
 
 def check_file(
@@ -172,10 +176,10 @@ def check_file(
             from vjp_migrate.notebook import check_notebook
 
             result = FileResult(path, Status.OK, diagnostics=check_notebook(source.text, str(path), settings))
-        elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can be found
+        elif not (verdict := _screen(source.text, settings)).may_report:  # it parsed, and nothing can be found
             result = FileResult(path, Status.OK)
         else:
-            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit)
+            analysis = _analyze(source.text, str(path), settings, explicit, syntax_checked=verdict.parses)
             result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics)
         if cache is not None:
             cache.put(path, data, explicit, result)
@@ -304,10 +308,10 @@ def fix_file(
             from vjp_migrate.notebook import fix_notebook
 
             result = fix_notebook(source.text, str(path), settings)
-        elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can change
+        elif not (verdict := _screen(source.text, settings)).may_report:  # it parsed, and nothing can change
             result = FixResult(source.text, False, (), ())
         else:
-            result = fix_source(source.text, path=str(path), settings=settings)
+            result = _fix_source(source.text, str(path), settings, syntax_checked=verdict.parses)
         written = False
         if result.changed and write:
             write_atomically(path, encode(source, result.source), data)

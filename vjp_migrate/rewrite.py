@@ -289,7 +289,7 @@ class _NameUses(cst.CSTVisitor):
             self.used.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        walk.visit(node.value, self)
         return False
 
 
@@ -303,6 +303,12 @@ class _DropImports(cst.CSTTransformer):
         bound = alias.asname.name if alias.asname else alias.name
         local = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
         return (local or "").split(".")[0] not in self.names
+
+    def drops(self, node: cst.BaseSmallStatement) -> bool:
+        """Whether the import ``node`` loses a name."""
+        if isinstance(node, cst.Import) or (isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar)):
+            return not all(self._keep(a) for a in node.names)  # type: ignore[union-attr]
+        return False
 
     def _trim(
         self, node: cst.Import | cst.ImportFrom, names: Sequence[cst.ImportAlias]
@@ -365,7 +371,7 @@ def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
     """``module.visit(dropper)``, run only on the top-level statements that hold an import."""
     body: list[cst.BaseStatement] = []
     for stmt in module.body:
-        if not any(isinstance(s, (cst.Import, cst.ImportFrom)) for s in small_statements(stmt)):
+        if not any(dropper.drops(s) for s in small_statements(stmt)):  # unchanged by the visit
             body.append(stmt)
             continue
         new = stmt.visit(dropper)

@@ -80,8 +80,7 @@ class _Module:
     bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> every node inside
 
 
-def _index(text: str) -> _Module:
-    tree = ast.parse(text)
+def _index(tree: ast.Module, text: str) -> _Module:
     m = _Module(tree, text)
     stack: list[tuple[ast.AST, Func | None]] = [(tree, None)]
     while stack:  # depth first, knowing the innermost enclosing def of every node
@@ -683,13 +682,28 @@ def _toplevel_defs(tree: ast.Module) -> set[Func]:
     return {s for s in _toplevel_statements(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
+@dataclass(frozen=True)
+class Verdict:
+    may_report: bool
+    parses: bool  # CPython's parser accepted the text: later stages need not check it again
+
+
+def screen(text: str, settings: Settings) -> Verdict:
+    """``may_report``, and whether the text parsed on the way (one ast parse serves both)."""
+    if settings.select - UNDERSTOOD or (settings.array_args and settings.select & NEEDS_ARRAY):
+        return Verdict(True, False)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Verdict(True, False)  # the full pipeline decides, and reports a syntax error as one
+    try:
+        m = _index(tree, text)
+        uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
+        return Verdict(any(_site_may_report(m, site, settings, uses, decisive) for site in _sites(m)), True)
+    except (_Doubt, ValueError, RecursionError, MemoryError):
+        return Verdict(True, True)
+
+
 def may_report(text: str, settings: Settings) -> bool:
     """False only when no selected code can report anything in ``text`` (which must parse)."""
-    if settings.select - UNDERSTOOD or (settings.array_args and settings.select & NEEDS_ARRAY):
-        return True
-    try:
-        m = _index(text)
-        uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
-        return any(_site_may_report(m, site, settings, uses, decisive) for site in _sites(m))
-    except (_Doubt, SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # the full pipeline decides, and reports a syntax error as one
+    return screen(text, settings).may_report

@@ -146,6 +146,58 @@ def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | Non
 _DISPATCH: dict[type, dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None] = {}
 
 
+class _FieldOrder(cst.CSTVisitor):
+    """Learns in which order LibCST visits a node type's fields (one shallow visit per type)."""
+
+    def __init__(self, node: cst.CSTNode) -> None:
+        self.node = node
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if node is self.node and attribute not in self.fields:
+            self.fields.append(attribute)
+
+
+_FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` without whitespace, read from the fields (LibCST would rebuild the node).
+
+    The visiting order of a type's fields is learnt from LibCST once per type and set of absent
+    fields (some fields are only visited when present).
+    """
+    names = _field_names(node)
+    key = (type(node), tuple(getattr(node, name) is None for name in names))
+    order = _FIELD_ORDER.get(key)
+    if order is None:
+        probe = _FieldOrder(node)
+        node._visit_and_replace_children(probe)
+        order = _FIELD_ORDER[key] = tuple(probe.fields)
+    found: list[cst.CSTNode] = []
+    for name in order:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not isinstance(value, _UNRECORDED):
+                found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _UNRECORDED))
+    return found
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(node: cst.CSTNode) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in fields(node))
+    return names
+
+
 class NotLocal(Exception):
     """A transformer did something ``Index.transform`` cannot replay (removal, a non-node)."""
 
@@ -164,9 +216,25 @@ class Index:
         self._tokens = recorder.tokens
         self._offsets: list[int] | None = None
         self._line_starts: list[int] = []
+        # What transform built: new node -> (itself, the node it copies), old node -> new node.
+        self._rebuilt: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+        self._replaced: dict[int, cst.CSTNode] = {}
 
     def covers(self, node: cst.CSTNode) -> bool:
         return id(node) in self._where
+
+    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """``node.children`` without whitespace, also for a node ``transform`` rebuilt."""
+        rebuilt = self._rebuilt.get(id(node))
+        if rebuilt is None or rebuilt[0] is not node:
+            return _children(node)
+        old = self._where[id(rebuilt[1])]
+        found, child, ends = [], old + 1, self._ends
+        while child < ends[old]:
+            current = self._order[child]
+            found.append(self._replaced.get(id(current), current))
+            child = ends[child]
+        return found
 
     def nodes(self, ids: Iterable[object]) -> list[cst.CSTNode]:
         """The module's nodes whose ``id()`` is in ``ids`` (other keys are ignored)."""
@@ -256,12 +324,12 @@ class Index:
 
         def rebuild(node: cst.CSTNode, index: int) -> cst.CSTNode:
             changes: dict[str, Any] = {}
-            for field in fields(node):
-                value = getattr(node, field.name)
+            for name in _field_names(node):
+                value = getattr(node, name)
                 if isinstance(value, cst.CSTNode):
                     child = where.get(id(value))
                     if child is not None and inside(child):
-                        changes[field.name] = rebuild(value, child)
+                        changes[name] = rebuild(value, child)
                 elif isinstance(value, (list, tuple)):
                     items = list(value)
                     touched = False
@@ -271,15 +339,18 @@ class Index:
                             items[k] = rebuild(item, child)
                             touched = True
                     if touched:
-                        changes[field.name] = type(value)(items)
+                        changes[name] = type(value)(items)
             updated = node.with_changes(**changes) if changes else node
             if index in chosen:
                 leave = getattr(transformer, f"leave_{type(node).__name__}", None)
                 result = leave(node, updated) if leave is not None else updated
                 if not isinstance(result, cst.CSTNode):
                     raise NotLocal(f"leave_{type(node).__name__} returned {type(result).__name__}")
-                return result
-            return updated
+            else:
+                result = updated
+                self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
+            self._replaced[id(node)] = result
+            return result
 
         start = where.get(id(root))
         if start is None:
@@ -315,15 +386,13 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         return
 
     def mixed(current: cst.CSTNode) -> None:
-        if isinstance(current, _UNRECORDED):  # whitespace only holds whitespace, which no replay visits
-            return
         if index.covers(current):
             index.visit(current, visitor)
             return
         assert table is not None
         enter, leave = table.get(type(current), (None, None))
         if enter is None or enter(visitor, current) is not False:
-            for child in current.children:
+            for child in index.children(current):  # whitespace only holds whitespace: never visited
                 mixed(child)
         if leave is not None:
             leave(visitor, current)
