@@ -11,11 +11,12 @@ import dataclasses
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vjp_migrate.codes import DEFAULT_SELECT, triggers_for
 from vjp_migrate.discover import discover
@@ -142,14 +143,18 @@ def _read(path: Path) -> bytes:
 def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
     try:
         return work()
-    except SourceError as error:
-        return FileResult(path, Status.FAILED, str(error))
-    except OSError as error:
-        return FileResult(path, Status.FAILED, f"cannot be read: {error.strerror or error}")
-    except RecursionError:
-        return FileResult(path, Status.FAILED, "nested too deeply to analyse")
     except Exception as error:  # one file must never take the run down
-        return FileResult(path, Status.FAILED, f"internal error: {type(error).__name__}: {error}")
+        return _failed(path, error)
+
+
+def _failed(path: Path, error: BaseException) -> FileResult:
+    if isinstance(error, SourceError):
+        return FileResult(path, Status.FAILED, str(error))
+    if isinstance(error, OSError):
+        return FileResult(path, Status.FAILED, f"cannot be read: {error.strerror or error}")
+    if isinstance(error, RecursionError):
+        return FileResult(path, Status.FAILED, "nested too deeply to analyse")
+    return FileResult(path, Status.FAILED, f"internal error: {type(error).__name__}: {error}")
 
 
 def _screen(text: str, settings: Settings) -> Verdict:
@@ -234,17 +239,18 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
-def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
+def write_atomically(path: Path, data: bytes, expected: bytes, batch: WriteBatch | None = None) -> None:
     """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
 
     A run killed at any moment leaves the file either untouched or complete: the new bytes
     are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
     A symbolic link is written through (the link stays a link). Temporaries left by a killed
     run in the same folder are removed first. Raises SourceError when the file changed on
-    disk since it was read.
+    disk since it was read. Within a ``batch``, the folder is cleaned and fsynced once per batch.
     """
     target = Path(os.path.realpath(path))
-    remove_stray_temporaries(target.parent)
+    if batch is None or batch.first_in(target.parent):
+        remove_stray_temporaries(target.parent)
     status = target.stat()
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
@@ -262,10 +268,70 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
         if _read(target) != expected:
             raise SourceError("changed on disk while it was being fixed; left untouched")
         os.replace(temporary, target)
-        _fsync_folder(target.parent)
+        if batch is None:
+            _fsync_folder(target.parent)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)
+
+
+class WriteBatch:
+    """The writes of a group of files, done in threads and made durable together.
+
+    Every file still goes through ``write_atomically`` (temporary file, fsync, checked rename),
+    but the fsyncs of a batch run at the same time, so the file system commits them together
+    instead of one journal commit per file, and each folder is fsynced once, in ``finish``.
+    Until ``finish`` returns, a power cut can only bring back old files, never half ones.
+    """
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vjp-migrate-write")
+        self._pending: list[tuple[Path, Any]] = []
+        self._folders: set[Path] = set()
+        self._lock = threading.Lock()
+
+    def first_in(self, folder: Path) -> bool:
+        with self._lock:
+            first = folder not in self._folders
+            self._folders.add(folder)
+            return first
+
+    def write(self, path: Path, data: bytes, expected: bytes) -> None:
+        self._pending.append((path, self._pool.submit(write_atomically, path, data, expected, self)))
+
+    def finish(self) -> dict[Path, FileResult]:
+        """Wait for the writes; the FAILED result of each file that could not be written."""
+        failed = {}
+        for path, future in self._pending:
+            error = future.exception()
+            if error is not None:
+                failed[path] = _failed(path, error)
+        for folder in sorted(self._folders):
+            _fsync_folder(folder)
+        self._pending.clear()
+        self._folders.clear()
+        return failed
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True)
+
+
+_BATCH: list[WriteBatch] = []
+
+
+@contextmanager
+def write_batch() -> Iterator[WriteBatch]:
+    """Inside the block, fix_file hands its writes to the batch (see WriteBatch)."""
+    batch = WriteBatch()
+    _BATCH.append(batch)
+    try:
+        yield batch
+    finally:
+        _BATCH.pop()
+        batch.finish()
+        batch.close()
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -314,7 +380,10 @@ def fix_file(
             result = _fix_source(source.text, str(path), settings, syntax_checked=verdict.parses)
         written = False
         if result.changed and write:
-            write_atomically(path, encode(source, result.source), data)
+            if _BATCH:  # written in a thread; a failure replaces this result in WriteBatch.finish
+                _BATCH[-1].write(path, encode(source, result.source), data)
+            else:
+                write_atomically(path, encode(source, result.source), data)
             written = True
         return _fixed(path, source.text, result, written)
 
