@@ -98,6 +98,13 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
     for node in positions:
         expected = [c for c in node.children if not isinstance(c, walk._UNRECORDED)]
         assert walk._children(node) == expected, (name, node)
+    assert index.code(module)[0] == text
+    if module.body:  # statements generated again where they are not the indexed ones
+        copies = [cst.parse_statement(module.code_for_node(stmt)) if k % 2 else stmt for k, stmt in enumerate(module.body)]
+        changed = module.with_changes(body=copies)
+        assert index.code(changed)[0] == changed.code, name
+        fewer = module.with_changes(body=module.body[1:])
+        assert index.code(fewer)[0] == fewer.code, name
     roots: list[cst.CSTNode] = [module, *module.body]
     for root in roots:
         direct, replayed = _Recording(), _Recording()

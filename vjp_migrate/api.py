@@ -119,12 +119,21 @@ def _fix_source(code: str, path: str, settings: Settings, syntax_checked: bool =
     if not plans:
         return FixResult(code, False, analysis.diagnostics, ())
     from vjp_migrate.rewrite import apply_plans
+    from vjp_migrate.walk import index_of
 
-    new_code: str = apply_plans(analysis.module, plans).code  # type: ignore[arg-type]
+    module = analysis.module
+    assert module is not None
+    # Statements the rewrite left alone are copied from the source; only the others are
+    # generated and checked again (top-level statements parse on their own).
+    new_code, changed = index_of(module).code(apply_plans(module, plans))  # type: ignore[arg-type]
     try:
-        check_syntax(new_code, path)
-    except SourceError as error:
-        raise SourceError(f"internal error: the rewrite would not parse ({error}); left untouched") from None
+        for statement in changed:
+            check_syntax(statement, path)
+    except SourceError:
+        try:
+            check_syntax(new_code, path)  # the message names the line in the whole file
+        except SourceError as error:
+            raise SourceError(f"internal error: the rewrite would not parse ({error}); left untouched") from None
     moved = {(d.site.qualname, i) for d in analysis.decisions if d.plan for i in d.plan.moved}
     fixed = tuple(d for d in analysis.diagnostics if (d.function, d.index) in moved)
     return FixResult(new_code, new_code != code, analysis.diagnostics, fixed)

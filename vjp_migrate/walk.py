@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from types import TracebackType
 
 NEWLINE = re.compile(r"\r\n?|\n")  # as LibCST's PositionProvider counts lines
+NEWLINE_AT_END = re.compile(r"(\r\n?|\n)\Z")
 # Nodes no analysis visits: not recorded, so replays walk fewer nodes.
 _UNRECORDED = (
     cst.SimpleWhitespace,
@@ -81,6 +82,7 @@ class _Recorder(CodegenState):
         self.where: dict[int, int] = {}  # id(node) -> its index in order
         self.spans: dict[int, tuple[int, int]] = {}  # id(node) -> token range
         self.stack: list[tuple[int, int]] = []
+        self.top: list[tuple[int, int]] = []  # token ranges of the module's statements, comments included
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED:
@@ -96,6 +98,8 @@ class _Recorder(CodegenState):
             return
         index, start = self.stack.pop()
         self.ends[index] = len(self.order)
+        if len(self.stack) == 1:  # a statement of the module's body
+            self.top.append((start, len(self.tokens)))
         key = id(node)
         if key not in self.spans:  # a syntactic position recorded inside wins, as in PositionProvider
             self.spans[key] = (start, len(self.tokens))
@@ -214,8 +218,10 @@ class Index:
         self._where = recorder.where
         self._spans = recorder.spans
         self._tokens = recorder.tokens
+        self._top = recorder.top
         self._offsets: list[int] | None = None
         self._line_starts: list[int] = []
+        self._text = ""
         # What transform built: new node -> (itself, the node it copies), old node -> new node.
         self._rebuilt: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
         self._replaced: dict[int, cst.CSTNode] = {}
@@ -243,11 +249,15 @@ class Index:
 
     # --- positions -------------------------------------------------------------------------
 
-    def _point(self, token: int) -> tuple[int, int]:
+    def _measure(self) -> list[int]:
         if self._offsets is None:
             self._offsets = list(accumulate(map(len, self._tokens), initial=0))
-            self._line_starts = [0, *(m.end() for m in NEWLINE.finditer("".join(self._tokens)))]
-        offset = self._offsets[token]
+            self._text = "".join(self._tokens)  # the source, with its last newline even if it had none
+            self._line_starts = [0, *(m.end() for m in NEWLINE.finditer(self._text))]
+        return self._offsets
+
+    def _point(self, token: int) -> tuple[int, int]:
+        offset = self._measure()[token]
         line = bisect_right(self._line_starts, offset)
         return line, offset - self._line_starts[line - 1]
 
@@ -262,6 +272,42 @@ class Index:
         line, column = self._point(start)
         end_line, end_column = self._point(end)
         return line, column + 1, end_line, end_column + 1
+
+    def code(self, module: cst.Module) -> tuple[str, list[str]]:
+        """``module.code`` for a module made from the indexed one by replacing, adding or removing
+        statements of its body, and the code of the statements that are not the indexed ones.
+
+        Statements kept from the indexed module are copied from its text, not generated again.
+        """
+        old = self.module
+        same_frame = (
+            module.header is old.header
+            and module.footer is old.footer
+            and (module.default_indent, module.default_newline, module.has_trailing_newline)
+            == (old.default_indent, old.default_newline, old.has_trailing_newline)
+        )
+        if not (same_frame and old.body and module.body and len(self._top) == len(old.body)):
+            code = module.code
+            return code, [code]
+        offsets = self._measure()
+        text, top = self._text, self._top
+        kept = {id(stmt): k for k, stmt in enumerate(old.body)}
+        pieces = [text[: offsets[top[0][0]]]]  # the header
+        new: list[str] = []
+        for stmt in module.body:
+            k = kept.get(id(stmt))
+            if k is None:
+                piece = module.code_for_node(stmt)
+                new.append(piece)
+            else:
+                piece = text[offsets[top[k][0]] : offsets[top[k][1]]]
+            pieces.append(piece)
+        pieces.append(text[offsets[top[-1][1]] :])  # the footer
+        code = "".join(pieces)
+        last = NEWLINE_AT_END.search(code)
+        if not module.has_trailing_newline and last is not None:  # LibCST drops its last token, a newline
+            code = code[: last.start()]
+        return code, new
 
     # --- replays ---------------------------------------------------------------------------
 
