@@ -182,3 +182,5 @@ def test_local_rewrite_equals_the_whole_module_transform(path: Path) -> None:
         if plans:
             assert isinstance(module, cst.Module)
             assert apply_plans(module, plans).code == apply_plans(module, plans, local=False).code
+            for plan in plans:  # one plan at a time on the same module, as interactive fixing does
+                assert apply_plans(module, [plan]).code == apply_plans(module, [plan], local=False).code

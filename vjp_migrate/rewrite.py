@@ -306,8 +306,8 @@ class _DropImports(cst.CSTTransformer):
 
     def drops(self, node: cst.BaseSmallStatement) -> bool:
         """Whether the import ``node`` loses a name."""
-        if isinstance(node, cst.Import) or (isinstance(node, cst.ImportFrom) and not isinstance(node.names, cst.ImportStar)):
-            return not all(self._keep(a) for a in node.names)  # type: ignore[union-attr]
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            return not all(self._keep(a) for a in node.names)
         return False
 
     def _trim(
@@ -375,22 +375,10 @@ def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
             body.append(stmt)
             continue
         new = stmt.visit(dropper)
-        # What the module's own visit does with a statement emptied by a removal.
-        if isinstance(new, cst.RemovalSentinel) or (not stmt._is_removable() and new._is_removable()):
+        if isinstance(new, cst.RemovalSentinel):
             continue
         assert isinstance(new, cst.BaseStatement)
+        if not stmt._is_removable() and new._is_removable():  # what the module's own visit does
+            continue
         body.append(new)
     return module.with_changes(body=body)
-
-
-def _transform(module: cst.Module, applier: _Apply) -> cst.Module:
-    # _Apply changes only nodes whose id is a key of one of its tables (tests/test_walk.py
-    # compares this with the whole-module visit over every fixture).
-    index = walk.index_of(module)
-    keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
-    try:
-        new = index.transform(module, applier, index.nodes(keys))
-    except walk.NotLocal:
-        return module.visit(applier)
-    assert isinstance(new, cst.Module)
-    return new

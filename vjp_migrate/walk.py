@@ -125,7 +125,8 @@ def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | Non
     names = {
         name
         for name in dir(visitor_type)
-        if name.startswith(("visit_", "leave_")) and getattr(visitor_type, name) is not getattr(cst.CSTVisitor, name, None)
+        if name.startswith(("visit_", "leave_"))
+        and getattr(visitor_type, name) is not getattr(cst.CSTVisitor, name, None)
     }
     for name in names:
         kind = name.split("_", 1)[1]
@@ -323,15 +324,15 @@ class Index:
         pending: list[tuple[int, cst.CSTNode, Callable[..., Any]]] = []
         while index < stop:
             while pending and pending[-1][0] <= index:
-                _, done, leave = pending.pop()
-                leave(visitor, done)
+                _, done, finish = pending.pop()
+                finish(visitor, done)
             current = order[index]
             entry = table.get(type(current))
             if entry is None:
                 index += 1
                 continue
-            visit, leave = entry
-            descend = visit is None or visit(visitor, current) is not False
+            enter, leave = entry
+            descend = enter is None or enter(visitor, current) is not False
             if not descend:
                 if leave is not None:
                     leave(visitor, current)
@@ -341,8 +342,8 @@ class Index:
                 pending.append((ends[index], current, leave))
             index += 1
         while pending:
-            _, done, leave = pending.pop()
-            leave(visitor, done)
+            _, done, finish = pending.pop()
+            finish(visitor, done)
 
     # --- targeted transforms ---------------------------------------------------------------
 
@@ -355,6 +356,8 @@ class Index:
         NotLocal when a target is not in this module or a leave does not return a node.
         """
         where, ends = self._where, self._ends
+        self._rebuilt.clear()  # children() describes the latest transform only
+        self._replaced.clear()
         marks: list[int] = []
         for target in targets:
             index = where.get(id(target))

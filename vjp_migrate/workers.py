@@ -138,6 +138,9 @@ class _Pool:
         # fork starts in milliseconds and needs nothing pickled, but is unsafe in a process that
         # already runs threads (say, a library user who imported JAX), and on macOS and Windows.
         self.context: Any = get_context("fork" if _single_threaded_linux() else "spawn")
+        if task.mode == "fix" and self.context.get_start_method() == "fork":
+            _preload()  # forked workers then share one import instead of each paying for its own
+
 
     def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
@@ -227,6 +230,13 @@ class _Pool:
         if dead.batch:
             self.queue.appendleft(sorted(dead.batch))  # redone: files without news had no effects
         return self._start()
+
+def _preload() -> None:
+    """Import what analysing a file needs (LibCST above all), before the workers are forked."""
+    import importlib
+
+    for stage in ("api", "classify", "plan", "rewrite", "walk"):
+        importlib.import_module(f"vjp_migrate.{stage}")
 
 
 def _single_threaded_linux() -> bool:
