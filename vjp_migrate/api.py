@@ -11,7 +11,6 @@ import dataclasses
 import os
 import stat
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -248,83 +247,133 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
-def write_atomically(path: Path, data: bytes, expected: bytes, batch: WriteBatch | None = None) -> None:
+def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
     """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
 
     A run killed at any moment leaves the file either untouched or complete: the new bytes
     are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
     A symbolic link is written through (the link stays a link). Temporaries left by a killed
     run in the same folder are removed first. Raises SourceError when the file changed on
-    disk since it was read. Within a ``batch``, the folder is cleaned and fsynced once per batch.
+    disk since it was read.
     """
+    staged = _stage(path, data, clean=True)
+    try:
+        os.fsync(staged.out.fileno())
+        _commit(staged, expected)
+    finally:
+        staged.discard()
+    _fsync_folder(staged.target.parent)
+
+
+@dataclass
+class _Staged:
+    """New bytes written (not yet fsynced) to a temporary file next to the target."""
+
+    target: Path
+    status: os.stat_result
+    temporary: str
+    out: Any  # the open temporary file
+
+    def discard(self) -> None:
+        self.out.close()
+        if os.path.exists(self.temporary):
+            os.unlink(self.temporary)
+
+
+def _stage(path: Path, data: bytes, clean: bool) -> _Staged:
     target = Path(os.path.realpath(path))
-    if batch is None or batch.first_in(target.parent):
+    if clean:
         remove_stray_temporaries(target.parent)
     status = target.stat()
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
     )
+    staged = _Staged(target, status, temporary, os.fdopen(handle, "wb"))
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, stat.S_IMODE(status.st_mode))
-        if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
-            # Not allowed unless root: then the file becomes ours, as with any editor.
-            with contextlib.suppress(OSError):
-                os.chown(temporary, status.st_uid, status.st_gid)
-        if _read(target) != expected:
-            raise SourceError("changed on disk while it was being fixed; left untouched")
-        os.replace(temporary, target)
-        if batch is None:
-            _fsync_folder(target.parent)
-    finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        staged.out.write(data)
+        staged.out.flush()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def _commit(staged: _Staged, expected: bytes) -> None:
+    """Rename a staged (and fsynced) temporary over its target, unless the target changed."""
+    staged.out.close()
+    status, temporary, target = staged.status, staged.temporary, staged.target
+    os.chmod(temporary, stat.S_IMODE(status.st_mode))
+    if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
+        # Not allowed unless root: then the file becomes ours, as with any editor.
+        with contextlib.suppress(OSError):
+            os.chown(temporary, status.st_uid, status.st_gid)
+    if _read(target) != expected:
+        raise SourceError("changed on disk while it was being fixed; left untouched")
+    os.replace(temporary, target)
 
 
 class WriteBatch:
-    """The writes of a group of files, done in threads and made durable together.
+    """The writes of a group of files, made durable together.
 
-    Every file still goes through ``write_atomically`` (temporary file, fsync, checked rename),
-    but the fsyncs of a batch run at the same time, so the file system commits them together
-    instead of one journal commit per file, and each folder is fsynced once, in ``finish``.
-    Until ``finish`` returns, a power cut can only bring back old files, never half ones.
+    Each file is still replaced atomically (temporary file, fsync, checked rename), but the
+    writes wait for ``finish``: then every temporary is written, all their fsyncs run at once
+    in threads (the file system commits them together instead of one journal commit per file),
+    the renames follow, and each folder is fsynced once. Until ``finish`` returns, a power cut
+    can only bring back old files, never half ones.
     """
 
     def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
-        self._pool = ThreadPoolExecutor(max_workers=8, thread_name_prefix="vjp-migrate-write")
-        self._pending: list[tuple[Path, Any]] = []
-        self._folders: set[Path] = set()
-        self._lock = threading.Lock()
-
-    def first_in(self, folder: Path) -> bool:
-        with self._lock:
-            first = folder not in self._folders
-            self._folders.add(folder)
-            return first
+        self._pending: list[tuple[Path, bytes, bytes]] = []
+        self._pool: Any = None
 
     def write(self, path: Path, data: bytes, expected: bytes) -> None:
-        self._pending.append((path, self._pool.submit(write_atomically, path, data, expected, self)))
+        self._pending.append((path, data, expected))
 
     def finish(self) -> dict[Path, FileResult]:
-        """Wait for the writes; the FAILED result of each file that could not be written."""
-        failed = {}
-        for path, future in self._pending:
-            error = future.exception()
-            if error is not None:
-                failed[path] = _failed(path, error)
-        for folder in sorted(self._folders):
-            _fsync_folder(folder)
-        self._pending.clear()
-        self._folders.clear()
+        """Do the writes; the FAILED result of each file that could not be written."""
+        failed: dict[Path, FileResult] = {}
+        staged: list[tuple[Path, _Staged, bytes]] = []
+        folders: set[Path] = set()
+        try:
+            for path, data, expected in self._pending:
+                folder = Path(os.path.realpath(path)).parent
+                try:
+                    staged.append((path, _stage(path, data, clean=folder not in folders), expected))
+                except Exception as error:
+                    failed[path] = _failed(path, error)
+                folders.add(folder)
+            if self._pool is None and staged:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vjp-migrate-fsync")
+            synced = list(self._pool.map(_fsync_or_error, [s.out for _, s, _ in staged])) if staged else []
+            for (path, one, expected), problem in zip(staged, synced, strict=True):
+                try:
+                    if problem is not None:
+                        raise problem
+                    _commit(one, expected)
+                except Exception as error:
+                    failed[path] = _failed(path, error)
+            for folder in sorted(folders):
+                _fsync_folder(folder)
+        finally:
+            for _, one, _ in staged:
+                one.discard()
+            self._pending.clear()
         return failed
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _fsync_or_error(out: Any) -> OSError | None:
+    try:
+        os.fsync(out.fileno())
+    except OSError as error:
+        return error
+    return None
 
 
 _BATCH: list[WriteBatch] = []
@@ -389,7 +438,7 @@ def fix_file(
             result = _fix_source(source.text, str(path), settings, syntax_checked=verdict.parses)
         written = False
         if result.changed and write:
-            if _BATCH:  # written in a thread; a failure replaces this result in WriteBatch.finish
+            if _BATCH:  # written with the batch; a failure replaces this result in WriteBatch.finish
                 _BATCH[-1].write(path, encode(source, result.source), data)
             else:
                 write_atomically(path, encode(source, result.source), data)

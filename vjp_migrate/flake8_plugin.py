@@ -30,10 +30,13 @@ class Plugin:
 
         from vjp_migrate.api import analyze
         from vjp_migrate.config import ConfigError, settings_for
+        from vjp_migrate.screen import may_report
         from vjp_migrate.source import SourceError
 
         try:
             settings = settings_for(Path(self.filename if self.filename not in ("-", "stdin") else "."))
+            if not may_report(text, settings):  # the ast screen, as `check` runs it: no LibCST parse
+                return
             diagnostics = analyze(text, self.filename, settings).diagnostics
         except (SourceError, ConfigError):  # flake8 reports syntax errors itself (E999)
             return
