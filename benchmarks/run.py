@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import resource
 import shutil
 import statistics
 import subprocess
@@ -63,14 +64,28 @@ class Row:
 
 
 def median_seconds(command: Sequence[str], runs: int, before: Callable[[], None] | None = None) -> float:
-    times = []
+    return wall_and_cpu(command, runs, before)[0]
+
+
+def wall_and_cpu(
+    command: Sequence[str], runs: int, before: Callable[[], None] | None = None
+) -> tuple[float, float]:
+    """Median wall-clock seconds and median CPU seconds (user + system, all processes) of a command.
+
+    CPU time hardly depends on what else the machine runs; wall-clock time does (and shows
+    what worker processes gain).
+    """
+    walls, cpus = [], []
     for _ in range(runs):
         if before is not None:
             before()
+        used = resource.getrusage(resource.RUSAGE_CHILDREN)
         start = time.perf_counter()
         subprocess.run(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        walls.append(time.perf_counter() - start)
+        now = resource.getrusage(resource.RUSAGE_CHILDREN)
+        cpus.append(now.ru_utime - used.ru_utime + now.ru_stime - used.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def peak_rss_mb(command: Sequence[str]) -> float:
@@ -115,7 +130,9 @@ def farm(source: Path, target: Path, copies: int) -> Path:
     return target
 
 
-def measure(runs: int, big: Path, work: Path, flake8_tree: Path) -> tuple[list[Row], dict[str, str]]:
+def measure(
+    runs: int, big: Path, work: Path, flake8_tree: Path, flake8_runs: int | None = None
+) -> tuple[list[Row], dict[str, str]]:
     rows: list[Row] = []
     facts = {
         "machine": f"{platform.machine()}, {os.cpu_count()} CPUs, Python {platform.python_version()}",
@@ -153,19 +170,24 @@ def measure(runs: int, big: Path, work: Path, flake8_tree: Path) -> tuple[list[R
         shutil.rmtree(dense, ignore_errors=True)
         shutil.copytree(dense_source, dense)
 
-    fixing = median_seconds([*VJP, "fix", "--exit-zero", str(dense)], runs, before=fresh)
+    fixing, fixing_cpu = wall_and_cpu([*VJP, "fix", "--exit-zero", str(dense)], runs, before=fresh)
     fresh()
     subprocess.run([*VJP, "fix", "--exit-zero", str(dense)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     changed = sum((dense / p.name).read_bytes() != p.read_bytes() for p in dense_source.iterdir())
-    bare = median_seconds([sys.executable, "-c", PARSE_ONLY, str(dense_source)], runs)
+    bare, bare_cpu = wall_and_cpu([sys.executable, "-c", PARSE_ONLY, str(dense_source)], runs)
+    single, single_cpu = wall_and_cpu([*VJP, "fix", "--exit-zero", "--jobs", "1", str(dense)], runs, before=fresh)
     rows.append(Row("2. fix, dense tree (400 files) vs bare `libcst.parse_module(...).code`", f"{fixing:.2f} s",
                     f"{bare:.2f} s", fixing / bare, "<= 1.0", fixing <= bare, f"{changed}/400 files changed"))
+    rows.append(Row("2b. fix, dense tree, `--jobs 1` (one process) vs bare (extra)", f"{single:.2f} s",
+                    f"{bare:.2f} s", single / bare, "-", None))
+    rows.append(Row("2c. fix, dense tree, CPU time (all processes) vs bare (extra)", f"{fixing_cpu:.2f} s",
+                    f"{bare_cpu:.2f} s", fixing_cpu / bare_cpu, "-", None, f"`--jobs 1`: {single_cpu:.2f} s"))
     facts["dense tree"] = f"400 copies of {len({p.name.split('_', 1)[1] for p in dense_source.iterdir()})} fixtures"
 
     # 3. the flake8 plugin (flake8 takes minutes on the big tree: by default on the JAX package)
     flake8 = BIN / "flake8"
     if (ROOT / "vjp_migrate" / "flake8_plugin.py").is_file() and flake8.exists():
-        runs8 = min(runs, 3)
+        runs8 = flake8_runs or min(runs, 3)
         with_plugin = median_seconds([str(flake8), "--select", "E9,VJP", "--exit-zero", str(flake8_tree)], runs8)
         without = median_seconds(
             [sys.executable, "-c", FLAKE8_WITHOUT, "--select", "E9", "--exit-zero", str(flake8_tree)], runs8
@@ -221,25 +243,29 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=5, help="runs per command; medians are compared")
     parser.add_argument("--tree", type=Path, default=Path(sysconfig.get_paths()["purelib"]), help="the big tree")
-    parser.add_argument("--markdown", type=Path, help="also write the table into this Markdown file")
+    parser.add_argument(
+        "--markdown", type=Path, action="append", default=[],
+        help="also write the table between the benchmark markers of this Markdown file (repeatable)",
+    )
     parser.add_argument(
         "--flake8-tree", type=Path, help="tree for the flake8 rows (default: the installed jax package; flake8 is slow)"
     )
+    parser.add_argument("--flake8-runs", type=int, help="runs for the flake8 rows (default: min(--runs, 3))")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="vjp-bench-") as work:
         flake8_tree = args.flake8_tree or args.tree / "jax"
-        rows, facts = measure(args.runs, args.tree.resolve(), Path(work), flake8_tree.resolve())
+        rows, facts = measure(args.runs, args.tree.resolve(), Path(work), flake8_tree.resolve(), args.flake8_runs)
     command = "python benchmarks/run.py " + " ".join(sys.argv[1:])
     table = markdown(rows, facts, command.strip())
     print(table)
-    if args.markdown:
-        text = args.markdown.read_text(encoding="utf-8") if args.markdown.exists() else ""
+    for target in args.markdown:
+        text = target.read_text(encoding="utf-8") if target.exists() else ""
         start, end = "<!-- benchmark:start -->", "<!-- benchmark:end -->"
         if start in text and end in text:
             text = text[: text.index(start) + len(start)] + "\n" + table + text[text.index(end):]
         else:
             text += f"\n{start}\n{table}{end}\n"
-        args.markdown.write_text(text, encoding="utf-8")
+        target.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

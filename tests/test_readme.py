@@ -19,3 +19,13 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert command in readme
     assert command in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
     assert "pip install . && vjp-migrate fix --diff examples/" in readme
+
+
+def test_readme_shows_the_latest_benchmark_table() -> None:
+    def table(path: str) -> str:
+        text = (ROOT / path).read_text(encoding="utf-8")
+        return text.split("<!-- benchmark:start -->\n", 1)[1].split("<!-- benchmark:end -->", 1)[0]
+
+    shown = table("README.md")
+    assert shown == table("docs/performance.md")  # both written by benchmarks/run.py --markdown
+    assert "| 2. fix, dense tree" in shown and "| 1. check, big tree" in shown

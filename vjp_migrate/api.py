@@ -16,12 +16,12 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from vjp_migrate.codes import DEFAULT_SELECT, triggers_for
 from vjp_migrate.discover import discover
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
-from vjp_migrate.screen import may_report
+from vjp_migrate.screen import Verdict, screen
 from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
 
 if TYPE_CHECKING:
@@ -64,45 +64,50 @@ def analyze(
     ``project`` resolves rules imported from other files (project.py); without it, such a
     rule is named in a VJP003 and left alone.
     """
+    return _analyze(text, path, settings, parse_anyway, project)
+
+
+def _analyze(
+    text: str,
+    path: str,
+    settings: Settings,
+    parse_anyway: bool,
+    project: Project | None = None,
+    syntax_checked: bool = False,
+) -> Analysis:
     if not _may_contain(text, settings):
-        if parse_anyway:
+        if parse_anyway and not syntax_checked:
             check_syntax(text, path)
         return Analysis((), (), None)
-    module = project.parse(text, path) if project is not None else parse(text, path)
+    if project is not None:
+        module = project.parse(text, path)
+    else:
+        module = parse(text, path, syntax_checked=syntax_checked)
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
-    from libcst.metadata import MetadataWrapper, PositionProvider
 
     from vjp_migrate.classify import Context, apply_overrides, classify_site, module_helpers
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
+    from vjp_migrate.noqa import suppress
     from vjp_migrate.plan import decide, reconcile_shared
     from vjp_migrate.sites import find_sites
+    from vjp_migrate.walk import index_of
 
     imports = import_table(module)
     sites = project.find_sites(module, imports, path) if project is not None else find_sites(module, imports)
     if not sites:
         return Analysis((), (), module)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-
-    def line_of(node: cst.CSTNode) -> int | None:
-        where = positions.get(node)
-        return where.start.line if where else None
-
-    def span_of(node: cst.CSTNode) -> tuple[int, int, int, int]:
-        where = positions[node]
-        return where.start.line, where.start.column + 1, where.end.line, where.end.column + 1
-
-    from vjp_migrate.noqa import suppress
+    index = index_of(module)  # positions, and cheap replays of the visitors below
 
     def header_of(site: VjpSite) -> range:
         """The decorator and def lines, where a `# noqa` silences the site."""
         first = site.primal.decorators[0] if site.primal.decorators else site.primal
-        body = positions[site.primal.body].start.line
+        body = index.span(site.primal.body)[0]
         end = body if isinstance(site.primal.body, cst.SimpleStatementSuite) else body - 1
-        return range(positions[first].start.line, end + 1)
+        return range(index.span(first)[0], end + 1)
 
-    ctx = Context(imports, module_helpers(module), line_of)
+    ctx = Context(imports, module_helpers(module), index.line)
     if project is not None:
         ctx = project.widen(ctx, sites)
     decisions = tuple(
@@ -110,7 +115,7 @@ def analyze(
         for site in sites
     )
     decisions = reconcile_shared(decisions)
-    diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, span_of, path))
+    diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
     return Analysis(diagnostics, decisions, module)
@@ -130,18 +135,29 @@ def fix_source(code: str, *, path: str = "<string>", settings: Settings = DEFAUL
     return _fix_text(code, path, settings, None)
 
 
-def _fix_text(code: str, path: str, settings: Settings, project: Project | None) -> FixResult:
-    analysis = analyze(code, path, settings, parse_anyway=True, project=project)
+def _fix_text(
+    code: str, path: str, settings: Settings, project: Project | None, syntax_checked: bool = False
+) -> FixResult:
+    analysis = _analyze(code, path, settings, True, project, syntax_checked)
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FixResult(code, False, analysis.diagnostics, ())
     from vjp_migrate.rewrite import apply_plans
+    from vjp_migrate.walk import index_of
 
-    new_code: str = apply_plans(analysis.module, plans).code  # type: ignore[arg-type]
+    module = analysis.module
+    assert module is not None
+    # Statements the rewrite left alone are copied from the source; only the others are
+    # generated and checked again (top-level statements parse on their own).
+    new_code, changed = index_of(module).code(apply_plans(module, plans))  # type: ignore[arg-type]
     try:
-        check_syntax(new_code, path)
-    except SourceError as error:
-        raise SourceError(f"internal error: the rewrite would not parse ({error}); left untouched") from None
+        for statement in changed:
+            check_syntax(statement, path)
+    except SourceError:
+        try:
+            check_syntax(new_code, path)  # the message names the line in the whole file
+        except SourceError as error:
+            raise SourceError(f"internal error: the rewrite would not parse ({error}); left untouched") from None
     moved = {(d.site.qualname, i) for d in analysis.decisions if d.plan for i in d.plan.moved}
     fixed = tuple(d for d in analysis.diagnostics if (d.function, d.index) in moved)
     return FixResult(new_code, new_code != code, analysis.diagnostics, fixed)
@@ -160,21 +176,25 @@ def _read(path: Path) -> bytes:
 def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
     try:
         return work()
-    except SourceError as error:
-        return FileResult(path, Status.FAILED, str(error))
-    except OSError as error:
-        return FileResult(path, Status.FAILED, f"cannot be read: {error.strerror or error}")
-    except RecursionError:
-        return FileResult(path, Status.FAILED, "nested too deeply to analyse")
     except Exception as error:  # one file must never take the run down
-        return FileResult(path, Status.FAILED, f"internal error: {type(error).__name__}: {error}")
+        return _failed(path, error)
 
 
-def _screen(text: str, settings: Settings) -> bool:
+def _failed(path: Path, error: BaseException) -> FileResult:
+    if isinstance(error, SourceError):
+        return FileResult(path, Status.FAILED, str(error))
+    if isinstance(error, OSError):
+        return FileResult(path, Status.FAILED, f"cannot be read: {error.strerror or error}")
+    if isinstance(error, RecursionError):
+        return FileResult(path, Status.FAILED, "nested too deeply to analyse")
+    return FileResult(path, Status.FAILED, f"internal error: {type(error).__name__}: {error}")
+
+
+def _screen(text: str, settings: Settings) -> Verdict:
     """Whether the full analysis is needed; SourceError when the source is too large for it."""
     if _may_contain(text, settings):
         check_size(text)  # before the screen: even its ast pass takes many seconds on such a file
-    return may_report(text, settings)
+    return screen(text, settings)
 
 
 def check_file(
@@ -194,13 +214,13 @@ def check_file(
             from vjp_migrate.notebook import check_notebook
 
             result = FileResult(path, Status.OK, diagnostics=check_notebook(source.text, str(path), settings))
-        elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can be found
+        elif not (verdict := _screen(source.text, settings)).may_report:  # it parsed, and nothing can be found
             result = FileResult(path, Status.OK)
         else:
             from vjp_migrate.project import Project
 
             project = Project.for_file(path)
-            analysis = analyze(source.text, str(path), settings, parse_anyway=explicit, project=project)
+            analysis = _analyze(source.text, str(path), settings, explicit, project, syntax_checked=verdict.parses)
             imported = tuple(sorted(project.imported.get(path, ())))
             result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics, imported_rules=imported)
         if cache is not None:
@@ -256,29 +276,6 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
     return removed
 
 
-def write_temporary(target: Path, data: bytes) -> str:
-    """A fsynced temporary file beside ``target`` holding ``data``, with target's mode and owner."""
-    status = target.stat()
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
-    )
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.chmod(temporary, stat.S_IMODE(status.st_mode))
-        if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
-            # Not allowed unless root: then the file becomes ours, as with any editor.
-            with contextlib.suppress(OSError):
-                os.chown(temporary, status.st_uid, status.st_gid)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temporary)
-        raise
-    return temporary
-
-
 def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
     """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
 
@@ -288,17 +285,158 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
     run in the same folder are removed first. Raises SourceError when the file changed on
     disk since it was read.
     """
-    target = Path(os.path.realpath(path))
-    remove_stray_temporaries(target.parent)
-    temporary = write_temporary(target, data)
+    staged = _stage(path, data, clean=True)
     try:
-        if _read(target) != expected:
-            raise SourceError("changed on disk while it was being fixed; left untouched")
-        os.replace(temporary, target)
-        _fsync_folder(target.parent)
+        os.fsync(staged.out.fileno())
+        _commit(staged, expected)
     finally:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
+        staged.discard()
+    _fsync_folder(staged.target.parent)
+
+
+@dataclass
+class _Staged:
+    """New bytes written (not yet fsynced) to a temporary file next to the target."""
+
+    target: Path
+    status: os.stat_result
+    temporary: str
+    out: Any  # the open temporary file
+
+    def discard(self) -> None:
+        self.out.close()
+        if os.path.exists(self.temporary):
+            os.unlink(self.temporary)
+
+
+def _stage(path: Path, data: bytes, clean: bool) -> _Staged:
+    target = Path(os.path.realpath(path))
+    if clean:
+        remove_stray_temporaries(target.parent)
+    status = target.stat()
+    handle, temporary = tempfile.mkstemp(
+        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+    )
+    staged = _Staged(target, status, temporary, os.fdopen(handle, "wb"))
+    try:
+        staged.out.write(data)
+        staged.out.flush()
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
+
+
+def _take_owner(staged: _Staged) -> None:
+    """Give the closed temporary its target's mode and owner."""
+    staged.out.close()
+    status, temporary = staged.status, staged.temporary
+    os.chmod(temporary, stat.S_IMODE(status.st_mode))
+    if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
+        # Not allowed unless root: then the file becomes ours, as with any editor.
+        with contextlib.suppress(OSError):
+            os.chown(temporary, status.st_uid, status.st_gid)
+
+
+def write_temporary(target: Path, data: bytes) -> str:
+    """A fsynced temporary file beside ``target`` holding ``data``, with target's mode and owner."""
+    staged = _stage(target, data, clean=False)
+    try:
+        os.fsync(staged.out.fileno())
+        _take_owner(staged)
+    except BaseException:
+        staged.discard()
+        raise
+    return staged.temporary
+
+
+def _commit(staged: _Staged, expected: bytes) -> None:
+    """Rename a staged (and fsynced) temporary over its target, unless the target changed."""
+    _take_owner(staged)
+    temporary, target = staged.temporary, staged.target
+    if _read(target) != expected:
+        raise SourceError("changed on disk while it was being fixed; left untouched")
+    os.replace(temporary, target)
+
+
+class WriteBatch:
+    """The writes of a group of files, made durable together.
+
+    Each file is still replaced atomically (temporary file, fsync, checked rename), but the
+    writes wait for ``finish``: then every temporary is written, all their fsyncs run at once
+    in threads (the file system commits them together instead of one journal commit per file),
+    the renames follow, and each folder is fsynced once. Until ``finish`` returns, a power cut
+    can only bring back old files, never half ones.
+    """
+
+    def __init__(self) -> None:
+        self._pending: list[tuple[Path, bytes, bytes]] = []
+        self._pool: Any = None
+
+    def write(self, path: Path, data: bytes, expected: bytes) -> None:
+        self._pending.append((path, data, expected))
+
+    def finish(self) -> dict[Path, FileResult]:
+        """Do the writes; the FAILED result of each file that could not be written."""
+        failed: dict[Path, FileResult] = {}
+        staged: list[tuple[Path, _Staged, bytes]] = []
+        folders: set[Path] = set()
+        try:
+            for path, data, expected in self._pending:
+                folder = Path(os.path.realpath(path)).parent
+                try:
+                    staged.append((path, _stage(path, data, clean=folder not in folders), expected))
+                except Exception as error:
+                    failed[path] = _failed(path, error)
+                folders.add(folder)
+            if self._pool is None and staged:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vjp-migrate-fsync")
+            synced = list(self._pool.map(_fsync_or_error, [s.out for _, s, _ in staged])) if staged else []
+            for (path, one, expected), problem in zip(staged, synced, strict=True):
+                try:
+                    if problem is not None:
+                        raise problem
+                    _commit(one, expected)
+                except Exception as error:
+                    failed[path] = _failed(path, error)
+            for folder in sorted(folders):
+                _fsync_folder(folder)
+        finally:
+            for _, one, _ in staged:
+                one.discard()
+            self._pending.clear()
+        return failed
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _fsync_or_error(out: Any) -> OSError | None:
+    try:
+        os.fsync(out.fileno())
+    except OSError as error:
+        return error
+    return None
+
+
+_BATCH: list[WriteBatch] = []
+
+
+@contextmanager
+def write_batch() -> Iterator[WriteBatch]:
+    """Inside the block, fix_file hands its writes to the batch (see WriteBatch)."""
+    batch = WriteBatch()
+    _BATCH.append(batch)
+    try:
+        yield batch
+    finally:
+        _BATCH.pop()
+        batch.finish()
+        batch.close()
 
 
 def _fsync_folder(folder: Path) -> None:
@@ -343,17 +481,20 @@ def fix_file(
             from vjp_migrate.notebook import fix_notebook
 
             result = fix_notebook(source.text, str(path), settings)
-        elif not _screen(source.text, settings):  # it parsed (with ast), and nothing can change
+        elif not (verdict := _screen(source.text, settings)).may_report:  # it parsed, and nothing can change
             result = FixResult(source.text, False, (), ())
         else:
             from vjp_migrate.project import Project
 
             project = Project.for_file(path)
-            result = _fix_text(source.text, str(path), settings, project)
+            result = _fix_text(source.text, str(path), settings, project, syntax_checked=verdict.parses)
             imported = tuple(sorted(project.imported.get(path, ())))
         written = False
         if result.changed and write:
-            write_atomically(path, encode(source, result.source), data)
+            if _BATCH:  # written with the batch; a failure replaces this result in WriteBatch.finish
+                _BATCH[-1].write(path, encode(source, result.source), data)
+            else:
+                write_atomically(path, encode(source, result.source), data)
             written = True
         return _fixed(path, source.text, result, written, imported)
 
@@ -466,12 +607,15 @@ def _write_all(outcome: Outcome) -> list[FileResult]:
                 done[change.path] = FileResult(change.path, Status.FAILED, str(error))
         else:
             done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
-    return [
-        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
-        if r.path in done
-        else write_result(r)
-        for r in outcome.results
-    ]
+    with write_batch() as batch:
+        results = [
+            (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
+            if r.path in done
+            else write_result(r)
+            for r in outcome.results
+        ]
+        failed = batch.finish()
+    return [failed.get(r.path, r) for r in results]
 
 
 def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:
@@ -512,7 +656,10 @@ def write_result(result: FileResult) -> FileResult:
         source = decode(data)
         if source.text != result.old_text:
             raise SourceError("changed on disk while it was being fixed; left untouched")
-        write_atomically(result.path, encode(source, result.new_text or ""), data)
+        if _BATCH:  # written with the batch; a failure replaces this result in WriteBatch.finish
+            _BATCH[-1].write(result.path, encode(source, result.new_text or ""), data)
+        else:
+            write_atomically(result.path, encode(source, result.new_text or ""), data)
         return dataclasses.replace(result, written=True)
 
     return _guard(result.path, work)

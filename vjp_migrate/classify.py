@@ -6,10 +6,11 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
@@ -262,6 +263,8 @@ class Context:
     imports: ImportTable
     helpers: dict[str, cst.FunctionDef]  # module-level functions, followed one call deep at a time
     line_of: LineOf
+    # Every call of a dotted name in the module, with the function it is in: one walk per module.
+    calls: dict[int, list[tuple[str, cst.Call, cst.FunctionDef | None]]] = field(default_factory=dict, compare=False)
 
 
 class Uses(cst.CSTVisitor):
@@ -281,9 +284,10 @@ class Uses(cst.CSTVisitor):
         root = _strip(expr)
         return isinstance(root, cst.Name) and root.value in self.names
 
-    def _mentions(self, expr: cst.CSTNode) -> bool:
+    def _mentions(self, test: cst.BaseExpression) -> bool:
+        """Whether the test reads the name outside ``x is None`` checks (fine for arrays)."""
         finder = _NameFinder(self.names)
-        expr.visit(finder)
+        walk.visit(test, finder)
         return finder.found
 
     # Nested functions that rebind the name as a parameter shadow it.
@@ -361,7 +365,7 @@ class Uses(cst.CSTVisitor):
             return
         inner = Uses({target}, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
         for stmt in body_statements(helper):
-            stmt.visit(inner)
+            walk.visit(stmt, inner)
         self.evidence.extend(inner.evidence)
         self.evidence.extend(annotation_evidence(helper, params.index(target), self.ctx, inner.where))
 
@@ -392,7 +396,7 @@ class Uses(cst.CSTVisitor):
             self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
 
     def _control(self, test: cst.BaseExpression, node: cst.CSTNode, what: str) -> None:
-        if self._mentions(_drop_none_checks(test)):
+        if self._mentions(test):
             self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node)
 
     def visit_If(self, node: cst.If) -> None:
@@ -417,6 +421,9 @@ class _NameFinder(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         self.found = self.found or node.value in self.names
 
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
+
 
 def _is_string_like(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
@@ -424,20 +431,6 @@ def _is_string_like(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
         return bool(expr.elements) and all(_is_string_like(e.value) for e in expr.elements)
     return False
-
-
-def _drop_none_checks(test: cst.BaseExpression) -> cst.BaseExpression:
-    """``x is None`` / ``x is not None`` inside a test are fine for arrays; blank them out."""
-
-    class Blank(cst.CSTTransformer):
-        def leave_Comparison(self, original_node: cst.Comparison, updated_node: cst.Comparison) -> cst.BaseExpression:
-            if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in updated_node.comparisons):
-                return cst.Name("None")
-            return updated_node
-
-    result = test.visit(Blank())
-    assert isinstance(result, cst.BaseExpression)
-    return result
 
 
 def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -523,12 +516,11 @@ def call_site_evidence(
 
 
 class CallSites(cst.CSTVisitor):
-    """Calls of a custom_vjp in the module, with the function each call is in."""
+    """Every call of a dotted name in the module, with that name and the function the call is in."""
 
-    def __init__(self, names: set[str]) -> None:
-        self.names = names
+    def __init__(self) -> None:
         self.stack: list[cst.FunctionDef] = []
-        self.calls: list[tuple[cst.Call, cst.FunctionDef | None]] = []
+        self.calls: list[tuple[str, cst.Call, cst.FunctionDef | None]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append(node)
@@ -537,8 +529,20 @@ class CallSites(cst.CSTVisitor):
         self.stack.pop()
 
     def visit_Call(self, node: cst.Call) -> None:
-        if dotted(node.func) in self.names:
-            self.calls.append((node, self.stack[-1] if self.stack else None))
+        name = dotted(node.func)
+        if name is not None:
+            self.calls.append((name, node, self.stack[-1] if self.stack else None))
+
+
+def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.Call, cst.FunctionDef | None]]:
+    """The calls of the site's custom_vjp, in module order (one walk per module, not per site)."""
+    calls = ctx.calls.get(id(module))
+    if calls is None:
+        finder = CallSites()
+        walk.visit(module, finder)
+        calls = ctx.calls[id(module)] = finder.calls
+    names = {site.name, site.qualname}
+    return [(call, caller) for name, call, caller in calls if name in names]
 
 
 def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
@@ -558,8 +562,7 @@ def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | N
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
     """One ArgInfo per nondiff position of the site that names a positional parameter."""
-    finder = CallSites({site.name, site.qualname})
-    module.visit(finder)
+    calls = _calls_of(site, module, ctx)
     infos: list[ArgInfo] = []
     for order, index in enumerate(site.nondiff.positions):
         if index >= len(site.params):
@@ -580,10 +583,10 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             where = f"{role} `{func.name.value}`"
             uses = Uses({params[position]}, ctx, where)
             for stmt in body_statements(func):
-                stmt.visit(uses)
+                walk.visit(stmt, uses)
             evidence.extend(uses.evidence)
             evidence.extend(annotation_evidence(func, position, ctx, where))
-        for call, caller in finder.calls:
+        for call, caller in calls:
             value = _call_value(call, index, name)
             found = call_site_evidence(value, ctx, caller, ctx.line_of(call)) if value is not None else None
             if found is not None:

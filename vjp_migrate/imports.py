@@ -81,33 +81,52 @@ def _target_names(target: cst.BaseExpression) -> Iterator[str]:
             yield from _target_names(element.value)
 
 
-class _ImportCollector(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.aliases: dict[str, str] = {}
+_SUITE_FIELDS = ("body", "handlers", "cases", "orelse", "finalbody")  # in source order
 
-    def visit_Import(self, node: cst.Import) -> None:
+
+def small_statements(node: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
+    """Every small statement (import, assignment, ...) at any depth below ``node``, in source order.
+
+    Imports are statements, so this finds all of them without walking a single expression.
+    """
+    for name in _SUITE_FIELDS:
+        value = getattr(node, name, None)
+        if value is None or isinstance(value, cst.BaseExpression):  # a Lambda's body
+            continue
+        for part in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(part, cst.BaseSmallStatement):
+                yield part
+            elif isinstance(part, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                yield from part.body
+            elif isinstance(part, cst.CSTNode):
+                yield from small_statements(part)
+
+
+def _collect(node: cst.Import | cst.ImportFrom, aliases: dict[str, str]) -> None:
+    if isinstance(node, cst.Import):
         for alias in node.names:
             full = _import_module_name(alias.name)
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                self.aliases[alias.asname.name.value] = full
+                aliases[alias.asname.name.value] = full
             else:
                 head = full.split(".")[0]
-                self.aliases[head] = head
-
-    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
-        module = "." * len(node.relative) + (_import_module_name(node.module) if node.module is not None else "")
-        for alias in node.names:
-            name = _import_module_name(alias.name)
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            self.aliases[local] = f"{module}.{name}" if module else name
+                aliases[head] = head
+        return
+    if isinstance(node.names, cst.ImportStar):
+        return
+    module = "." * len(node.relative) + (_import_module_name(node.module) if node.module is not None else "")
+    for alias in node.names:
+        name = _import_module_name(alias.name)
+        local = name
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
+        aliases[local] = f"{module}.{name}" if module else name
 
 
 def import_table(module: cst.Module) -> ImportTable:
     """Build the table from every import in the module (function-level ones included)."""
-    collector = _ImportCollector()
-    module.visit(collector)
-    return ImportTable(collector.aliases, frozenset(_module_bindings(module)))
+    aliases: dict[str, str] = {}
+    for small in small_statements(module):
+        if isinstance(small, (cst.Import, cst.ImportFrom)):
+            _collect(small, aliases)
+    return ImportTable(aliases, frozenset(_module_bindings(module)))

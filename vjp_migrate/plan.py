@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.classify import ARRAY_MODULES
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
@@ -159,7 +160,7 @@ def _body(func: cst.FunctionDef) -> Sequence[cst.CSTNode]:
 
 def _visit(func: cst.FunctionDef, visitor: cst.CSTVisitor) -> None:
     for node in _body(func):
-        node.visit(visitor)
+        walk.visit(node, visitor)
 
 
 def _returns(func: cst.FunctionDef) -> _Returns:

@@ -6,7 +6,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from vjp_migrate.imports import dotted
+from vjp_migrate import walk
+from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
 
 _SPACE = cst.SimpleWhitespace(" ")
@@ -89,6 +90,7 @@ class _Apply(cst.CSTTransformer):
     # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
     # keying by node applies that change once.
     def __init__(self, plans: Sequence[RewritePlan], config: cst.PartialParserConfig) -> None:
+        self.plans = plans
         self.config = config
         self.carriers = {id(p.site.carrier): p for p in plans}
         self.fwd_returns = {id(r): p for p in plans for r in p.fwd_returns}
@@ -444,7 +446,7 @@ class _NameUses(cst.CSTVisitor):
             self.used.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
-        node.value.visit(self)
+        walk.visit(node.value, self)
         return False
 
 
@@ -458,6 +460,12 @@ class _DropImports(cst.CSTTransformer):
         bound = alias.asname.name if alias.asname else alias.name
         local = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
         return (local or "").split(".")[0] not in self.names
+
+    def drops(self, node: cst.BaseSmallStatement) -> bool:
+        """Whether the import ``node`` loses a name."""
+        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
+            return not all(self._keep(a) for a in node.names)
+        return False
 
     def _trim(
         self, node: cst.Import | cst.ImportFrom, names: Sequence[cst.ImportAlias]
@@ -481,16 +489,56 @@ class _DropImports(cst.CSTTransformer):
         return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
 
 
-def apply_plans(module: cst.Module, plans: Sequence[RewritePlan]) -> cst.Module:
-    """Apply every plan in one pass, then drop the imports the change made unused."""
+def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = True) -> cst.Module:
+    """Apply every plan in one pass, then drop the imports the change made unused.
+
+    ``local``: rebuild only the nodes that change and their ancestors (walk.Index) instead of
+    running the transformers over the whole module; the result is the same.
+    """
     if not plans:
         return module
     applier = _Apply(plans, module.config_for_parsing)
-    new = module.visit(applier)
+    # Statement-level changes (a temporary before a return, a def before defvjp, a `del` that
+    # goes) happen in leave_SimpleStatementLine, which the local transform does not reach.
+    local = local and not any(p.temp_returns or p.bwd_def_name or p.dels for p in plans)
+    new = _transform(module, applier) if local else module.visit(applier)
     if applier.removed_names:
         uses = _NameUses(applier.removed_names)
-        new.visit(uses)
+        if local:
+            walk.visit(new, uses)
+        else:
+            new.visit(uses)
         unused = applier.removed_names - uses.used
         if unused:
-            new = new.visit(_DropImports(unused))
+            new = _drop_imports(new, _DropImports(unused)) if local else new.visit(_DropImports(unused))
     return new
+
+
+def _transform(module: cst.Module, applier: _Apply) -> cst.Module:
+    # _Apply changes only nodes whose id is a key of one of its tables (tests/test_walk.py
+    # compares this with the whole-module visit over every fixture).
+    index = walk.index_of(module)
+    keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
+    try:
+        new = index.transform(module, applier, index.nodes(keys))
+    except walk.NotLocal:
+        return module.visit(_Apply(applier.plans, applier.config))
+    assert isinstance(new, cst.Module)
+    return new
+
+
+def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
+    """``module.visit(dropper)``, run only on the top-level statements that hold an import."""
+    body: list[cst.BaseStatement] = []
+    for stmt in module.body:
+        if not any(dropper.drops(s) for s in small_statements(stmt)):  # unchanged by the visit
+            body.append(stmt)
+            continue
+        new = stmt.visit(dropper)
+        if isinstance(new, cst.RemovalSentinel):
+            continue
+        assert isinstance(new, cst.BaseStatement)
+        if not stmt._is_removable() and new._is_removable():  # what the module's own visit does
+            continue
+        body.append(new)
+    return module.with_changes(body=body)

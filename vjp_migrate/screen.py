@@ -78,10 +78,10 @@ class _Module:
     caller: dict[int, Func | None] = field(default_factory=dict)  # id(call) -> innermost def
     encoded_lines: list[bytes] | None = None
     bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> every node inside
+    own: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> _own_nodes
 
 
-def _index(text: str) -> _Module:
-    tree = ast.parse(text)
+def _index(tree: ast.Module, text: str) -> _Module:
     m = _Module(tree, text)
     stack: list[tuple[ast.AST, Func | None]] = [(tree, None)]
     while stack:  # depth first, knowing the innermost enclosing def of every node
@@ -298,14 +298,25 @@ def _imports_a_rule(m: _Module, site: _Site) -> bool:
     return False
 
 
-def _own_returns(func: Func) -> Iterator[ast.Return]:
-    stack: list[ast.AST] = list(func.body)
-    while stack:
-        node = stack.pop()
-        if isinstance(node, ast.Return):
-            yield node
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-            stack.extend(ast.iter_child_nodes(node))
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
+
+
+def _own_nodes(m: _Module, func: Func) -> list[ast.AST]:
+    """The nodes of a function's body outside nested functions, classes and lambdas (cached)."""
+    found = m.own.get(id(func))
+    if found is None:
+        found = m.own[id(func)] = []
+        stack: list[ast.AST] = list(func.body)
+        while stack:
+            node = stack.pop()
+            if not isinstance(node, _SCOPES):
+                found.append(node)
+                stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _own_returns(m: _Module, func: Func) -> Iterator[ast.Return]:
+    return (node for node in _own_nodes(m, func) if isinstance(node, ast.Return))
 
 
 def _may_be_inconsistent(m: _Module, primal: Func, n: int, fwd: Func | None, bwd: Func | None) -> bool:
@@ -317,7 +328,7 @@ def _may_be_inconsistent(m: _Module, primal: Func, n: int, fwd: Func | None, bwd
         return True
     if bwd is not None and not varargs and n_params - n == 1:
         cotangent = _params(bwd)[-1].arg if _params(bwd) else ""
-        for ret in _own_returns(bwd):
+        for ret in _own_returns(m, bwd):
             value = ret.value
             number = isinstance(value, ast.Constant) and type(value.value) in (int, float, complex)
             if number or isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
@@ -609,16 +620,13 @@ class _StaticProof:
         return self._body(func, param.arg, depth)
 
     def _body(self, func: Func, name: str, depth: int) -> bool:
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
-                continue  # classify may skip these (when they rebind the name); so do we
+        # Nested functions, classes and lambdas are left out: classify may skip them (when
+        # they rebind the name), so the screen does too.
+        for node in _own_nodes(self.m, func):
             if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(node.test, name):
                 return True
             if isinstance(node, ast.Call) and self._call(node, name, depth):
                 return True
-            stack.extend(ast.iter_child_nodes(node))
         return False
 
     def _call(self, call: ast.Call, name: str, depth: int) -> bool:
@@ -703,13 +711,28 @@ def _toplevel_defs(tree: ast.Module) -> set[Func]:
     return {s for s in _toplevel_statements(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
+@dataclass(frozen=True)
+class Verdict:
+    may_report: bool
+    parses: bool  # CPython's parser accepted the text: later stages need not check it again
+
+
+def screen(text: str, settings: Settings) -> Verdict:
+    """``may_report``, and whether the text parsed on the way (one ast parse serves both)."""
+    if settings.select - UNDERSTOOD or (settings.array_args and settings.select & NEEDS_ARRAY):
+        return Verdict(True, False)
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return Verdict(True, False)  # the full pipeline decides, and reports a syntax error as one
+    try:
+        m = _index(tree, text)
+        uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
+        return Verdict(any(_site_may_report(m, site, settings, uses, decisive) for site in _sites(m)), True)
+    except (_Doubt, ValueError, RecursionError, MemoryError):
+        return Verdict(True, True)
+
+
 def may_report(text: str, settings: Settings) -> bool:
     """False only when no selected code can report anything in ``text`` (which must parse)."""
-    if settings.select - UNDERSTOOD or (settings.array_args and settings.select & NEEDS_ARRAY):
-        return True
-    try:
-        m = _index(text)
-        uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
-        return any(_site_may_report(m, site, settings, uses, decisive) for site in _sites(m))
-    except (_Doubt, SyntaxError, ValueError, RecursionError, MemoryError):
-        return True  # the full pipeline decides, and reports a syntax error as one
+    return screen(text, settings).may_report

@@ -74,10 +74,14 @@ def check_size(text: str) -> None:
         )
 
 
-def parse(text: str, filename: str) -> cst.Module:
-    """A LibCST module for text that CPython accepts; SourceError otherwise."""
+def parse(text: str, filename: str, syntax_checked: bool = False) -> cst.Module:
+    """A LibCST module for text that CPython accepts; SourceError otherwise.
+
+    ``syntax_checked``: the caller already had CPython parse this very text.
+    """
     check_size(text)
-    check_syntax(text, filename)
+    if not syntax_checked:
+        check_syntax(text, filename)
     import libcst as cst  # lazily: most files never get here
 
     try:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
+    from vjp_migrate.api import WriteBatch
     from vjp_migrate.discover import Candidate
     from vjp_migrate.model import FileResult, Settings
 
@@ -75,13 +76,30 @@ def run(
     """``process`` over every candidate, in the candidates' order."""
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1:
-        results = []
-        for done, candidate in enumerate(candidates, 1):
-            results.append(process(task, candidate))
-            if progress is not None:
-                progress(done, len(candidates))
+        results: list[FileResult] = []
+        with _writes(task) as writes:
+            step = BATCH if writes is not None else 1
+            for start in range(0, len(candidates), step):
+                done = [process(task, candidate) for candidate in candidates[start : start + step]]
+                failed = writes.finish() if writes is not None else {}
+                for result in done:
+                    results.append(failed.get(result.path, result))
+                    if progress is not None:
+                        progress(len(results), len(candidates))
         return results
     return _Pool(candidates, task, jobs, progress).run()
+
+
+BATCH = 16  # files per batch handed to a worker, and per group of writes made durable together
+
+
+def _writes(task: Task) -> contextlib.AbstractContextManager[WriteBatch | None]:
+    """For fix with writing: files are written in threads and fsynced together, per batch."""
+    if task.mode == "fix" and task.write:
+        from vjp_migrate.api import write_batch
+
+        return write_batch()
+    return contextlib.nullcontext()
 
 
 # --- the pool ----------------------------------------------------------------------------------
@@ -112,7 +130,7 @@ class _Pool:
         self.results: list[FileResult | None] = [None] * len(candidates)
         self.done = 0
         self.unexplained_deaths = 0
-        size = max(1, min(16, len(candidates) // (jobs * 4) or 1))
+        size = max(1, min(BATCH, len(candidates) // (jobs * 4) or 1))
         self.queue: deque[Batch] = deque(
             list(range(start, min(start + size, len(candidates)))) for start in range(0, len(candidates), size)
         )
@@ -120,6 +138,9 @@ class _Pool:
         # fork starts in milliseconds and needs nothing pickled, but is unsafe in a process that
         # already runs threads (say, a library user who imported JAX), and on macOS and Windows.
         self.context: Any = get_context("fork" if _single_threaded_linux() else "spawn")
+        if task.mode == "fix" and self.context.get_start_method() == "fork":
+            _preload()  # forked workers then share one import instead of each paying for its own
+
 
     def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
@@ -210,6 +231,13 @@ class _Pool:
             self.queue.appendleft(sorted(dead.batch))  # redone: files without news had no effects
         return self._start()
 
+def _preload() -> None:
+    """Import what analysing a file needs (LibCST above all), before the workers are forked."""
+    import importlib
+
+    for stage in ("api", "classify", "plan", "rewrite", "walk"):
+        importlib.import_module(f"vjp_migrate.{stage}")
+
 
 def _single_threaded_linux() -> bool:
     try:
@@ -234,23 +262,29 @@ def _worker_main(conn: Connection, current: Any, task: Task, candidates: Sequenc
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
     faulthandler.disable()  # a crash is reported by the parent in one line, not as a C traceback
     kind, _, target = os.environ.get(CRASH_HOOK, "").partition(":")
-    while True:
-        batch = conn.recv()
-        if batch is None:
-            return
-        for index in batch:
-            candidate = candidates[index]
-            current.value = index
-            try:
-                if target and candidate.path.name == target:
-                    _inject(kind)
-                result = process(task, candidate)
-            except MemoryError:
-                result = FileResult(candidate.path, Status.FAILED, "ran out of memory on this file; skipped")
-            if result != FileResult(candidate.path, Status.OK):
-                conn.send(("one", (index, result)))
-        current.value = -1
-        conn.send(("rest", None))
+    with _writes(task) as writes:
+        while True:
+            batch = conn.recv()
+            if batch is None:
+                return
+            done = []
+            for index in batch:
+                candidate = candidates[index]
+                current.value = index
+                try:
+                    if target and candidate.path.name == target:
+                        _inject(kind)
+                    result = process(task, candidate)
+                except MemoryError:
+                    result = FileResult(candidate.path, Status.FAILED, "ran out of memory on this file; skipped")
+                done.append((index, result))
+            current.value = -1
+            failed = writes.finish() if writes is not None else {}  # answers only once written
+            for index, result in done:
+                result = failed.get(result.path, result)
+                if result != FileResult(result.path, Status.OK):
+                    conn.send(("one", (index, result)))
+            conn.send(("rest", None))
 
 
 def _inject(kind: str) -> None:

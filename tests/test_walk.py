@@ -1,0 +1,186 @@
+"""walk.Index stands in for LibCST's PositionProvider and for CSTVisitor passes: prove it agrees.
+
+Over every fixture, some hand-written edge cases and a slice of the installed JAX: every node's
+position equals PositionProvider's, and a replayed visitor sees exactly the calls (node, order,
+skipped subtrees, leaves) that ``node.visit`` makes.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import jax
+import libcst as cst
+import pytest
+from conftest import FIXTURES, read_exact
+from libcst.metadata import MetadataWrapper, PositionProvider
+
+from vjp_migrate import walk
+
+EDGE_CASES = [
+    "x = 1",  # no trailing newline
+    "x = 1\r\ny = (2,\r\n     3)\r\n",
+    "if a:\n    pass\nelif b:\n    pass\nelse:\n    pass\n",
+    "try:\n    pass\nexcept E as e:\n    pass\nelse:\n    pass\nfinally:\n    pass\n",
+    "from a import (b,\n    c as d,\n)\nimport e.f as g\n",
+    "@dec\n# comment\n@other(1,\n  2)\nasync def f(x: int = 'é', *, y) -> None:\n    '''doc'''\n    return x\n",
+    "class C(B, metaclass=M):\n    def m(self, a, /, b):\n        return [a for a in b if a]\n",
+    "def f(x): return x; y = 2\n",
+    "s = '''a\nb''' + f'{x!r:>{w}}'\n",
+    "match p:\n    case [1, *rest] if rest:\n        pass\n    case {'k': v, **kw}:\n        pass\n",
+    "with open(a) as b, c:\n    del b[0], c\nlambda x, *a, **k: (yield)\n",
+    "\n\n# header\n\ndef g():\n    global q\n    q = [*a, *b]\n\n# footer\n",
+    "x = a if b else c\nwhile x:\n    x -= 1\nelse:\n    raise E from F\n",
+    "def f(\n    a,\n    b,\n):\n    return a \\\n        + b\n",
+]
+
+
+def _corpus() -> list[tuple[str, str]]:
+    texts = [(f"edge{i}", text) for i, text in enumerate(EDGE_CASES)]
+    texts += [(str(p), read_exact(p)) for p in sorted(FIXTURES.glob("*/*.py"))]
+    root = Path(jax.__file__).parent
+    texts += [(str(p), p.read_text(encoding="utf-8")) for p in sorted(root.rglob("*.py"))[::25]]
+    return texts
+
+
+CORPUS = _corpus()
+
+
+class _Recording(cst.CSTVisitor):
+    """Logs what it is called with; skips some subtrees like the analysis visitors do."""
+
+    def __init__(self) -> None:
+        self.log: list[tuple[str, int]] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.log.append(("Name", id(node)))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.log.append(("Call", id(node)))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.log.append(("FunctionDef", id(node)))
+        return len(node.params.params) != 1  # skip one-parameter functions
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.log.append(("/FunctionDef", id(original_node)))
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.log.append(("Lambda", id(node)))
+        return False
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self.log.append(("Attribute", id(node)))
+
+    def leave_Attribute(self, original_node: cst.Attribute) -> None:
+        self.log.append(("/Attribute", id(original_node)))
+
+    def visit_Comparison(self, node: cst.Comparison) -> bool:
+        self.log.append(("Comparison", id(node)))
+        return not all(isinstance(c.operator, cst.Is) for c in node.comparisons)
+
+
+@pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
+    module = cst.parse_module(text)
+    index = walk.Index(module)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    checked = 0
+    for node, where in positions.items():
+        if isinstance(node, walk._UNRECORDED):
+            continue
+        start, end = where.start, where.end
+        assert index.line(node) == start.line, (name, node)
+        assert index.span(node) == (start.line, start.column + 1, end.line, end.column + 1), (name, node)
+        checked += 1
+    assert checked > 0
+    for node in positions:
+        expected = [c for c in node.children if not isinstance(c, walk._UNRECORDED)]
+        assert walk._children(node) == expected, (name, node)
+    assert index.code(module)[0] == text
+    if module.body:  # statements generated again where they are not the indexed ones
+        copies = [cst.parse_statement(module.code_for_node(stmt)) if k % 2 else stmt for k, stmt in enumerate(module.body)]
+        changed = module.with_changes(body=copies)
+        assert index.code(changed)[0] == changed.code, name
+        fewer = module.with_changes(body=module.body[1:])
+        assert index.code(fewer)[0] == fewer.code, name
+    roots: list[cst.CSTNode] = [module, *module.body]
+    for root in roots:
+        direct, replayed = _Recording(), _Recording()
+        root.visit(direct)
+        index.visit(root, replayed)
+        assert replayed.log == direct.log, name
+
+
+def test_visit_falls_back_outside_the_index_and_for_special_visitors() -> None:
+    module = cst.parse_module("def f(a, b):\n    return a + b\n")
+    other = cst.parse_module("g(x)\n")
+    index = walk.Index(module)
+
+    class Attributes(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.seen = 0
+
+        def visit_Call_func(self, node: cst.Call) -> None:
+            self.seen += 1
+
+    visitor = Attributes()
+    index.visit(other, visitor)  # not in this module: LibCST walks it
+    assert walk.index_of(module) is walk.index_of(module)
+    walk.visit(other.body[0], visitor)
+    assert visitor.seen == 2
+    assert walk._replayable(Attributes) is None
+    assert walk._replayable(_Recording) is not None
+    assert index.line(other.body[0]) is None
+
+
+def test_replayed_visitor_state_changes_apply_in_order() -> None:
+    code = textwrap.dedent(
+        """\
+        def f(x):
+            y = x
+            return y * 2
+        """
+    )
+    module = cst.parse_module(code)
+    index = walk.Index(module)
+
+    class Aliases(cst.CSTVisitor):
+        def __init__(self) -> None:
+            self.names = {"x"}
+            self.used: list[str] = []
+
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if isinstance(node.value, cst.Name) and node.value.value in self.names:
+                self.names.update(t.target.value for t in node.targets if isinstance(t.target, cst.Name))
+
+        def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+            if isinstance(node.left, cst.Name) and node.left.value in self.names:
+                self.used.append(node.left.value)
+
+    visitor = Aliases()
+    index.visit(module, visitor)
+    assert visitor.used == ["y"]
+    assert index.span(module.body[0].body.body[1].body[0].value) == (3, 12, 3, 17)  # type: ignore[attr-defined]
+
+
+FIXTURE_INPUTS = sorted(FIXTURES.glob("*/before.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURE_INPUTS, ids=[p.parent.name for p in FIXTURE_INPUTS])
+def test_local_rewrite_equals_the_whole_module_transform(path: Path) -> None:
+    from vjp_migrate.api import DEFAULT_SETTINGS, Settings, analyze
+    from vjp_migrate.rewrite import apply_plans
+
+    text = read_exact(path)
+    for settings in (DEFAULT_SETTINGS, Settings(select=DEFAULT_SETTINGS.select, unsafe_fixes=True)):
+        analysis = analyze(text, str(path), settings)
+        plans = [d.plan for d in analysis.decisions if d.plan is not None]
+        module = analysis.module
+        assert isinstance(module, cst.Module) or not plans
+        if plans:
+            assert isinstance(module, cst.Module)
+            assert apply_plans(module, plans).code == apply_plans(module, plans, local=False).code
+            for plan in plans:  # one plan at a time on the same module, as interactive fixing does
+                assert apply_plans(module, [plan]).code == apply_plans(module, [plan], local=False).code

@@ -1,0 +1,46 @@
+"""api.WriteBatch: fix's writes made durable together still replace each file atomically and checked."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from vjp_migrate import api
+from vjp_migrate.model import Status
+
+
+def test_batch_writes_files_and_refuses_one_changed_meanwhile(tmp_path: Path) -> None:
+    kept, changed, gone = tmp_path / "kept.py", tmp_path / "changed.py", tmp_path / "gone.py"
+    for path in (kept, changed, gone):
+        path.write_bytes(b"old\n")
+    os.chmod(kept, 0o640)
+    batch = api.WriteBatch()
+    try:
+        for path in (kept, changed, gone):
+            batch.write(path, b"new\n", b"old\n")
+        assert kept.read_bytes() == b"old\n"  # nothing is written before finish
+        changed.write_bytes(b"edited\n")
+        gone.unlink()
+        failed = batch.finish()
+    finally:
+        batch.close()
+    assert kept.read_bytes() == b"new\n" and (kept.stat().st_mode & 0o777) == 0o640
+    assert changed.read_bytes() == b"edited\n"
+    assert set(failed) == {changed, gone}
+    assert failed[changed].status is Status.FAILED
+    assert failed[changed].reason == "changed on disk while it was being fixed; left untouched"
+    assert failed[gone].reason is not None and failed[gone].reason.startswith("cannot be read")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["changed.py", "kept.py"]  # no temporaries left
+
+
+def test_fix_paths_in_process_writes_through_the_batch(tmp_path: Path) -> None:
+    from conftest import FIXTURES, read_exact
+
+    case = FIXTURES / "call_form"
+    for i in range(20):  # more than one batch
+        (tmp_path / f"m{i}.py").write_text(read_exact(case / "before.py"), encoding="utf-8", newline="")
+    results = api.fix_paths([tmp_path], how=api.Execution(jobs=1))
+    assert len(results) == 20 and all(r.written and r.status is Status.OK for r in results)
+    after = read_exact(case / "after.py")
+    assert all(read_exact(p) == after for p in tmp_path.glob("*.py"))
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]

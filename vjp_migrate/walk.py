@@ -1,0 +1,449 @@
+"""One cheap pass over a parsed module that later stages reuse: node positions and visitor replays.
+
+A LibCST visitor pass rebuilds every node it walks, and ``PositionProvider`` adds a metadata
+pass and a code generation with a position object per node; together they cost several times
+the parse. Code generation alone is the cheapest walk LibCST has, and it calls
+``before_codegen``/``after_codegen`` for every node in source order. ``Index`` hooks those
+once per module to record
+
+- every node (whitespace excepted) in visiting order, with where its subtree ends, so that a
+  ``CSTVisitor`` can be *replayed* over any part of the module without LibCST rebuilding the
+  nodes (same calls, same order: tests/test_walk.py compares both over fixtures and JAX);
+- the token range of every node, with the same syntactic overrides ``PositionProvider`` uses,
+  turned into lines and columns only for the nodes asked about.
+
+``visit(node, visitor)`` replays when ``node`` belongs to the module indexed last (``index_of``)
+and the visitor only uses plain ``visit_X``/``leave_X`` methods; otherwise it is ``node.visit``.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Iterable
+from dataclasses import fields
+from itertools import accumulate
+from typing import TYPE_CHECKING, Any
+
+import libcst as cst
+from libcst._nodes.internal import CodegenState
+
+if TYPE_CHECKING:
+    from types import TracebackType
+
+NEWLINE = re.compile(r"\r\n?|\n")  # as LibCST's PositionProvider counts lines
+NEWLINE_AT_END = re.compile(r"(\r\n?|\n)\Z")
+# Nodes no analysis visits: not recorded, so replays walk fewer nodes.
+_UNRECORDED = (
+    cst.SimpleWhitespace,
+    cst.ParenthesizedWhitespace,
+    cst.TrailingWhitespace,
+    cst.EmptyLine,
+    cst.Newline,
+    cst.Comment,
+)
+_UNRECORDED_NAMES = frozenset(t.__name__ for t in _UNRECORDED)
+_BASE_HOOKS = ("on_visit", "on_leave", "on_visit_attribute", "on_leave_attribute")
+
+Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column (as findings use)
+
+
+class _Syntactic:
+    """``record_syntactic_position`` as a plain context manager (the generator one costs more)."""
+
+    __slots__ = ("end_node", "node", "recorder", "start", "start_node")
+
+    def __init__(
+        self, recorder: _Recorder, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
+    ) -> None:
+        self.recorder = recorder
+        self.node = node
+        self.start_node = start_node
+        self.end_node = end_node
+        self.start = 0
+
+    def __enter__(self) -> None:
+        self.start = len(self.recorder.tokens)
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        spans = self.recorder.spans
+        start = spans[id(self.start_node)][0] if self.start_node is not None else self.start
+        end = spans[id(self.end_node)][1] if self.end_node is not None else len(self.recorder.tokens)
+        spans[id(self.node)] = (start, end)
+
+
+class _Recorder(CodegenState):
+    def __init__(self, module: cst.Module) -> None:
+        super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
+        self.order: list[cst.CSTNode] = []
+        self.ends: list[int] = []
+        self.where: dict[int, int] = {}  # id(node) -> its index in order
+        self.spans: dict[int, tuple[int, int]] = {}  # id(node) -> token range
+        self.stack: list[tuple[int, int]] = []
+        self.top: list[tuple[int, int]] = []  # token ranges of the module's statements, comments included
+
+    def before_codegen(self, node: cst.CSTNode) -> None:
+        if type(node) in _UNRECORDED:
+            return
+        index = len(self.order)
+        self.stack.append((index, len(self.tokens)))
+        self.where[id(node)] = index
+        self.order.append(node)
+        self.ends.append(index + 1)
+
+    def after_codegen(self, node: cst.CSTNode) -> None:
+        if type(node) in _UNRECORDED:
+            return
+        index, start = self.stack.pop()
+        self.ends[index] = len(self.order)
+        if len(self.stack) == 1:  # a statement of the module's body
+            self.top.append((start, len(self.tokens)))
+        key = id(node)
+        if key not in self.spans:  # a syntactic position recorded inside wins, as in PositionProvider
+            self.spans[key] = (start, len(self.tokens))
+
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> Any:
+        return _Syntactic(self, node, start_node, end_node)
+
+    def pop_trailing_newline(self) -> None:
+        """Kept: PositionProvider measures the last statement before the newline is dropped."""
+
+
+def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None:
+    """visit/leave methods by node type, or None when the visitor needs LibCST's own walk."""
+    cached = _DISPATCH.get(visitor_type)
+    if cached is not None or visitor_type in _DISPATCH:
+        return cached
+    table: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None = {}
+    ok = issubclass(visitor_type, cst.CSTVisitor) and all(
+        getattr(visitor_type, hook) is getattr(cst.CSTVisitor, hook) for hook in _BASE_HOOKS
+    )
+    names = {
+        name
+        for name in dir(visitor_type)
+        if name.startswith(("visit_", "leave_"))
+        and getattr(visitor_type, name) is not getattr(cst.CSTVisitor, name, None)
+    }
+    for name in names:
+        kind = name.split("_", 1)[1]
+        node_type = getattr(cst, kind, None)
+        if not (isinstance(node_type, type) and issubclass(node_type, cst.CSTNode)) or kind in _UNRECORDED_NAMES:
+            ok = False  # visit_X_attribute hooks, whitespace, or something this module does not know
+            break
+    if ok:
+        assert table is not None
+        for name in names:
+            kind = name.split("_", 1)[1]
+            node_type = getattr(cst, kind)
+            visit, leave = table.get(node_type, (None, None))
+            method = getattr(visitor_type, name)
+            table[node_type] = (method, leave) if name.startswith("visit_") else (visit, method)
+    else:
+        table = None
+    _DISPATCH[visitor_type] = table
+    return table
+
+
+_DISPATCH: dict[type, dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None] = {}
+
+
+class _FieldOrder(cst.CSTVisitor):
+    """Learns in which order LibCST visits a node type's fields (one shallow visit per type)."""
+
+    def __init__(self, node: cst.CSTNode) -> None:
+        self.node = node
+        self.fields: list[str] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        return False
+
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        if node is self.node and attribute not in self.fields:
+            self.fields.append(attribute)
+
+
+_FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], tuple[str, ...]] = {}
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` without whitespace, read from the fields (LibCST would rebuild the node).
+
+    The visiting order of a type's fields is learnt from LibCST once per type and set of absent
+    fields (some fields are only visited when present).
+    """
+    names = _field_names(node)
+    key = (type(node), tuple(getattr(node, name) is None for name in names))
+    order = _FIELD_ORDER.get(key)
+    if order is None:
+        probe = _FieldOrder(node)
+        node._visit_and_replace_children(probe)
+        order = _FIELD_ORDER[key] = tuple(probe.fields)
+    found: list[cst.CSTNode] = []
+    for name in order:
+        value = getattr(node, name)
+        if isinstance(value, cst.CSTNode):
+            if not isinstance(value, _UNRECORDED):
+                found.append(value)
+        elif isinstance(value, (list, tuple)):
+            found.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _UNRECORDED))
+    return found
+
+
+_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
+
+
+def _field_names(node: cst.CSTNode) -> tuple[str, ...]:
+    names = _FIELD_NAMES.get(type(node))
+    if names is None:
+        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in fields(node))
+    return names
+
+
+class NotLocal(Exception):
+    """A transformer did something ``Index.transform`` cannot replay (removal, a non-node)."""
+
+
+class Index:
+    """Positions and replays for one module (see the module docstring)."""
+
+    def __init__(self, module: cst.Module) -> None:
+        recorder = _Recorder(module)
+        module._codegen(recorder)
+        self.module = module
+        self._order = recorder.order
+        self._ends = recorder.ends
+        self._where = recorder.where
+        self._spans = recorder.spans
+        self._tokens = recorder.tokens
+        self._top = recorder.top
+        self._offsets: list[int] | None = None
+        self._line_starts: list[int] = []
+        self._text = ""
+        # What transform built: new node -> (itself, the node it copies), old node -> new node.
+        self._rebuilt: dict[int, tuple[cst.CSTNode, cst.CSTNode]] = {}
+        self._replaced: dict[int, cst.CSTNode] = {}
+
+    def covers(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._where
+
+    def children(self, node: cst.CSTNode) -> list[cst.CSTNode]:
+        """``node.children`` without whitespace, also for a node ``transform`` rebuilt."""
+        rebuilt = self._rebuilt.get(id(node))
+        if rebuilt is None or rebuilt[0] is not node:
+            return _children(node)
+        old = self._where[id(rebuilt[1])]
+        found, child, ends = [], old + 1, self._ends
+        while child < ends[old]:
+            current = self._order[child]
+            found.append(self._replaced.get(id(current), current))
+            child = ends[child]
+        return found
+
+    def nodes(self, ids: Iterable[object]) -> list[cst.CSTNode]:
+        """The module's nodes whose ``id()`` is in ``ids`` (other keys are ignored)."""
+        where = self._where
+        return [self._order[where[key]] for key in ids if isinstance(key, int) and key in where]
+
+    # --- positions -------------------------------------------------------------------------
+
+    def _measure(self) -> list[int]:
+        if self._offsets is None:
+            self._offsets = list(accumulate(map(len, self._tokens), initial=0))
+            self._text = "".join(self._tokens)  # the source, with its last newline even if it had none
+            self._line_starts = [0, *(m.end() for m in NEWLINE.finditer(self._text))]
+        return self._offsets
+
+    def _point(self, token: int) -> tuple[int, int]:
+        offset = self._measure()[token]
+        line = bisect_right(self._line_starts, offset)
+        return line, offset - self._line_starts[line - 1]
+
+    def line(self, node: cst.CSTNode) -> int | None:
+        """The first line of ``node`` as PositionProvider gives it; None for a node not in the module."""
+        where = self._spans.get(id(node))
+        return None if where is None else self._point(where[0])[0]
+
+    def span(self, node: cst.CSTNode) -> Span:
+        """Start and end of ``node``: lines 1-based, columns 1-based (PositionProvider's + 1)."""
+        start, end = self._spans[id(node)]
+        line, column = self._point(start)
+        end_line, end_column = self._point(end)
+        return line, column + 1, end_line, end_column + 1
+
+    def code(self, module: cst.Module) -> tuple[str, list[str]]:
+        """``module.code`` for a module made from the indexed one by replacing, adding or removing
+        statements of its body, and the code of the statements that are not the indexed ones.
+
+        Statements kept from the indexed module are copied from its text, not generated again.
+        """
+        old = self.module
+        same_frame = (
+            module.header is old.header
+            and module.footer is old.footer
+            and (module.default_indent, module.default_newline, module.has_trailing_newline)
+            == (old.default_indent, old.default_newline, old.has_trailing_newline)
+        )
+        if not (same_frame and old.body and module.body and len(self._top) == len(old.body)):
+            code = module.code
+            return code, [code]
+        offsets = self._measure()
+        text, top = self._text, self._top
+        kept = {id(stmt): k for k, stmt in enumerate(old.body)}
+        pieces = [text[: offsets[top[0][0]]]]  # the header
+        new: list[str] = []
+        for stmt in module.body:
+            k = kept.get(id(stmt))
+            if k is None:
+                piece = module.code_for_node(stmt)
+                new.append(piece)
+            else:
+                piece = text[offsets[top[k][0]] : offsets[top[k][1]]]
+            pieces.append(piece)
+        pieces.append(text[offsets[top[-1][1]] :])  # the footer
+        code = "".join(pieces)
+        last = NEWLINE_AT_END.search(code)
+        if not module.has_trailing_newline and last is not None:  # LibCST drops its last token, a newline
+            code = code[: last.start()]
+        return code, new
+
+    # --- replays ---------------------------------------------------------------------------
+
+    def visit(self, node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+        """Exactly ``node.visit(visitor)`` for a plain visitor, without rebuilding any node."""
+        table = _replayable(type(visitor))
+        index = self._where.get(id(node))
+        if table is None or index is None:
+            node.visit(visitor)
+            return
+        order, ends = self._order, self._ends
+        stop = ends[index]
+        pending: list[tuple[int, cst.CSTNode, Callable[..., Any]]] = []
+        while index < stop:
+            while pending and pending[-1][0] <= index:
+                _, done, finish = pending.pop()
+                finish(visitor, done)
+            current = order[index]
+            entry = table.get(type(current))
+            if entry is None:
+                index += 1
+                continue
+            enter, leave = entry
+            descend = enter is None or enter(visitor, current) is not False
+            if not descend:
+                if leave is not None:
+                    leave(visitor, current)
+                index = ends[index]
+                continue
+            if leave is not None:
+                pending.append((ends[index], current, leave))
+            index += 1
+        while pending:
+            _, done, finish = pending.pop()
+            finish(visitor, done)
+
+    # --- targeted transforms ---------------------------------------------------------------
+
+    def transform(self, root: cst.CSTNode, transformer: cst.CSTTransformer, targets: Iterable[cst.CSTNode]) -> Any:
+        """``root.visit(transformer)`` for a transformer that changes only ``targets``.
+
+        Only the targets' ancestors are rebuilt (``with_changes``); the transformer's
+        ``leave_X(original, updated)`` is called on each target, children first, in visiting
+        order. The caller promises every other node would come back unchanged. Raises
+        NotLocal when a target is not in this module or a leave does not return a node.
+        """
+        where, ends = self._where, self._ends
+        self._rebuilt.clear()  # children() describes the latest transform only
+        self._replaced.clear()
+        marks: list[int] = []
+        for target in targets:
+            index = where.get(id(target))
+            if index is None:
+                raise NotLocal(f"{type(target).__name__} is not in the indexed module")
+            marks.append(index)
+        marks.sort()
+        chosen = set(marks)
+
+        def inside(index: int) -> bool:
+            k = bisect_left(marks, index)
+            return k < len(marks) and marks[k] < ends[index]
+
+        def rebuild(node: cst.CSTNode, index: int) -> cst.CSTNode:
+            changes: dict[str, Any] = {}
+            for name in _field_names(node):
+                value = getattr(node, name)
+                if isinstance(value, cst.CSTNode):
+                    child = where.get(id(value))
+                    if child is not None and inside(child):
+                        changes[name] = rebuild(value, child)
+                elif isinstance(value, (list, tuple)):
+                    items = list(value)
+                    touched = False
+                    for k, item in enumerate(items):
+                        child = where.get(id(item)) if isinstance(item, cst.CSTNode) else None
+                        if child is not None and inside(child):
+                            items[k] = rebuild(item, child)
+                            touched = True
+                    if touched:
+                        changes[name] = type(value)(items)
+            updated = node.with_changes(**changes) if changes else node
+            if index in chosen:
+                leave = getattr(transformer, f"leave_{type(node).__name__}", None)
+                result = leave(node, updated) if leave is not None else updated
+                if not isinstance(result, cst.CSTNode):
+                    raise NotLocal(f"leave_{type(node).__name__} returned {type(result).__name__}")
+            else:
+                result = updated
+                self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
+            self._replaced[id(node)] = result
+            return result
+
+        start = where.get(id(root))
+        if start is None:
+            raise NotLocal("the root is not in the indexed module")
+        return rebuild(root, start) if inside(start) else root
+
+
+_LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
+
+
+def index_of(module: cst.Module) -> Index:
+    """The Index of ``module``, built once (kept for the module analysed last)."""
+    if _LAST and _LAST[0].module is module:
+        return _LAST[0]
+    index = Index(module)
+    _LAST[:] = [index]
+    return index
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)``, replayed over every part of ``node`` the last Index covers.
+
+    Parts it does not cover (nodes a rewrite built or rebuilt) are walked one level at a time
+    with ``children``, in the same order LibCST visits them.
+    """
+    table = _replayable(type(visitor))
+    if not _LAST or table is None:
+        node.visit(visitor)
+        return
+    index = _LAST[0]
+    if index.covers(node):
+        index.visit(node, visitor)
+        return
+
+    def mixed(current: cst.CSTNode) -> None:
+        if index.covers(current):
+            index.visit(current, visitor)
+            return
+        assert table is not None
+        enter, leave = table.get(type(current), (None, None))
+        if enter is None or enter(visitor, current) is not False:
+            for child in index.children(current):  # whitespace only holds whitespace: never visited
+                mixed(child)
+        if leave is not None:
+            leave(visitor, current)
+
+    mixed(node)
