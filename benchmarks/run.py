@@ -67,9 +67,7 @@ def median_seconds(command: Sequence[str], runs: int, before: Callable[[], None]
     return wall_and_cpu(command, runs, before)[0]
 
 
-def wall_and_cpu(
-    command: Sequence[str], runs: int, before: Callable[[], None] | None = None
-) -> tuple[float, float]:
+def wall_and_cpu(command: Sequence[str], runs: int, before: Callable[[], None] | None = None) -> tuple[float, float]:
     """Median wall-clock seconds and median CPU seconds (user + system, all processes) of a command.
 
     CPU time hardly depends on what else the machine runs; wall-clock time does (and shows
@@ -102,7 +100,8 @@ def dense_tree(folder: Path, count: int = 400) -> Path:
     import json
 
     cases = [
-        case for case in sorted(FIXTURES.iterdir())
+        case
+        for case in sorted(FIXTURES.iterdir())
         if (case / "after.py").is_file() and not json.loads((case / "case.json").read_text()).get("options")
     ]
     folder.mkdir(parents=True)
@@ -145,22 +144,47 @@ def measure(
     ours = median_seconds(check_big, runs)
     if RUFF:
         ruff = median_seconds([RUFF, "check", "--select", "E9", "--no-cache", "--exit-zero", str(big)], runs)
-        rows.append(Row("1. check, big tree vs `ruff check --select E9 --no-cache`", f"{ours:.2f} s", f"{ruff:.2f} s",
-                        ours / ruff, "<= 1.0", ours <= ruff))
+        rows.append(
+            Row(
+                "1. check, big tree vs `ruff check --select E9 --no-cache`",
+                f"{ours:.2f} s",
+                f"{ruff:.2f} s",
+                ours / ruff,
+                "<= 1.0",
+                ours <= ruff,
+            )
+        )
     else:
         rows.append(Row("1. check, big tree vs ruff", f"{ours:.2f} s", "-", None, "<= 1.0", None, "ruff not installed"))
     grep = median_seconds(["grep", "-rl", "custom_vjp", str(big)], runs)
-    rows.append(Row("1. check, big tree vs `grep -rl custom_vjp`", f"{ours:.2f} s", f"{grep:.2f} s", ours / grep,
-                    "<= 3.0", ours <= 3 * grep))
+    rows.append(
+        Row(
+            "1. check, big tree vs `grep -rl custom_vjp`",
+            f"{ours:.2f} s",
+            f"{grep:.2f} s",
+            ours / grep,
+            "<= 3.0",
+            ours <= 3 * grep,
+        )
+    )
     cache = work / "cache"
     warm_cmd = [*VJP, "check", "--exit-zero", "--cache-dir", str(cache), str(big)]
     subprocess.run(warm_cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT)
     warm = median_seconds(warm_cmd, runs)
-    rows.append(Row("1b. check, big tree, warm cache (extra)", f"{warm:.2f} s", f"{grep:.2f} s (grep)", warm / grep,
-                    "-", None))
+    rows.append(
+        Row("1b. check, big tree, warm cache (extra)", f"{warm:.2f} s", f"{grep:.2f} s (grep)", warm / grep, "-", None)
+    )
     single = median_seconds([*VJP, "check", "--no-cache", "--exit-zero", "--jobs", "1", str(big)], runs)
-    rows.append(Row("1c. check, big tree, `--jobs 1` (extra)", f"{single:.2f} s", f"{ours:.2f} s (default jobs)",
-                    single / ours, "-", None))
+    rows.append(
+        Row(
+            "1c. check, big tree, `--jobs 1` (extra)",
+            f"{single:.2f} s",
+            f"{ours:.2f} s (default jobs)",
+            single / ours,
+            "-",
+            None,
+        )
+    )
 
     # 2. fix over the dense tree vs a bare LibCST round trip
     dense_source = dense_tree(work / "dense-source")
@@ -176,12 +200,38 @@ def measure(
     changed = sum((dense / p.name).read_bytes() != p.read_bytes() for p in dense_source.iterdir())
     bare, bare_cpu = wall_and_cpu([sys.executable, "-c", PARSE_ONLY, str(dense_source)], runs)
     single, single_cpu = wall_and_cpu([*VJP, "fix", "--exit-zero", "--jobs", "1", str(dense)], runs, before=fresh)
-    rows.append(Row("2. fix, dense tree (400 files) vs bare `libcst.parse_module(...).code`", f"{fixing:.2f} s",
-                    f"{bare:.2f} s", fixing / bare, "<= 1.0", fixing <= bare, f"{changed}/400 files changed"))
-    rows.append(Row("2b. fix, dense tree, `--jobs 1` (one process) vs bare (extra)", f"{single:.2f} s",
-                    f"{bare:.2f} s", single / bare, "-", None))
-    rows.append(Row("2c. fix, dense tree, CPU time (all processes) vs bare (extra)", f"{fixing_cpu:.2f} s",
-                    f"{bare_cpu:.2f} s", fixing_cpu / bare_cpu, "-", None, f"`--jobs 1`: {single_cpu:.2f} s"))
+    rows.append(
+        Row(
+            "2. fix, dense tree (400 files) vs bare `libcst.parse_module(...).code`",
+            f"{fixing:.2f} s",
+            f"{bare:.2f} s",
+            fixing / bare,
+            "<= 1.0",
+            fixing <= bare,
+            f"{changed}/400 files changed",
+        )
+    )
+    rows.append(
+        Row(
+            "2b. fix, dense tree, `--jobs 1` (one process) vs bare (extra)",
+            f"{single:.2f} s",
+            f"{bare:.2f} s",
+            single / bare,
+            "-",
+            None,
+        )
+    )
+    rows.append(
+        Row(
+            "2c. fix, dense tree, CPU time (all processes) vs bare (extra)",
+            f"{fixing_cpu:.2f} s",
+            f"{bare_cpu:.2f} s",
+            fixing_cpu / bare_cpu,
+            "-",
+            None,
+            f"`--jobs 1`: {single_cpu:.2f} s",
+        )
+    )
     facts["dense tree"] = f"400 copies of {len({p.name.split('_', 1)[1] for p in dense_source.iterdir()})} fixtures"
 
     # 3. the flake8 plugin (flake8 takes minutes on the big tree: by default on the JAX package)
@@ -192,9 +242,17 @@ def measure(
         without = median_seconds(
             [sys.executable, "-c", FLAKE8_WITHOUT, "--select", "E9", "--exit-zero", str(flake8_tree)], runs8
         )
-        rows.append(Row("3. flake8 --select E9 with the plugin vs without", f"{with_plugin:.2f} s", f"{without:.2f} s",
-                        with_plugin / without, "<= 1.10", with_plugin <= 1.10 * without,
-                        f"on {flake8_tree.name}/, {py_files(flake8_tree)} files, median of {runs8}"))
+        rows.append(
+            Row(
+                "3. flake8 --select E9 with the plugin vs without",
+                f"{with_plugin:.2f} s",
+                f"{without:.2f} s",
+                with_plugin / without,
+                "<= 1.10",
+                with_plugin <= 1.10 * without,
+                f"on {flake8_tree.name}/, {py_files(flake8_tree)} files, median of {runs8}",
+            )
+        )
     else:
         absent = "vjp_migrate/flake8_plugin.py or flake8 absent"
         rows.append(Row("3. flake8 plugin", "-", "-", None, "<= 1.10", None, absent))
@@ -202,14 +260,31 @@ def measure(
     # 4. memory and linear growth
     peak = peak_rss_mb(check_big)
     peak_single = peak_rss_mb([*VJP, "check", "--no-cache", "--exit-zero", "--jobs", "1", str(big)])
-    rows.append(Row("4. peak memory, check big tree (largest process)", f"{peak:.0f} MB", "300 MB", peak / 300,
-                    "< 300 MB", peak < 300, f"`--jobs 1` (one process): {peak_single:.0f} MB"))
+    rows.append(
+        Row(
+            "4. peak memory, check big tree (largest process)",
+            f"{peak:.0f} MB",
+            "300 MB",
+            peak / 300,
+            "< 300 MB",
+            peak < 300,
+            f"`--jobs 1` (one process): {peak_single:.0f} MB",
+        )
+    )
     trees = {n: farm(big, work / f"farm{n}x", n) for n in (1, 2, 4)}
     times = {n: median_seconds([*VJP, "check", "--no-cache", "--exit-zero", str(t)], runs) for n, t in trees.items()}
     for n in (2, 4):
         ratio = times[n] / times[1]
-        rows.append(Row(f"4. linear growth, {n}x tree vs 1x", f"{times[n]:.2f} s", f"{times[1]:.2f} s", ratio,
-                        f"~{n}.0 (<= {n * 1.15:.2f})", ratio <= n * 1.15))
+        rows.append(
+            Row(
+                f"4. linear growth, {n}x tree vs 1x",
+                f"{times[n]:.2f} s",
+                f"{times[1]:.2f} s",
+                ratio,
+                f"~{n}.0 (<= {n * 1.15:.2f})",
+                ratio <= n * 1.15,
+            )
+        )
 
     # 5. start-up
     small = work / "small.py"
@@ -217,8 +292,17 @@ def measure(
     version = median_seconds([*VJP, "--version"], max(runs, 5))
     one = median_seconds([*VJP, "check", "--no-cache", str(small)], max(runs, 5))
     python = median_seconds([sys.executable, "-c", "pass"], max(runs, 5))
-    rows.append(Row("5. start-up, `vjp-migrate --version`", f"{version:.3f} s", "0.3 s", version / 0.3, "< 0.3 s",
-                    version < 0.3, f"bare `python -c pass`: {python:.3f} s"))
+    rows.append(
+        Row(
+            "5. start-up, `vjp-migrate --version`",
+            f"{version:.3f} s",
+            "0.3 s",
+            version / 0.3,
+            "< 0.3 s",
+            version < 0.3,
+            f"bare `python -c pass`: {python:.3f} s",
+        )
+    )
     rows.append(Row("5. start-up, `check` one small file", f"{one:.3f} s", "0.3 s", one / 0.3, "< 0.3 s", one < 0.3))
     return rows, facts
 
@@ -244,7 +328,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5, help="runs per command; medians are compared")
     parser.add_argument("--tree", type=Path, default=Path(sysconfig.get_paths()["purelib"]), help="the big tree")
     parser.add_argument(
-        "--markdown", type=Path, action="append", default=[],
+        "--markdown",
+        type=Path,
+        action="append",
+        default=[],
         help="also write the table between the benchmark markers of this Markdown file (repeatable)",
     )
     parser.add_argument(
@@ -262,7 +349,7 @@ def main() -> None:
         text = target.read_text(encoding="utf-8") if target.exists() else ""
         start, end = "<!-- benchmark:start -->", "<!-- benchmark:end -->"
         if start in text and end in text:
-            text = text[: text.index(start) + len(start)] + "\n" + table + text[text.index(end):]
+            text = text[: text.index(start) + len(start)] + "\n" + table + text[text.index(end) :]
         else:
             text += f"\n{start}\n{table}{end}\n"
         target.write_text(text, encoding="utf-8")

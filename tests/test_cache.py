@@ -84,8 +84,12 @@ def test_a_corrupt_or_unwritable_cache_is_only_a_miss(tmp_path: Path) -> None:
 
 def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "vjp_migrate", "check", *args], capture_output=True, text=True, cwd=tmp_path,
-        env={**os.environ, "NO_COLOR": "1"}, timeout=120,
+        [sys.executable, "-m", "vjp_migrate", "check", *args],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
     )
 
 

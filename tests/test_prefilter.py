@@ -192,7 +192,9 @@ f.defvjp(lambda x, s: (x, None), lambda s, _, g: (g * s,))
         pytest.param("x = 'nondiff_argnums'\n", False, id="a mention in a string"),
         pytest.param("def g(nondiff_argnums=()):\n    return nondiff_argnums\n", False, id="a look-alike parameter"),
         pytest.param(JIT_STATIC, False, id="argument static in a stacked jax.jit"),
-        pytest.param(JIT_STATIC.replace("static_argnums=(0,)", "static_argnums=(1,)"), True, id="jit marks another one"),
+        pytest.param(
+            JIT_STATIC.replace("static_argnums=(0,)", "static_argnums=(1,)"), True, id="jit marks another one"
+        ),
         pytest.param(JIT_STATIC.replace("def f_bwd(eps, _, g)", "def f_bwd(_, g)"), True, id="inconsistent bwd"),
         pytest.param(BWD_ONLY, True, id="array use only in a lambda bwd"),
         pytest.param(

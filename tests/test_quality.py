@@ -17,6 +17,9 @@ def test_mypy_strict_is_clean() -> None:
 
 def test_ruff_is_clean() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "vjp_migrate", "tests", "benchmarks"], cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-m", "ruff", "check", "vjp_migrate", "tests", "benchmarks"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     assert done.returncode == 0, done.stdout[-3000:]

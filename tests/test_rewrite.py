@@ -239,6 +239,8 @@ def test_one_line_rules_are_read_like_any_other() -> None:
     )
     out = fix_source(code).source
     assert "def f_fwd(w, x): return f(w, x), w\ndef f_bwd(w, g): return (None, g * w)\n" in out
+
+
 HEAD = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n\n"
 
 

@@ -100,7 +100,9 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
         assert walk._children(node) == expected, (name, node)
     assert index.code(module)[0] == text
     if module.body:  # statements generated again where they are not the indexed ones
-        copies = [cst.parse_statement(module.code_for_node(stmt)) if k % 2 else stmt for k, stmt in enumerate(module.body)]
+        copies = [
+            cst.parse_statement(module.code_for_node(stmt)) if k % 2 else stmt for k, stmt in enumerate(module.body)
+        ]
         changed = module.with_changes(body=copies)
         assert index.code(changed)[0] == changed.code, name
         fewer = module.with_changes(body=module.body[1:])

@@ -32,8 +32,7 @@ def _tree(root: Path, copies: int = 12) -> Path:
 
 def _summary(results: list[FileResult], root: Path) -> list[tuple[str, str, tuple[tuple[str, int], ...]]]:
     return [
-        (str(r.path.relative_to(root)), r.status.value, tuple((d.code, d.line) for d in r.diagnostics))
-        for r in results
+        (str(r.path.relative_to(root)), r.status.value, tuple((d.code, d.line) for d in r.diagnostics)) for r in results
     ]
 
 
@@ -92,7 +91,11 @@ def test_cli_reports_the_crashed_file_with_one_line_and_goes_on(tmp_path: Path) 
     env = {**os.environ, CRASH_HOOK: "segv:seed_01.py"}
     done = subprocess.run(
         [sys.executable, "-m", "vjp_migrate", "check", "--jobs", "2", "--no-cache", str(root)],
-        capture_output=True, text=True, env=env, cwd=tmp_path, timeout=120,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
     )
     assert done.returncode == 2
     errors = [line for line in done.stderr.splitlines() if "error:" in line]

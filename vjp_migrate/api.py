@@ -79,10 +79,7 @@ def _analyze(
         if parse_anyway and not syntax_checked:
             check_syntax(text, path)
         return Analysis((), (), None)
-    if project is not None:
-        module = project.parse(text, path)
-    else:
-        module = parse(text, path, syntax_checked=syntax_checked)
+    module = project.parse(text, path) if project else parse(text, path, syntax_checked=syntax_checked)
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
 

@@ -645,7 +645,7 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
     return SiteDecision(site, infos, moved, plan, None, None)
 
 
-def _rule_change(decision: SiteDecision, role: str) -> tuple[object, ...]:
+def rule_change(decision: SiteDecision, role: str) -> tuple[object, ...]:
     """What one site's plan does to its fwd or bwd: equal for users that change it the same way."""
     plan = decision.plan
     if decision.inconsistency is not None or decision.problem is not None:
@@ -708,7 +708,7 @@ def reconcile_shared(decisions: tuple[SiteDecision, ...]) -> tuple[SiteDecision,
                     entry[2].append(index)
     result = list(decisions)
     for role, rule, group in users.values():
-        if len(group) < 2 or len({_rule_change(decisions[i], role) for i in group}) == 1:
+        if len(group) < 2 or len({rule_change(decisions[i], role) for i in group}) == 1:
             continue
         names = ", ".join(f"`{decisions[i].site.qualname}`" for i in group)
         plain = [_describe(decisions[i], role, False) for i in group]

@@ -198,24 +198,10 @@ def _rule_files(decision: SiteDecision) -> set[str]:
     return {ref.path for ref in (site.fwd, site.bwd) if ref is not None and ref.path is not None}
 
 
-def _shape(plan: RewritePlan, role: str) -> tuple[object, ...]:
-    """What a plan does to one rule: users of a shared rule must agree on it."""
-    if role == "fwd":
-        return (plan.moved, plan.kept, plan.saved_fwd_names, plan.layout)
-    return (
-        plan.moved,
-        plan.kept,
-        plan.saved_bwd_names,
-        plan.moved_bwd_params,
-        plan.layout,
-        plan.residual_param,
-        plan.old_residual_name,
-        plan.none_slots,
-    )
-
-
 def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
     """Rules shared across files whose users do not all migrate the same way."""
+    from vjp_migrate.plan import rule_change  # the same test a module applies to its own shared rules
+
     users: dict[int, list[tuple[Path, SiteDecision, str, FunctionRef]]] = {}
     crosses: set[int] = set()
     for path, analysis in analyses.items():
@@ -231,7 +217,7 @@ def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
         entries = users[key]
         if len(entries) < 2:
             continue
-        shapes = {None if d.plan is None else _shape(d.plan, role) for _, d, role, _ in entries}
+        shapes = {rule_change(d, role) for _, d, role, _ in entries}
         if len(shapes) == 1:
             continue
         names = ", ".join(f"`{d.site.qualname}` ({path})" for path, d, _, _ in sorted(entries, key=_user_order))

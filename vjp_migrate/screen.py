@@ -44,9 +44,36 @@ JIT = frozenset({"jax.jit", "jax.api.jit"})
 PARTIAL = frozenset({"functools.partial"})
 ARRAY_ATTRIBUTES = frozenset(
     {
-        "shape", "dtype", "ndim", "size", "T", "mT", "at", "real", "imag", "astype", "reshape", "sum",
-        "mean", "max", "min", "prod", "dot", "transpose", "squeeze", "ravel", "flatten", "conj", "clip",
-        "std", "var", "argmax", "argmin", "cumsum", "swapaxes", "block_until_ready",
+        "shape",
+        "dtype",
+        "ndim",
+        "size",
+        "T",
+        "mT",
+        "at",
+        "real",
+        "imag",
+        "astype",
+        "reshape",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "prod",
+        "dot",
+        "transpose",
+        "squeeze",
+        "ravel",
+        "flatten",
+        "conj",
+        "clip",
+        "std",
+        "var",
+        "argmax",
+        "argmin",
+        "cumsum",
+        "swapaxes",
+        "block_until_ready",
     }
 )
 ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
@@ -184,8 +211,14 @@ def _int_positions(m: _Module, expr: ast.expr, allow_range: bool = True) -> list
     if isinstance(expr, ast.Constant) and type(expr.value) is int:
         return [expr.value]
     if (
-        allow_range and isinstance(expr, ast.Call) and isinstance(expr.func, ast.Name) and expr.func.id == "range"
-        and "range" not in m.shadowed and "range" not in m.aliases and not expr.keywords and expr.args
+        allow_range
+        and isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == "range"
+        and "range" not in m.shadowed
+        and "range" not in m.aliases
+        and not expr.keywords
+        and expr.args
     ):
         return list(range(*[_int_positions(m, a, False)[0] for a in expr.args]))
     return _doubt()
@@ -331,8 +364,10 @@ def _may_be_inconsistent(m: _Module, primal: Func, n: int, fwd: Func | None, bwd
         for ret in _own_returns(m, bwd):
             value = ret.value
             number = isinstance(value, ast.Constant) and type(value.value) in (int, float, complex)
-            if number or isinstance(value, (ast.BinOp, ast.UnaryOp)) or (
-                isinstance(value, ast.Name) and value.id == cotangent
+            if (
+                number
+                or isinstance(value, (ast.BinOp, ast.UnaryOp))
+                or (isinstance(value, ast.Name) and value.id == cotangent)
             ):
                 return True
             if isinstance(value, ast.Call) and _may_be_array_function(m, value.func):
@@ -542,8 +577,13 @@ class _StaticProof:
             (primal,) = self.site.primals
             return primal if primal in self.top else None
         statements = list(_toplevel_statements(self.m.tree.body))
-        owner = [s for s in statements if isinstance(s, ast.Assign) and id(s.value) in self.m.assigned
-                 and self.site.call in (s.value, getattr(s.value, "func", None))]
+        owner = [
+            s
+            for s in statements
+            if isinstance(s, ast.Assign)
+            and id(s.value) in self.m.assigned
+            and self.site.call in (s.value, getattr(s.value, "func", None))
+        ]
         if len(owner) != 1 or not all(p in self.top for p in self.site.primals):
             return None
         ordered = [s for s in statements if s in self.site.primals]
@@ -556,13 +596,22 @@ class _StaticProof:
             return None, None
         owners = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
         calls = [
-            s.value for s in _toplevel_statements(self.m.tree.body)
-            if isinstance(s, ast.Expr) and isinstance(s.value, ast.Call)
-            and isinstance(s.value.func, ast.Attribute) and s.value.func.attr == "defvjp"
-            and isinstance(s.value.func.value, ast.Name) and s.value.func.value.id in owners
+            s.value
+            for s in _toplevel_statements(self.m.tree.body)
+            if isinstance(s, ast.Expr)
+            and isinstance(s.value, ast.Call)
+            and isinstance(s.value.func, ast.Attribute)
+            and s.value.func.attr == "defvjp"
+            and isinstance(s.value.func.value, ast.Name)
+            and s.value.func.value.id in owners
         ]
-        every = [c for c in self.m.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "defvjp"
-                 and (_dotted(c.func.value) or "").rsplit(".", 1)[-1] in self.site.names]
+        every = [
+            c
+            for c in self.m.calls
+            if isinstance(c.func, ast.Attribute)
+            and c.func.attr == "defvjp"
+            and (_dotted(c.func.value) or "").rsplit(".", 1)[-1] in self.site.names
+        ]
         if len(owners) != 1 or len(calls) != 1 or len(every) != 1 or calls[0].keywords or len(calls[0].args) != 2:
             return None, None
         fwd, bwd = calls[0].args
@@ -607,14 +656,17 @@ class _StaticProof:
         defaults = [None] * (len(params) - len(func.args.defaults)) + list(func.args.defaults)
         default = defaults[index]
         if isinstance(default, ast.Lambda) or (
-            isinstance(default, ast.Constant) and type(default.value) in (str, bool)
+            isinstance(default, ast.Constant)
+            and type(default.value) in (str, bool)
             and not isinstance(default, ast.JoinedStr)
         ):
             return True
         annotation = param.annotation
         typing_names = {"typing.Callable", "collections.abc.Callable"}
-        if isinstance(annotation, ast.Name) and annotation.id in ("str", "bool", "Callable") and (
-            self.m.aliases.get(annotation.id, typing_names) <= typing_names
+        if (
+            isinstance(annotation, ast.Name)
+            and annotation.id in ("str", "bool", "Callable")
+            and (self.m.aliases.get(annotation.id, typing_names) <= typing_names)
         ):
             return True
         return self._body(func, param.arg, depth)
@@ -666,7 +718,8 @@ class _StaticProof:
             caller_params = [p.arg for p in _params(caller)]
             value = _call_value(call, index, name)
             if (
-                isinstance(value, ast.Name) and value.id in caller_params
+                isinstance(value, ast.Name)
+                and value.id in caller_params
                 and caller_params.index(value.id) in _jit_static(self.m, caller)
             ):
                 return True

@@ -141,7 +141,6 @@ class _Pool:
         if task.mode == "fix" and self.context.get_start_method() == "fork":
             _preload()  # forked workers then share one import instead of each paying for its own
 
-
     def _start(self) -> _Worker:
         parent, child = self.context.Pipe()
         current = self.context.RawValue("q", -1)
@@ -230,6 +229,7 @@ class _Pool:
         if dead.batch:
             self.queue.appendleft(sorted(dead.batch))  # redone: files without news had no effects
         return self._start()
+
 
 def _preload() -> None:
     """Import what analysing a file needs (LibCST above all), before the workers are forked."""
