@@ -14,6 +14,7 @@ from vjp_migrate import walk
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
+from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ATTRIBUTES, ARRAY_MODULES
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
 # How much a piece of evidence weighs.
@@ -59,7 +60,6 @@ STATIC_KEYWORDS = frozenset(
 )
 # Array libraries: a value passed to one of their functions is array data, except at these
 # positions (shapes, axes, sizes, dtypes, subscripts) and the callable positions below.
-ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
 STATIC_POSITIONS: dict[str, frozenset[int]] = {
     **{f: frozenset({0}) for f in ("zeros", "ones", "empty", "eye", "identity", "tri")},
     "full": frozenset({0}),
@@ -194,40 +194,6 @@ SHAPE_METHODS = frozenset(
 AXIS_METHODS = frozenset(
     {"sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum"}
 )
-ARRAY_ATTRIBUTES = frozenset(
-    {
-        "shape",
-        "dtype",
-        "ndim",
-        "size",
-        "T",
-        "mT",
-        "at",
-        "real",
-        "imag",
-        "astype",
-        "reshape",
-        "sum",
-        "mean",
-        "max",
-        "min",
-        "prod",
-        "dot",
-        "transpose",
-        "squeeze",
-        "ravel",
-        "flatten",
-        "conj",
-        "clip",
-        "std",
-        "var",
-        "argmax",
-        "argmin",
-        "cumsum",
-        "swapaxes",
-        "block_until_ready",
-    }
-)
 ARRAY_ANNOTATIONS = frozenset(
     {
         "jax.Array",
@@ -240,7 +206,6 @@ ARRAY_ANNOTATIONS = frozenset(
         "jaxtyping.ArrayLike",
     }
 )
-ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
 SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
 STATIC_ANNOTATION_NAMES = frozenset(
     {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}

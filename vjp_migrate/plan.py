@@ -8,10 +8,10 @@ from dataclasses import replace
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify import ARRAY_MODULES
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.sites import body_statements, positional_params
+from vjp_migrate.vocabulary import ARRAY_MODULES
 
 RESIDUAL_NAMES = ("res", "residuals", "res_")
 TEMP_NAMES = ("grads", "cotangents", "grads_")

@@ -29,6 +29,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ATTRIBUTES, ARRAY_MODULES
+
 if TYPE_CHECKING:  # model imports libcst; the screen runs where LibCST is not loaded yet
     from vjp_migrate.model import Settings
 
@@ -38,45 +40,9 @@ NEEDS_INCONSISTENCY = frozenset({"VJP004"})
 UNDERSTOOD = NEEDS_ARRAY | NEEDS_UNKNOWN | NEEDS_INCONSISTENCY
 
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
-ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
 ARRAY_TRANSFORMS = frozenset({"jax.vjp", "jax.jvp", "jax.linearize"})  # and any "tree" function
 JIT = frozenset({"jax.jit", "jax.api.jit"})
 PARTIAL = frozenset({"functools.partial"})
-ARRAY_ATTRIBUTES = frozenset(
-    {
-        "shape",
-        "dtype",
-        "ndim",
-        "size",
-        "T",
-        "mT",
-        "at",
-        "real",
-        "imag",
-        "astype",
-        "reshape",
-        "sum",
-        "mean",
-        "max",
-        "min",
-        "prod",
-        "dot",
-        "transpose",
-        "squeeze",
-        "ravel",
-        "flatten",
-        "conj",
-        "clip",
-        "std",
-        "var",
-        "argmax",
-        "argmin",
-        "cumsum",
-        "swapaxes",
-        "block_until_ready",
-    }
-)
-ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
 # Keywords whose value classify always takes as static (a subset of classify.STATIC_KEYWORDS).
 STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})

@@ -59,26 +59,16 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
     from vjp_migrate.verify.loading import load_tree
     from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
     from vjp_migrate.verify.session import PairResult, verify_pair, vjp3_recheck
-    from vjp_migrate.verify.worker import _backends
+    from vjp_migrate.verify.worker import new_report, start_report
 
     roots = {role: Path(job[role]["root"]) for role in ("before", "after")}
     package: str | None = job.get("package")
     relative = {m["name"]: m["relative"] for m in job["modules"]}
     names = list(relative)
-    report: dict[str, Any] = {
-        "before": job["before"]["label"],
-        "after": job["after"]["label"],
-        "errors": [],
-        "warnings": list(job.get("warnings", [])),
-        "rows": [],
-        "emitted": [],
-        "jax_version": jax.__version__,
-    }
-    backends, problem = _backends(options.device)
-    report["backends"] = backends
-    if problem:
-        report["errors"].append(problem)
+    report = new_report(job["before"]["label"], job["after"]["label"], job.get("warnings"))
+    if not start_report(report, options.device):
         return report
+    backends = report["backends"]
     try:
         examples_path = Path(job["examples"]) if job.get("examples") else options.examples
         examples = load_examples(examples_path) if examples_path else {}

@@ -87,6 +87,31 @@ def _device_context(backend: str) -> AbstractContextManager[Any]:
     return jax.default_device(jax.devices(backend)[0])  # type: ignore[no-any-return]
 
 
+def new_report(before: str, after: str, warnings: list[str] | None = None) -> dict[str, Any]:
+    """An empty report dict, as the parent process reads it."""
+    import jax
+
+    return {
+        "before": before,
+        "after": after,
+        "errors": [],
+        "warnings": list(warnings or ()),
+        "rows": [],
+        "emitted": [],
+        "jax_version": jax.__version__,
+    }
+
+
+def start_report(report: dict[str, Any], device: str | None) -> bool:
+    """Record the backends ``device`` selects; False (and the error) when there are none."""
+    backends, problem = _backends(device)
+    report["backends"] = backends
+    if problem:
+        report["errors"].append(problem)
+        return False
+    return True
+
+
 def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, Any]:
     """Verify one BEFORE/AFTER pair; a report dict (and emitted test texts when asked)."""
     import jax
@@ -95,20 +120,10 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
 
     before_path, after_path = Path(job["before"]["path"]), Path(job["after"]["path"])
-    report: dict[str, Any] = {
-        "before": job["before"].get("label", str(before_path)),
-        "after": job["after"].get("label", str(after_path)),
-        "errors": [],
-        "warnings": [],
-        "rows": [],
-        "emitted": [],
-        "jax_version": jax.__version__,
-    }
-    backends, problem = _backends(options.device)
-    report["backends"] = backends
-    if problem:
-        report["errors"].append(problem)
+    report = new_report(job["before"].get("label", str(before_path)), job["after"].get("label", str(after_path)))
+    if not start_report(report, options.device):
         return report
+    backends = report["backends"]
     modules = []
     for role, path in (("before", before_path), ("after", after_path)):
         try:
