@@ -27,7 +27,8 @@ from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax
 if TYPE_CHECKING:
     from vjp_migrate.cache import Cache
     from vjp_migrate.discover import Candidate
-    from vjp_migrate.project import Outcome, Project
+    from vjp_migrate.project import Project
+    from vjp_migrate.transaction import Outcome
     from vjp_migrate.workers import Task
 
 __all__ = [
@@ -79,7 +80,7 @@ def _analyze(
         if parse_anyway and not syntax_checked:
             check_syntax(text, path)
         return Analysis((), (), None)
-    module = project.parse(text, path) if project else parse(text, path, syntax_checked=syntax_checked)
+    module = (project.parse if project else parse)(text, path, syntax_checked=syntax_checked)
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
 
@@ -539,11 +540,14 @@ def _together(
     paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
 ) -> Outcome:
     """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
-    from vjp_migrate.project import complete
+    from vjp_migrate.transaction import Outcome
 
     results, candidates = _run(paths, exclude, task, how, progress)
-    files = [c.path for c in candidates]
-    return complete(results, files, paths, task.settings, fix=task.mode == "fix")
+    if len(candidates) < 2 or not any(r.status is Status.OK and r.imported_rules for r in results):
+        return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
+    from vjp_migrate.project import complete
+
+    return complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
 
 
 def check_paths(

@@ -19,6 +19,7 @@ class Plugin:
     version = __version__
 
     def __init__(self, tree: ast.AST, filename: str, lines: Sequence[str]) -> None:
+        self.tree = tree
         self.filename = filename
         self.lines = lines
 
@@ -30,14 +31,15 @@ class Plugin:
 
         from vjp_migrate.api import analyze
         from vjp_migrate.config import ConfigError, settings_for
-        from vjp_migrate.project import Project
         from vjp_migrate.screen import may_report
         from vjp_migrate.source import SourceError
 
         try:
             settings = settings_for(Path(self.filename if self.filename not in ("-", "stdin") else "."))
-            if not may_report(text, settings):  # the ast screen, as `check` runs it: no LibCST parse
+            if not may_report(text, settings, self.tree):  # the ast screen, as `check` runs it: no LibCST
                 return
+            from vjp_migrate.project import Project
+
             # One file at a time: a rule imported from another file is VJP003 naming its module.
             project = Project.for_file(Path(self.filename))
             diagnostics = analyze(text, self.filename, settings, project=project).diagnostics

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.imports import dotted
 
 _PY_SUFFIXES = (".py", ".pyi")
@@ -156,5 +157,5 @@ class ModuleImports:
 
 def module_imports(module: cst.Module, package: str) -> ModuleImports:
     collector = _Imports(package)
-    module.visit(collector)
+    walk.visit(module, collector)
     return ModuleImports(collector.targets, collector.spelled)

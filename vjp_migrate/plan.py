@@ -199,7 +199,7 @@ def names_in(func: cst.FunctionDef) -> _Names:
 
 def _bindings(func: cst.FunctionDef) -> dict[str, list[cst.CSTNode]]:
     visitor = _Bindings()
-    func.params.visit(visitor)
+    walk.visit(func.params, visitor)
     _visit(func, visitor)
     return visitor.sites
 
@@ -595,7 +595,7 @@ def _single_unpack(
                 if bound & set(saved) or residual in bound or any(earlier.counts.get(n) for n in saved):
                     return None
                 return small
-        stmt.visit(earlier)
+        walk.visit(stmt, earlier)
     return None
 
 

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vjp_migrate.model import Diagnostic, FileResult, FunctionRef, RewritePlan, Settings, SiteDecision, Status, VjpSite
-from vjp_migrate.modules import ModuleIndex, importing_package, module_imports, package_name
+from vjp_migrate.modules import ModuleImports, ModuleIndex, importing_package, module_imports, package_name
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
-from vjp_migrate.transaction import FileChange
+from vjp_migrate.transaction import FileChange, Outcome
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -95,12 +95,12 @@ class Project:
 
     # --- the hooks api.analyze calls ---------------------------------------------------------
 
-    def parse(self, text: str, path: str) -> cst.Module:
+    def parse(self, text: str, path: str, syntax_checked: bool = False) -> cst.Module:
         """The module for ``text``: the tree other files' rules point into, when already loaded."""
         known = self.loaded.get(Path(path))
         if isinstance(known, _Loaded) and known.source.text == text:
             return known.module
-        return parse(text, path)
+        return parse(text, path, syntax_checked=syntax_checked)
 
     def find_sites(self, module: cst.Module, imports: ImportTable, path: str) -> list[VjpSite]:
         from vjp_migrate.sites import find_sites
@@ -143,9 +143,12 @@ class Project:
 
     def imported_rule(self, path: Path, module: cst.Module) -> ImportedRule:
         name = self.index.names.get(path) or package_name(path)
-        imports = module_imports(module, importing_package(name, path))
+        found: list[ModuleImports] = []  # read on the first rule no def binds (most modules: never)
 
         def resolve(role: str, local: str) -> FunctionRef | None:
+            if not found:
+                found.append(module_imports(module, importing_package(name, path)))
+            imports = found[0]
             origin = imports.origin(local)
             if origin is None:
                 return None
@@ -185,12 +188,6 @@ class Project:
 
 
 # --- phase 2 -----------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Outcome:
-    results: list[FileResult]
-    groups: list[list[FileChange]]  # files changed by one migration; written together
 
 
 def _rule_files(decision: SiteDecision) -> set[str]:

@@ -736,14 +736,18 @@ class Verdict:
     parses: bool  # CPython's parser accepted the text: later stages need not check it again
 
 
-def screen(text: str, settings: Settings) -> Verdict:
-    """``may_report``, and whether the text parsed on the way (one ast parse serves both)."""
+def screen(text: str, settings: Settings, tree: ast.AST | None = None) -> Verdict:
+    """``may_report``, and whether the text parsed on the way (one ast parse serves both).
+
+    ``tree``: the text's ast when the caller has it already (flake8 hands plugins one).
+    """
     if settings.select - UNDERSTOOD or (settings.array_args and settings.select & NEEDS_ARRAY):
         return Verdict(True, False)
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return Verdict(True, False)  # the full pipeline decides, and reports a syntax error as one
+    if not isinstance(tree, ast.Module):
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return Verdict(True, False)  # the full pipeline decides, and reports a syntax error as one
     try:
         m = _index(tree, text)
         uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
@@ -752,6 +756,6 @@ def screen(text: str, settings: Settings) -> Verdict:
         return Verdict(True, True)
 
 
-def may_report(text: str, settings: Settings) -> bool:
+def may_report(text: str, settings: Settings, tree: ast.AST | None = None) -> bool:
     """False only when no selected code can report anything in ``text`` (which must parse)."""
-    return screen(text, settings).may_report
+    return screen(text, settings, tree).may_report

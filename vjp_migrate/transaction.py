@@ -55,6 +55,7 @@ from vjp_migrate.api import (
     write_temporary,
 )
 from vjp_migrate.discover import SKIP_DIRS
+from vjp_migrate.model import FileResult
 from vjp_migrate.source import SourceError
 
 __all__ = ["JOURNAL_PREFIX", "FileChange", "recover", "write_together"]
@@ -71,6 +72,14 @@ class FileChange:
     path: Path
     old: bytes  # the bytes the change was planned from (the file must still hold them)
     new: bytes
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A run's results, and the files each multi-file migration changes (written together)."""
+
+    results: list[FileResult]
+    groups: list[list[FileChange]]
 
 
 @dataclass(frozen=True)
