@@ -130,8 +130,9 @@ CODES: tuple[Code, ...] = (
         default=True,
         triggers=_NONDIFF,
         what=(
-            "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd not "
-            "defined in the module, a fwd/bwd shared by custom_vjp functions that would change it "
+            "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd imported "
+            "from a module that is not among the files checked, a fwd/bwd shared by custom_vjp "
+            "functions that would change it "
             "differently, a bwd with a decorator other than jax.jit, a partial binding keywords, "
             "nondiff_argnums given by a variable, fwd rebinding the argument, and similar."
         ),
