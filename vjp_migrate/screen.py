@@ -257,17 +257,21 @@ def _positions(m: _Module, site: _Site, primal: Func) -> list[int]:
     return sorted(found)
 
 
+def _defvjp_calls(m: _Module, site: _Site) -> Iterator[ast.Call]:
+    """The module's ``<site>.defvjp(...)`` calls (by the last part of the owner's name)."""
+    for call in m.calls:
+        func = call.func
+        if isinstance(func, ast.Attribute) and func.attr == "defvjp":
+            owner = _dotted(func.value)
+            if owner is not None and owner.rsplit(".", 1)[-1] in site.names:
+                yield call
+
+
 def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None]]:
     """Every def that may be the site's fwd and bwd (None when a rule may be unresolved)."""
     fwds: list[Func | None] = []
     bwds: list[Func | None] = []
-    for call in m.calls:
-        func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr == "defvjp"):
-            continue
-        owner = _dotted(func.value)
-        if owner is None or owner.rsplit(".", 1)[-1] not in site.names:
-            continue
+    for call in _defvjp_calls(m, site):
         for slot, role, out in ((0, "fwd", fwds), (1, "bwd", bwds)):
             given = [k.value for k in call.keywords if k.arg == role]
             expr = given[0] if given else (call.args[slot] if len(call.args) > slot else None)
@@ -283,13 +287,7 @@ def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None
 
 def _imports_a_rule(m: _Module, site: _Site) -> bool:
     """A rule bound by an import, not a def: project-wide analysis may find it in another file."""
-    for call in m.calls:
-        func = call.func
-        if not (isinstance(func, ast.Attribute) and func.attr == "defvjp"):
-            continue
-        owner = _dotted(func.value)
-        if owner is None or owner.rsplit(".", 1)[-1] not in site.names:
-            continue
+    for call in _defvjp_calls(m, site):
         for expr in [*call.args, *(k.value for k in call.keywords)]:
             name = _dotted(expr)
             if name is not None and name.split(".")[0] in m.aliases and not m.defs.get(name.rsplit(".", 1)[-1]):
