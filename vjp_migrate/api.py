@@ -591,7 +591,7 @@ def fix_paths(
             (notice or logging.getLogger("vjp_migrate").warning)(message)
     # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
     # by a custom_vjp in another file that shares the rule.
-    outcome = _together(paths, exclude, Task("fix", settings, write=False), how, progress)
+    outcome = _together(paths, exclude, Task("fix", settings), how, progress)
     return _write_all(outcome) if write else outcome.results
 
 

@@ -28,7 +28,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from multiprocessing.process import BaseProcess
 
-    from vjp_migrate.api import WriteBatch
     from vjp_migrate.discover import Candidate
     from vjp_migrate.model import FileResult, Settings
 
@@ -45,7 +44,6 @@ class Task:
 
     mode: str  # "check" or "fix"
     settings: Settings
-    write: bool = False  # fix: write the files
     cache_dir: Path | None = None  # check: the result cache, or None
 
 
@@ -61,7 +59,8 @@ def process(task: Task, candidate: Candidate) -> FileResult:
     from vjp_migrate import api
 
     if task.mode == "fix":
-        return api.fix_file(candidate.path, task.settings, task.write, candidate.explicit)
+        # Never written here: the parent writes once every file (and multi-file group) is decided.
+        return api.fix_file(candidate.path, task.settings, False, candidate.explicit)
     cache = None
     if task.cache_dir is not None:
         from vjp_migrate.cache import Cache
@@ -77,29 +76,15 @@ def run(
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1:
         results: list[FileResult] = []
-        with _writes(task) as writes:
-            step = BATCH if writes is not None else 1
-            for start in range(0, len(candidates), step):
-                done = [process(task, candidate) for candidate in candidates[start : start + step]]
-                failed = writes.finish() if writes is not None else {}
-                for result in done:
-                    results.append(failed.get(result.path, result))
-                    if progress is not None:
-                        progress(len(results), len(candidates))
+        for candidate in candidates:
+            results.append(process(task, candidate))
+            if progress is not None:
+                progress(len(results), len(candidates))
         return results
     return _Pool(candidates, task, jobs, progress).run()
 
 
-BATCH = 16  # files per batch handed to a worker, and per group of writes made durable together
-
-
-def _writes(task: Task) -> contextlib.AbstractContextManager[WriteBatch | None]:
-    """For fix with writing: files are written in threads and fsynced together, per batch."""
-    if task.mode == "fix" and task.write:
-        from vjp_migrate.api import write_batch
-
-        return write_batch()
-    return contextlib.nullcontext()
+BATCH = 16  # files per batch handed to a worker
 
 
 # --- the pool ----------------------------------------------------------------------------------
@@ -262,29 +247,23 @@ def _worker_main(conn: Connection, current: Any, task: Task, candidates: Sequenc
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
     faulthandler.disable()  # a crash is reported by the parent in one line, not as a C traceback
     kind, _, target = os.environ.get(CRASH_HOOK, "").partition(":")
-    with _writes(task) as writes:
-        while True:
-            batch = conn.recv()
-            if batch is None:
-                return
-            done = []
-            for index in batch:
-                candidate = candidates[index]
-                current.value = index
-                try:
-                    if target and candidate.path.name == target:
-                        _inject(kind)
-                    result = process(task, candidate)
-                except MemoryError:
-                    result = FileResult(candidate.path, Status.FAILED, "ran out of memory on this file; skipped")
-                done.append((index, result))
-            current.value = -1
-            failed = writes.finish() if writes is not None else {}  # answers only once written
-            for index, result in done:
-                result = failed.get(result.path, result)
-                if result != FileResult(result.path, Status.OK):
-                    conn.send(("one", (index, result)))
-            conn.send(("rest", None))
+    while True:
+        batch = conn.recv()
+        if batch is None:
+            return
+        for index in batch:
+            candidate = candidates[index]
+            current.value = index
+            try:
+                if target and candidate.path.name == target:
+                    _inject(kind)
+                result = process(task, candidate)
+            except MemoryError:
+                result = FileResult(candidate.path, Status.FAILED, "ran out of memory on this file; skipped")
+            if result != FileResult(result.path, Status.OK):
+                conn.send(("one", (index, result)))
+        current.value = -1
+        conn.send(("rest", None))
 
 
 def _inject(kind: str) -> None:
