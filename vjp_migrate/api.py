@@ -424,6 +424,15 @@ def _fsync_or_error(out: Any) -> OSError | None:
 _BATCH: list[WriteBatch] = []
 
 
+def _write(path: Path, data: bytes, expected: bytes) -> None:
+    """Inside ``write_batch``, hand the write to the batch (a failure replaces the file's result in
+    WriteBatch.finish); otherwise write it now."""
+    if _BATCH:
+        _BATCH[-1].write(path, data, expected)
+    else:
+        write_atomically(path, data, expected)
+
+
 @contextmanager
 def write_batch() -> Iterator[WriteBatch]:
     """Inside the block, fix_file hands its writes to the batch (see WriteBatch)."""
@@ -489,10 +498,7 @@ def fix_file(
             imported = tuple(sorted(project.imported.get(path, ())))
         written = False
         if result.changed and write:
-            if _BATCH:  # written with the batch; a failure replaces this result in WriteBatch.finish
-                _BATCH[-1].write(path, encode(source, result.source), data)
-            else:
-                write_atomically(path, encode(source, result.source), data)
+            _write(path, encode(source, result.source), data)
             written = True
         return _fixed(path, source.text, result, written, imported)
 
@@ -657,10 +663,7 @@ def write_result(result: FileResult) -> FileResult:
         source = decode(data)
         if source.text != result.old_text:
             raise SourceError("changed on disk while it was being fixed; left untouched")
-        if _BATCH:  # written with the batch; a failure replaces this result in WriteBatch.finish
-            _BATCH[-1].write(result.path, encode(source, result.new_text or ""), data)
-        else:
-            write_atomically(result.path, encode(source, result.new_text or ""), data)
+        _write(result.path, encode(source, result.new_text or ""), data)
         return dataclasses.replace(result, written=True)
 
     return _guard(result.path, work)

@@ -81,18 +81,6 @@ class Project:
                 self.loaded[path] = f"cannot be read: {error.strerror or error}"
         return self.loaded[path]
 
-    def preload(self, path: Path, text: str) -> None:
-        """Analyse ``text`` (what phase 1 read, before it wrote its own fix) for ``path``."""
-        from vjp_migrate.api import _read
-
-        try:
-            data = _read(path)
-            self.loaded[path] = _Loaded(data, SourceText(text, decode(data).encoding), parse(text, str(path)))
-        except SourceError as error:
-            self.loaded[path] = str(error)
-        except OSError as error:
-            self.loaded[path] = f"cannot be read: {error.strerror or error}"
-
     # --- the hooks api.analyze calls ---------------------------------------------------------
 
     def parse(self, text: str, path: str, syntax_checked: bool = False) -> cst.Module:
@@ -274,9 +262,6 @@ def complete(
     if not flagged or len(files) < 2:
         return Outcome(results, [])
     project = Project(ModuleIndex.build(files, roots))
-    for result in results:
-        if result.written and result.old_text is not None:
-            project.preload(result.path, result.old_text)
     analyses = _analyse_all(project, flagged, settings)
     while True:  # each round blocks at least one more rule, so this ends
         blocked = {k: v for k, v in _disagreements(analyses).items() if k not in project.blocked}
@@ -320,18 +305,11 @@ def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, A
             continue
         loaded = project.loaded.get(path)
         if isinstance(loaded, _Loaded) and result.new_text is not None:
-            # Against the bytes on disk: phase 1 may have written this text already, or a fix
-            # of its own that a shared rule now forbids (then the file gets its old text back).
+            # Phase 1 wrote nothing (fix writes once phase 2 has decided): against the bytes on disk.
             new = encode(loaded.source, result.new_text)
             if new != loaded.data:
                 members.setdefault(root, []).append(FileChange(path, loaded.data, new))
-    written = {r.path for r in results if r.written}
-    merged = [
-        dataclasses.replace(by_path[r.path], written=r.path in written and by_path[r.path].changed)
-        if r.status is Status.OK and r.path in by_path
-        else r
-        for r in results
-    ]
+    merged = [by_path[r.path] if r.status is Status.OK and r.path in by_path else r for r in results]
     return Outcome(merged, [sorted(group, key=lambda c: str(c.path)) for group in members.values()])
 
 
