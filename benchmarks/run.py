@@ -346,13 +346,18 @@ def main() -> None:
     table = markdown(rows, facts, command.strip())
     print(table)
     for target in args.markdown:
-        text = target.read_text(encoding="utf-8") if target.exists() else ""
-        start, end = "<!-- benchmark:start -->", "<!-- benchmark:end -->"
-        if start in text and end in text:
-            text = text[: text.index(start) + len(start)] + "\n" + table + text[text.index(end) :]
-        else:
-            text += f"\n{start}\n{table}{end}\n"
-        target.write_text(text, encoding="utf-8")
+        replace_between(target, "benchmark", table)
+
+
+def replace_between(target: Path, marker: str, table: str) -> None:
+    """Put ``table`` between the ``<!-- marker:start/end -->`` comments of a Markdown file."""
+    text = target.read_text(encoding="utf-8") if target.exists() else ""
+    start, end = f"<!-- {marker}:start -->", f"<!-- {marker}:end -->"
+    if start in text and end in text:
+        text = text[: text.index(start) + len(start)] + "\n" + table + text[text.index(end) :]
+    else:
+        text += f"\n{start}\n{table}{end}\n"
+    target.write_text(text, encoding="utf-8")
 
 
 if __name__ == "__main__":

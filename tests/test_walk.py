@@ -186,3 +186,122 @@ def test_local_rewrite_equals_the_whole_module_transform(path: Path) -> None:
             assert apply_plans(module, plans).code == apply_plans(module, plans, local=False).code
             for plan in plans:  # one plan at a time on the same module, as interactive fixing does
                 assert apply_plans(module, [plan]).code == apply_plans(module, [plan], local=False).code
+
+
+STATEMENT_LEVEL = {
+    # `del` of a moved parameter alone on its line, and sharing a line with another statement
+    "dels": """
+        from functools import partial
+        import jax
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+        def f(x, scale, bias):
+            return x * scale + bias
+
+
+        def f_fwd(x, scale, bias):
+            return f(x, scale, bias), None
+
+
+        def f_bwd(scale, bias, _, g):
+            del scale
+            del bias; h = g
+            return (h,)
+
+
+        f.defvjp(f_fwd, f_bwd)
+    """,
+    # a lambda bwd that becomes a def inside a function body (one blank line, not two)
+    "nested_lambda_def": """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+
+        def build():
+            @partial(jax.custom_vjp, nondiff_argnums=(1,))
+            def g(x, floor):
+                return jnp.maximum(x, floor)
+
+            g.defvjp(
+                lambda x, floor: (g(x, floor), x),
+                lambda floor, x, ct: (jnp.where(x > floor, ct, 0.0),),
+            )
+            return g
+    """,
+    # a returned call that needs a None in the middle goes through a temporary
+    "temp_return": """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+
+        def pre_bwd(x, w, g):
+            return g * w, g * x
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def h(x, mask, w):
+            return jnp.where(mask, x * w, 0.0)
+
+
+        def h_fwd(x, mask, w):
+            return h(x, mask, w), (x, w)
+
+
+        def h_bwd(mask, res, g):
+            x, w = res
+            return pre_bwd(x, w, jnp.where(mask, g, 0.0))
+
+
+        h.defvjp(h_fwd, h_bwd)
+    """,
+}
+
+
+@pytest.mark.parametrize("name", sorted(STATEMENT_LEVEL))
+def test_statement_level_rewrites_stay_local(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rewrites that add, split or drop statements rebuild only their statement lines."""
+    from vjp_migrate.api import DEFAULT_SETTINGS, analyze
+    from vjp_migrate.rewrite import apply_plans
+
+    text = textwrap.dedent(STATEMENT_LEVEL[name]).lstrip()
+    analysis = analyze(text, f"{name}.py", DEFAULT_SETTINGS)
+    plans = [d.plan for d in analysis.decisions if d.plan is not None]
+    module = analysis.module
+    assert plans and isinstance(module, cst.Module)
+    whole = apply_plans(module, plans, local=False).code
+    assert whole != text
+    walks: list[str] = []
+    visit = cst.Module.visit
+
+    def counted(self: cst.Module, visitor: cst.CSTVisitorT) -> cst.Module:
+        walks.append(type(visitor).__name__)
+        return visit(self, visitor)  # type: ignore[return-value]
+
+    monkeypatch.setattr(cst.Module, "visit", counted)
+    assert apply_plans(module, plans).code == whole
+    assert walks == []  # no whole-module transform, not even as a fallback
+
+
+def test_fix_refuses_a_rewrite_that_would_not_parse(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vjp_migrate.api import SourceError, fix_source
+
+    text = read_exact(FIXTURES / "moved_in_middle" / "before.py")
+    monkeypatch.setattr(walk.Index, "code", lambda self, module: ("def broken(:\n", ["def broken(:\n"]))
+    with pytest.raises(SourceError, match=r"internal error: the rewrite would not parse .*line 1.*left untouched"):
+        fix_source(text, path="m.py")
+
+
+def test_regenerated_statements_are_checked_together_then_in_the_whole_file(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Changed statements parse as one text; when that fails only because of where a statement
+    stands (a late `from __future__`), the whole file decides."""
+    from vjp_migrate.api import fix_source
+
+    text = read_exact(FIXTURES / "moved_in_middle" / "before.py")
+    whole = "from __future__ import annotations\nx = 1\n"
+    monkeypatch.setattr(
+        walk.Index, "code", lambda self, module: (whole, ["x = 1\n", "from __future__ import annotations\n"])
+    )
+    assert fix_source(text, path="m.py").source == whole

@@ -149,11 +149,10 @@ def _fix_text(
     # generated and checked again (top-level statements parse on their own).
     new_code, changed = index_of(module).code(apply_plans(module, plans))  # type: ignore[arg-type]
     try:
-        for statement in changed:
-            check_syntax(statement, path)
+        check_syntax("".join(changed), path)  # one parse (each ends with its newline)
     except SourceError:
-        try:
-            check_syntax(new_code, path)  # the message names the line in the whole file
+        try:  # the whole file: the message names its line (and a `from __future__` may come late)
+            check_syntax(new_code, path)
         except SourceError as error:
             raise SourceError(f"internal error: the rewrite would not parse ({error}); left untouched") from None
     moved = {(d.site.qualname, i) for d in analysis.decisions if d.plan for i in d.plan.moved}

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -89,9 +89,11 @@ def _named_positions(plan: RewritePlan) -> set[int]:
 class _Apply(cst.CSTTransformer):
     # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
     # keying by node applies that change once.
-    def __init__(self, plans: Sequence[RewritePlan], config: cst.PartialParserConfig) -> None:
+    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module) -> None:
         self.plans = plans
-        self.config = config
+        self.module = module
+        self.config = module.config_for_parsing
+        self.top_level = {id(stmt) for stmt in module.body}
         self.carriers = {id(p.site.carrier): p for p in plans}
         self.fwd_returns = {id(r): p for p in plans for r in p.fwd_returns}
         self.bwd_returns = {id(r): p for p in plans for r in p.bwd_returns}
@@ -106,7 +108,6 @@ class _Apply(cst.CSTTransformer):
         self.fwd_lambdas = {id(p.site.fwd.lambda_node): p for p in plans if p.site.fwd and p.site.fwd.lambda_node}
         self.bwd_lambdas = {id(p.site.bwd.lambda_node): p for p in plans if p.site.bwd and p.site.bwd.lambda_node}
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
-        self.depth = 0  # 0: module level
         self.removed_names: set[str] = set()
 
     # --- the primal's decorator or call --------------------------------------------------------
@@ -315,7 +316,7 @@ class _Apply(cst.CSTTransformer):
         while comments < len(lines) and lines[len(lines) - 1 - comments].comment is not None:
             comments += 1
         split = len(lines) - comments
-        gap = [cst.EmptyLine(indent=False)] * (2 if self.depth == 0 else 1)
+        gap = [cst.EmptyLine(indent=False)] * (2 if id(original_node) in self.top_level else 1)
         defs[0] = defs[0].with_changes(leading_lines=lines[:split])
         defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
         return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
@@ -348,18 +349,7 @@ class _Apply(cst.CSTTransformer):
         self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
         return cst.Name(plan.bwd_def_name)
 
-    def visit_ClassDef(self, node: cst.ClassDef) -> None:
-        self.depth += 1
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        self.depth -= 1
-        return updated_node
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self.depth += 1
-
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
-        self.depth -= 1
         plan = self.bwds.get(id(original_node))
         if plan is None:
             return updated_node
@@ -497,11 +487,11 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
     """
     if not plans:
         return module
-    applier = _Apply(plans, module.config_for_parsing)
-    # Statement-level changes (a temporary before a return, a def before defvjp, a `del` that
-    # goes) happen in leave_SimpleStatementLine, which the local transform does not reach.
-    local = local and not any(p.temp_returns or p.bwd_def_name or p.dels for p in plans)
-    new = _transform(module, applier) if local else module.visit(applier)
+    applier = _Apply(plans, module)
+    if local:
+        new, applier = _transform(module, applier)
+    else:
+        new = module.visit(applier)
     if applier.removed_names:
         uses = _NameUses(applier.removed_names)
         if local:
@@ -514,17 +504,30 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
     return new
 
 
-def _transform(module: cst.Module, applier: _Apply) -> cst.Module:
-    # _Apply changes only nodes whose id is a key of one of its tables (tests/test_walk.py
-    # compares this with the whole-module visit over every fixture).
+def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
+    """Nodes whose statement line leave_SimpleStatementLine changes: a return that stores its
+    value first, a `del` that shrinks, a defvjp call that gets a new def before it."""
+    for plan in plans:
+        yield from plan.temp_returns
+        yield from (node for node, _ in plan.dels)
+        if plan.bwd_def_name and plan.site.defvjp is not None:
+            yield plan.site.defvjp
+
+
+def _transform(module: cst.Module, applier: _Apply) -> tuple[cst.Module, _Apply]:
+    # _Apply changes only nodes whose id is a key of one of its tables, and the statement lines
+    # around the anchors above (tests/test_walk.py compares this with the whole-module visit
+    # over every fixture).
     index = walk.index_of(module)
     keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
     try:
-        new = index.transform(module, applier, index.nodes(keys))
-    except walk.NotLocal:
-        return module.visit(_Apply(applier.plans, applier.config))
+        lines = [index.enclosing(node, cst.SimpleStatementLine) for node in _statement_anchors(applier.plans)]
+        new = index.transform(module, applier, [*index.nodes(keys), *lines])
+    except (walk.NotLocal, KeyError):  # the applier may be half-way: start again
+        applier = _Apply(applier.plans, module)
+        return module.visit(applier), applier
     assert isinstance(new, cst.Module)
-    return new
+    return new, applier
 
 
 def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:

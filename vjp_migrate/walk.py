@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
 from itertools import accumulate
 from typing import TYPE_CHECKING, Any
@@ -347,13 +347,24 @@ class Index:
 
     # --- targeted transforms ---------------------------------------------------------------
 
+    def enclosing(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> cst.CSTNode:
+        """The innermost ancestor of ``node`` of type ``kind`` (KeyError: ``node`` is not indexed)."""
+        index = self._where[id(node)]
+        order, ends = self._order, self._ends
+        for above in range(index - 1, -1, -1):
+            if ends[above] > index and isinstance(order[above], kind):
+                return order[above]
+        raise KeyError(kind.__name__)
+
     def transform(self, root: cst.CSTNode, transformer: cst.CSTTransformer, targets: Iterable[cst.CSTNode]) -> Any:
         """``root.visit(transformer)`` for a transformer that changes only ``targets``.
 
         Only the targets' ancestors are rebuilt (``with_changes``); the transformer's
         ``leave_X(original, updated)`` is called on each target, children first, in visiting
-        order. The caller promises every other node would come back unchanged. Raises
-        NotLocal when a target is not in this module or a leave does not return a node.
+        order. A target in a sequence may leave a ``FlattenSentinel`` or a ``RemovalSentinel``,
+        with LibCST's rules (a statement line left empty goes from a body). The caller promises
+        every other node would come back unchanged. Raises NotLocal when a target is not in this
+        module or a leave returns something its place cannot hold.
         """
         where, ends = self._where, self._ends
         self._rebuilt.clear()  # children() describes the latest transform only
@@ -371,40 +382,69 @@ class Index:
             k = bisect_left(marks, index)
             return k < len(marks) and marks[k] < ends[index]
 
-        def rebuild(node: cst.CSTNode, index: int) -> cst.CSTNode:
+        def sequence(node: cst.CSTNode, name: str, value: Sequence[Any]) -> tuple[list[Any], bool, bool]:
+            """The new items of a list field, whether any changed, and whether their number did."""
+            body = name == "body" and isinstance(node, (cst.Module, cst.IndentedBlock))
+            items: list[Any] = []
+            touched = reshaped = False
+            for item in value:
+                child = where.get(id(item)) if isinstance(item, cst.CSTNode) else None
+                if child is None or not inside(child):
+                    items.append(item)
+                    continue
+                touched = True
+                new = rebuild(item, child)
+                if isinstance(new, cst.CSTNode):
+                    if body and new._is_removable() and not item._is_removable():
+                        reshaped = True  # LibCST drops a statement line its leaves emptied
+                    else:
+                        items.append(new)
+                    continue
+                reshaped = True
+                if isinstance(new, cst.FlattenSentinel):
+                    items.extend(n for n in new if not (body and n._is_removable() and not item._is_removable()))
+                elif not isinstance(new, cst.RemovalSentinel):
+                    raise NotLocal(f"a leave returned {type(new).__name__}")
+            return items, touched, reshaped
+
+        def rebuild(node: cst.CSTNode, index: int) -> Any:
             changes: dict[str, Any] = {}
+            reshaped = False
             for name in _field_names(node):
                 value = getattr(node, name)
                 if isinstance(value, cst.CSTNode):
                     child = where.get(id(value))
                     if child is not None and inside(child):
-                        changes[name] = rebuild(value, child)
+                        new = rebuild(value, child)
+                        if not isinstance(new, cst.CSTNode):
+                            raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
+                        changes[name] = new
                 elif isinstance(value, (list, tuple)):
-                    items = list(value)
-                    touched = False
-                    for k, item in enumerate(items):
-                        child = where.get(id(item)) if isinstance(item, cst.CSTNode) else None
-                        if child is not None and inside(child):
-                            items[k] = rebuild(item, child)
-                            touched = True
+                    items, touched, spliced = sequence(node, name, value)
                     if touched:
                         changes[name] = type(value)(items)
+                        reshaped = reshaped or spliced
             updated = node.with_changes(**changes) if changes else node
             if index in chosen:
                 leave = getattr(transformer, f"leave_{type(node).__name__}", None)
                 result = leave(node, updated) if leave is not None else updated
-                if not isinstance(result, cst.CSTNode):
-                    raise NotLocal(f"leave_{type(node).__name__} returned {type(result).__name__}")
             else:
                 result = updated
-                self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
-            self._replaced[id(node)] = result
+                if not reshaped:  # otherwise children() reads its fields
+                    self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
+            if isinstance(result, cst.CSTNode):
+                self._replaced[id(node)] = result
             return result
 
         start = where.get(id(root))
         if start is None:
             raise NotLocal("the root is not in the indexed module")
-        return rebuild(root, start) if inside(start) else root
+        if not inside(start):
+            return root
+        new_root = rebuild(root, start)
+        if not isinstance(new_root, cst.CSTNode):
+            raise NotLocal(f"the root became a {type(new_root).__name__}")
+        return new_root
 
 
 _LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
