@@ -93,14 +93,16 @@ def add_noqa(request: Request) -> list[FileResult]:
         if result.status is not Status.OK or not result.diagnostics or result.path.suffix == ".ipynb":
             results.append(result)
             continue
-        from vjp_migrate.source import decode, encode
+        from vjp_migrate.source import SourceError, decode
 
-        data = result.path.read_bytes()
-        source = decode(data)
-        new_text, _ = add(source.text, result.diagnostics)
-        if new_text != source.text:
-            api.write_atomically(result.path, encode(source, new_text), data)
-        results.append(dataclasses.replace(result, old_text=source.text, new_text=new_text, written=True))
+        try:
+            text = decode(result.path.read_bytes()).text
+        except (OSError, SourceError) as error:
+            results.append(api._failed(result.path, error))
+            continue
+        new_text, _ = add(text, result.diagnostics)
+        # Written like a fix: a read-only file or one edited meanwhile comes back FAILED, untouched.
+        results.append(api.write_result(dataclasses.replace(result, old_text=text, new_text=new_text)))
     return results
 
 

@@ -46,10 +46,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vjp_migrate.api import (
+    READ_ONLY,
     TEMPORARY_SUFFIX,
     _fsync_folder,
     _pid_alive,
     _read,
+    read_only,
     remove_stray_temporaries,
     write_atomically,
     write_temporary,
@@ -118,8 +120,8 @@ def _check_target(entry: _Entry) -> None:
         raise SourceError(f"{path}: cannot be read: {_why(error)}; {UNCHANGED}") from None
     if current != entry.change.old:
         raise SourceError(f"{path}: changed on disk since it was read; {UNCHANGED}")
-    if not os.access(entry.target, os.W_OK):
-        raise SourceError(f"{path}: is read-only; {UNCHANGED}")
+    if read_only(entry.target):
+        raise SourceError(f"{path}: {READ_ONLY}; {UNCHANGED}")
 
 
 def _journal_body(folder: Path, entries: Sequence[_Entry]) -> bytes:
