@@ -144,7 +144,7 @@ def check(
     options = _options(select, ignore, exclude, None, config, isolated)
     request = _request(paths, options, stdin_filename, baseline)
     if add_noqa:
-        results = _guarded(lambda: runs.add_noqa(request))  # type: ignore[arg-type]
+        results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
         done = sum(len(r.diagnostics) for r in results if r.changed)
         click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
@@ -153,7 +153,7 @@ def check(
 
     how = Execution(jobs, None if no_cache else cache_dir)
     with report.progress(enabled=output_format == "text") as tick, execution(how):
-        results = _guarded(lambda: runs.check(request, output_format == "sarif", tick))  # type: ignore[arg-type]
+        results = _guarded(lambda: runs.check(request, output_format == "sarif", tick, _notice))  # type: ignore[arg-type]
     if write_baseline is not None:
         from vjp_migrate.baseline import write_baseline as write
 
