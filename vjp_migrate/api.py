@@ -527,10 +527,16 @@ class Execution:
     """How a path-level run executes: worker processes and the check cache."""
 
     jobs: int | None = 1  # None: one worker process per CPU; 1: in this process
-    cache_dir: Path | None = None  # check only; None: no cache
+    cache_dir: Path | None = None  # check only; None: no cache (unless project_cache)
+    project_cache: bool = False  # check: runs.check puts the cache in each configuration's project root
 
 
 _EXECUTION = [Execution()]
+
+
+def current_execution() -> Execution:
+    """The Execution of the innermost ``execution`` block (the default outside any)."""
+    return _EXECUTION[-1]
 
 
 @contextmanager

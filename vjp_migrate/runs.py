@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vjp_migrate import api
-from vjp_migrate.config import CliOptions, groups
+from vjp_migrate.config import CliOptions, Group, groups
 from vjp_migrate.model import FileResult, Status
 
 Progress = Callable[[int, int], None] | None
@@ -48,6 +48,15 @@ def _warn_pending(paths: tuple[Path, ...], notice: api.Notice | None) -> None:
         (notice or logging.getLogger("vjp_migrate").warning)(message)
 
 
+def _execution(group: Group) -> api.Execution:
+    how = api.current_execution()
+    if not how.project_cache:
+        return how
+    from vjp_migrate.cache import project_dir
+
+    return dataclasses.replace(how, cache_dir=project_dir(group.config_path), project_cache=False)
+
+
 def check(
     request: Request, with_fixes: bool = False, progress: Progress = None, notice: api.Notice | None = None
 ) -> list[FileResult]:
@@ -70,7 +79,7 @@ def check(
         if with_fixes:
             results.extend(api.fix_paths(group.paths, group.settings, False, group.exclude, progress))
         else:
-            results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress))
+            results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress, _execution(group)))
     return _apply_baseline(results, request.baseline)
 
 
