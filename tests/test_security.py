@@ -80,7 +80,7 @@ record("end", code, from_tree)
 # The tool forks its own worker processes (crash isolation): that is not running user code.
 SPAWNS = ("os.system", "os.exec", "os.posix_spawn", "os.spawn", "subprocess.Popen")
 SEMAPHORES = "/dev/shm/pym-"  # multiprocessing's own locks for those workers
-CACHE = ".vjp_migrate_cache"  # check's result cache (JSON only), in the current folder like ruff's
+CACHE = ".vjp_migrate_cache"  # check's result cache (JSON only), at the project root like ruff's (no configuration here: the current folder)
 
 
 @pytest.fixture

@@ -228,6 +228,17 @@ def check_file(
 
 
 TEMPORARY_SUFFIX = ".vjp-migrate.tmp"
+READ_ONLY = "is read-only"
+
+
+def read_only(path: Path) -> bool:
+    """Whether a file must not be written: we may not write it, or no write bit is set (a file
+    made read-only by chmod is refused even when root, who may write anything, runs the fix)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return False  # gone: the read before the rename says so
+    return not mode & 0o222 or not os.access(path, os.W_OK)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -280,7 +291,7 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
     are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
     A symbolic link is written through (the link stays a link). Temporaries left by a killed
     run in the same folder are removed first. Raises SourceError when the file changed on
-    disk since it was read.
+    disk since it was read, or is read-only (``read_only``: refused, never replaced).
     """
     staged = _stage(path, data, clean=True)
     try:
@@ -353,6 +364,8 @@ def _commit(staged: _Staged, expected: bytes) -> None:
     temporary, target = staged.temporary, staged.target
     if _read(target) != expected:
         raise SourceError("changed on disk while it was being fixed; left untouched")
+    if read_only(target):
+        raise SourceError(f"{READ_ONLY}; left untouched")
     os.replace(temporary, target)
 
 
@@ -513,10 +526,16 @@ class Execution:
     """How a path-level run executes: worker processes and the check cache."""
 
     jobs: int | None = 1  # None: one worker process per CPU; 1: in this process
-    cache_dir: Path | None = None  # check only; None: no cache
+    cache_dir: Path | None = None  # check only; None: no cache (unless project_cache)
+    project_cache: bool = False  # check: runs.check puts the cache in each configuration's project root
 
 
 _EXECUTION = [Execution()]
+
+
+def current_execution() -> Execution:
+    """The Execution of the innermost ``execution`` block (the default outside any)."""
+    return _EXECUTION[-1]
 
 
 @contextmanager

@@ -1,10 +1,11 @@
 """Stage 6c: the on-disk result cache of `check`, so unchanged files are not parsed again.
 
-Like ruff's `.ruff_cache`: a folder (default `.vjp_migrate_cache` in the current folder) with a
-CACHEDIR.TAG and a .gitignore of `*`. One small JSON file per entry, named by a key that hashes
-the tool's version and its own source files, the settings, the path, whether the path was
-named on the command line, and the file's bytes: any change to one of them is a miss. Only
-successful results are stored. JSON, never pickle: a cache folder in a cloned repository must
+Like ruff's `.ruff_cache`: a folder (default `.vjp_migrate_cache` in the project root, see
+``project_dir``; `--cache-dir` or VJP_MIGRATE_CACHE_DIR choose another) with a CACHEDIR.TAG
+and a .gitignore of `*`. One small JSON file per entry, named by a key that hashes the tool's
+version and its own source files, the settings, the path, whether the path was named on the
+command line, and the file's bytes: any change to one of them is a miss. Only successful
+results are stored. JSON, never pickle: a cache folder in a cloned repository must
 not be able to run code. Any cache problem (read-only folder, corrupt entry) is a miss, never
 an error.
 """
@@ -29,6 +30,12 @@ CACHEDIR_TAG = (
     "# This file is a cache directory tag created by vjp-migrate.\n"
     "# For information about cache directory tags see https://bford.info/cachedir/\n"
 )
+
+
+def project_dir(config_path: Path | None) -> Path:
+    """The default cache of the files a configuration file applies to: beside that file (the
+    project root, wherever in the project the run starts), else in the current folder."""
+    return (config_path.parent if config_path is not None else Path()) / DEFAULT_DIR
 
 
 @_memo

@@ -88,9 +88,10 @@ _no_cache = click.option("--no-cache", is_flag=True, help="Neither read nor writ
 _cache_dir = click.option(
     "--cache-dir",
     type=click.Path(file_okay=False, path_type=Path),
-    default=Path(".vjp_migrate_cache"),
-    show_default=True,
-    help="Where check keeps results of unchanged files.",
+    envvar="VJP_MIGRATE_CACHE_DIR",
+    show_envvar=True,
+    help="Where check keeps results of unchanged files "
+    "[default: .vjp_migrate_cache in the folder of the configuration file, else in the current folder].",
 )
 
 
@@ -136,7 +137,7 @@ def check(
     add_noqa: bool,
     jobs: int | None,
     no_cache: bool,
-    cache_dir: Path,
+    cache_dir: Path | None,
 ) -> None:
     """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
     from vjp_migrate import report, runs
@@ -144,16 +145,16 @@ def check(
     options = _options(select, ignore, exclude, None, config, isolated)
     request = _request(paths, options, stdin_filename, baseline)
     if add_noqa:
-        results = _guarded(lambda: runs.add_noqa(request))  # type: ignore[arg-type]
+        results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
         done = sum(len(r.diagnostics) for r in results if r.changed)
         click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
         sys.exit(EXIT_ERROR if any(r.status.value == "failed" for r in results) else EXIT_CLEAN)
     from vjp_migrate.api import Execution, execution
 
-    how = Execution(jobs, None if no_cache else cache_dir)
+    how = Execution(jobs, None if no_cache else cache_dir, project_cache=not no_cache and cache_dir is None)
     with report.progress(enabled=output_format == "text") as tick, execution(how):
-        results = _guarded(lambda: runs.check(request, output_format == "sarif", tick))  # type: ignore[arg-type]
+        results = _guarded(lambda: runs.check(request, output_format == "sarif", tick, _notice))  # type: ignore[arg-type]
     if write_baseline is not None:
         from vjp_migrate.baseline import write_baseline as write
 

@@ -7,12 +7,13 @@ which configuration applies to which path and which findings a baseline hides li
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from vjp_migrate import api
-from vjp_migrate.config import CliOptions, groups
+from vjp_migrate.config import CliOptions, Group, groups
 from vjp_migrate.model import FileResult, Status
 
 Progress = Callable[[int, int], None] | None
@@ -39,11 +40,31 @@ def _apply_baseline(results: list[FileResult], baseline: Path | None) -> list[Fi
     return filter_results(results, read_baseline(baseline), baseline.parent)
 
 
-def check(request: Request, with_fixes: bool = False, progress: Progress = None) -> list[FileResult]:
+def _warn_pending(paths: tuple[Path, ...], notice: api.Notice | None) -> None:
+    """A run that writes nothing does not finish an interrupted multi-file fix, but says so."""
+    from vjp_migrate.transaction import pending
+
+    for message in pending(paths):
+        (notice or logging.getLogger("vjp_migrate").warning)(message)
+
+
+def _execution(group: Group) -> api.Execution:
+    how = api.current_execution()
+    if not how.project_cache:
+        return how
+    from vjp_migrate.cache import project_dir
+
+    return dataclasses.replace(how, cache_dir=project_dir(group.config_path), project_cache=False)
+
+
+def check(
+    request: Request, with_fixes: bool = False, progress: Progress = None, notice: api.Notice | None = None
+) -> list[FileResult]:
     """Findings for every path, each under its own configuration.
 
     ``with_fixes`` runs fix without writing, so the results also carry the migrated text
-    (SARIF's fix information).
+    (SARIF's fix information). A multi-file fix interrupted below or above the paths is not
+    finished (nothing is written) but gets a warning to ``notice`` (see api.fix_paths).
     """
     if request.stdin is not None:
         (group,) = groups([_stdin_group_path(request)], request.options)
@@ -52,12 +73,13 @@ def check(request: Request, with_fixes: bool = False, progress: Progress = None)
         else:
             one = api.check_stdin(request.stdin, request.stdin_filename, group.settings)
         return _apply_baseline([one], request.baseline)
+    _warn_pending(request.paths, notice)
     results: list[FileResult] = []
     for group in groups(request.paths, request.options):
         if with_fixes:
             results.extend(api.fix_paths(group.paths, group.settings, False, group.exclude, progress))
         else:
-            results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress))
+            results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress, _execution(group)))
     return _apply_baseline(results, request.baseline)
 
 
@@ -70,12 +92,14 @@ def fix(
 ) -> list[FileResult]:
     """Migrate every path (in place when ``write``), each under its own configuration.
 
-    Interrupted multi-file migrations are finished first when writing (or ``recover_first``);
-    see api.fix_paths.
+    Interrupted multi-file migrations are finished first when writing (or ``recover_first``),
+    see api.fix_paths; otherwise each gets a warning.
     """
     if request.stdin is not None:
         (group,) = groups([_stdin_group_path(request)], request.options)
         return [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
+    if not (write if recover_first is None else recover_first):
+        _warn_pending(request.paths, notice)
     results: list[FileResult] = []
     for group in groups(request.paths, request.options):
         results.extend(
@@ -84,23 +108,25 @@ def fix(
     return results
 
 
-def add_noqa(request: Request) -> list[FileResult]:
+def add_noqa(request: Request, notice: api.Notice | None = None) -> list[FileResult]:
     """Write `# noqa: CODE` for every current finding; results say which files changed."""
     from vjp_migrate.noqa import add_noqa as add
 
     results = []
-    for result in check(request):
+    for result in check(request, notice=notice):
         if result.status is not Status.OK or not result.diagnostics or result.path.suffix == ".ipynb":
             results.append(result)
             continue
-        from vjp_migrate.source import decode, encode
+        from vjp_migrate.source import SourceError, decode
 
-        data = result.path.read_bytes()
-        source = decode(data)
-        new_text, _ = add(source.text, result.diagnostics)
-        if new_text != source.text:
-            api.write_atomically(result.path, encode(source, new_text), data)
-        results.append(dataclasses.replace(result, old_text=source.text, new_text=new_text, written=True))
+        try:
+            text = decode(result.path.read_bytes()).text
+        except (OSError, SourceError) as error:
+            results.append(api._failed(result.path, error))
+            continue
+        new_text, _ = add(text, result.diagnostics)
+        # Written like a fix: a read-only file or one edited meanwhile comes back FAILED, untouched.
+        results.append(api.write_result(dataclasses.replace(result, old_text=text, new_text=new_text)))
     return results
 
 

@@ -16,7 +16,8 @@ find half of it. ``write_together`` does this:
 
 Any failure in steps 1-3 changes no file (SourceError naming the file). An error raised in step
 4 puts the files already renamed back to their old bytes. A process killed in step 4 leaves the
-journal, and ``recover`` (run first by every writing ``fix``) finishes it:
+journal, and ``recover`` (run first by every writing ``fix``) finishes it (a run that writes
+nothing, ``check`` or ``fix --diff``, only warns about it: ``pending``):
 
 - when every file still holds its old or its new bytes, the migration is completed (roll
   forward): the intent was recorded before the first rename, and every new text is known;
@@ -46,10 +47,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from vjp_migrate.api import (
+    READ_ONLY,
     TEMPORARY_SUFFIX,
     _fsync_folder,
     _pid_alive,
     _read,
+    read_only,
     remove_stray_temporaries,
     write_atomically,
     write_temporary,
@@ -58,7 +61,7 @@ from vjp_migrate.discover import SKIP_DIRS
 from vjp_migrate.model import FileResult
 from vjp_migrate.source import SourceError
 
-__all__ = ["JOURNAL_PREFIX", "FileChange", "recover", "write_together"]
+__all__ = ["JOURNAL_PREFIX", "FileChange", "pending", "recover", "write_together"]
 
 JOURNAL_PREFIX = ".vjp-migrate-journal."
 JOURNAL_SUFFIX = ".json"
@@ -118,8 +121,8 @@ def _check_target(entry: _Entry) -> None:
         raise SourceError(f"{path}: cannot be read: {_why(error)}; {UNCHANGED}") from None
     if current != entry.change.old:
         raise SourceError(f"{path}: changed on disk since it was read; {UNCHANGED}")
-    if not os.access(entry.target, os.W_OK):
-        raise SourceError(f"{path}: is read-only; {UNCHANGED}")
+    if read_only(entry.target):
+        raise SourceError(f"{path}: {READ_ONLY}; {UNCHANGED}")
 
 
 def _journal_body(folder: Path, entries: Sequence[_Entry]) -> bytes:
@@ -325,12 +328,11 @@ def _finish(journal: Path, recorded: Sequence[_Recorded]) -> str:
     return message
 
 
-def recover(paths: Sequence[Path]) -> list[str]:
-    """Find journals left by interrupted write_together calls in the folders of/under ``paths``,
-    complete (or, when completing is impossible, roll back) each, and return one human message
-    per journal, e.g. "completed an interrupted migration of 3 files: a.py, b.py, c.py"."""
+def _journals_for(paths: Sequence[Path]) -> Iterator[tuple[Path, list[_Recorded] | Exception]]:
+    """Each journal of a dead process that concerns ``paths`` (one of its files is at or below
+    them), once, with its files; a journal that cannot be read comes with the error, wherever it is."""
     roots = [Path(os.path.realpath(p)) for p in paths]
-    messages, seen = [], set()
+    seen = set()
     for journal in _stale_journals(paths):
         if journal in seen:
             continue
@@ -338,8 +340,38 @@ def recover(paths: Sequence[Path]) -> list[str]:
         try:
             recorded = _load(journal)
         except (OSError, ValueError, KeyError, TypeError) as error:
-            messages.append(f"cannot read the migration journal {journal} ({error}); left it in place")
+            yield journal, error
             continue
         if any(_under(r.path, roots) for r in recorded):
-            messages.append(_finish(journal, recorded))
+            yield journal, recorded
+
+
+def _unreadable(journal: Path, error: Exception) -> str:
+    return f"cannot read the migration journal {journal} ({error}); left it in place"
+
+
+def recover(paths: Sequence[Path]) -> list[str]:
+    """Find journals left by interrupted write_together calls in the folders of/under ``paths``,
+    complete (or, when completing is impossible, roll back) each, and return one human message
+    per journal, e.g. "completed an interrupted migration of 3 files: a.py, b.py, c.py"."""
+    return [
+        _unreadable(journal, found) if isinstance(found, Exception) else _finish(journal, found)
+        for journal, found in _journals_for(paths)
+    ]
+
+
+def pending(paths: Sequence[Path]) -> list[str]:
+    """For a run that writes nothing (check, fix --diff): one warning per journal ``recover`` would
+    finish, saying that its files may be half-written and how to finish them. Changes nothing."""
+    messages = []
+    for journal, found in _journals_for(paths):
+        if isinstance(found, Exception):
+            messages.append(_unreadable(journal, found))
+            continue
+        names = ", ".join(os.path.relpath(r.path, journal.parent) for r in found)
+        messages.append(
+            f"warning: an interrupted `vjp-migrate fix` left the journal {journal}: its migration of "
+            f"{len(found)} file{'s' if len(found) != 1 else ''} in {journal.parent} ({names}) may be half-written, "
+            "and this run reports on the files as they are; run `vjp-migrate fix` to complete it (it recovers first)"
+        )
     return messages

@@ -1,0 +1,141 @@
+"""A read-only file is refused, never replaced, by every write path (as ruff and black do).
+
+The write goes through a temporary renamed over the file, and the folder is writable, so the
+rename alone would silently override the user's chmod. Single-file writes (fix, batched or not,
+notebooks, --add-noqa, recovery) refuse it with the same words as a multi-file migration
+(transaction.write_together), and the other files are still written. The file's mode bits
+count even for root, who may write anything: the suite runs as root in CI containers, and the
+behaviour must be the same there (checked both as root and with the permission override dropped).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from conftest import ROOT
+from test_notebook import notebook_text
+from test_transaction import permission_bound
+
+from vjp_migrate import api
+from vjp_migrate.cli import main
+from vjp_migrate.model import Status
+from vjp_migrate.source import SourceError
+
+SEED = (ROOT / "examples" / "clip_gradient.py").read_bytes()
+
+
+def tree(root: Path) -> Path:
+    (root / "pkg").mkdir(parents=True)
+    for name in ("locked.py", "open.py"):
+        (root / "pkg" / name).write_bytes(SEED)
+    (root / "pkg" / "locked.py").chmod(0o444)
+    return root / "pkg"
+
+
+def refusal(path: Path) -> str:
+    return f"{path}: error: is read-only; left untouched"
+
+
+def test_read_only_follows_the_mode_bits_for_root_too(tmp_path: Path) -> None:
+    target = tmp_path / "a.py"
+    target.write_bytes(b"x = 1\n")
+    assert not api.read_only(target)
+    target.chmod(0o444)
+    assert api.read_only(target)
+    target.chmod(0o464)  # its group may write it, its owner may not (unless root, who owns it here)
+    assert api.read_only(target) is (os.geteuid() != 0)
+    assert not api.read_only(tmp_path / "missing.py")  # the read before the rename says so
+
+
+def test_write_atomically_refuses_and_keeps_the_file(tmp_path: Path) -> None:
+    target = tmp_path / "a.py"
+    target.write_bytes(b"x = 1\n")
+    target.chmod(0o444)
+    with pytest.raises(SourceError, match=r"^is read-only; left untouched$"):
+        api.write_atomically(target, b"x = 2\n", b"x = 1\n")
+    assert target.read_bytes() == b"x = 1\n"
+    assert target.stat().st_mode & 0o777 == 0o444
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]  # no temporary left
+
+
+@pytest.mark.parametrize("jobs", [1, 2], ids=["in process", "worker processes"])
+def test_fix_paths_fails_the_read_only_file_and_writes_the_others(tmp_path: Path, jobs: int) -> None:
+    pkg = tree(tmp_path)
+    results = {r.path.name: r for r in api.fix_paths([pkg], how=api.Execution(jobs))}
+    assert results["locked.py"].status is Status.FAILED
+    assert results["locked.py"].reason == "is read-only; left untouched"
+    assert results["open.py"].status is Status.OK and results["open.py"].written
+    assert (pkg / "locked.py").read_bytes() == SEED
+    assert (pkg / "open.py").read_bytes() != SEED
+    assert sorted(p.name for p in pkg.iterdir()) == ["locked.py", "open.py"]
+
+
+def test_write_batch_refuses_only_the_read_only_file(tmp_path: Path) -> None:
+    pkg = tree(tmp_path)
+    with api.write_batch() as batch:
+        for name in ("locked.py", "open.py"):
+            api._write(pkg / name, b"# migrated\n", SEED)
+        failed = batch.finish()
+    assert {p.name: r.reason for p, r in failed.items()} == {"locked.py": "is read-only; left untouched"}
+    assert (pkg / "locked.py").read_bytes() == SEED
+    assert (pkg / "open.py").read_bytes() == b"# migrated\n"
+
+
+def _cli(*args: str, prefix: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*prefix, sys.executable, "-m", "vjp_migrate", *args], capture_output=True, text=True, timeout=120
+    )
+
+
+@pytest.mark.parametrize(
+    "as_user", [False, True], ids=["as this user (root in CI)", "without the root permission override"]
+)
+def test_fix_cli_says_one_line_and_exits_2(tmp_path: Path, as_user: bool) -> None:
+    prefix = permission_bound() if as_user else ()
+    pkg = tree(tmp_path)
+    done = _cli("fix", str(pkg), prefix=prefix)
+    assert done.returncode == 2, done.stderr
+    assert [line for line in done.stderr.splitlines() if "error" in line] == [refusal(pkg / "locked.py")]
+    assert (pkg / "locked.py").read_bytes() == SEED
+    assert (pkg / "open.py").read_bytes() != SEED
+
+
+def test_read_only_notebook_is_refused(tmp_path: Path) -> None:
+    notebook = tmp_path / "clip.ipynb"
+    notebook.write_text(notebook_text(), encoding="utf-8")
+    notebook.chmod(0o444)
+    before = notebook.read_bytes()
+    result = CliRunner().invoke(main, ["fix", str(notebook)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [refusal(notebook)]
+    assert notebook.read_bytes() == before
+
+
+def test_add_noqa_refuses_the_read_only_file_and_writes_the_others(tmp_path: Path) -> None:
+    pkg = tree(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--add-noqa", str(pkg)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stderr.splitlines() == [refusal(pkg / "locked.py")]
+    assert "Added noqa comments for 2 findings." in result.stdout
+    assert (pkg / "locked.py").read_bytes() == SEED
+    assert b"# noqa: VJP001" in (pkg / "open.py").read_bytes()
+
+
+def test_recovery_keeps_the_journal_of_a_file_made_read_only(tmp_path: Path) -> None:
+    from test_transaction import OLD, journals, killed_after_first_rename, make_tree
+
+    from vjp_migrate.transaction import recover
+
+    root = make_tree(tmp_path / "tree")
+    killed_after_first_rename(root)
+    (root / "b.py").chmod(0o444)
+    (message,) = recover([root])
+    assert message.startswith("could not finish an interrupted migration of 3 files")
+    assert message.endswith(f"is read-only; left untouched; the journal {journals(root)[0]} is kept")
+    assert (root / "b.py").read_bytes() == OLD["b.py"]
+    assert len(journals(root)) == 1
