@@ -79,16 +79,18 @@ class ModuleIndex:
 
 
 def absolute_module(relative: str, package: str) -> str | None:
-    """``..rules`` seen from package ``pkg.sub`` -> ``pkg.rules``; None when it climbs too far."""
+    """``..rules`` seen from package ``pkg.sub`` -> ``pkg.rules``, as the import system resolves
+    it; None where Python raises ImportError: outside a package (``package`` is ``""``) or
+    climbing above the top-level package."""
     level = len(relative) - len(relative.lstrip("."))
     rest = relative[level:]
     if level == 0:
         return relative
     parts = package.split(".") if package else []
-    if level - 1 > len(parts) or not package:
+    if level > len(parts):
         return None
     base = parts[: len(parts) - (level - 1)]
-    return ".".join([*base, rest] if rest else base) or None
+    return ".".join([*base, rest] if rest else base)
 
 
 def importing_package(module_name: str, path: Path) -> str:

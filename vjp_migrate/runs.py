@@ -11,10 +11,16 @@ import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vjp_migrate import api
 from vjp_migrate.config import CliOptions, Group, groups
 from vjp_migrate.model import FileResult, Status
+
+if TYPE_CHECKING:
+    from vjp_migrate.transaction import FileChange
+    from vjp_migrate.verify import VerifyOptions, VerifyReport
+    from vjp_migrate.verify.trees import Staged
 
 Progress = Callable[[int, int], None] | None
 
@@ -148,34 +154,99 @@ def write_verified(planned: list[FileResult], verify_options: object) -> list[Fi
     """Verify each planned rewrite with real JAX, write the ones that verify, refuse the rest.
 
     ``planned`` comes from ``fix(..., write=False)``. A file whose rewrite shows a mismatch or
-    cannot be run is not written and comes back FAILED with the reason.
+    cannot be run is not written and comes back FAILED with the reason. The files of one
+    multi-file migration are proven together (``verify_trees`` over a copy of their packages
+    before and after) and written together, or none of them is.
     """
     from vjp_migrate.verify import VerifyOptions, verify_sources
 
     assert isinstance(verify_options, VerifyOptions)
     together = _multi_file(planned)
+    pending = {r.path: r for r in planned if r.path in together and _rewrites(r)}
+    decided: dict[Path, FileResult] = {}
+    for result in planned:
+        if result.path in pending and result.path not in decided:
+            group = [pending[p] for p in sorted(together[result.path]) if p in pending]
+            decided.update((r.path, r) for r in _write_group(group, verify_options))
     results: list[FileResult] = []
     for result in planned:
-        if not result.changed or result.old_text is None or result.new_text is None:
-            results.append(result)
+        if result.path in decided or not _rewrites(result):
+            results.append(decided.get(result.path, result))
             continue
-        if result.path in together:
-            reason = (
-                f"rewrite not written: --verify proves one file at a time, and this migration changes "
-                f"{', '.join(sorted(str(p) for p in together[result.path]))} together; fix without "
-                "--verify (in a copy), then prove it with `vjp-migrate verify BEFORE_DIR AFTER_DIR`"
-            )
-            results.append(dataclasses.replace(result, status=Status.FAILED, reason=reason))
-            continue
-        report = verify_sources(result.old_text, result.new_text, result.path, verify_options)
-        if report.exit_code == 0:
+        assert result.old_text is not None and result.new_text is not None
+        why = _failure(verify_sources(result.old_text, result.new_text, result.path, verify_options))
+        if why is None:
             results.append(api.write_result(result))
-            continue
-        problems = [
-            f"{row.name}: {row.message or row.verdict.value}" for row in report.rows if row.verdict.value != "equal"
-        ]
-        why = "; ".join([*report.errors, *problems]) or "verification failed"
-        results.append(
-            dataclasses.replace(result, status=Status.FAILED, reason=f"rewrite not written, verification failed: {why}")
-        )
+        else:
+            results.append(dataclasses.replace(result, status=Status.FAILED, reason=f"{_NOT_WRITTEN}: {why}"))
     return results
+
+
+_NOT_WRITTEN = "rewrite not written, verification failed"
+
+
+def _rewrites(result: FileResult) -> bool:
+    return result.changed and result.old_text is not None and result.new_text is not None
+
+
+def _failure(report: VerifyReport, staged: Staged | None = None) -> str | None:
+    """None when the report proves the rewrite; otherwise what failed, in one line."""
+    if report.exit_code == 0:
+        return None
+    problems = [
+        f"{row.name}: {row.message or row.verdict.value}" for row in report.rows if row.verdict.value != "equal"
+    ]
+    why = "; ".join([*report.errors, *problems]) or "verification failed"
+    if staged is not None and len(staged.roots) == 1:  # name the user's files, not the copies
+        for copy in (staged.before, staged.after):
+            why = why.replace(str(copy), str(staged.roots[0]))
+    return why
+
+
+def _write_group(group: list[FileResult], verify_options: VerifyOptions) -> list[FileResult]:
+    """Prove the files of one multi-file migration together; write all of them, or none."""
+    import tempfile
+
+    from vjp_migrate.transaction import Outcome
+    from vjp_migrate.verify import verify_trees
+    from vjp_migrate.verify.trees import stage_trees
+
+    changes = _changes(group)
+    if isinstance(changes, str):
+        return _refused(group, f"rewrite not written: {changes}")
+    with tempfile.TemporaryDirectory(prefix="vjp-migrate-verify-") as folder:
+        try:
+            staged = stage_trees({c.path: (c.old, c.new) for c in changes}, Path(folder))
+        except (ValueError, OSError) as error:
+            why: str | None = f"could not copy the project to import it: {error}"
+        else:
+            why = _failure(verify_trees(staged.before, staged.after, verify_options), staged)
+    if why is not None:
+        return _refused(group, f"{_NOT_WRITTEN}: {why}")
+    return api._write_all(Outcome(group, [changes]))
+
+
+def _changes(group: list[FileResult]) -> list[FileChange] | str:
+    """Each file's bytes now and after the rewrite; or why a file cannot be rewritten any more."""
+    from vjp_migrate.source import SourceError, decode, encode
+    from vjp_migrate.transaction import FileChange
+
+    changes = []
+    for result in group:
+        try:
+            data = api._read(result.path)
+            source = decode(data)
+        except SourceError as error:
+            return f"{result.path}: {error}"
+        except OSError as error:
+            return f"{result.path}: cannot be read: {error.strerror or error}"
+        if source.text != result.old_text:
+            return f"{result.path}: changed on disk while it was being fixed"
+        changes.append(FileChange(result.path, data, encode(source, result.new_text or "")))
+    return changes
+
+
+def _refused(group: list[FileResult], reason: str) -> list[FileResult]:
+    names = ", ".join(str(r.path) for r in group)
+    reason = f"{reason} (this migration changes {names} together; none of them was written)"
+    return [dataclasses.replace(r, status=Status.FAILED, reason=reason) for r in group]

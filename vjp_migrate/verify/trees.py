@@ -1,5 +1,6 @@
 """Verify for two folders, parent side (no JAX, runs no code): pair the ``.py`` files by relative
-path and decide which modules to verify.
+path and decide which modules to verify; and lay out the two folders of a multi-file change
+that exists only as texts (``stage_trees``, for ``fix --verify``).
 
 A custom_vjp whose bwd lives in a sibling module can change without its own file changing, so
 the modules verified are the files that differ plus every file that imports one of them,
@@ -12,11 +13,14 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Iterable
+import shutil
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vjp_migrate.discover import SKIP_DIRS
+from vjp_migrate.modules import absolute_module
+from vjp_migrate.verify.loading import locate
 
 
 @dataclass(frozen=True)
@@ -37,7 +41,7 @@ def python_files(root: Path) -> dict[str, Path]:
     """The ``.py`` files below ``root`` by relative posix path (pruned as discovery prunes)."""
     found: dict[str, Path] = {}
     for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not (d in SKIP_DIRS or d.startswith(".") or d.endswith(".egg-info")))
+        dirs[:] = sorted(d for d in dirs if not _skipped(d))
         for name in files:
             if name.endswith(".py"):
                 path = Path(folder) / name
@@ -70,14 +74,9 @@ def imported(source: str, name: str, is_package: bool) -> set[str]:
         if isinstance(node, ast.Import):
             targets.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base_parts = here.split(".") if here else []
-                if node.level - 1 > len(base_parts):
-                    continue
-                base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
-                module = ".".join(p for p in (base, node.module or "") if p)
-            else:
-                module = node.module or ""
+            module = absolute_module("." * node.level + (node.module or ""), here)
+            if module is None:  # the import itself fails: it loads nothing
+                continue
             targets.add(module)
             targets.update(f"{module}.{alias.name}" for alias in node.names if alias.name != "*")
     return {".".join(t.split(".")[: i + 1]) for t in targets if t for i in range(t.count(".") + 1)}
@@ -144,3 +143,94 @@ def _closure(start: Iterable[str], importers: dict[str, set[str]]) -> set[str]:
                 seen.add(user)
                 todo.append(user)
     return seen
+
+
+@dataclass(frozen=True)
+class Staged:
+    before: Path
+    after: Path
+    roots: tuple[Path, ...]  # the import roots the copies come from
+
+
+def _top_level(root: Path, name: str) -> Path | None:
+    """What ``import name`` finds in ``root``: a package, a module, or a namespace folder."""
+    for found in (root / name / "__init__.py", root / f"{name}.py"):
+        if found.is_file():
+            return found.parent if found.name == "__init__.py" else found
+    return root / name if (root / name).is_dir() else None
+
+
+def _skipped(name: str) -> bool:
+    return name in SKIP_DIRS or name.startswith(".") or name.endswith(".egg-info")
+
+
+def _package(folder: Path) -> bool:
+    return (folder / "__init__.py").is_file()
+
+
+def _copy(source: Path, target: Path) -> None:
+    """The files below ``source``, contents only: the copies are always writable and removable."""
+    for folder, dirs, files in os.walk(source):
+        dirs[:] = [d for d in dirs if _package(Path(folder) / d) or not _skipped(d)]
+        into = target / Path(folder).relative_to(source)
+        into.mkdir(parents=True, exist_ok=True)
+        for name in files:
+            shutil.copyfile(Path(folder) / name, into / name)
+
+
+def _importable(source: Path, top: str) -> Iterable[tuple[str, bool, Path]]:
+    if source.is_file():
+        yield top, False, source
+        return
+    for relative, path in python_files(source).items():
+        name = module_name(relative, top)
+        if name is not None:
+            yield name, relative.endswith("__init__.py"), path
+
+
+def stage_trees(changes: Mapping[Path, tuple[bytes, bytes]], into: Path) -> Staged:
+    """Lay out BEFORE and AFTER of a change to several files of a project, for ``verify_trees``.
+
+    ``into/before`` and ``into/after`` each get a copy of the top-level packages (or modules)
+    that hold a changed file, and of those their modules import from the same import root,
+    transitively; then each changed file gets its old bytes in ``before`` and its new ones in
+    ``after``. Raises ValueError when two different folders would take the same top-level name,
+    OSError when a copy fails.
+    """
+    into = into.resolve()
+    sources: dict[str, Path] = {}
+    placed: dict[Path, Path] = {}  # each changed file -> its place relative to the copies
+    roots: list[Path] = []
+    todo: list[tuple[str, Path]] = []
+    for path, (_, new) in changes.items():
+        location = locate(path)
+        placed[path] = path.resolve().relative_to(location.root)
+        if location.root not in roots:
+            roots.append(location.root)
+        is_package = path.name == "__init__.py"
+        todo.append((location.module_name.split(".")[0], location.root))
+        todo.extend((t.split(".")[0], location.root) for t in imported(_text(new), location.module_name, is_package))
+    while todo:
+        top, root = todo.pop()
+        source = _top_level(root, top)
+        if source is None or sources.get(top) == source:
+            continue
+        if top in sources:
+            raise ValueError(f"two top-level modules named {top}: {sources[top]} and {source}")
+        sources[top] = source
+        for name, is_package, path in _importable(source, top):
+            todo.extend((t.split(".")[0], root) for t in imported(_text(_read(path)), name, is_package))
+    before, after = into / "before", into / "after"
+    for side in (before, after):
+        side.mkdir(parents=True)
+        for top, source in sources.items():
+            if source.is_dir():
+                _copy(source, side / top)
+            else:
+                shutil.copyfile(source, side / source.name)
+    for path, (old, new) in changes.items():
+        for side, data in ((before, old), (after, new)):
+            target = side / placed[path]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+    return Staged(before, after, tuple(roots))
