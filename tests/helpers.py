@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 
 import libcst as cst
 
@@ -30,3 +31,12 @@ def {name}_bwd(a, _, g):
 
 {name}.defvjp({name}_fwd, {name}_bwd)
 """
+
+
+def write(root: Path, files: dict[str, str]) -> Path:
+    """Write a small project: relative file name -> source (dedented)."""
+    for name, text in files.items():
+        target = root / name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(textwrap.dedent(text), encoding="utf-8")
+    return root

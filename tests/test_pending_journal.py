@@ -93,3 +93,20 @@ def test_an_unreadable_journal_is_reported_and_left(interrupted: Path) -> None:
     (message,) = pending([interrupted])
     assert message.startswith(f"cannot read the migration journal {journal} (") and message.endswith("left it in place")
     assert journal.read_text(encoding="utf-8") == "{not json"
+
+
+def test_interactive_fix_finishes_the_interrupted_migration_first(interrupted: Path) -> None:
+    """`fix --interactive` writes, so like `fix` it completes the journal before anything else."""
+    root = interrupted
+    done = subprocess.run(
+        [sys.executable, "-m", "vjp_migrate", "fix", "--interactive", str(root)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        input="",
+        cwd=root.parent,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "vjp-migrate: completed an interrupted migration of 3 files" in done.stderr
+    assert journals(root) == []
+    assert {name: contents(root)[name] for name in NEW} == NEW

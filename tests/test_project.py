@@ -3,26 +3,18 @@
 from __future__ import annotations
 
 import os
-import textwrap
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from conftest import FIXTURES
+from helpers import write
 
 from vjp_migrate.api import Execution, check_paths, fix_paths
 from vjp_migrate.flake8_plugin import Plugin
 from vjp_migrate.modules import ModuleIndex, absolute_module, module_imports, package_name
 
 SIBLING = FIXTURES / "project_sibling_rules"
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
 
 
 PRIMAL = """

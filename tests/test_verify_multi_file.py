@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import importlib.util
 import shutil
-import textwrap
 from pathlib import Path
 
 import libcst as cst
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
+from helpers import write
 
 from vjp_migrate import api, rewrite, runs
 from vjp_migrate.cli import main
@@ -31,14 +31,6 @@ def copy_before(case: str, tmp_path: Path) -> Path:
     tree = tmp_path / "tree"
     shutil.copytree(FIXTURES / case / "before", tree)
     return tree
-
-
-def write(root: Path, files: dict[str, str]) -> Path:
-    for name, text in files.items():
-        target = root / name
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(textwrap.dedent(text), encoding="utf-8")
-    return root
 
 
 @pytest.mark.parametrize(

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from vjp_migrate import api
-from vjp_migrate.model import Status
+from vjp_migrate.model import FileResult, Status
 
 
 def test_batch_writes_files_and_refuses_one_changed_meanwhile(tmp_path: Path) -> None:
@@ -44,3 +46,91 @@ def test_fix_paths_in_process_writes_through_the_batch(tmp_path: Path) -> None:
     after = read_exact(case / "after.py")
     assert all(read_exact(p) == after for p in tmp_path.glob("*.py"))
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]
+
+
+def _planned(path: Path, old: str, new: str) -> FileResult:
+    return FileResult(path, Status.OK, old_text=old, new_text=new)
+
+
+def _temporaries(folder: Path) -> list[Path]:
+    return [p for p in folder.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]
+
+
+def test_prepared_temporaries_are_renamed_or_deleted_never_left(tmp_path: Path) -> None:
+    """prepare writes a temporary early; finish renames it only for a write asked for with the
+    same bytes, checks the target again, and deletes every other one."""
+    used, unasked, other, edited = (tmp_path / f"{n}.py" for n in ("used", "unasked", "other", "edited"))
+    for path in (used, unasked, other, edited):
+        path.write_bytes(b"old\n")
+    batch = api.WriteBatch()
+    try:
+        for path in (used, unasked, other, edited):
+            batch.prepare(_planned(path, "old\n", "new\n"))
+        batch.prepare(FileResult(tmp_path / "clean.py", Status.OK))  # nothing to write: ignored
+        assert used.read_bytes() == b"old\n"  # prepared, not renamed
+        edited.write_bytes(b"edited\n")  # after its temporary was prepared
+        batch.write(used, b"new\n", b"old\n")
+        batch.write(other, b"something else\n", b"old\n")  # not what was prepared
+        batch.write(edited, b"new\n", b"old\n")
+        failed = batch.finish()
+    finally:
+        batch.close()
+    assert used.read_bytes() == b"new\n" and other.read_bytes() == b"something else\n"
+    assert unasked.read_bytes() == b"old\n"
+    assert edited.read_bytes() == b"edited\n" and set(failed) == {edited}
+    assert failed[edited].reason == "changed on disk while it was being fixed; left untouched"
+    assert _temporaries(tmp_path) == []
+
+
+def test_an_interrupted_fix_renames_nothing_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import FIXTURES, read_exact
+
+    before = read_exact(FIXTURES / "call_form" / "before.py")
+    for i in range(6):
+        (tmp_path / f"m{i}.py").write_text(before, encoding="utf-8", newline="")
+    real = api.fix_file
+    done: list[Path] = []
+
+    def interrupted(path: Path, *args: object, **kwargs: object) -> FileResult:
+        if len(done) == 4:  # four temporaries are being prepared by now
+            raise KeyboardInterrupt
+        done.append(path)
+        return real(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(api, "fix_file", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        api.fix_paths([tmp_path], how=api.Execution(jobs=1))
+    assert len(done) == 4
+    assert all(read_exact(p) == before for p in tmp_path.glob("*.py"))
+    assert _temporaries(tmp_path) == []
+
+
+FEW_DESCRIPTORS = """
+import resource, sys
+from pathlib import Path
+resource.setrlimit(resource.RLIMIT_NOFILE, (64, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+from vjp_migrate import api
+results = api.fix_paths([Path(sys.argv[1])], how=api.Execution(jobs=1))
+print(sum(r.written for r in results), [r.reason for r in results if r.reason])
+"""
+
+
+def test_a_batch_of_more_files_than_descriptors_is_written(tmp_path: Path) -> None:
+    """Temporaries are closed once written: a batch never holds a descriptor per file."""
+    import subprocess
+    import sys
+
+    from conftest import FIXTURES, read_exact
+
+    case = FIXTURES / "call_form"
+    for i in range(150):
+        (tmp_path / f"m{i}.py").write_text(read_exact(case / "before.py"), encoding="utf-8", newline="")
+    out = subprocess.run(
+        [sys.executable, "-c", FEW_DESCRIPTORS, str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    assert out.stdout.split(maxsplit=1) == ["150", "[]\n"]
+    after = read_exact(case / "after.py")
+    assert all(read_exact(p) == after for p in tmp_path.glob("*.py"))
+    assert _temporaries(tmp_path) == []

@@ -12,6 +12,7 @@ import logging
 import os
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -25,6 +26,8 @@ from vjp_migrate.screen import Verdict, screen
 from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
 
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from vjp_migrate.cache import Cache
     from vjp_migrate.discover import Candidate
     from vjp_migrate.project import Project
@@ -295,7 +298,7 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
     """
     staged = _stage(path, data, clean=True)
     try:
-        os.fsync(staged.out.fileno())
+        _fsync(staged.temporary)
         _commit(staged, expected)
     finally:
         staged.discard()
@@ -304,15 +307,13 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
 
 @dataclass
 class _Staged:
-    """New bytes written (not yet fsynced) to a temporary file next to the target."""
+    """New bytes written (not yet fsynced) to a closed temporary file next to the target."""
 
     target: Path
     status: os.stat_result
     temporary: str
-    out: Any  # the open temporary file
 
     def discard(self) -> None:
-        self.out.close()
         if os.path.exists(self.temporary):
             os.unlink(self.temporary)
 
@@ -325,19 +326,27 @@ def _stage(path: Path, data: bytes, clean: bool) -> _Staged:
     handle, temporary = tempfile.mkstemp(
         prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
     )
-    staged = _Staged(target, status, temporary, os.fdopen(handle, "wb"))
-    try:
-        staged.out.write(data)
-        staged.out.flush()
+    staged = _Staged(target, status, temporary)
+    try:  # closed at once: a batch of thousands of files must not hold as many descriptors
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
     except BaseException:
         staged.discard()
         raise
     return staged
 
 
+def _fsync(temporary: str) -> None:
+    """Make a closed file's bytes durable (fsync flushes the file, whichever descriptor wrote it)."""
+    descriptor = os.open(temporary, os.O_RDWR)
+    try:
+        os.fsync(descriptor)
+    finally:
+        os.close(descriptor)
+
+
 def _take_owner(staged: _Staged) -> None:
     """Give the closed temporary its target's mode and owner."""
-    staged.out.close()
     status, temporary = staged.status, staged.temporary
     os.chmod(temporary, stat.S_IMODE(status.st_mode))
     if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
@@ -350,7 +359,7 @@ def write_temporary(target: Path, data: bytes) -> str:
     """A fsynced temporary file beside ``target`` holding ``data``, with target's mode and owner."""
     staged = _stage(target, data, clean=False)
     try:
-        os.fsync(staged.out.fileno())
+        _fsync(staged.temporary)
         _take_owner(staged)
     except BaseException:
         staged.discard()
@@ -373,51 +382,117 @@ class WriteBatch:
     """The writes of a group of files, made durable together.
 
     Each file is still replaced atomically (temporary file, fsync, checked rename), but the
-    writes wait for ``finish``: then every temporary is written, all their fsyncs run at once
-    in threads (the file system commits them together instead of one journal commit per file),
-    the renames follow, and each folder is fsynced once. Until ``finish`` returns, a power cut
-    can only bring back old files, never half ones.
+    renames wait for ``finish``: then the temporaries not written yet are written, all their
+    fsyncs run at once in threads (the file system commits them together instead of one journal
+    commit per file), the renames follow, and each folder is fsynced once. Until ``finish``
+    returns, a power cut can only bring back old files, never half ones.
+
+    ``prepare`` writes and fsyncs a changed file's temporary in a background thread as soon as
+    its result is known (while the other files are still being analysed); ``finish`` uses it
+    when the write asked for is the same, and deletes the ones no write asked for.
     """
 
     def __init__(self) -> None:
         self._pending: list[tuple[Path, bytes, bytes]] = []
         self._pool: Any = None
+        self._early: dict[Path, Future[tuple[_Staged, bytes, bytes] | None]] = {}
+        self._cleaned: set[Path] = set()  # folders whose stray temporaries are gone
+        self._lock = threading.Lock()
 
     def write(self, path: Path, data: bytes, expected: bytes) -> None:
         self._pending.append((path, data, expected))
 
+    def prepare(self, result: FileResult) -> None:
+        """Start writing the temporary of a result computed with ``write=False`` (renames nothing)."""
+        if result.status is Status.OK and result.changed and result.new_text is not None:
+            self._early[result.path] = self._threads().submit(self._prepare, result)
+
+    def _prepare(self, result: FileResult) -> tuple[_Staged, bytes, bytes] | None:
+        try:
+            data = _read(result.path)
+            source = decode(data)
+            if source.text != result.old_text:
+                return None  # finish says why, if a write is still asked for
+            new = encode(source, result.new_text or "")
+            staged = self._stage(result.path, new)
+        except Exception:
+            return None
+        try:
+            _fsync(staged.temporary)
+        except OSError:
+            staged.discard()
+            return None
+        return staged, new, data
+
+    def _threads(self) -> Any:
+        if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vjp-migrate-write")
+        return self._pool
+
+    def _stage(self, path: Path, data: bytes) -> _Staged:
+        folder = Path(os.path.realpath(path)).parent
+        with self._lock:
+            clean = folder not in self._cleaned
+            self._cleaned.add(folder)
+        return _stage(path, data, clean)
+
+    def _take_early(self, path: Path, data: bytes, expected: bytes) -> _Staged | None:
+        early = self._early.pop(path, None)
+        prepared = early.result() if early is not None else None
+        if prepared is None:
+            return None
+        staged, new, old = prepared
+        if (new, old) == (data, expected):
+            return staged
+        staged.discard()
+        return None
+
     def finish(self) -> dict[Path, FileResult]:
         """Do the writes; the FAILED result of each file that could not be written."""
         failed: dict[Path, FileResult] = {}
-        staged: list[tuple[Path, _Staged, bytes]] = []
+        ready: list[tuple[Path, _Staged, bytes]] = []  # fsynced
+        fresh: list[tuple[Path, _Staged, bytes]] = []
         folders: set[Path] = set()
         try:
             for path, data, expected in self._pending:
-                folder = Path(os.path.realpath(path)).parent
+                folders.add(Path(os.path.realpath(path)).parent)
+                early = self._take_early(path, data, expected)
+                if early is not None:
+                    ready.append((path, early, expected))
+                    continue
                 try:
-                    staged.append((path, _stage(path, data, clean=folder not in folders), expected))
+                    fresh.append((path, self._stage(path, data), expected))
                 except Exception as error:
                     failed[path] = _failed(path, error)
-                folders.add(folder)
-            if self._pool is None and staged:
-                from concurrent.futures import ThreadPoolExecutor
-
-                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vjp-migrate-fsync")
-            synced = list(self._pool.map(_fsync_or_error, [s.out for _, s, _ in staged])) if staged else []
-            for (path, one, expected), problem in zip(staged, synced, strict=True):
+            synced = list(self._threads().map(_fsync_or_error, [s.temporary for _, s, _ in fresh])) if fresh else []
+            for path, problem in zip([p for p, _, _ in fresh], synced, strict=True):
+                if problem is not None:
+                    failed[path] = _failed(path, problem)
+            for path, one, expected in [*ready, *fresh]:
+                if path in failed:
+                    continue
                 try:
-                    if problem is not None:
-                        raise problem
                     _commit(one, expected)
                 except Exception as error:
                     failed[path] = _failed(path, error)
             for folder in sorted(folders):
                 _fsync_folder(folder)
         finally:
-            for _, one, _ in staged:
-                one.discard()
+            for _, one, _ in [*ready, *fresh]:
+                one.discard()  # nothing left after a rename
             self._pending.clear()
+            self._drop_early()
         return failed
+
+    def _drop_early(self) -> None:
+        """Delete the temporaries prepared for files no write asked for."""
+        for early in self._early.values():
+            prepared = early.result()
+            if prepared is not None:
+                prepared[0].discard()
+        self._early.clear()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -425,9 +500,9 @@ class WriteBatch:
             self._pool = None
 
 
-def _fsync_or_error(out: Any) -> OSError | None:
+def _fsync_or_error(temporary: str) -> OSError | None:
     try:
-        os.fsync(out.fileno())
+        _fsync(temporary)
     except OSError as error:
         return error
     return None
@@ -549,24 +624,37 @@ def execution(how: Execution) -> Iterator[None]:
 
 
 def _run(
-    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
+    paths: Sequence[Path],
+    exclude: Sequence[str],
+    task: Task,
+    how: Execution | None,
+    progress: Progress | None,
+    sink: Callable[[FileResult], None] | None = None,
 ) -> tuple[list[FileResult], list[Candidate]]:
     from vjp_migrate import workers
 
     how = how or _EXECUTION[-1]
     candidates, rejected = discover(paths, exclude)
     results = [FileResult(r.path, Status.FAILED, r.reason) for r in rejected]
-    results.extend(workers.run(candidates, task, how.jobs, progress))
+    results.extend(workers.run(candidates, task, how.jobs, progress, sink))
     return results, candidates
 
 
 def _together(
-    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
+    paths: Sequence[Path],
+    exclude: Sequence[str],
+    task: Task,
+    how: Execution | None,
+    progress: Progress | None,
+    sink: Callable[[FileResult], None] | None = None,
 ) -> Outcome:
-    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
+    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files.
+
+    ``sink`` sees each phase-1 result as soon as it is known.
+    """
     from vjp_migrate.transaction import Outcome
 
-    results, candidates = _run(paths, exclude, task, how, progress)
+    results, candidates = _run(paths, exclude, task, how, progress, sink)
     if len(candidates) < 2 or not any(r.status is Status.OK and r.imported_rules for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
     from vjp_migrate.project import complete
@@ -613,14 +701,22 @@ def fix_paths(
 
         for message in recover(paths):
             (notice or logging.getLogger("vjp_migrate").warning)(message)
-    # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
-    # by a custom_vjp in another file that shares the rule.
-    outcome = _together(paths, exclude, Task("fix", settings), how, progress)
-    return _write_all(outcome) if write else outcome.results
+    if not write:
+        return _together(paths, exclude, Task("fix", settings), how, progress).results
+    # Nothing is renamed before phase 2 has decided (a rule module's own fix may be forbidden
+    # by a custom_vjp in another file that shares the rule), but the temporaries of the files
+    # phase 1 changes are written while the other files are still being analysed.
+    with write_batch() as batch:
+        outcome = _together(paths, exclude, Task("fix", settings), how, progress, batch.prepare)
+        return _write_all(outcome, batch)
 
 
-def _write_all(outcome: Outcome) -> list[FileResult]:
-    """Write each multi-file migration together, then every other changed file on its own."""
+def _write_all(outcome: Outcome, batch: WriteBatch | None = None) -> list[FileResult]:
+    """Write each multi-file migration together, then every other changed file on its own
+    (through ``batch``, or a batch of its own)."""
+    if batch is None:
+        with write_batch() as own:
+            return _write_all(outcome, own)
     from vjp_migrate.transaction import write_together
 
     done: dict[Path, FileResult] = {}
@@ -632,14 +728,13 @@ def _write_all(outcome: Outcome) -> list[FileResult]:
                 done[change.path] = FileResult(change.path, Status.FAILED, str(error))
         else:
             done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
-    with write_batch() as batch:
-        results = [
-            (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
-            if r.path in done
-            else write_result(r)
-            for r in outcome.results
-        ]
-        failed = batch.finish()
+    results = [
+        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
+        if r.path in done
+        else write_result(r)
+        for r in outcome.results
+    ]
+    failed = batch.finish()
     return [failed.get(r.path, r) for r in results]
 
 

@@ -222,7 +222,11 @@ def fix(
 
         if paths == (Path("-"),):
             raise click.UsageError("--interactive needs files (it reads answers from the terminal)")
-        results = _guarded(lambda: review(paths, options, click.echo, lambda q: click.prompt(q, default="n")))  # type: ignore[arg-type]
+
+        def ask(question: str) -> str:
+            return str(click.prompt(question, default="n"))
+
+        results = _guarded(lambda: review(paths, options, click.echo, ask, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
         report.print_fix(results, False, show_reasons)
     elif paths == (Path("-"),):

@@ -80,8 +80,18 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask) -> FileRes
     return result
 
 
-def review(paths: Sequence[Path], options: CliOptions, show: Show, ask: Ask) -> list[FileResult]:
-    """Review every site under ``paths`` (Python files; notebooks are fixed with plain `fix`)."""
+def review(
+    paths: Sequence[Path], options: CliOptions, show: Show, ask: Ask, notice: Show | None = None
+) -> list[FileResult]:
+    """Review every site under ``paths`` (Python files; notebooks are fixed with plain `fix`).
+
+    It writes, so like `fix` it first finishes the multi-file migrations an interrupted run left
+    below or above ``paths``, one line each to ``notice`` (default: ``show``).
+    """
+    from vjp_migrate.transaction import recover
+
+    for message in recover(paths):
+        (notice or show)(message)
     results: list[FileResult] = []
     for group in groups(paths, options):
         candidates, rejected = discover(group.paths, group.exclude)
