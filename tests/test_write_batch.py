@@ -48,38 +48,8 @@ def test_fix_paths_in_process_writes_through_the_batch(tmp_path: Path) -> None:
     assert not [p for p in tmp_path.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]
 
 
-def _planned(path: Path, old: str, new: str) -> FileResult:
-    return FileResult(path, Status.OK, old_text=old, new_text=new)
-
-
 def _temporaries(folder: Path) -> list[Path]:
     return [p for p in folder.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]
-
-
-def test_prepared_temporaries_are_renamed_or_deleted_never_left(tmp_path: Path) -> None:
-    """prepare writes a temporary early; finish renames it only for a write asked for with the
-    same bytes, checks the target again, and deletes every other one."""
-    used, unasked, other, edited = (tmp_path / f"{n}.py" for n in ("used", "unasked", "other", "edited"))
-    for path in (used, unasked, other, edited):
-        path.write_bytes(b"old\n")
-    batch = api.WriteBatch()
-    try:
-        for path in (used, unasked, other, edited):
-            batch.prepare(_planned(path, "old\n", "new\n"))
-        batch.prepare(FileResult(tmp_path / "clean.py", Status.OK))  # nothing to write: ignored
-        assert used.read_bytes() == b"old\n"  # prepared, not renamed
-        edited.write_bytes(b"edited\n")  # after its temporary was prepared
-        batch.write(used, b"new\n", b"old\n")
-        batch.write(other, b"something else\n", b"old\n")  # not what was prepared
-        batch.write(edited, b"new\n", b"old\n")
-        failed = batch.finish()
-    finally:
-        batch.close()
-    assert used.read_bytes() == b"new\n" and other.read_bytes() == b"something else\n"
-    assert unasked.read_bytes() == b"old\n"
-    assert edited.read_bytes() == b"edited\n" and set(failed) == {edited}
-    assert failed[edited].reason == "changed on disk while it was being fixed; left untouched"
-    assert _temporaries(tmp_path) == []
 
 
 def test_an_interrupted_fix_renames_nothing_and_leaves_no_temporary(
@@ -94,7 +64,7 @@ def test_an_interrupted_fix_renames_nothing_and_leaves_no_temporary(
     done: list[Path] = []
 
     def interrupted(path: Path, *args: object, **kwargs: object) -> FileResult:
-        if len(done) == 4:  # four temporaries are being prepared by now
+        if len(done) == 4:  # four files decided, none written yet
             raise KeyboardInterrupt
         done.append(path)
         return real(path, *args, **kwargs)  # type: ignore[arg-type]

@@ -12,7 +12,6 @@ import logging
 import os
 import stat
 import tempfile
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -26,8 +25,6 @@ from vjp_migrate.screen import Verdict, screen
 from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
 
 if TYPE_CHECKING:
-    from concurrent.futures import Future
-
     from vjp_migrate.cache import Cache
     from vjp_migrate.discover import Candidate
     from vjp_migrate.project import Project
@@ -382,117 +379,52 @@ class WriteBatch:
     """The writes of a group of files, made durable together.
 
     Each file is still replaced atomically (temporary file, fsync, checked rename), but the
-    renames wait for ``finish``: then the temporaries not written yet are written, all their
-    fsyncs run at once in threads (the file system commits them together instead of one journal
-    commit per file), the renames follow, and each folder is fsynced once. Until ``finish``
-    returns, a power cut can only bring back old files, never half ones.
-
-    ``prepare`` writes and fsyncs a changed file's temporary in a background thread as soon as
-    its result is known (while the other files are still being analysed); ``finish`` uses it
-    when the write asked for is the same, and deletes the ones no write asked for.
+    writes wait for ``finish``: then every temporary is written (and closed: a batch never holds
+    a descriptor per file), all their fsyncs run at once in threads (the file system commits
+    them together instead of one journal commit per file), the renames follow, and each folder
+    is fsynced once. Until ``finish`` returns, a power cut can only bring back old files, never
+    half ones.
     """
 
     def __init__(self) -> None:
         self._pending: list[tuple[Path, bytes, bytes]] = []
         self._pool: Any = None
-        self._early: dict[Path, Future[tuple[_Staged, bytes, bytes] | None]] = {}
-        self._cleaned: set[Path] = set()  # folders whose stray temporaries are gone
-        self._lock = threading.Lock()
 
     def write(self, path: Path, data: bytes, expected: bytes) -> None:
         self._pending.append((path, data, expected))
 
-    def prepare(self, result: FileResult) -> None:
-        """Start writing the temporary of a result computed with ``write=False`` (renames nothing)."""
-        if result.status is Status.OK and result.changed and result.new_text is not None:
-            self._early[result.path] = self._threads().submit(self._prepare, result)
-
-    def _prepare(self, result: FileResult) -> tuple[_Staged, bytes, bytes] | None:
-        try:
-            data = _read(result.path)
-            source = decode(data)
-            if source.text != result.old_text:
-                return None  # finish says why, if a write is still asked for
-            new = encode(source, result.new_text or "")
-            staged = self._stage(result.path, new)
-        except Exception:
-            return None
-        try:
-            _fsync(staged.temporary)
-        except OSError:
-            staged.discard()
-            return None
-        return staged, new, data
-
-    def _threads(self) -> Any:
-        if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor
-
-            self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vjp-migrate-write")
-        return self._pool
-
-    def _stage(self, path: Path, data: bytes) -> _Staged:
-        folder = Path(os.path.realpath(path)).parent
-        with self._lock:
-            clean = folder not in self._cleaned
-            self._cleaned.add(folder)
-        return _stage(path, data, clean)
-
-    def _take_early(self, path: Path, data: bytes, expected: bytes) -> _Staged | None:
-        early = self._early.pop(path, None)
-        prepared = early.result() if early is not None else None
-        if prepared is None:
-            return None
-        staged, new, old = prepared
-        if (new, old) == (data, expected):
-            return staged
-        staged.discard()
-        return None
-
     def finish(self) -> dict[Path, FileResult]:
         """Do the writes; the FAILED result of each file that could not be written."""
         failed: dict[Path, FileResult] = {}
-        ready: list[tuple[Path, _Staged, bytes]] = []  # fsynced
-        fresh: list[tuple[Path, _Staged, bytes]] = []
+        staged: list[tuple[Path, _Staged, bytes]] = []
         folders: set[Path] = set()
         try:
             for path, data, expected in self._pending:
-                folders.add(Path(os.path.realpath(path)).parent)
-                early = self._take_early(path, data, expected)
-                if early is not None:
-                    ready.append((path, early, expected))
-                    continue
+                folder = Path(os.path.realpath(path)).parent
                 try:
-                    fresh.append((path, self._stage(path, data), expected))
+                    staged.append((path, _stage(path, data, clean=folder not in folders), expected))
                 except Exception as error:
                     failed[path] = _failed(path, error)
-            synced = list(self._threads().map(_fsync_or_error, [s.temporary for _, s, _ in fresh])) if fresh else []
-            for path, problem in zip([p for p, _, _ in fresh], synced, strict=True):
-                if problem is not None:
-                    failed[path] = _failed(path, problem)
-            for path, one, expected in [*ready, *fresh]:
-                if path in failed:
-                    continue
+                folders.add(folder)
+            if self._pool is None and staged:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._pool = ThreadPoolExecutor(max_workers=16, thread_name_prefix="vjp-migrate-fsync")
+            synced = list(self._pool.map(_fsync_or_error, [s.temporary for _, s, _ in staged])) if staged else []
+            for (path, one, expected), problem in zip(staged, synced, strict=True):
                 try:
+                    if problem is not None:
+                        raise problem
                     _commit(one, expected)
                 except Exception as error:
                     failed[path] = _failed(path, error)
             for folder in sorted(folders):
                 _fsync_folder(folder)
         finally:
-            for _, one, _ in [*ready, *fresh]:
+            for _, one, _ in staged:
                 one.discard()  # nothing left after a rename
             self._pending.clear()
-            self._drop_early()
         return failed
-
-    def _drop_early(self) -> None:
-        """Delete the temporaries prepared for files no write asked for."""
-        for early in self._early.values():
-            prepared = early.result()
-            if prepared is not None:
-                prepared[0].discard()
-        self._early.clear()
 
     def close(self) -> None:
         if self._pool is not None:
@@ -624,37 +556,24 @@ def execution(how: Execution) -> Iterator[None]:
 
 
 def _run(
-    paths: Sequence[Path],
-    exclude: Sequence[str],
-    task: Task,
-    how: Execution | None,
-    progress: Progress | None,
-    sink: Callable[[FileResult], None] | None = None,
+    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
 ) -> tuple[list[FileResult], list[Candidate]]:
     from vjp_migrate import workers
 
     how = how or _EXECUTION[-1]
     candidates, rejected = discover(paths, exclude)
     results = [FileResult(r.path, Status.FAILED, r.reason) for r in rejected]
-    results.extend(workers.run(candidates, task, how.jobs, progress, sink))
+    results.extend(workers.run(candidates, task, how.jobs, progress))
     return results, candidates
 
 
 def _together(
-    paths: Sequence[Path],
-    exclude: Sequence[str],
-    task: Task,
-    how: Execution | None,
-    progress: Progress | None,
-    sink: Callable[[FileResult], None] | None = None,
+    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
 ) -> Outcome:
-    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files.
-
-    ``sink`` sees each phase-1 result as soon as it is known.
-    """
+    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
     from vjp_migrate.transaction import Outcome
 
-    results, candidates = _run(paths, exclude, task, how, progress, sink)
+    results, candidates = _run(paths, exclude, task, how, progress)
     if len(candidates) < 2 or not any(r.status is Status.OK and r.imported_rules for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
     from vjp_migrate.project import complete
@@ -701,22 +620,14 @@ def fix_paths(
 
         for message in recover(paths):
             (notice or logging.getLogger("vjp_migrate").warning)(message)
-    if not write:
-        return _together(paths, exclude, Task("fix", settings), how, progress).results
-    # Nothing is renamed before phase 2 has decided (a rule module's own fix may be forbidden
-    # by a custom_vjp in another file that shares the rule), but the temporaries of the files
-    # phase 1 changes are written while the other files are still being analysed.
-    with write_batch() as batch:
-        outcome = _together(paths, exclude, Task("fix", settings), how, progress, batch.prepare)
-        return _write_all(outcome, batch)
+    # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
+    # by a custom_vjp in another file that shares the rule.
+    outcome = _together(paths, exclude, Task("fix", settings), how, progress)
+    return _write_all(outcome) if write else outcome.results
 
 
-def _write_all(outcome: Outcome, batch: WriteBatch | None = None) -> list[FileResult]:
-    """Write each multi-file migration together, then every other changed file on its own
-    (through ``batch``, or a batch of its own)."""
-    if batch is None:
-        with write_batch() as own:
-            return _write_all(outcome, own)
+def _write_all(outcome: Outcome) -> list[FileResult]:
+    """Write each multi-file migration together, then every other changed file on its own."""
     from vjp_migrate.transaction import write_together
 
     done: dict[Path, FileResult] = {}
@@ -728,13 +639,14 @@ def _write_all(outcome: Outcome, batch: WriteBatch | None = None) -> list[FileRe
                 done[change.path] = FileResult(change.path, Status.FAILED, str(error))
         else:
             done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
-    results = [
-        (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
-        if r.path in done
-        else write_result(r)
-        for r in outcome.results
-    ]
-    failed = batch.finish()
+    with write_batch() as batch:
+        results = [
+            (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
+            if r.path in done
+            else write_result(r)
+            for r in outcome.results
+        ]
+        failed = batch.finish()
     return [failed.get(r.path, r) for r in results]
 
 

@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from vjp_migrate.model import FileResult, Settings
 
 Progress = Callable[[int, int], None]
-Sink = Callable[["FileResult"], None]
 CRASHED = "the parser crashed on this file"
 # Test-only fault injection: "<kind>:<file name>" makes a *worker* process fail on that file.
 # kind: segv (SIGSEGV), kill (SIGKILL, like the OOM killer), exit (os._exit), memory (MemoryError).
@@ -71,25 +70,18 @@ def process(task: Task, candidate: Candidate) -> FileResult:
 
 
 def run(
-    candidates: Sequence[Candidate],
-    task: Task,
-    jobs: int | None = None,
-    progress: Progress | None = None,
-    sink: Sink | None = None,
+    candidates: Sequence[Candidate], task: Task, jobs: int | None = None, progress: Progress | None = None
 ) -> list[FileResult]:
-    """``process`` over every candidate, in the candidates' order; ``sink`` sees each result as
-    soon as it is known (in the order the files finish)."""
+    """``process`` over every candidate, in the candidates' order."""
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1:
         results: list[FileResult] = []
         for candidate in candidates:
             results.append(process(task, candidate))
-            if sink is not None:
-                sink(results[-1])
             if progress is not None:
                 progress(len(results), len(candidates))
         return results
-    return _Pool(candidates, task, jobs, progress, sink).run()
+    return _Pool(candidates, task, jobs, progress).run()
 
 
 BATCH = 16  # files per batch handed to a worker
@@ -116,13 +108,10 @@ class _Pool:
     dropped by the byte filter in microseconds, so a message per file would cost more than the
     work). Which file a dead worker was on is read from shared memory."""
 
-    def __init__(
-        self, candidates: Sequence[Candidate], task: Task, jobs: int, progress: Progress | None, sink: Sink | None
-    ) -> None:
+    def __init__(self, candidates: Sequence[Candidate], task: Task, jobs: int, progress: Progress | None) -> None:
         self.candidates = candidates
         self.task = task
         self.progress = progress
-        self.sink = sink
         self.results: list[FileResult | None] = [None] * len(candidates)
         self.done = 0
         self.unexplained_deaths = 0
@@ -157,8 +146,6 @@ class _Pool:
     def _record(self, index: int, result: FileResult) -> None:
         self.results[index] = result
         self.done += 1
-        if self.sink is not None:
-            self.sink(result)
         if self.progress is not None:
             self.progress(self.done, len(self.candidates))
 
