@@ -91,7 +91,6 @@ class _Apply(cst.CSTTransformer):
     # keying by node applies that change once.
     def __init__(self, plans: Sequence[RewritePlan], module: cst.Module) -> None:
         self.plans = plans
-        self.module = module
         self.config = module.config_for_parsing
         self.top_level = {id(stmt) for stmt in module.body}
         self.carriers = {id(p.site.carrier): p for p in plans}
