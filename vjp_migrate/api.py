@@ -684,11 +684,21 @@ def write_result(result: FileResult) -> FileResult:
         return result
 
     def work() -> FileResult:
-        data = _read(result.path)
-        source = decode(data)
-        if source.text != result.old_text:
-            raise SourceError("changed on disk while it was being fixed; left untouched")
-        _write(result.path, encode(source, result.new_text or ""), data)
+        data, new = planned_bytes(result)
+        _write(result.path, new, data)
         return dataclasses.replace(result, written=True)
 
     return _guard(result.path, work)
+
+
+def planned_bytes(result: FileResult) -> tuple[bytes, bytes]:
+    """The file's bytes now and the bytes of its planned rewrite (a ``write=False`` result).
+
+    SourceError when the file no longer holds the text the plan was made from; OSError when it
+    cannot be read.
+    """
+    data = _read(result.path)
+    source = decode(data)
+    if source.text != result.old_text:
+        raise SourceError("changed on disk while it was being fixed; left untouched")
+    return data, encode(source, result.new_text or "")

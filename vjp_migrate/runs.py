@@ -228,21 +228,16 @@ def _write_group(group: list[FileResult], verify_options: VerifyOptions) -> list
 
 def _changes(group: list[FileResult]) -> list[FileChange] | str:
     """Each file's bytes now and after the rewrite; or why a file cannot be rewritten any more."""
-    from vjp_migrate.source import SourceError, decode, encode
+    from vjp_migrate.source import SourceError
     from vjp_migrate.transaction import FileChange
 
     changes = []
     for result in group:
         try:
-            data = api._read(result.path)
-            source = decode(data)
-        except SourceError as error:
-            return f"{result.path}: {error}"
-        except OSError as error:
-            return f"{result.path}: cannot be read: {error.strerror or error}"
-        if source.text != result.old_text:
-            return f"{result.path}: changed on disk while it was being fixed"
-        changes.append(FileChange(result.path, data, encode(source, result.new_text or "")))
+            data, new = api.planned_bytes(result)
+        except (OSError, SourceError) as error:
+            return f"{result.path}: {api._failed(result.path, error).reason}"
+        changes.append(FileChange(result.path, data, new))
     return changes
 
 

@@ -395,16 +395,17 @@ class Index:
                 touched = True
                 new = rebuild(item, child)
                 if isinstance(new, cst.CSTNode):
-                    if body and new._is_removable() and not item._is_removable():
-                        reshaped = True  # LibCST drops a statement line its leaves emptied
-                    else:
-                        items.append(new)
-                    continue
-                reshaped = True
-                if isinstance(new, cst.FlattenSentinel):
-                    items.extend(n for n in new if not (body and n._is_removable() and not item._is_removable()))
-                elif not isinstance(new, cst.RemovalSentinel):
+                    news = [new]
+                elif isinstance(new, cst.FlattenSentinel):
+                    news = list(new)
+                elif isinstance(new, cst.RemovalSentinel):
+                    news = []
+                else:
                     raise NotLocal(f"a leave returned {type(new).__name__}")
+                # LibCST drops from a body a statement line that its leaves emptied.
+                kept = [n for n in news if not (body and n._is_removable() and not item._is_removable())]
+                reshaped = reshaped or not (isinstance(new, cst.CSTNode) and kept)
+                items.extend(kept)
             return items, touched, reshaped
 
         def rebuild(node: cst.CSTNode, index: int) -> Any:
