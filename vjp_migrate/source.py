@@ -5,9 +5,12 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import threading
 import tokenize
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import libcst as cst
@@ -85,7 +88,31 @@ def parse(text: str, filename: str, syntax_checked: bool = False) -> cst.Module:
     import libcst as cst  # lazily: most files never get here
 
     try:
-        return cst.parse_module(text)
+        with unvalidated():
+            return cst.parse_module(text)
     except (cst.ParserSyntaxError, RecursionError) as error:
         message = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise SourceError(f"LibCST cannot parse it: {message}") from None
+
+
+# LibCST validates every node it creates (``CSTNode.__post_init__``), also each node its parser
+# builds from text, where nothing can be wrong: about a fifth of a parse. A check per node of
+# which thread made it would cost as much, so validation is only skipped while no other Python
+# thread runs (the parse starts none); the nodes a rewrite builds are never made inside.
+def _skip_validation(self: Any) -> None:
+    pass
+
+
+@contextmanager
+def unvalidated() -> Iterator[None]:
+    import libcst as cst
+
+    own = cst.CSTNode.__dict__.get("__post_init__")
+    if own is None or own is _skip_validation or threading.active_count() != 1:
+        yield  # another thread might make nodes meanwhile, or LibCST validates elsewhere
+        return
+    cst.CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        cst.CSTNode.__post_init__ = own  # type: ignore[method-assign]
