@@ -479,3 +479,69 @@ f.defvjp(partial(fwd_impl, 1.0), f_bwd)
     assert "def fwd_impl(scale, x, w):\n    return f(x, w) * scale, w\n" in out
     assert "def f_bwd(w, g):\n    return (g * w, None)\n" in out
     assert "f.defvjp(partial(fwd_impl, 1.0), f_bwd)" in out and "from functools import partial" in out
+
+
+RULES_BELOW = """
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+
+def f_fwd(x, w):
+    return f(x, w), None
+
+
+def f_bwd(w, _, g):
+    return (g * w,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    "head,expected",
+    [
+        pytest.param(
+            '"""Doc."""\n\nfrom functools import partial\nimport jax\n',
+            '"""Doc."""\n\nimport jax\n',
+            id="the gap after the docstring stays",
+        ),
+        pytest.param(
+            '"""Doc."""\n\nfrom functools import partial\n\nimport jax\n',
+            '"""Doc."""\n\nimport jax\n',
+            id="no second gap when the next statement has its own",
+        ),
+        pytest.param(
+            "import math\n\n# for the decorator\nfrom functools import partial\nimport jax\n",
+            "import math\n\nimport jax\n",
+            id="the comment above the import goes with it, the gap stays",
+        ),
+        pytest.param(
+            "import math\n\nfrom functools import partial\n# jax itself\nimport jax\n",
+            "import math\n\n# jax itself\nimport jax\n",
+            id="a comment of the next statement stays below the gap",
+        ),
+        pytest.param(
+            "import jax\ntry:\n    import numpy\n\n    from functools import partial\n    import math\nexcept ImportError:\n    pass\n",
+            "import jax\ntry:\n    import numpy\n\n    import math\nexcept ImportError:\n    pass\n",
+            id="inside a block too",
+        ),
+        pytest.param(
+            "import jax\n\nfrom functools import partial\n",
+            "import jax\n",
+            id="a last import takes its gap with it",
+        ),
+    ],
+)
+def test_a_removed_import_line_leaves_the_blank_lines_above_it(head: str, expected: str) -> None:
+    from vjp_migrate.api import DEFAULT_SETTINGS, analyze
+    from vjp_migrate.rewrite import apply_plans
+
+    out = fix_source(head + RULES_BELOW).source
+    assert out.startswith(expected + "\n\n@jax.custom_vjp\n"), out
+    analysis = analyze(head + RULES_BELOW, "<string>", DEFAULT_SETTINGS)
+    plans = [d.plan for d in analysis.decisions if d.plan is not None]
+    whole = apply_plans(analysis.module, plans, local=False).code  # type: ignore[arg-type]
+    assert whole == out

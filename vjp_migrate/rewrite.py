@@ -440,10 +440,48 @@ class _NameUses(cst.CSTVisitor):
 
 
 class _DropImports(cst.CSTTransformer):
-    """Remove import aliases binding the given names (the change made them unused)."""
+    """Remove import aliases binding the given names (the change made them unused).
+
+    A statement line that goes leaves its blank lines above it to the next statement, unless
+    that one is set apart already: the gap after a docstring or between groups stays.
+    """
 
     def __init__(self, names: set[str]) -> None:
         self.names = names
+        self.emptied: set[int] = set()  # id() of the statement lines this visit removed
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if not updated_node.body and original_node.body:
+            self.emptied.add(id(original_node))
+            return cst.RemoveFromParent()
+        return updated_node
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        return updated_node.with_changes(body=self.close_gaps(original_node.body, updated_node.body))
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return updated_node.with_changes(body=self.close_gaps(original_node.body, updated_node.body))
+
+    def close_gaps(self, old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``new``: ``old`` without the lines this visit emptied (the others in order, maybe
+        changed); each removed line's leading blank lines moved to the statement after it."""
+        body: list[cst.BaseStatement] = []
+        kept = iter(new)
+        gap: list[cst.EmptyLine] = []
+        for stmt in old:
+            if id(stmt) in self.emptied:
+                gap = gap or _blank_lead(stmt)
+                continue
+            following = next(kept)
+            if gap and not _blank_lead(following):
+                following = following.with_changes(leading_lines=[*gap, *_leading_lines(following)])
+            body.append(following)
+            gap = []
+        return body
 
     def _keep(self, alias: cst.ImportAlias) -> bool:
         bound = alias.asname.name if alias.asname else alias.name
@@ -476,6 +514,21 @@ class _DropImports(cst.CSTTransformer):
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
         return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
+
+
+def _leading_lines(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    lines: Sequence[cst.EmptyLine] = getattr(stmt, "leading_lines", ())  # every statement kind has them
+    return lines
+
+
+def _blank_lead(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+    """The blank lines (no comment) that start ``stmt``'s leading lines."""
+    lines: list[cst.EmptyLine] = []
+    for line in _leading_lines(stmt):
+        if line.comment is not None:
+            break
+        lines.append(line)
+    return lines
 
 
 def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = True) -> cst.Module:
@@ -537,10 +590,6 @@ def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
             body.append(stmt)
             continue
         new = stmt.visit(dropper)
-        if isinstance(new, cst.RemovalSentinel):
-            continue
-        assert isinstance(new, cst.BaseStatement)
-        if not stmt._is_removable() and new._is_removable():  # what the module's own visit does
-            continue
-        body.append(new)
-    return module.with_changes(body=body)
+        if isinstance(new, cst.BaseStatement):
+            body.append(new)
+    return module.with_changes(body=dropper.close_gaps(module.body, body))
