@@ -121,3 +121,9 @@ def test_call_sites_decide() -> None:
         (info,) = classify_site(site, module, Context(imports, module_helpers(module), lambda node: None))
         assert info.kind is expected
         assert any(reason in e.text for e in info.evidence)
+
+
+def test_the_same_reason_on_the_same_line_is_given_once() -> None:
+    kind, reasons, _ = classify("return x * a + x / a")
+    assert kind is ArgKind.ARRAY
+    assert len(reasons) == len(set(reasons)) and any("arithmetic" in r for r in reasons), reasons

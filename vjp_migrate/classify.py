@@ -5,7 +5,7 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 import libcst as cst
@@ -563,7 +563,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
 def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgInfo:
     static = [e for e, _ in evidence if e.kind is ArgKind.STATIC]
     if static:
-        return ArgInfo(index, name, ArgKind.STATIC, tuple(static), False)
+        return ArgInfo(index, name, ArgKind.STATIC, _once(static), False)
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
     scalar = [e for e, weight in evidence if weight == SCALAR]
     # A Python-number annotation means numeric use proves nothing; an array passed at a call
@@ -571,9 +571,14 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
     decisive = [e for e, weight in array if weight == CALL_SITE or "annotated" in e.text]
     if array and (decisive or not scalar):
         strong = any(weight != WEAK for _, weight in array)
-        return ArgInfo(index, name, ArgKind.ARRAY, tuple(e for e, _ in array), strong)
+        return ArgInfo(index, name, ArgKind.ARRAY, _once(e for e, _ in array), strong)
     unknown = [e for e, _ in evidence if e.kind is ArgKind.UNKNOWN]
-    return ArgInfo(index, name, ArgKind.UNKNOWN, tuple(unknown + [e for e, _ in array]), False)
+    return ArgInfo(index, name, ArgKind.UNKNOWN, _once(unknown + [e for e, _ in array]), False)
+
+
+def _once(evidence: Iterable[Evidence]) -> tuple[Evidence, ...]:
+    """Each reason once (two uses on one line read the same)."""
+    return tuple(dict.fromkeys(evidence))
 
 
 def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
