@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -24,6 +25,10 @@ def _no_analysis(*args: object, **kwargs: object) -> object:
     raise AssertionError("analysed although the cache had the answer")
 
 
+def _entries(cache: Path) -> list[Path]:
+    return [p for p in cache.rglob("*") if p.is_file() and p.parent.parent.parent == cache]
+
+
 def test_second_run_is_answered_from_the_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     src, cache = tmp_path / "src", tmp_path / "cache"
     src.mkdir()
@@ -32,7 +37,7 @@ def test_second_run_is_answered_from_the_cache(tmp_path: Path, monkeypatch: pyte
     first = api.check_paths([src], how=how)
     assert (cache / "CACHEDIR.TAG").read_text().startswith("Signature: 8a477f597d28d172789f06886806bc55")
     assert (cache / ".gitignore").read_text().splitlines()[-1] == "*"
-    monkeypatch.setattr(api, "analyze", _no_analysis)
+    monkeypatch.setattr(api, "_analyze", _no_analysis)
     second = api.check_paths([src], how=how)
     assert second == first and len(second[0].diagnostics) == 2
 
@@ -103,3 +108,61 @@ def test_cli_cache_folder_like_ruff(tmp_path: Path) -> None:
     assert (first.returncode, first.stdout) == (again.returncode, again.stdout) == (1, first.stdout)
     assert _cli(tmp_path, "--cache-dir", "elsewhere", "seed.py").returncode == 1
     assert (tmp_path / "elsewhere" / ".gitignore").is_file()
+
+
+def test_every_spelling_of_a_file_shares_one_entry_and_keeps_its_own_label(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`pkg/ops.py` from the root, `./mypkg/ops.py`, `ops.py` from inside the package: one entry.
+    The module name (here in the message: the rules' module, resolved from a relative import)
+    does not depend on the spelling, so a hit is what the analysis would say for this run."""
+    root, cache = tmp_path / "root", tmp_path / "cache"
+    shutil.copytree(FIXTURES / "project_sibling_rules" / "before", root)
+    how = api.Execution(jobs=1, cache_dir=cache)
+    monkeypatch.chdir(root)
+    (first,) = api.check_paths([Path("mypkg/ops.py")], how=how)
+    assert len(_entries(cache)) == 1
+    assert first.diagnostics and all("`mypkg._impl_fwd`" in d.message for d in first.diagnostics)
+    monkeypatch.setattr(api, "_analyze", _no_analysis)
+    runs = [(root, Path("./mypkg/ops.py")), (root / "mypkg", Path("ops.py")), (root, root / "mypkg" / "ops.py")]
+    for cwd, spelling in runs:
+        monkeypatch.chdir(cwd)
+        (hit,) = api.check_paths([spelling], how=how)
+        assert hit.path == spelling
+        assert [d.path for d in hit.diagnostics] == [str(spelling)] * len(first.diagnostics)
+        relabelled = [dataclasses.replace(d, path=first.diagnostics[0].path) for d in hit.diagnostics]
+        assert relabelled == list(first.diagnostics)
+    assert len(_entries(cache)) == 1
+
+
+def test_cli_output_of_a_hit_names_the_file_as_this_run_spells_it(tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    shutil.copy(SEED, tmp_path / "pkg" / "seed.py")
+    cache = tmp_path / ".vjp_migrate_cache"
+    first = _cli(tmp_path, "pkg/seed.py")
+    inside = subprocess.run(
+        [sys.executable, "-m", "vjp_migrate", "check", "--cache-dir", str(cache), "seed.py"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path / "pkg",
+        env={**os.environ, "NO_COLOR": "1"},
+        timeout=120,
+    )
+    absolute = _cli(tmp_path, str(tmp_path / "pkg" / "seed.py"))
+    assert len(_entries(cache)) == 1
+    lines = [run.stdout.splitlines()[:-1] for run in (first, inside, absolute)]
+    assert lines[0] and all(line.startswith("pkg/seed.py:") for line in lines[0])
+    assert lines[1] == [line.removeprefix("pkg/") for line in lines[0]]
+    assert lines[2] == [f"{tmp_path}/{line}" for line in lines[0]]
+
+
+def test_a_result_that_quotes_its_path_is_not_stored(tmp_path: Path) -> None:
+    settings = Settings(DEFAULT_SELECT)
+    cache = Cache.open(tmp_path / "cache", settings)
+    (result,) = api.check_paths([SEED])
+    path = Path("pkg/seed.py")
+    quoting = dataclasses.replace(result.diagnostics[0], message=f"imported from `pkg.rules` ({path}), which ...")
+    cache.put(path, SEED.read_bytes(), True, dataclasses.replace(result, diagnostics=(quoting,)))
+    assert cache.get(path, SEED.read_bytes(), True) is None
+    cache.put(path, SEED.read_bytes(), True, result)
+    assert cache.get(path, SEED.read_bytes(), True) is not None

@@ -78,6 +78,16 @@ def test_static_args_override_keeps_an_argument(tmp_path: Path) -> None:
     assert [line.split("`")[1] for line in out.splitlines()] == ["hi"]
 
 
+def test_static_args_override_matches_whatever_the_spelling_of_the_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = project(tmp_path, "static-args = ['pkg.seed.clip_gradient:lo']")
+    monkeypatch.chdir(root / "pkg")
+    code, out = run("check", "--output-format", "concise", "seed.py")
+    assert code == 1
+    assert [line.split("`")[1] for line in out.splitlines()] == ["hi"]
+
+
 def test_array_args_override_makes_an_unknown_argument_fixable(tmp_path: Path) -> None:
     root = project(tmp_path, "array-args = ['f:scale']\nunsafe-fixes = false")
     (root / "pkg" / "seed.py").write_text(

@@ -51,3 +51,11 @@ def test_write_result_refuses_a_file_changed_since_planning(tmp_path: Path) -> N
     result = api.write_result(planned)
     assert result.status is Status.FAILED and "changed on disk" in (result.reason or "")
     assert path.read_text(encoding="utf-8").endswith("# edited meanwhile\n")
+
+
+def test_fix_help_says_multi_file_migrations_are_proven_as_one_group() -> None:
+    result = CliRunner().invoke(main, ["fix", "--help"], terminal_width=200)
+    assert result.exit_code == 0
+    help_text = " ".join(result.output.split())
+    assert "Prove each file's rewrite, and each multi-file migration as one group" in help_text
+    assert "written all or none" in help_text

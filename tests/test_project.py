@@ -74,6 +74,15 @@ def test_package_name_walks_up_init_files(tmp_path: Path) -> None:
     assert package_name(tmp_path / "loose.py") == "loose"
 
 
+def test_package_name_does_not_depend_on_how_the_path_is_spelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    write(tmp_path, {"a/__init__.py": "", "a/b/__init__.py": "", "a/b/c.py": ""})
+    monkeypatch.chdir(tmp_path / "a" / "b")
+    assert package_name(Path("c.py")) == package_name(Path("../b/c.py")) == "a.b.c"
+    assert package_name(Path("__init__.py")) == "a.b"
+
+
 def test_given_folders_are_import_roots_for_namespace_packages(tmp_path: Path) -> None:
     write(tmp_path, {"src/ns/ops.py": "", "src/ns/rules.py": ""})
     index = ModuleIndex.build(sorted((tmp_path / "src").rglob("*.py")), [tmp_path / "src"])
@@ -217,14 +226,14 @@ def test_a_group_is_written_together_or_not_at_all(tmp_path: Path, monkeypatch: 
     tree = tmp_path / "tree"
     shutil.copytree(SIBLING / "before", tree)
     edited = tree / "mypkg" / "_impl_bwd.py"
-    plan = api._together
+    plan = api.analyze_paths
 
     def plan_then_edit(*args: object, **kwargs: object) -> object:
         outcome = plan(*args, **kwargs)  # type: ignore[arg-type]
         edited.write_text(edited.read_text(encoding="utf-8") + "# edited meanwhile\n", encoding="utf-8")
         return outcome
 
-    monkeypatch.setattr(api, "_together", plan_then_edit)
+    monkeypatch.setattr(api, "analyze_paths", plan_then_edit)
     results = fix_paths([tree])
     failed = {r.path.name: r.reason for r in results if r.status.value == "failed"}
     assert set(failed) == {"ops.py", "_impl_fwd.py", "_impl_bwd.py"}

@@ -79,7 +79,7 @@ def test_write_batch_refuses_only_the_read_only_file(tmp_path: Path) -> None:
     pkg = tree(tmp_path)
     with api.write_batch() as batch:
         for name in ("locked.py", "open.py"):
-            api._write(pkg / name, b"# migrated\n", SEED)
+            api.write_file(pkg / name, b"# migrated\n", SEED)
         failed = batch.finish()
     assert {p.name: r.reason for p, r in failed.items()} == {"locked.py": "is read-only; left untouched"}
     assert (pkg / "locked.py").read_bytes() == SEED

@@ -155,6 +155,110 @@ def test_stage_trees_copies_what_the_changed_files_import(tmp_path: Path) -> Non
     assert files_of(root)["mypkg/ops.py"] == b"from .rules import f\n"
 
 
+# --- namespace packages (PEP 420) and symlinked folders ------------------------------------------
+
+SIBLING = FIXTURES / "project_sibling_rules"
+
+
+def as_namespace(text: str) -> str:
+    """The sibling fixture's ops, importing its rules by absolute name from the namespace ``ns``."""
+    return text.replace("from ._impl_", "from ns.sub._impl_")
+
+
+def namespace_tree(tmp_path: Path, side: str, sub_is_a_package: bool) -> Path:
+    tree = tmp_path / side
+    shutil.copytree(SIBLING / side / "mypkg", tree / "ns" / "sub")  # `ns` has no __init__.py
+    ops = tree / "ns" / "sub" / "ops.py"
+    ops.write_text(as_namespace(ops.read_text(encoding="utf-8")), encoding="utf-8")
+    if not sub_is_a_package:
+        (tree / "ns" / "sub" / "__init__.py").unlink()
+    return tree
+
+
+@pytest.mark.parametrize(
+    "sub_is_a_package",
+    [
+        pytest.param(True, id="regular package inside a namespace package"),
+        pytest.param(False, id="namespace packages all the way down"),
+    ],
+)
+def test_fix_verify_proves_a_migration_inside_a_namespace_package(tmp_path: Path, sub_is_a_package: bool) -> None:
+    tree = namespace_tree(tmp_path, "before", sub_is_a_package)
+    expected = files_of(namespace_tree(tmp_path, "after", sub_is_a_package))
+    assert files_of(tree) != expected
+    result = CliRunner().invoke(main, ["fix", "--verify", "-j", "1", str(tree)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert files_of(tree) == expected
+
+
+def test_a_wrong_rewrite_inside_a_namespace_package_is_caught(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The proof really imports the namespace package's rules: a wrong bwd is caught by name."""
+    tree = namespace_tree(tmp_path, "before", sub_is_a_package=False)
+    before = files_of(tree)
+    right = rewrite.apply_plans
+
+    def wrong(module: cst.Module, plans: object, local: bool = True) -> cst.Module:
+        code = right(module, plans, local).code  # type: ignore[arg-type]
+        return cst.parse_module(code.replace("jnp.where(inside, g, 0.1 * g)", "jnp.where(inside, 2 * g, 0.2 * g)"))
+
+    monkeypatch.setattr(rewrite, "apply_plans", wrong)
+    result = CliRunner().invoke(main, ["fix", "--verify", "-j", "1", str(tree)], catch_exceptions=False)
+    assert result.exit_code == 2, result.output
+    assert files_of(tree) == before
+    lines = [x for x in result.stderr.splitlines() if ": error: " in x]
+    assert len(lines) == 3 and all("ns.sub.ops:soft_clip: cotangent" in x for x in lines), result.stderr
+
+
+VENDOR_MATHS = "def leak(g):\n    return 0.1 * g\n"
+
+
+def test_fix_verify_proves_a_migration_that_imports_through_a_symlinked_folder(tmp_path: Path) -> None:
+    """The bwd imports a helper from ``mypkg/vendor``, a link to a package outside the tree: the
+    proof copies the link's contents as real files; the link and its target stay as they were."""
+    tree = copy_before("project_sibling_rules", tmp_path)
+    write(tmp_path / "shared", {"vendor/__init__.py": "", "vendor/maths.py": VENDOR_MATHS})
+    (tree / "mypkg" / "vendor").symlink_to(tmp_path / "shared" / "vendor", target_is_directory=True)
+    bwd = tree / "mypkg" / "_impl_bwd.py"
+    text = bwd.read_text(encoding="utf-8").replace(
+        "import jax.numpy as jnp\n", "import jax.numpy as jnp\n\nfrom .vendor.maths import leak\n"
+    )
+    bwd.write_text(text.replace("0.1 * g)", "leak(g))"), encoding="utf-8")
+    shared = files_of(tmp_path / "shared")
+    planned = {r.path: r.new_text for r in api.fix_paths([tree], write=False) if r.changed}
+    assert len(planned) == 3 and "leak(g)" in (planned[bwd] or "")
+
+    result = CliRunner().invoke(main, ["fix", "--verify", "-j", "1", str(tree)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert {path: path.read_text(encoding="utf-8") for path in planned} == planned
+    assert (tree / "mypkg" / "vendor").is_symlink()
+    assert files_of(tmp_path / "shared") == shared
+
+
+def test_stage_trees_copies_symlinked_folders_as_real_ones_and_never_loops(tmp_path: Path) -> None:
+    """A changed file reached through a symlinked folder is staged as a real file: the staging
+    writes nothing through the link. A link back up the tree is not followed."""
+    write(tmp_path / "elsewhere", {"rules/__init__.py": "", "rules/bwd.py": "old = 1\n"})
+    root = write(tmp_path / "project", {"mypkg/__init__.py": "", "mypkg/ops.py": "from .rules.bwd import old\n"})
+    (root / "mypkg" / "rules").symlink_to(tmp_path / "elsewhere" / "rules", target_is_directory=True)
+    (root / "mypkg" / "loop").symlink_to(root / "mypkg", target_is_directory=True)
+    ops, bwd = root / "mypkg" / "ops.py", root / "mypkg" / "rules" / "bwd.py"
+    changes = {ops: (ops.read_bytes(), b"# new ops\n"), bwd: (bwd.read_bytes(), b"new = 1\n")}
+    staged = stage_trees(changes, tmp_path / "staged")
+    assert staged.roots == (root,)
+    for side, ops_bytes, bwd_bytes in (
+        (staged.before, b"from .rules.bwd import old\n", b"old = 1\n"),
+        (staged.after, b"# new ops\n", b"new = 1\n"),
+    ):
+        assert files_of(side) == {
+            "mypkg/__init__.py": b"",
+            "mypkg/ops.py": ops_bytes,
+            "mypkg/rules/__init__.py": b"",
+            "mypkg/rules/bwd.py": bwd_bytes,
+        }
+        assert not any(p.is_symlink() for p in side.rglob("*"))
+    assert (tmp_path / "elsewhere" / "rules" / "bwd.py").read_bytes() == b"old = 1\n"
+
+
 def test_stage_trees_refuses_two_packages_of_one_name(tmp_path: Path) -> None:
     write(
         tmp_path, {"a/mypkg/__init__.py": "", "a/mypkg/ops.py": "", "b/mypkg/__init__.py": "", "b/mypkg/rules.py": ""}

@@ -160,7 +160,8 @@ def _fix_text(
     return FixResult(new_code, new_code != code, analysis.diagnostics, fixed)
 
 
-def _read(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
+    """The file's bytes; SourceError for a pipe, socket or device (opened without blocking)."""
     # O_NONBLOCK: a named pipe or device that took a file's place since discovery must not
     # block the run; it is refused after fstat. (No effect on regular files.)
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
@@ -174,10 +175,11 @@ def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
     try:
         return work()
     except Exception as error:  # one file must never take the run down
-        return _failed(path, error)
+        return failed_result(path, error)
 
 
-def _failed(path: Path, error: BaseException) -> FileResult:
+def failed_result(path: Path, error: BaseException) -> FileResult:
+    """The FAILED result for ``path`` whose reason is ``error`` in one line (no traceback)."""
     if isinstance(error, SourceError):
         return FileResult(path, Status.FAILED, str(error))
     if isinstance(error, OSError):
@@ -200,7 +202,7 @@ def check_file(
     """Findings in one file; FAILED with the reason when it cannot be processed."""
 
     def work() -> FileResult:
-        data = _read(path)
+        data = read_bytes(path)
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
         cached = cache.get(path, data, explicit) if cache is not None else None
@@ -241,7 +243,8 @@ def read_only(path: Path) -> bool:
     return not mode & 0o222 or not os.access(path, os.W_OK)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a zombie counts as dead)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -273,7 +276,7 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
         if not (name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)):
             continue
         parts = name[: -len(TEMPORARY_SUFFIX)].split(".")
-        if len(parts) >= 4 and parts[-2].isdigit() and _pid_alive(int(parts[-2])):
+        if len(parts) >= 4 and parts[-2].isdigit() and pid_alive(int(parts[-2])):
             continue
         try:
             if entry.is_file(follow_symlinks=False):
@@ -299,7 +302,7 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
         _commit(staged, expected)
     finally:
         staged.discard()
-    _fsync_folder(staged.target.parent)
+    fsync_folder(staged.target.parent)
 
 
 @dataclass
@@ -368,7 +371,7 @@ def _commit(staged: _Staged, expected: bytes) -> None:
     """Rename a staged (and fsynced) temporary over its target, unless the target changed."""
     _take_owner(staged)
     temporary, target = staged.temporary, staged.target
-    if _read(target) != expected:
+    if read_bytes(target) != expected:
         raise SourceError("changed on disk while it was being fixed; left untouched")
     if read_only(target):
         raise SourceError(f"{READ_ONLY}; left untouched")
@@ -404,7 +407,7 @@ class WriteBatch:
                 try:
                     staged.append((path, _stage(path, data, clean=folder not in folders), expected))
                 except Exception as error:
-                    failed[path] = _failed(path, error)
+                    failed[path] = failed_result(path, error)
                 folders.add(folder)
             if self._pool is None and staged:
                 from concurrent.futures import ThreadPoolExecutor
@@ -417,9 +420,9 @@ class WriteBatch:
                         raise problem
                     _commit(one, expected)
                 except Exception as error:
-                    failed[path] = _failed(path, error)
+                    failed[path] = failed_result(path, error)
             for folder in sorted(folders):
-                _fsync_folder(folder)
+                fsync_folder(folder)
         finally:
             for _, one, _ in staged:
                 one.discard()  # nothing left after a rename
@@ -443,9 +446,9 @@ def _fsync_or_error(temporary: str) -> OSError | None:
 _BATCH: list[WriteBatch] = []
 
 
-def _write(path: Path, data: bytes, expected: bytes) -> None:
-    """Inside ``write_batch``, hand the write to the batch (a failure replaces the file's result in
-    WriteBatch.finish); otherwise write it now."""
+def write_file(path: Path, data: bytes, expected: bytes) -> None:
+    """Write ``data`` over ``path`` if it still holds ``expected``: now, or inside ``write_batch``
+    through the batch (a failure then replaces the file's result in WriteBatch.finish)."""
     if _BATCH:
         _BATCH[-1].write(path, data, expected)
     else:
@@ -465,7 +468,7 @@ def write_batch() -> Iterator[WriteBatch]:
         batch.close()
 
 
-def _fsync_folder(folder: Path) -> None:
+def fsync_folder(folder: Path) -> None:
     """Make the rename itself durable (a power cut after it must not bring the old file back)."""
     try:
         descriptor = os.open(folder, os.O_RDONLY)
@@ -498,7 +501,7 @@ def fix_file(
     """Migrate one file (in place when ``write``); the result carries old and new text."""
 
     def work() -> FileResult:
-        data = _read(path)
+        data = read_bytes(path)
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
         source: SourceText = decode(data)
@@ -517,7 +520,7 @@ def fix_file(
             imported = tuple(sorted(project.imported.get(path, ())))
         written = False
         if result.changed and write:
-            _write(path, encode(source, result.source), data)
+            write_file(path, encode(source, result.source), data)
             written = True
         return _fixed(path, source.text, result, written, imported)
 
@@ -567,7 +570,7 @@ def _run(
     return results, candidates
 
 
-def _together(
+def analyze_paths(
     paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
 ) -> Outcome:
     """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
@@ -592,7 +595,7 @@ def check_paths(
     from vjp_migrate.workers import Task
 
     how = how or _EXECUTION[-1]
-    return _together(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress).results
+    return analyze_paths(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress).results
 
 
 def fix_paths(
@@ -622,11 +625,11 @@ def fix_paths(
             (notice or logging.getLogger("vjp_migrate").warning)(message)
     # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
     # by a custom_vjp in another file that shares the rule.
-    outcome = _together(paths, exclude, Task("fix", settings), how, progress)
-    return _write_all(outcome) if write else outcome.results
+    outcome = analyze_paths(paths, exclude, Task("fix", settings), how, progress)
+    return write_all(outcome) if write else outcome.results
 
 
-def _write_all(outcome: Outcome) -> list[FileResult]:
+def write_all(outcome: Outcome) -> list[FileResult]:
     """Write each multi-file migration together, then every other changed file on its own."""
     from vjp_migrate.transaction import write_together
 
@@ -685,7 +688,7 @@ def write_result(result: FileResult) -> FileResult:
 
     def work() -> FileResult:
         data, new = planned_bytes(result)
-        _write(result.path, new, data)
+        write_file(result.path, new, data)
         return dataclasses.replace(result, written=True)
 
     return _guard(result.path, work)
@@ -697,7 +700,7 @@ def planned_bytes(result: FileResult) -> tuple[bytes, bytes]:
     SourceError when the file no longer holds the text the plan was made from; OSError when it
     cannot be read.
     """
-    data = _read(result.path)
+    data = read_bytes(result.path)
     source = decode(data)
     if source.text != result.old_text:
         raise SourceError("changed on disk while it was being fixed; left untouched")

@@ -3,8 +3,12 @@
 Like ruff's `.ruff_cache`: a folder (default `.vjp_migrate_cache` in the project root, see
 ``project_dir``; `--cache-dir` or VJP_MIGRATE_CACHE_DIR choose another) with a CACHEDIR.TAG
 and a .gitignore of `*`. One small JSON file per entry, named by a key that hashes the tool's
-version and its own source files, the settings, the path, whether the path was named on the
-command line, and the file's bytes: any change to one of them is a miss. Only successful
+version and its own source files, the settings, the file's absolute path, whether the path was
+named on the command line, and the file's bytes: any change to one of them is a miss. The path
+is in the key because the analysis reads the file's place (its module name from the
+``__init__.py`` files above it, the ``static-args``/``array-args`` match); both use the absolute
+path, so every spelling of one file (``pkg/a.py``, ``./pkg/a.py``, ``a.py`` from ``pkg/``)
+shares its entry, and a hit is labelled with the current run's spelling. Only successful
 results are stored. JSON, never pickle: a cache folder in a cloned repository must
 not be able to run code. Any cache problem (read-only folder, corrupt entry) is a miss, never
 an error.
@@ -73,7 +77,7 @@ class Cache:
 
     def key(self, path: Path, data: bytes, explicit: bool) -> str:
         digest = hashlib.sha256()
-        for part in (self.settings_key, str(path), "explicit" if explicit else "found"):
+        for part in (self.settings_key, os.path.abspath(path), "explicit" if explicit else "found"):
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
         digest.update(data)
         return digest.hexdigest()
@@ -90,7 +94,7 @@ class Cache:
     def put(self, path: Path, data: bytes, explicit: bool, result: FileResult) -> None:
         from vjp_migrate.model import Status
 
-        if result.status is not Status.OK:
+        if result.status is not Status.OK or _mentions(result, str(path)):
             return
         key = self.key(path, data, explicit)
         try:
@@ -103,6 +107,12 @@ class Cache:
             os.replace(temporary, folder / key)
         except OSError:
             pass  # a cache that cannot be written is only slower
+
+
+def _mentions(result: FileResult, spelling: str) -> bool:
+    """Whether a message or reason quotes the path: such a result cannot be relabelled for another spelling."""
+    texts = (text for d in result.diagnostics for text in (d.message, *(e.text for e in d.reasons)))
+    return any(spelling in text for text in texts)
 
 
 def _prepare(root: Path) -> None:
@@ -130,7 +140,7 @@ def _load(path: Path, raw: dict[str, Any]) -> FileResult:
     from vjp_migrate.model import ArgKind, Diagnostic, Evidence, FileResult, FixSafety, Status
 
     def diagnostic(values: dict[str, Any]) -> Diagnostic:
-        values = dict(values)
+        values = dict(values, path=str(path))  # stored under another spelling of the same file, maybe
         values["fix_safety"] = FixSafety(values["fix_safety"])
         values["reasons"] = tuple(Evidence(**{**e, "kind": ArgKind(e["kind"])}) for e in values["reasons"])
         values["also_touches"] = tuple(values.get("also_touches", ()))

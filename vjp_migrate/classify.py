@@ -5,6 +5,7 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
@@ -595,11 +596,13 @@ def apply_overrides(infos: list[ArgInfo], site: VjpSite, path: str, settings: Se
     """The configuration's `static-args` / `array-args` win over the evidence in the code.
 
     An entry names ``module.function:argument``; any dotted suffix of the file's module path
-    works (``fn:x``, ``mod.fn:x``, ``pkg.mod.Class.fn:0``).
+    works (``fn:x``, ``mod.fn:x``, ``pkg.mod.Class.fn:0``), the path made absolute so that every
+    spelling of the file matches alike.
     """
     if not settings.static_args and not settings.array_args:
         return infos
-    parts = [p for p in path.replace("\\", "/").removesuffix(".py").removesuffix(".ipynb").split("/") if p]
+    where = os.path.abspath(path).replace("\\", "/")
+    parts = [p for p in where.removesuffix(".py").removesuffix(".ipynb").split("/") if p]
     full_name = ".".join([*(parts[:-1] if parts[-1:] == ["__init__"] else parts), site.qualname])
     result = []
     for info in infos:

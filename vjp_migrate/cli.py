@@ -192,7 +192,10 @@ def check(
     "--verify",
     "verify_rewrites",
     is_flag=True,
-    help="Prove each file's rewrite with real JAX gradients before writing it (needs the [verify] extra).",
+    help=(
+        "Prove each file's rewrite, and each multi-file migration as one group, with real JAX gradients "
+        "before writing; a group is written all or none (needs the [verify] extra)."
+    ),
 )
 @click.option("--verify-examples", type=click.Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
 def fix(

@@ -8,6 +8,7 @@ without ``__init__.py``) resolve too.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,7 +24,8 @@ _PY_SUFFIXES = (".py", ".pyi")
 def package_name(path: Path) -> str:
     """The dotted module name of ``path`` from the ``__init__.py`` files above it."""
     parts = [] if path.stem == "__init__" else [path.stem]
-    folder = path.parent
+    # From the absolute path: `a.py` named inside `pkg/` is `pkg.a`, as `pkg/a.py` is (the cache shares them).
+    folder = Path(os.path.abspath(path)).parent
     while (folder / "__init__.py").is_file() and folder.name:
         parts.insert(0, folder.name)
         folder = folder.parent

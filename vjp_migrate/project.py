@@ -69,10 +69,10 @@ class Project:
 
     def load(self, path: Path) -> _Loaded | str:
         if path not in self.loaded:
-            from vjp_migrate.api import _read
+            from vjp_migrate.api import read_bytes
 
             try:
-                data = _read(path)
+                data = read_bytes(path)
                 source = decode(data)
                 self.loaded[path] = _Loaded(data, source, parse(source.text, str(path)))
             except SourceError as error:

@@ -128,7 +128,7 @@ def add_noqa(request: Request, notice: api.Notice | None = None) -> list[FileRes
         try:
             text = decode(result.path.read_bytes()).text
         except (OSError, SourceError) as error:
-            results.append(api._failed(result.path, error))
+            results.append(api.failed_result(result.path, error))
             continue
         new_text, _ = add(text, result.diagnostics)
         # Written like a fix: a read-only file or one edited meanwhile comes back FAILED, untouched.
@@ -223,7 +223,7 @@ def _write_group(group: list[FileResult], verify_options: VerifyOptions) -> list
             why = _failure(verify_trees(staged.before, staged.after, verify_options), staged)
     if why is not None:
         return _refused(group, f"{_NOT_WRITTEN}: {why}")
-    return api._write_all(Outcome(group, [changes]))
+    return api.write_all(Outcome(group, [changes]))
 
 
 def _changes(group: list[FileResult]) -> list[FileChange] | str:
@@ -236,7 +236,7 @@ def _changes(group: list[FileResult]) -> list[FileChange] | str:
         try:
             data, new = api.planned_bytes(result)
         except (OSError, SourceError) as error:
-            return f"{result.path}: {api._failed(result.path, error).reason}"
+            return f"{result.path}: {api.failed_result(result.path, error).reason}"
         changes.append(FileChange(result.path, data, new))
     return changes
 

@@ -49,9 +49,9 @@ from pathlib import Path
 from vjp_migrate.api import (
     READ_ONLY,
     TEMPORARY_SUFFIX,
-    _fsync_folder,
-    _pid_alive,
-    _read,
+    fsync_folder,
+    pid_alive,
+    read_bytes,
     read_only,
     remove_stray_temporaries,
     write_atomically,
@@ -114,7 +114,7 @@ def _resolve(changes: Sequence[FileChange]) -> list[_Entry]:
 def _check_target(entry: _Entry) -> None:
     path = entry.change.path
     try:
-        current = _read(entry.target)
+        current = read_bytes(entry.target)
     except SourceError as error:
         raise SourceError(f"{path}: {error}; {UNCHANGED}") from None
     except OSError as error:
@@ -156,7 +156,7 @@ def _write_journal(folder: Path, entries: Sequence[_Entry]) -> Path:
         with contextlib.suppress(OSError):
             os.unlink(temporary)
         raise SourceError(f"{folder}: cannot write the migration journal: {_why(error)}; {UNCHANGED}") from None
-    _fsync_folder(folder)
+    fsync_folder(folder)
     return journal
 
 
@@ -213,9 +213,9 @@ def write_together(changes: Sequence[FileChange]) -> None:
         journal = _write_journal(Path(os.path.commonpath(folders)), written)
         _rename_all(written)
         for folder in folders:
-            _fsync_folder(folder)
+            fsync_folder(folder)
         os.unlink(journal)
-        _fsync_folder(journal.parent)
+        fsync_folder(journal.parent)
     except _Interrupted:
         raise
     except SourceError:
@@ -242,7 +242,7 @@ def _journal_pid(name: str) -> int | None:
 def _stale(folder: Path, names: Iterable[str]) -> Iterator[Path]:
     for name in sorted(names):
         pid = _journal_pid(name)
-        if pid is not None and not _pid_alive(pid):
+        if pid is not None and not pid_alive(pid):
             yield folder / name
 
 
@@ -293,7 +293,7 @@ def _under(path: Path, roots: Sequence[Path]) -> bool:
 
 def _current(path: Path) -> bytes | None:
     try:
-        return _read(path)
+        return read_bytes(path)
     except (OSError, SourceError):
         return None
 
@@ -322,7 +322,7 @@ def _finish(journal: Path, recorded: Sequence[_Recorded]) -> str:
         journal.unlink()
     except OSError as error:
         return f"{message}; but its journal {journal} cannot be removed: {_why(error)}"
-    _fsync_folder(journal.parent)
+    fsync_folder(journal.parent)
     for r in recorded:
         remove_stray_temporaries(r.path.parent)
     return message

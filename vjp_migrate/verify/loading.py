@@ -86,7 +86,15 @@ def load_module(path: Path, role: str, source: str | None = None) -> types.Modul
 
 def _inside(module: types.ModuleType, root: Path) -> bool:
     filename = getattr(module, "__file__", None)
-    return isinstance(filename, str) and Path(filename).resolve().is_relative_to(root)
+    if isinstance(filename, str):
+        return Path(filename).resolve().is_relative_to(root)
+    # A namespace package has no file: it is the folder's when one of its portions is there (the
+    # next folder's `ns.rules` must not be found as an attribute left on this folder's `ns`).
+    try:
+        portions = list(getattr(module, "__path__", None) or ())
+    except Exception:  # a module object of the user's that computes __path__ and fails
+        return False
+    return any(isinstance(p, str) and Path(p).resolve().is_relative_to(root) for p in portions)
 
 
 def load_tree(
@@ -126,9 +134,10 @@ def load_tree(
     finally:
         if package is None and search in sys.path:
             sys.path.remove(search)
-        for name in set(sys.modules) - known:
-            if _inside(sys.modules[name], root) or (package is not None and name.split(".")[0] == package):
-                del sys.modules[name]
+        added = set(sys.modules) - known
+        # Decided before any is removed: a namespace package's __path__ looks its parent up.
+        for name in [n for n in added if _inside(sys.modules[n], root) or n.split(".")[0] == package]:
+            del sys.modules[name]
     return modules, errors
 
 

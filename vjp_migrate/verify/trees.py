@@ -14,13 +14,12 @@ from __future__ import annotations
 import ast
 import os
 import shutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from vjp_migrate.discover import SKIP_DIRS
 from vjp_migrate.modules import absolute_module
-from vjp_migrate.verify.loading import locate
 
 
 @dataclass(frozen=True)
@@ -37,16 +36,29 @@ class TreePlan:
     warnings: tuple[str, ...] = field(default=())
 
 
-def python_files(root: Path) -> dict[str, Path]:
-    """The ``.py`` files below ``root`` by relative posix path (pruned as discovery prunes)."""
+def python_files(root: Path, follow_links: bool = False) -> dict[str, Path]:
+    """The ``.py`` files below ``root`` by relative posix path (pruned as discovery prunes;
+    symlinked folders entered only when ``follow_links``, as the import system enters them)."""
     found: dict[str, Path] = {}
-    for folder, dirs, files in os.walk(root):
-        dirs[:] = sorted(d for d in dirs if not _skipped(d))
+    for folder, _, files in _walk(root, lambda d: not _skipped(d.name), follow_links):
         for name in files:
             if name.endswith(".py"):
-                path = Path(folder) / name
+                path = folder / name
                 found[path.relative_to(root).as_posix()] = path
     return found
+
+
+def _walk(root: Path, keep: Callable[[Path], bool], follow_links: bool) -> Iterator[tuple[Path, list[str], list[str]]]:
+    """os.walk in name order, into the folders ``keep`` accepts; followed links never loop (a
+    link to a folder the walk is already inside is not entered)."""
+    inside = {root: {os.path.realpath(root)}}  # each folder -> the real folders above it, itself included
+    for folder, dirs, files in os.walk(root, followlinks=follow_links):
+        here = Path(folder)
+        above = inside.pop(here, set())
+        dirs[:] = sorted(d for d in dirs if keep(here / d) and os.path.realpath(here / d) not in above)
+        for d in dirs:
+            inside[here / d] = above | {os.path.realpath(here / d)}
+        yield here, dirs, files
 
 
 def module_name(relative: str, package: str | None) -> str | None:
@@ -169,23 +181,51 @@ def _package(folder: Path) -> bool:
 
 
 def _copy(source: Path, target: Path) -> None:
-    """The files below ``source``, contents only: the copies are always writable and removable."""
-    for folder, dirs, files in os.walk(source):
-        dirs[:] = [d for d in dirs if _package(Path(folder) / d) or not _skipped(d)]
-        into = target / Path(folder).relative_to(source)
+    """The files below ``source``, contents only: the copies are always writable and removable,
+    and a symlinked folder or file becomes real ones (a write to the copy never reaches the
+    link's target)."""
+    for folder, _, files in _walk(source, lambda d: _package(d) or not _skipped(d.name), True):
+        into = target / folder.relative_to(source)
         into.mkdir(parents=True, exist_ok=True)
         for name in files:
-            shutil.copyfile(Path(folder) / name, into / name)
+            if (folder / name).is_file():  # not a dangling link, a pipe or a socket
+                shutil.copyfile(folder / name, into / name)
 
 
 def _importable(source: Path, top: str) -> Iterable[tuple[str, bool, Path]]:
     if source.is_file():
         yield top, False, source
         return
-    for relative, path in python_files(source).items():
+    for relative, path in python_files(source, follow_links=True).items():
         name = module_name(relative, top)
         if name is not None:
             yield name, relative.endswith("__init__.py"), path
+
+
+def _resolves(base: Path, name: str) -> bool:
+    """Whether ``name`` (dotted) is a module, package or namespace folder below ``base``."""
+    path = base.joinpath(*name.split("."))
+    return path.is_dir() or path.with_name(path.name + ".py").is_file()
+
+
+def _import_root(path: Path, targets: set[str]) -> tuple[Path, str]:
+    """The folder ``import`` finds ``path`` from, and its module name there: above the folders
+    with an ``__init__.py``, and further up through namespace folders (PEP 420) when the
+    migration's files import the namespace by name (``ns.sub.rules`` for ``ns/sub/rules.py``)
+    and that import cannot be met lower down."""
+    path = Path(os.path.abspath(path))  # a symlinked folder on the way stays: the import system keeps it
+    parts = [] if path.stem == "__init__" else [path.stem]
+    root = path.parent
+    while _package(root) and root.parent != root:
+        parts.insert(0, root.name)
+        root = root.parent
+    best, name = root, parts[:]
+    while root.name.isidentifier() and root.parent != root:
+        folder, root = root.name, root.parent
+        parts.insert(0, folder)
+        if any(t.split(".")[0] == folder and _resolves(root, t) and not _resolves(best, t) for t in targets):
+            best, name = root, parts[:]
+    return best, ".".join(name) or path.stem
 
 
 def stage_trees(changes: Mapping[Path, tuple[bytes, bytes]], into: Path) -> Staged:
@@ -194,22 +234,28 @@ def stage_trees(changes: Mapping[Path, tuple[bytes, bytes]], into: Path) -> Stag
     ``into/before`` and ``into/after`` each get a copy of the top-level packages (or modules)
     that hold a changed file, and of those their modules import from the same import root,
     transitively; then each changed file gets its old bytes in ``before`` and its new ones in
-    ``after``. Raises ValueError when two different folders would take the same top-level name,
-    OSError when a copy fails.
+    ``after``. A namespace package (no ``__init__.py``) is copied from the folder its files
+    import it from; symlinked folders are copied as real ones. Raises ValueError when two
+    different folders would take the same top-level name, OSError when a copy fails.
     """
     into = into.resolve()
     sources: dict[str, Path] = {}
     placed: dict[Path, Path] = {}  # each changed file -> its place relative to the copies
     roots: list[Path] = []
     todo: list[tuple[str, Path]] = []
+    targets: set[str] = set()
+    for path, (old, new) in changes.items():
+        _, name = _import_root(path, set())  # the name as the import system sees it from below
+        for data in (old, new):
+            targets |= imported(_text(data), name, path.name == "__init__.py")
     for path, (_, new) in changes.items():
-        location = locate(path)
-        placed[path] = path.resolve().relative_to(location.root)
-        if location.root not in roots:
-            roots.append(location.root)
+        root, name = _import_root(path, targets)
+        placed[path] = Path(os.path.abspath(path)).relative_to(root)
+        if root not in roots:
+            roots.append(root)
         is_package = path.name == "__init__.py"
-        todo.append((location.module_name.split(".")[0], location.root))
-        todo.extend((t.split(".")[0], location.root) for t in imported(_text(new), location.module_name, is_package))
+        todo.append((name.split(".")[0], root))
+        todo.extend((t.split(".")[0], root) for t in imported(_text(new), name, is_package))
     while todo:
         top, root = todo.pop()
         source = _top_level(root, top)
