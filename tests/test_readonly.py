@@ -69,10 +69,21 @@ def test_fix_paths_fails_the_read_only_file_and_writes_the_others(tmp_path: Path
     results = {r.path.name: r for r in api.fix_paths([pkg], how=api.Execution(jobs))}
     assert results["locked.py"].status is Status.FAILED
     assert results["locked.py"].reason == "is read-only; left untouched"
+    assert len(results["locked.py"].fixed) == 2 and not results["locked.py"].written  # what it would have fixed
     assert results["open.py"].status is Status.OK and results["open.py"].written
     assert (pkg / "locked.py").read_bytes() == SEED
     assert (pkg / "open.py").read_bytes() != SEED
     assert sorted(p.name for p in pkg.iterdir()) == ["locked.py", "open.py"]
+
+
+def test_fix_file_keeps_the_findings_of_a_refused_write(tmp_path: Path) -> None:
+    pkg = tree(tmp_path)
+    result = api.fix_file(pkg / "locked.py")
+    assert result.status is Status.FAILED and result.reason == "is read-only; left untouched"
+    assert len(result.diagnostics) == 2 and not result.written
+    assert (pkg / "locked.py").read_bytes() == SEED
+    opened = api.fix_file(pkg / "open.py")
+    assert opened.status is Status.OK and opened.written and len(opened.fixed) == 2
 
 
 def test_write_batch_refuses_only_the_read_only_file(tmp_path: Path) -> None:
@@ -101,6 +112,7 @@ def test_fix_cli_says_one_line_and_exits_2(tmp_path: Path, as_user: bool) -> Non
     done = _cli("fix", str(pkg), prefix=prefix)
     assert done.returncode == 2, done.stderr
     assert [line for line in done.stderr.splitlines() if "error" in line] == [refusal(pkg / "locked.py")]
+    assert done.stdout.splitlines()[-1] == "Fixed 2 findings in 1 file; 2 findings in 1 file not written."
     assert (pkg / "locked.py").read_bytes() == SEED
     assert (pkg / "open.py").read_bytes() != SEED
 

@@ -518,13 +518,10 @@ def fix_file(
             project = Project.for_file(path)
             result = _fix_text(source.text, str(path), settings, project, syntax_checked=verdict.parses)
             imported = tuple(sorted(project.imported.get(path, ())))
-        written = False
-        if result.changed and write:
-            write_file(path, encode(source, result.source), data)
-            written = True
-        return _fixed(path, source.text, result, written, imported)
+        return _fixed(path, source.text, result, False, imported)
 
-    return _guard(path, work)
+    planned = _guard(path, work)
+    return write_result(planned) if write else planned
 
 
 Progress = Callable[[int, int], None]  # (files done, files in all), after each file
@@ -643,14 +640,9 @@ def write_all(outcome: Outcome) -> list[FileResult]:
         else:
             done.update((change.path, FileResult(change.path, Status.OK, written=True)) for change in group)
     with write_batch() as batch:
-        results = [
-            (done[r.path] if done[r.path].status is Status.FAILED else dataclasses.replace(r, written=r.changed))
-            if r.path in done
-            else write_result(r)
-            for r in outcome.results
-        ]
+        results = [_after_write(r, done[r.path]) if r.path in done else write_result(r) for r in outcome.results]
         failed = batch.finish()
-    return [failed.get(r.path, r) for r in results]
+    return [_after_write(r, failed[r.path]) if r.path in failed else r for r in results]
 
 
 def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:
@@ -691,7 +683,14 @@ def write_result(result: FileResult) -> FileResult:
         write_file(result.path, new, data)
         return dataclasses.replace(result, written=True)
 
-    return _guard(result.path, work)
+    return _after_write(result, _guard(result.path, work))
+
+
+def _after_write(result: FileResult, outcome: FileResult) -> FileResult:
+    """``result`` once written, as ``outcome`` tells; a failure keeps the analysis (what was not fixed)."""
+    if outcome.status is Status.FAILED:
+        return dataclasses.replace(result, status=Status.FAILED, reason=outcome.reason, written=False)
+    return dataclasses.replace(result, written=outcome.written)
 
 
 def planned_bytes(result: FileResult) -> tuple[bytes, bytes]:

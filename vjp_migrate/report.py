@@ -128,14 +128,21 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
     remaining = [d for r in results for d in r.remaining]
     for d in remaining:
         _print(_finding_lines(d, show_reasons), stream)
-    fixed = sum(len(r.fixed) for r in results if r.changed)
+    done = changed if diff else [r for r in changed if r.written]
+    refused = [r for r in changed if r not in done]  # not written: their errors say why
     verb = "Would fix" if diff else "Fixed"
-    files = f"{len(changed)} file{'s' if len(changed) != 1 else ''}"
     left = f", {len(remaining)} remaining" if remaining else ""
-    if fixed or remaining:
-        _print([("plain", f"{verb} {fixed} finding{'s' if fixed != 1 else ''} in {files}{left}.")], stream)
+    if refused:
+        left += f"; {_findings_in(refused)} not written"
+    if done or remaining or refused:
+        _print([("plain", f"{verb} {_findings_in(done)}{left}.")], stream)
     else:
         _print([("ok", "Nothing to fix.")], stream)
+
+
+def _findings_in(results: Sequence[FileResult]) -> str:
+    fixed = sum(len(r.fixed) for r in results)
+    return f"{fixed} finding{'s' if fixed != 1 else ''} in {len(results)} file{'s' if len(results) != 1 else ''}"
 
 
 def render_machine(results: Sequence[FileResult], output_format: str) -> str:
