@@ -45,6 +45,25 @@ def test_static_uses(primal: str, bwd: str, reason: str) -> None:
     assert any(reason in r for r in reasons), reasons
 
 
+@pytest.mark.parametrize(
+    ("bwd", "reason"),
+    [
+        pytest.param("return (g * float(a) + g * a,)", "passed to `float`", id="float()"),
+        pytest.param("return (g * np.float32(a) + g * a,)", "concrete NumPy value by `np.float32`", id="np.float32"),
+        pytest.param("return (g * np.asarray(a),)", "concrete NumPy value by `np.asarray`", id="np.asarray"),
+    ],
+)
+def test_concrete_conversions_are_static(bwd: str, reason: str) -> None:
+    kind, reasons, _ = classify("return x", bwd, extra="import numpy as np\n")
+    assert kind is ArgKind.STATIC
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_other_numpy_functions_are_still_array_data() -> None:
+    kind, reasons, _ = classify("return x", "return (g * np.tanh(a),)", extra="import numpy as np\n")
+    assert kind is ArgKind.ARRAY, reasons
+
+
 def test_if_on_the_value_is_static_but_is_none_check_is_not() -> None:
     body = "if a:\n        return x\n    return -x"
     assert classify(body)[0] is ArgKind.STATIC

@@ -181,12 +181,39 @@ STATIC_BUILTINS = frozenset(
     {
         "builtins.range",
         "builtins.int",
+        "builtins.float",
+        "builtins.complex",
         "builtins.bool",
         "builtins.hash",
         "builtins.str",
         "builtins.slice",
         "builtins.callable",
     }
+)
+# Host NumPy conversions: a Tracer cannot become a NumPy value, so the argument must be concrete
+# (`np.float32(gravity)` for an FFI attribute); unlike other `numpy` functions, not array data.
+HOST_CONVERSIONS = frozenset(
+    f"numpy.{name}"
+    for name in (
+        "asarray",
+        "array",
+        "float16",
+        "float32",
+        "float64",
+        "double",
+        "single",
+        "int8",
+        "int16",
+        "int32",
+        "int64",
+        "uint8",
+        "uint16",
+        "uint32",
+        "uint64",
+        "bool_",
+        "complex64",
+        "complex128",
+    )
 )
 # Array methods whose arguments are shapes/axes (``x.reshape(shape)``, ``x.sum(axis)``).
 SHAPE_METHODS = frozenset(
@@ -299,6 +326,8 @@ class Uses(cst.CSTVisitor):
         last = qname.rsplit(".", 1)[-1]
         if qname in STATIC_BUILTINS:
             self._add(ArgKind.STATIC, f"passed to `{func_text}`", call)
+        elif qname in HOST_CONVERSIONS:
+            self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call)
         elif qname in JAX_TRANSFORMS:
             if position == 0:
                 self._add(ArgKind.STATIC, f"passed as the function to `{func_text}`", call)

@@ -386,7 +386,9 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` takes the argument through *args"
     fwd_bound = names_in(fwd).bound
     fwd_returns = own_returns(fwd)
-    reused = _already_saved(read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd_returns, fwd_bound)
+    reused = _already_saved(
+        read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd_returns, fwd_bound, _bindings(fwd)
+    )
     saved = tuple(p for p in read if p not in reused)
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
@@ -459,10 +461,12 @@ def _already_saved(
     counts: dict[str, int],
     fwd_returns: list[cst.Return],
     fwd_bound: set[str],
+    fwd_bindings: dict[str, list[cst.CSTNode]],
 ) -> dict[int, cst.Name]:
     """Moved arguments that fwd already saves by hand (half-migrated code), with bwd's unpack
-    target for each: every residual is a tuple holding the fwd parameter at one index, and bwd
-    unpacks it in one plain assignment whose target there can take bwd's name for it."""
+    target for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
+    parameter at one index, and bwd unpacks it in one plain assignment whose target there can
+    take bwd's name for it."""
     residual = bwd_params[len(order)]
     unpack = _single_unpack(bwd, residual, counts, ())
     if unpack is None:
@@ -470,7 +474,11 @@ def _already_saved(
     target = unpack.targets[0].target
     if not isinstance(target, (cst.Tuple, cst.List)):
         return {}
-    tuples = [r.value.elements[1].value for r in fwd_returns if isinstance(r.value, cst.Tuple)]
+    tuples = [
+        _residual_literal(r.value.elements[1].value, fwd_bindings)
+        for r in fwd_returns
+        if isinstance(r.value, cst.Tuple)
+    ]
     if len(tuples) != len(fwd_returns) or not all(
         isinstance(t, cst.Tuple) and len(t.elements) == len(target.elements) for t in tuples
     ):
@@ -491,6 +499,15 @@ def _already_saved(
         if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
             found[p] = slot
     return found
+
+
+def _residual_literal(value: cst.BaseExpression, bindings: dict[str, list[cst.CSTNode]]) -> cst.BaseExpression:
+    """The tuple literal a returned residual name is bound to once (`residual = (a, b)`), else the value."""
+    if isinstance(value, cst.Name):
+        assign = _literal_binding(value.value, bindings)
+        if assign is not None:
+            return assign.value
+    return value
 
 
 def _jit_edits(
