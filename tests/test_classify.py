@@ -146,3 +146,33 @@ def test_the_same_reason_on_the_same_line_is_given_once() -> None:
     kind, reasons, _ = classify("return x * a + x / a")
     assert kind is ArgKind.ARRAY
     assert len(reasons) == len(set(reasons)) and any("arithmetic" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("primal", "bwd", "signature", "expected"),
+    [
+        pytest.param("return a.dot(x)", "return (a.rmatvec(g),)", "a, x", ArgKind.UNKNOWN, id="object with .dot"),
+        pytest.param("return a.solve(x) * a", "return (g,)", "a, x", ArgKind.UNKNOWN, id="arithmetic on an object"),
+        pytest.param(
+            "return a.dot(x)", "return (a.rmatvec(g),)", "a: jax.Array, x", ArgKind.ARRAY, id="annotated wins"
+        ),
+        pytest.param("return a.get('w') * x", "return (g * a['w'],)", "a, x", ArgKind.ARRAY, id="dict of arrays"),
+        pytest.param("return a._replace(w=x)", "return (g * a,)", "a, x", ArgKind.ARRAY, id="namedtuple"),
+        pytest.param("return a.sum() + a.argsort()[0] * x", "return (g,)", "a, x", ArgKind.ARRAY, id="array methods"),
+    ],
+)
+def test_a_method_arrays_lack_makes_array_like_use_unknown(
+    primal: str, bwd: str, signature: str, expected: ArgKind
+) -> None:
+    kind, reasons, _ = classify(primal, bwd, signature=signature)
+    assert kind is expected, reasons
+    if expected is ArgKind.UNKNOWN:
+        assert any("which arrays do not have" in r for r in reasons), reasons
+
+
+def test_the_array_methods_are_every_public_name_of_jax_array() -> None:
+    import jax
+
+    from vjp_migrate.vocabulary import ARRAY_METHODS
+
+    assert {n for n in dir(jax.Array) if not n.startswith("_")} <= ARRAY_METHODS

@@ -15,11 +15,17 @@ from vjp_migrate import walk
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
-from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ATTRIBUTES, ARRAY_MODULES
+from vjp_migrate.vocabulary import (
+    ARRAY_ANNOTATION_NAMES,
+    ARRAY_ATTRIBUTES,
+    ARRAY_METHODS,
+    ARRAY_MODULES,
+    CONTAINER_METHODS,
+)
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
 # How much a piece of evidence weighs.
-STRONG, WEAK, CALL_SITE, SCALAR = "strong", "weak", "call site", "scalar"
+STRONG, WEAK, CALL_SITE, SCALAR, OBJECT = "strong", "weak", "call site", "scalar", "object"
 
 STATIC_KEYWORDS = frozenset(
     {
@@ -299,6 +305,12 @@ class Uses(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in self.names:
             self._add(ArgKind.STATIC, "called as a function", node)
+        method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
+            assert isinstance(node.func, cst.Attribute)
+            if isinstance(node.func.value, cst.Name) and node.func.value.value in self.names:
+                text = f"has its method `.{method}()` called, which arrays do not have (maybe not a pytree of arrays)"
+                self._add(ArgKind.UNKNOWN, text, node, weight=OBJECT)
         positional = 0
         for arg in node.args:
             if arg.keyword is None and arg.star:
@@ -595,9 +607,9 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
     if static:
         return ArgInfo(index, name, ArgKind.STATIC, _once(static), False)
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
-    scalar = [e for e, weight in evidence if weight == SCALAR]
-    # A Python-number annotation means numeric use proves nothing; an array passed at a call
-    # site or an array annotation still does.
+    scalar = [e for e, weight in evidence if weight in (SCALAR, OBJECT)]
+    # A Python-number annotation, or a method arrays lack, means numeric use (or `.dot`) proves
+    # nothing; an array passed at a call site or an array annotation still does.
     decisive = [e for e, weight in array if weight == CALL_SITE or "annotated" in e.text]
     if array and (decisive or not scalar):
         strong = any(weight != WEAK for _, weight in array)
