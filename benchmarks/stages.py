@@ -26,7 +26,7 @@ from run import dense_tree, replace_between
 
 # (label, module, attribute): the stage functions, in pipeline order.
 STAGES = [
-    ("read and decode", "vjp_migrate.api", "read_bytes"),
+    ("read and decode", "vjp_migrate.files", "read_bytes"),
     ("read and decode", "vjp_migrate.source", "decode"),
     ("ast screen (its parse is also the syntax check)", "vjp_migrate.api", "_screen"),
     ("LibCST parse", "vjp_migrate.source", "parse"),

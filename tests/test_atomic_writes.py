@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 from conftest import FIXTURES, ROOT
 
-from vjp_migrate.api import fix_paths, fix_source, remove_stray_temporaries, write_atomically
+from vjp_migrate.api import fix_paths, fix_source
+from vjp_migrate.files import remove_stray_temporaries, write_atomically
 from vjp_migrate.source import SourceError
 
 SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")

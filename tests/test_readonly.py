@@ -21,7 +21,7 @@ from conftest import ROOT
 from test_notebook import notebook_text
 from test_transaction import permission_bound
 
-from vjp_migrate import api
+from vjp_migrate import api, files
 from vjp_migrate.cli import main
 from vjp_migrate.model import Status
 from vjp_migrate.source import SourceError
@@ -44,12 +44,12 @@ def refusal(path: Path) -> str:
 def test_read_only_follows_the_mode_bits_for_root_too(tmp_path: Path) -> None:
     target = tmp_path / "a.py"
     target.write_bytes(b"x = 1\n")
-    assert not api.read_only(target)
+    assert not files.read_only(target)
     target.chmod(0o444)
-    assert api.read_only(target)
+    assert files.read_only(target)
     target.chmod(0o464)  # its group may write it, its owner may not (unless root, who owns it here)
-    assert api.read_only(target) is (os.geteuid() != 0)
-    assert not api.read_only(tmp_path / "missing.py")  # the read before the rename says so
+    assert files.read_only(target) is (os.geteuid() != 0)
+    assert not files.read_only(tmp_path / "missing.py")  # the read before the rename says so
 
 
 def test_write_atomically_refuses_and_keeps_the_file(tmp_path: Path) -> None:
@@ -57,7 +57,7 @@ def test_write_atomically_refuses_and_keeps_the_file(tmp_path: Path) -> None:
     target.write_bytes(b"x = 1\n")
     target.chmod(0o444)
     with pytest.raises(SourceError, match=r"^is read-only; left untouched$"):
-        api.write_atomically(target, b"x = 2\n", b"x = 1\n")
+        files.write_atomically(target, b"x = 2\n", b"x = 1\n")
     assert target.read_bytes() == b"x = 1\n"
     assert target.stat().st_mode & 0o777 == 0o444
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]  # no temporary left
@@ -88,11 +88,11 @@ def test_fix_file_keeps_the_findings_of_a_refused_write(tmp_path: Path) -> None:
 
 def test_write_batch_refuses_only_the_read_only_file(tmp_path: Path) -> None:
     pkg = tree(tmp_path)
-    with api.write_batch() as batch:
+    with files.write_batch() as batch:
         for name in ("locked.py", "open.py"):
-            api.write_file(pkg / name, b"# migrated\n", SEED)
+            files.write_file(pkg / name, b"# migrated\n", SEED)
         failed = batch.finish()
-    assert {p.name: r.reason for p, r in failed.items()} == {"locked.py": "is read-only; left untouched"}
+    assert {p.name: str(error) for p, error in failed.items()} == {"locked.py": "is read-only; left untouched"}
     assert (pkg / "locked.py").read_bytes() == SEED
     assert (pkg / "open.py").read_bytes() == b"# migrated\n"
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from vjp_migrate.api import fix_paths, remove_stray_temporaries
+from vjp_migrate.api import fix_paths
+from vjp_migrate.files import remove_stray_temporaries
 from vjp_migrate.source import SourceError
 from vjp_migrate.transaction import JOURNAL_PREFIX, KILL_HOOK, FileChange, recover, write_together
 

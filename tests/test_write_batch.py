@@ -1,4 +1,4 @@
-"""api.WriteBatch: fix's writes made durable together still replace each file atomically and checked."""
+"""files.WriteBatch: fix's writes made durable together still replace each file atomically and checked."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from vjp_migrate import api
+from vjp_migrate import api, files
 from vjp_migrate.model import FileResult, Status
 
 
@@ -16,7 +16,7 @@ def test_batch_writes_files_and_refuses_one_changed_meanwhile(tmp_path: Path) ->
     for path in (kept, changed, gone):
         path.write_bytes(b"old\n")
     os.chmod(kept, 0o640)
-    batch = api.WriteBatch()
+    batch = files.WriteBatch()
     try:
         for path in (kept, changed, gone):
             batch.write(path, b"new\n", b"old\n")
@@ -29,9 +29,10 @@ def test_batch_writes_files_and_refuses_one_changed_meanwhile(tmp_path: Path) ->
     assert kept.read_bytes() == b"new\n" and (kept.stat().st_mode & 0o777) == 0o640
     assert changed.read_bytes() == b"edited\n"
     assert set(failed) == {changed, gone}
-    assert failed[changed].status is Status.FAILED
-    assert failed[changed].reason == "changed on disk while it was being fixed; left untouched"
-    assert failed[gone].reason is not None and failed[gone].reason.startswith("cannot be read")
+    reasons = {path: api.failed_result(path, error) for path, error in failed.items()}
+    assert reasons[changed].status is Status.FAILED
+    assert reasons[changed].reason == "changed on disk while it was being fixed; left untouched"
+    assert reasons[gone].reason is not None and reasons[gone].reason.startswith("cannot be read")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["changed.py", "kept.py"]  # no temporaries left
 
 
@@ -45,11 +46,11 @@ def test_fix_paths_in_process_writes_through_the_batch(tmp_path: Path) -> None:
     assert len(results) == 20 and all(r.written and r.status is Status.OK for r in results)
     after = read_exact(case / "after.py")
     assert all(read_exact(p) == after for p in tmp_path.glob("*.py"))
-    assert not [p for p in tmp_path.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]
+    assert not [p for p in tmp_path.iterdir() if p.name.endswith(files.TEMPORARY_SUFFIX)]
 
 
 def _temporaries(folder: Path) -> list[Path]:
-    return [p for p in folder.iterdir() if p.name.endswith(api.TEMPORARY_SUFFIX)]
+    return [p for p in folder.iterdir() if p.name.endswith(files.TEMPORARY_SUFFIX)]
 
 
 def test_an_interrupted_fix_renames_nothing_and_leaves_no_temporary(

@@ -1,4 +1,4 @@
-"""Stage 6c: the on-disk result cache of `check`, so unchanged files are not parsed again.
+"""Stage 11b: the on-disk result cache of `check`, so unchanged files are not parsed again.
 
 Like ruff's `.ruff_cache`: a folder (default `.vjp_migrate_cache` in the project root, see
 ``project_dir``; `--cache-dir` or VJP_MIGRATE_CACHE_DIR choose another) with a CACHEDIR.TAG

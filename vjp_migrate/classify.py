@@ -1,4 +1,4 @@
-"""Stage 4: site -> an ArgInfo per nondiff argument: STATIC, ARRAY or UNKNOWN, with the evidence.
+"""Stage 6: site -> an ArgInfo per nondiff argument: STATIC, ARRAY or UNKNOWN, with the evidence.
 
 Static evidence wins over numeric use: a legitimate callable or setting must never be migrated.
 """

@@ -1,4 +1,4 @@
-"""Stage 5b: site decisions -> Diagnostics (codes, messages and positions; no decisions made here)."""
+"""Stage 8: site decisions -> Diagnostics (codes, messages and positions; no decisions made here)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 8b: results -> CI formats: GitHub workflow commands, SARIF 2.1.0, JUnit XML.
+"""Stage 13b: results -> CI formats: GitHub workflow commands, SARIF 2.1.0, JUnit XML.
 
 Plain data in, one string out; no colour, no rich. The rule metadata comes from codes.py.
 """

@@ -1,4 +1,4 @@
-"""Stage 2a: module -> which local name means which qualified name (our own cheap import tracking).
+"""Stage 4: module -> which local name means which qualified name (our own cheap import tracking).
 
 LibCST's QualifiedNameProvider would do this too, at a cost that more than doubles a pass; the
 tool only needs "does this expression name jax.custom_vjp / functools.partial / jax.numpy.x".

@@ -13,6 +13,7 @@ from pathlib import Path
 from vjp_migrate import api
 from vjp_migrate.config import CliOptions, groups
 from vjp_migrate.discover import discover
+from vjp_migrate.files import write_atomically
 from vjp_migrate.model import FileResult, RewritePlan, Settings, Status
 from vjp_migrate.source import SourceError, check_syntax, decode, encode
 
@@ -63,7 +64,7 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask) -> FileRes
     new_text = apply_plans(analysis.module, accepted).code if accepted else source.text  # type: ignore[arg-type]
     check_syntax(new_text, str(path))
     if new_text != source.text:
-        api.write_atomically(path, encode(source, new_text), data)
+        write_atomically(path, encode(source, new_text), data)
     moved = {(p.site.qualname, i) for p in accepted for i in p.moved}
     fixed = tuple(d for d in analysis.diagnostics if (d.function, d.index) in moved)
     result = FileResult(

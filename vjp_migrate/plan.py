@@ -1,4 +1,4 @@
-"""Stage 5: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST building)."""
+"""Stage 7: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST building)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 6d: project-wide analysis: custom_vjp rules imported from other files of the same run.
+"""Stage 6b: project-wide analysis: custom_vjp rules imported from other files of the same run.
 
 Phase 1 analyses every file on its own (workers, cache); a site whose fwd or bwd is imported
 is then VJP003 ("... which is not among the files checked") and its file says which modules
@@ -69,7 +69,7 @@ class Project:
 
     def load(self, path: Path) -> _Loaded | str:
         if path not in self.loaded:
-            from vjp_migrate.api import read_bytes
+            from vjp_migrate.files import read_bytes
 
             try:
                 data = read_bytes(path)

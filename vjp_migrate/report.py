@@ -1,4 +1,4 @@
-"""Stage 8: results -> text for people and machines. The only place that imports rich (lazily)."""
+"""Stage 13: results -> text for people and machines. The only place that imports rich (lazily)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 6: module + plans -> new module. The only place that builds CST nodes."""
+"""Stage 9: module + plans -> new module. The only place that builds CST nodes."""
 
 from __future__ import annotations
 

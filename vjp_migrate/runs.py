@@ -1,4 +1,4 @@
-"""Stage 7b: one command's whole run over its paths: configuration groups -> api -> baseline.
+"""Stage 12: one command's whole run over its paths: configuration groups -> api -> baseline.
 
 The CLI builds a Request from its options and prints what comes back; the decisions about
 which configuration applies to which path and which findings a baseline hides live here.

@@ -1,4 +1,4 @@
-"""Stage 1b: a cheap structural screen with CPython's `ast`, before any LibCST parse.
+"""Stage 3: a cheap structural screen with CPython's `ast`, before any LibCST parse.
 
 It answers one question, soundly: *could* the full pipeline report anything in this text with
 these settings? ``may_report`` returns False only when it can prove the answer is no; every

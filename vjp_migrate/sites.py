@@ -1,4 +1,4 @@
-"""Stage 3: module -> every jax.custom_vjp with nondiff arguments, its fwd/bwd and its defvjp."""
+"""Stage 5: module -> every jax.custom_vjp with nondiff arguments, its fwd/bwd and its defvjp."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Stage 6c: write the files of one migration together (all or none), and finish interrupted ones.
+"""Stage 10c: write the files of one migration together (all or none), and finish interrupted ones.
 
 A migration whose fwd and bwd live in other modules changes several files; a reader must never
 find half of it. ``write_together`` does this:
@@ -46,7 +46,8 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from vjp_migrate.api import (
+from vjp_migrate.discover import SKIP_DIRS
+from vjp_migrate.files import (
     READ_ONLY,
     TEMPORARY_SUFFIX,
     fsync_folder,
@@ -57,7 +58,6 @@ from vjp_migrate.api import (
     write_atomically,
     write_temporary,
 )
-from vjp_migrate.discover import SKIP_DIRS
 from vjp_migrate.model import FileResult
 from vjp_migrate.source import SourceError
 

@@ -1,4 +1,4 @@
-"""One cheap pass over a parsed module that later stages reuse: node positions and visitor replays.
+"""Stage 5b: one cheap pass over a parsed module that later stages reuse: node positions and visitor replays.
 
 A LibCST visitor pass rebuilds every node it walks, and ``PositionProvider`` adds a metadata
 pass and a code generation with a position object per node; together they cost several times

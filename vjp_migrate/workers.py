@@ -1,4 +1,4 @@
-"""Stage 6b: run the per-file work over many files, in worker processes the run survives.
+"""Stage 11: run the per-file work over many files, in worker processes the run survives.
 
 LibCST's native parser can take a whole process down (a segfault on pathological input), and
 any process can be killed by the OOM killer. Files are therefore processed in worker
