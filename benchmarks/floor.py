@@ -62,7 +62,7 @@ def main() -> None:
         texts = [p.read_text(encoding="utf-8") for p in sorted(dense_tree(Path(work) / "dense").iterdir())]
     pieces = [changed_lines(text, after[text]) for text in texts]
 
-    generated: list[str] = []  # kept, so the code generation is not optimised away by a reader's eye
+    generated: list[str] = []  # the generated code, kept
 
     def bare() -> None:
         generated.clear()
