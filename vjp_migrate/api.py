@@ -215,7 +215,7 @@ def check_file(
     return _guard(path, work)
 
 
-def _fixed(path: Path, old_text: str, result: FixResult, written: bool, imported: tuple[str, ...] = ()) -> FileResult:
+def _fixed(path: Path, old_text: str, result: FixResult, imported: tuple[str, ...] = ()) -> FileResult:
     return FileResult(
         path,
         Status.OK,
@@ -223,7 +223,6 @@ def _fixed(path: Path, old_text: str, result: FixResult, written: bool, imported
         fixed=result.fixed,
         old_text=old_text,
         new_text=result.source,
-        written=written,
         imported_rules=imported,
     )
 
@@ -251,7 +250,7 @@ def fix_file(
             project = Project.for_file(path)
             result = _fix_text(source.text, str(path), settings, project, syntax_checked=verdict.parses)
             imported = tuple(sorted(project.imported.get(path, ())))
-        return _fixed(path, source.text, result, False, imported)
+        return _fixed(path, source.text, result, imported)
 
     planned = _guard(path, work)
     return write_result(planned) if write else planned
@@ -259,6 +258,11 @@ def fix_file(
 
 Progress = Callable[[int, int], None]  # (files done, files in all), after each file
 Notice = Callable[[str], None]  # one line for the user, not about one file
+
+
+def notify(notice: Notice | None, message: str) -> None:
+    """Tell ``notice`` (default: a warning on the ``vjp_migrate`` logger)."""
+    (notice or logging.getLogger("vjp_migrate").warning)(message)
 
 
 @dataclass(frozen=True)
@@ -352,7 +356,7 @@ def fix_paths(
         from vjp_migrate.transaction import recover
 
         for message in recover(paths):
-            (notice or logging.getLogger("vjp_migrate").warning)(message)
+            notify(notice, message)
     # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
     # by a custom_vjp in another file that shares the rule.
     outcome = analyze_paths(paths, exclude, Task("fix", settings), how, progress)
@@ -397,7 +401,7 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
 
     def work() -> FileResult:
         source = decode(data)
-        return _fixed(path, source.text, fix_source(source.text, path=name, settings=settings), False)
+        return _fixed(path, source.text, fix_source(source.text, path=name, settings=settings))
 
     return _guard(path, work)
 

@@ -23,13 +23,19 @@ _PY_SUFFIXES = (".py", ".pyi")
 
 def package_name(path: Path) -> str:
     """The dotted module name of ``path`` from the ``__init__.py`` files above it."""
+    return package_root(path)[1]
+
+
+def package_root(path: Path) -> tuple[Path, str]:
+    """The folder above the ``__init__.py`` folders that hold ``path``, and ``path``'s dotted
+    module name from there. From the absolute path (symlinks kept): `a.py` named inside `pkg/`
+    is `pkg.a`, as `pkg/a.py` is (the cache shares them)."""
     parts = [] if path.stem == "__init__" else [path.stem]
-    # From the absolute path: `a.py` named inside `pkg/` is `pkg.a`, as `pkg/a.py` is (the cache shares them).
     folder = Path(os.path.abspath(path)).parent
     while (folder / "__init__.py").is_file() and folder.name:
         parts.insert(0, folder.name)
         folder = folder.parent
-    return ".".join(parts)
+    return folder, ".".join(parts)
 
 
 def _root_name(path: Path, root: Path) -> str | None:

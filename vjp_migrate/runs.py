@@ -7,7 +7,6 @@ which configuration applies to which path and which findings a baseline hides li
 from __future__ import annotations
 
 import dataclasses
-import logging
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,7 @@ def _warn_pending(paths: tuple[Path, ...], notice: api.Notice | None) -> None:
     from vjp_migrate.transaction import pending
 
     for message in pending(paths):
-        (notice or logging.getLogger("vjp_migrate").warning)(message)
+        api.notify(notice, message)
 
 
 def _execution(group: Group) -> api.Execution:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from vjp_migrate.discover import SKIP_DIRS
-from vjp_migrate.modules import absolute_module
+from vjp_migrate.modules import absolute_module, package_root
 
 
 @dataclass(frozen=True)
@@ -213,12 +213,8 @@ def _import_root(path: Path, targets: set[str]) -> tuple[Path, str]:
     with an ``__init__.py``, and further up through namespace folders (PEP 420) when the
     migration's files import the namespace by name (``ns.sub.rules`` for ``ns/sub/rules.py``)
     and that import cannot be met lower down."""
-    path = Path(os.path.abspath(path))  # a symlinked folder on the way stays: the import system keeps it
-    parts = [] if path.stem == "__init__" else [path.stem]
-    root = path.parent
-    while _package(root) and root.parent != root:
-        parts.insert(0, root.name)
-        root = root.parent
+    root, dotted = package_root(path)  # a symlinked folder on the way stays: the import system keeps it
+    parts = dotted.split(".") if dotted else []
     best, name = root, parts[:]
     while root.name.isidentifier() and root.parent != root:
         folder, root = root.name, root.parent
