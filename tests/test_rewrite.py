@@ -533,6 +533,21 @@ f.defvjp(f_fwd, f_bwd)
             "import jax\n",
             id="a last import takes its gap with it",
         ),
+        pytest.param(
+            "import jax\ntry:\n    from functools import partial\nexcept ImportError:\n    raise\n",
+            "import jax\ntry:\n    from functools import partial\nexcept ImportError:\n    raise\n",
+            id="an import that is all of a block stays (no try: pass)",
+        ),
+        pytest.param(
+            "import jax\nif jax:\n    from functools import partial\n    from functools import partial\n",
+            "import jax\nif jax:\n    from functools import partial\n    from functools import partial\n",
+            id="imports that are all of a block stay together",
+        ),
+        pytest.param(
+            "import jax\ntry: from functools import partial\nexcept ImportError: raise\n",
+            "import jax\ntry: from functools import partial\nexcept ImportError: raise\n",
+            id="one-line block",
+        ),
     ],
 )
 def test_a_removed_import_line_leaves_the_blank_lines_above_it(head: str, expected: str) -> None:

@@ -443,7 +443,8 @@ class _DropImports(cst.CSTTransformer):
     """Remove import aliases binding the given names (the change made them unused).
 
     A statement line that goes leaves its blank lines above it to the next statement, unless
-    that one is set apart already: the gap after a docstring or between groups stays.
+    that one is set apart already: the gap after a docstring or between groups stays. A block
+    (`try:`, `if TYPE_CHECKING:`...) whose every line would go keeps its imports unchanged.
     """
 
     def __init__(self, names: set[str]) -> None:
@@ -461,7 +462,14 @@ class _DropImports(cst.CSTTransformer):
     def leave_IndentedBlock(
         self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
     ) -> cst.IndentedBlock:
+        if not updated_node.body:  # a person keeps `try: import x` rather than write `try: pass`
+            return original_node
         return updated_node.with_changes(body=self.close_gaps(original_node.body, updated_node.body))
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        return updated_node if updated_node.body else original_node
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
         return updated_node.with_changes(body=self.close_gaps(original_node.body, updated_node.body))
