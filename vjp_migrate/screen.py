@@ -72,6 +72,10 @@ class _Module:
     encoded_lines: list[bytes] | None = None
     bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> every node inside
     own: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> _own_nodes
+    nested: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> scopes left out of own
+    top: list[ast.stmt] = field(default_factory=list)  # _toplevel_statements
+    top_defs: set[Func] = field(default_factory=set)
+    defvjps: list[ast.Call] | None = None  # every `<name>.defvjp(...)` call
 
 
 # Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
@@ -100,15 +104,20 @@ class _Leave:
         self.owner = owner
 
 
-def _nodes(roots: Iterable[ast.AST], stop: tuple[type, ...] = ()) -> list[ast.AST]:
+def _nodes(
+    roots: Iterable[ast.AST], stop: tuple[type, ...] = (), stopped: list[ast.AST] | None = None
+) -> list[ast.AST]:
     """Every node below and including ``roots`` (any order), without leaf-field nodes and
-    without ``stop`` nodes and their subtrees (``ast.walk`` is about twice as slow)."""
+    without ``stop`` nodes and their subtrees, which go to ``stopped`` (``ast.walk`` is about
+    twice as slow)."""
     found: list[ast.AST] = []
     stack = list(roots)
     pop, push, keep, fields, node_type = stack.pop, stack.append, found.append, _CHILD_FIELDS, ast.AST
     while stack:
         node = pop()
         if isinstance(node, stop):
+            if stopped is not None:
+                stopped.append(node)
             continue
         keep(node)
         for name in fields[type(node)]:
@@ -171,6 +180,8 @@ def _index(tree: ast.Module, text: str) -> _Module:
                         push(item)
             elif isinstance(value, node_type):
                 push(value)
+    m.top = _toplevel_statements(tree.body)
+    m.top_defs = {s for s in m.top if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for stmt in tree.body:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
@@ -291,7 +302,7 @@ class _Site:
 
 def _sites(m: _Module) -> Iterator[_Site]:
     for call in m.calls:
-        if not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
+        if not call.keywords or not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
             continue
         first = call.args[0] if call.args else None
         if not (_may_be_custom_vjp(m, call.func) or (first is not None and _may_be_custom_vjp(m, first))):
@@ -326,12 +337,12 @@ def _positions(m: _Module, site: _Site, primal: Func) -> list[int]:
 
 def _defvjp_calls(m: _Module, site: _Site) -> Iterator[ast.Call]:
     """The module's ``<site>.defvjp(...)`` calls (by the last part of the owner's name)."""
-    for call in m.calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "defvjp":
-            owner = _dotted(func.value)
-            if owner is not None and owner.rsplit(".", 1)[-1] in site.names:
-                yield call
+    if m.defvjps is None:
+        m.defvjps = [c for c in m.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "defvjp"]
+    for call in m.defvjps:
+        owner = _dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        if owner is not None and owner.rsplit(".", 1)[-1] in site.names:
+            yield call
 
 
 def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None]]:
@@ -369,7 +380,8 @@ def _own_nodes(m: _Module, func: Func) -> list[ast.AST]:
     """The nodes of a function's body outside nested functions, classes and lambdas (cached)."""
     found = m.own.get(id(func))
     if found is None:
-        found = m.own[id(func)] = _nodes(func.body, _SCOPES)
+        nested = m.nested[id(func)] = []
+        found = m.own[id(func)] = _nodes(func.body, _SCOPES, nested)
     return found
 
 
@@ -464,7 +476,7 @@ class _ArrayUse:
 
     def body(self, func: Func, name: str, depth: int) -> bool:
         if id(func) not in self.m.bodies:
-            self.m.bodies[id(func)] = _nodes(func.body)
+            self.m.bodies[id(func)] = _own_nodes(self.m, func) + _nodes(self.m.nested[id(func)])
         nodes = self.m.bodies[id(func)]
         names = {name}
         grown = True
@@ -583,7 +595,7 @@ class _StaticProof:
     def __init__(self, m: _Module, site: _Site) -> None:
         self.m = m
         self.site = site
-        self.top = _toplevel_defs(m.tree)
+        self.top = m.top_defs
         self.helpers: dict[str, Func] = {}  # classify.module_helpers: direct module-level defs
         counts: dict[str, int] = {}
         for stmt in m.tree.body:
@@ -604,7 +616,7 @@ class _StaticProof:
         if id(self.site.call) in self.m.decorated:
             (primal,) = self.site.primals
             return primal if primal in self.top else None
-        statements = list(_toplevel_statements(self.m.tree.body))
+        statements = self.m.top
         owner = [
             s
             for s in statements
@@ -625,7 +637,7 @@ class _StaticProof:
         owners = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
         calls = [
             s.value
-            for s in _toplevel_statements(self.m.tree.body)
+            for s in self.m.top
             if isinstance(s, ast.Expr)
             and isinstance(s.value, ast.Call)
             and isinstance(s.value.func, ast.Attribute)
@@ -633,13 +645,7 @@ class _StaticProof:
             and isinstance(s.value.func.value, ast.Name)
             and s.value.func.value.id in owners
         ]
-        every = [
-            c
-            for c in self.m.calls
-            if isinstance(c.func, ast.Attribute)
-            and c.func.attr == "defvjp"
-            and (_dotted(c.func.value) or "").rsplit(".", 1)[-1] in self.site.names
-        ]
+        every = list(_defvjp_calls(self.m, self.site))
         if len(owners) != 1 or len(calls) != 1 or len(every) != 1 or calls[0].keywords or len(calls[0].args) != 2:
             return None, None
         fwd, bwd = calls[0].args
@@ -777,19 +783,17 @@ def _mentions(test: ast.expr, name: str) -> bool:
     return False
 
 
-def _toplevel_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def _toplevel_statements(body: list[ast.stmt], found: list[ast.stmt] | None = None) -> list[ast.stmt]:
     """Statements of the module scope, through if/for/while/with/try (like sites.scope_statements)."""
+    found = [] if found is None else found
     for stmt in body:
-        yield stmt
+        found.append(stmt)
         if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
             for block in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])):
-                yield from _toplevel_statements(block)
+                _toplevel_statements(block, found)
             for handler in getattr(stmt, "handlers", []):
-                yield from _toplevel_statements(handler.body)
-
-
-def _toplevel_defs(tree: ast.Module) -> set[Func]:
-    return {s for s in _toplevel_statements(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                _toplevel_statements(handler.body, found)
+    return found
 
 
 @dataclass(frozen=True)
