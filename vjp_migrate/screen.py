@@ -79,7 +79,8 @@ class _Module:
 
 
 # Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
-# context and operator singletons (read through their parent's field, never walked to).
+# context and operator singletons (read through their parent's field, never walked to). Not
+# "name": it is an expression in 3.12's `type X = ...`.
 _LEAF_FIELDS = frozenset(
     {"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind", "conversion"}
     | {"is_async", "simple", "tag", "rest", "kwd_attrs", "type_comment", "lineno"}
