@@ -72,38 +72,117 @@ class _Module:
     encoded_lines: list[bytes] | None = None
     bodies: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> every node inside
     own: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> _own_nodes
+    nested: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> scopes left out of own
+    top: list[ast.stmt] = field(default_factory=list)  # _toplevel_statements
+    top_defs: set[Func] = field(default_factory=set)
+    defvjps: list[ast.Call] | None = None  # every `<name>.defvjp(...)` call
+
+
+# Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
+# context and operator singletons (read through their parent's field, never walked to). Not
+# "name": it is an expression in 3.12's `type X = ...`.
+_LEAF_FIELDS = frozenset(
+    {"ctx", "op", "ops", "id", "attr", "arg", "asname", "module", "level", "kind", "conversion"}
+    | {"is_async", "simple", "tag", "rest", "kwd_attrs", "type_comment", "lineno"}
+)
+
+
+class _ChildFields(dict[type, tuple[str, ...]]):
+    def __missing__(self, cls: type) -> tuple[str, ...]:
+        found = self[cls] = tuple(f for f in getattr(cls, "_fields", ()) if f not in _LEAF_FIELDS)
+        return found
+
+
+_CHILD_FIELDS = _ChildFields()
+
+
+class _Leave:
+    """Marks, on the walk's stack, where a def's subtree ends (its owner is restored there)."""
+
+    __slots__ = ("owner",)
+
+    def __init__(self, owner: Func | None) -> None:
+        self.owner = owner
+
+
+def _nodes(
+    roots: Iterable[ast.AST], stop: tuple[type, ...] = (), stopped: list[ast.AST] | None = None
+) -> list[ast.AST]:
+    """Every node below and including ``roots`` (any order), without leaf-field nodes and
+    without ``stop`` nodes and their subtrees, which go to ``stopped`` (``ast.walk`` is about
+    twice as slow)."""
+    found: list[ast.AST] = []
+    stack = list(roots)
+    pop, push, keep, fields, node_type = stack.pop, stack.append, found.append, _CHILD_FIELDS, ast.AST
+    while stack:
+        node = pop()
+        if isinstance(node, stop):
+            if stopped is not None:
+                stopped.append(node)
+            continue
+        keep(node)
+        for name in fields[type(node)]:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
+            elif isinstance(value, node_type):
+                push(value)
+    return found
+
+
+_INDEXED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Import, ast.ImportFrom})
 
 
 def _index(tree: ast.Module, text: str) -> _Module:
     m = _Module(tree, text)
-    stack: list[tuple[ast.AST, Func | None]] = [(tree, None)]
-    while stack:  # depth first, knowing the innermost enclosing def of every node
-        node, owner = stack.pop()
-        inner = node if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else owner
-        stack.extend((child, inner) for child in ast.iter_child_nodes(node))
-        if isinstance(node, ast.Call):
-            m.calls.append(node)
-            m.caller[id(node)] = owner
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            m.defs.setdefault(node.name, []).append(node)
-            for decorator in node.decorator_list:
-                m.decorated[id(decorator)] = node
-        elif isinstance(node, ast.ClassDef):
-            for decorator in node.decorator_list:
-                m.decorated[id(decorator)] = None
-        elif isinstance(node, ast.Assign):
-            m.assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                m.aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    m.aliases.setdefault(alias.asname or alias.name, set()).add(
-                        f"{base}.{alias.name}" if base else alias.name
-                    )
+    calls, caller, defs, decorated, assigned, aliases = m.calls, m.caller, m.defs, m.decorated, m.assigned, m.aliases
+    owner: Func | None = None  # the innermost def around the node being visited
+    stack: list[ast.AST | _Leave] = [tree]
+    pop, push, fields, node_type, call_type = stack.pop, stack.append, _CHILD_FIELDS, ast.AST, ast.Call
+    while stack:
+        node = pop()
+        kind = type(node)
+        if kind is call_type:
+            calls.append(node)  # type: ignore[arg-type]
+            caller[id(node)] = owner
+        elif kind in _INDEXED:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                defs.setdefault(node.name, []).append(node)
+                for decorator in node.decorator_list:
+                    decorated[id(decorator)] = node
+                push(_Leave(owner))  # popped after every node of the def (the stack is last in, first out)
+                owner = node
+            elif isinstance(node, ast.ClassDef):
+                for decorator in node.decorator_list:
+                    decorated[id(decorator)] = None
+            elif isinstance(node, ast.Assign):
+                assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            elif isinstance(node, ast.Import):
+                for alias in node.names:
+                    local = alias.asname or alias.name.split(".")[0]
+                    aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
+            elif isinstance(node, ast.ImportFrom):
+                base = "." * node.level + (node.module or "")
+                for alias in node.names:
+                    if alias.name != "*":
+                        aliases.setdefault(alias.asname or alias.name, set()).add(
+                            f"{base}.{alias.name}" if base else alias.name
+                        )
+        elif isinstance(node, _Leave):
+            owner = node.owner
+            continue
+        for name in fields[kind]:
+            value = getattr(node, name, None)
+            if type(value) is list:
+                for item in value:
+                    if isinstance(item, node_type):
+                        push(item)
+            elif isinstance(value, node_type):
+                push(value)
+    m.top = _toplevel_statements(tree.body)
+    m.top_defs = {s for s in m.top if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for stmt in tree.body:
         if isinstance(stmt, (ast.Assign, ast.AnnAssign, ast.AugAssign)):
             for target in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
@@ -224,7 +303,7 @@ class _Site:
 
 def _sites(m: _Module) -> Iterator[_Site]:
     for call in m.calls:
-        if not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
+        if not call.keywords or not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
             continue
         first = call.args[0] if call.args else None
         if not (_may_be_custom_vjp(m, call.func) or (first is not None and _may_be_custom_vjp(m, first))):
@@ -259,12 +338,12 @@ def _positions(m: _Module, site: _Site, primal: Func) -> list[int]:
 
 def _defvjp_calls(m: _Module, site: _Site) -> Iterator[ast.Call]:
     """The module's ``<site>.defvjp(...)`` calls (by the last part of the owner's name)."""
-    for call in m.calls:
-        func = call.func
-        if isinstance(func, ast.Attribute) and func.attr == "defvjp":
-            owner = _dotted(func.value)
-            if owner is not None and owner.rsplit(".", 1)[-1] in site.names:
-                yield call
+    if m.defvjps is None:
+        m.defvjps = [c for c in m.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "defvjp"]
+    for call in m.defvjps:
+        owner = _dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
+        if owner is not None and owner.rsplit(".", 1)[-1] in site.names:
+            yield call
 
 
 def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None]]:
@@ -302,13 +381,8 @@ def _own_nodes(m: _Module, func: Func) -> list[ast.AST]:
     """The nodes of a function's body outside nested functions, classes and lambdas (cached)."""
     found = m.own.get(id(func))
     if found is None:
-        found = m.own[id(func)] = []
-        stack: list[ast.AST] = list(func.body)
-        while stack:
-            node = stack.pop()
-            if not isinstance(node, _SCOPES):
-                found.append(node)
-                stack.extend(ast.iter_child_nodes(node))
+        nested = m.nested[id(func)] = []
+        found = m.own[id(func)] = _nodes(func.body, _SCOPES, nested)
     return found
 
 
@@ -403,7 +477,7 @@ class _ArrayUse:
 
     def body(self, func: Func, name: str, depth: int) -> bool:
         if id(func) not in self.m.bodies:
-            self.m.bodies[id(func)] = [n for stmt in func.body for n in ast.walk(stmt)]
+            self.m.bodies[id(func)] = _own_nodes(self.m, func) + _nodes(self.m.nested[id(func)])
         nodes = self.m.bodies[id(func)]
         names = {name}
         grown = True
@@ -488,25 +562,28 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
     if settings.select & NEEDS_ARRAY and _imports_a_rule(m, site):
         return True
     proof = _StaticProof(m, site)
+    passes_array: bool | None = None
     for primal in (proof.primal,) if proof.primal else site.primals:
         positions = _positions(m, site, primal)
         n_params = len(_params(primal))
+        kept = [(order, i) for order, i in enumerate(positions) if i < n_params]
+        for order, index in kept:
+            if proof.static(primal, index, order):
+                continue
+            if settings.select & NEEDS_UNKNOWN:
+                return True
+            if not settings.select & NEEDS_ARRAY:
+                continue
+            if passes_array is None:
+                passes_array = _call_site_may_pass_array(m, site)
+            check = decisive if proof.scalar(primal, index, order) else uses
+            roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
+            if passes_array or any(check.param(func, at) for func, at in roles):
+                return True
         if settings.select & NEEDS_INCONSISTENCY and any(
             _may_be_inconsistent(m, primal, len(positions), f, b) for f in fwds for b in bwds
         ):
             return True
-        loose = [(order, i) for order, i in enumerate(positions) if i < n_params and not proof.static(primal, i, order)]
-        if loose and settings.select & NEEDS_UNKNOWN:
-            return True
-        if not loose or not settings.select & NEEDS_ARRAY:
-            continue
-        if _call_site_may_pass_array(m, site):
-            return True
-        for order, index in loose:
-            roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
-            check = decisive if proof.scalar(primal, index, order) else uses
-            if any(check.param(func, at) for func, at in roles):
-                return True
     return False
 
 
@@ -519,7 +596,7 @@ class _StaticProof:
     def __init__(self, m: _Module, site: _Site) -> None:
         self.m = m
         self.site = site
-        self.top = _toplevel_defs(m.tree)
+        self.top = m.top_defs
         self.helpers: dict[str, Func] = {}  # classify.module_helpers: direct module-level defs
         counts: dict[str, int] = {}
         for stmt in m.tree.body:
@@ -540,7 +617,7 @@ class _StaticProof:
         if id(self.site.call) in self.m.decorated:
             (primal,) = self.site.primals
             return primal if primal in self.top else None
-        statements = list(_toplevel_statements(self.m.tree.body))
+        statements = self.m.top
         owner = [
             s
             for s in statements
@@ -561,7 +638,7 @@ class _StaticProof:
         owners = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
         calls = [
             s.value
-            for s in _toplevel_statements(self.m.tree.body)
+            for s in self.m.top
             if isinstance(s, ast.Expr)
             and isinstance(s.value, ast.Call)
             and isinstance(s.value.func, ast.Attribute)
@@ -569,13 +646,7 @@ class _StaticProof:
             and isinstance(s.value.func.value, ast.Name)
             and s.value.func.value.id in owners
         ]
-        every = [
-            c
-            for c in self.m.calls
-            if isinstance(c.func, ast.Attribute)
-            and c.func.attr == "defvjp"
-            and (_dotted(c.func.value) or "").rsplit(".", 1)[-1] in self.site.names
-        ]
+        every = list(_defvjp_calls(self.m, self.site))
         if len(owners) != 1 or len(calls) != 1 or len(every) != 1 or calls[0].keywords or len(calls[0].args) != 2:
             return None, None
         fwd, bwd = calls[0].args
@@ -713,19 +784,17 @@ def _mentions(test: ast.expr, name: str) -> bool:
     return False
 
 
-def _toplevel_statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def _toplevel_statements(body: list[ast.stmt], found: list[ast.stmt] | None = None) -> list[ast.stmt]:
     """Statements of the module scope, through if/for/while/with/try (like sites.scope_statements)."""
+    found = [] if found is None else found
     for stmt in body:
-        yield stmt
+        found.append(stmt)
         if isinstance(stmt, (ast.If, ast.For, ast.While, ast.With, ast.Try, ast.AsyncFor, ast.AsyncWith)):
             for block in (stmt.body, getattr(stmt, "orelse", []), getattr(stmt, "finalbody", [])):
-                yield from _toplevel_statements(block)
+                _toplevel_statements(block, found)
             for handler in getattr(stmt, "handlers", []):
-                yield from _toplevel_statements(handler.body)
-
-
-def _toplevel_defs(tree: ast.Module) -> set[Func]:
-    return {s for s in _toplevel_statements(tree.body) if isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef))}
+                _toplevel_statements(handler.body, found)
+    return found
 
 
 @dataclass(frozen=True)
