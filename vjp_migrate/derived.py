@@ -1,4 +1,4 @@
-"""Part of stage 6 (classify): which locals of a function hold values derived from an argument.
+"""Stage 6: which locals of a function hold values derived from an argument (for classify).
 
 ``seq_len = cu_seqlens[i + 1] - cu_seqlens[i]`` makes ``seq_len`` carry ``cu_seqlens``'s values,
 so ``jnp.tile(x, seq_len)`` needs ``cu_seqlens`` concrete. A local is *certainly* derived when
