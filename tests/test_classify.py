@@ -200,6 +200,7 @@ def lines(*statements: str) -> str:
         pytest.param(lines("flag = a > 0", "if flag:", "    return x", "return -x"), "`flag`", id="if on a flag"),
         pytest.param(lines("n: int = a[0]", "n += 1", "return x.reshape(n, -1)"), "through `n`", id="augmented"),
         pytest.param(lines("for n in a:", "    x = jnp.tile(x, n)", "return x"), "through `n`", id="loop over it"),
+        pytest.param("return jnp.stack([jnp.tile(x, n) for n in a])", "through `n`", id="comprehension"),
         pytest.param("return jnp.tile(x, a[1] - a[0])", "through `a[1] - a[0]`", id="inline expression"),
         pytest.param(lines("n = a[0]", "return scale(x, n)"), "through `n`", id="to a local helper"),
         pytest.param(lines("start = a[0]", "return x[start : start + 2]"), "through `start`", id="slice bound"),

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.derived import Derivation, derivations
+from vjp_migrate.derived import Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
@@ -433,6 +433,9 @@ class Context:
     line_of: LineOf
     # Every call of a dotted name in the module, with the function it is in: one walk per module.
     calls: dict[int, list[tuple[str, cst.Call, cst.FunctionDef | None]]] = field(default_factory=dict, compare=False)
+    # The bindings of each function analysed, whichever parameter is followed through it (by the
+    # ids of the function and of the imports its values were read with).
+    locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
 
 
 class Uses(cst.CSTVisitor):
@@ -452,12 +455,14 @@ class Uses(cst.CSTVisitor):
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
         """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it."""
         statements = body_statements(func)
-        params = [p.name.value for p in _all_params(func.params)]
+        found = ctx.locals.get((id(func), id(ctx.imports)))
+        if found is None:
 
-        def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
-            return list(value_names(expr, ctx.imports))
+            def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
+                return list(value_names(expr, ctx.imports))
 
-        uses = cls({name}, ctx, where, depth, derivations(statements, params, {name}, sources))
+            found = ctx.locals[id(func), id(ctx.imports)] = locals_of(statements, _all_params(func.params), sources)
+        uses = cls({name}, ctx, where, depth, found.derived({name}))
         for stmt in statements:
             walk.visit(stmt, uses)
         return uses

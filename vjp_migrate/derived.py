@@ -3,10 +3,11 @@
 ``seq_len = cu_seqlens[i + 1] - cu_seqlens[i]`` makes ``seq_len`` carry ``cu_seqlens``'s values,
 so ``jnp.tile(x, seq_len)`` needs ``cu_seqlens`` concrete. A local is *certainly* derived when
 every binding of it in the function is a plain assignment in the function's own scope (``=``,
-an annotated or augmented assignment, ``:=``, a ``for`` target) from such a value; *possibly*
-derived when only some are. Anything bound in a nested scope, a parameter, an import, a ``with``
-or ``except`` name, a ``global`` ... is some other binding. Which expressions carry values (and
-which only metadata, like ``x.shape``) is classify's to say: it passes ``sources``.
+an annotated or augmented assignment, ``:=``, a ``for`` or comprehension target) from such a
+value; *possibly* derived when only some are. Anything bound in a nested def, lambda or class,
+a parameter, an import, a ``with`` or ``except`` name, a ``global`` ... is some other binding.
+Which expressions carry values (and which only metadata, like ``x.shape``) is classify's to
+say: it passes ``sources``.
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ class _Bindings(cst.CSTVisitor):
             self._bind(name, node, (node.iter,))
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        self._other(node.target, node)
+        for name in _target_names(node.target):  # its own scope: a name bound elsewhere too is in doubt
+            self._bind(name, node, (node.iter,))
 
     def visit_Param(self, node: cst.Param) -> None:
         self._bind(node.name.value, node, None)
@@ -154,48 +156,60 @@ def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tu
         yield name, value  # one element of the value: derived when the whole is
 
 
-def derivations(
-    statements: Sequence[cst.BaseStatement], params: Iterable[str], roots: set[str], sources: Sources
-) -> dict[str, Derivation]:
-    """The locals of a function body derived from ``roots``, certainly or possibly."""
+Reads = list[list[tuple[str, bool]] | None]  # per binding: the names its value reads; None: bound otherwise
+
+
+@dataclass(frozen=True)
+class Locals:
+    """Every name bound in a function body, and what each binding's value reads (root-independent)."""
+
+    bindings: dict[str, list[Binding]]
+    reads: dict[str, Reads]
+
+    def derived(self, roots: set[str]) -> dict[str, Derivation]:
+        """The locals derived from ``roots``, certainly or possibly."""
+        reads = {name: per for name, per in self.reads.items() if name not in roots}
+        possible: set[str] = set()
+        grown = True
+        while grown:  # least fixed point: some binding reads a root or a possibly derived local
+            before = len(possible)
+            possible.update(
+                name
+                for name, per in reads.items()
+                if any(r is not None and any(s in roots or s in possible for s, _ in r) for r in per)
+            )
+            grown = len(possible) > before
+        certain = {name for name in possible if all(r is not None for r in reads[name])}
+        shrunk = True
+        while shrunk:  # greatest fixed point: every binding surely reads a root or a certain local
+            before = len(certain)
+            certain = {
+                name
+                for name in certain
+                if all(r is not None and any(ok and (s in roots or s in certain) for s, ok in r) for r in reads[name])
+            }
+            shrunk = len(certain) < before
+        found: dict[str, Derivation] = {}
+        for name in possible:
+            known = roots | (certain if name in certain else possible)
+            for binding, read in zip(self.bindings[name], reads[name], strict=True):
+                usable = [s for s, _ in read or () if s in known and s != name]
+                if usable:
+                    source = next((s for s in usable if s in roots), usable[0])
+                    found[name] = Derivation(name, source, binding.node, name in certain)
+                    break
+        return found
+
+
+def locals_of(statements: Sequence[cst.BaseStatement], params: Iterable[cst.Param], sources: Sources) -> Locals:
     finder = _Bindings()
     for stmt in statements:
         walk.visit(stmt, finder)
     bindings = finder.found
     for param in params:
-        bindings.setdefault(param, []).insert(0, Binding(cst.Name(param), None))
+        bindings.setdefault(param.name.value, []).insert(0, Binding(param, None))
     reads = {
         name: [None if b.values is None else [s for v in b.values for s in sources(v)] for b in found]
         for name, found in bindings.items()
-        if name not in roots
     }
-    possible: set[str] = set()
-    grown = True
-    while grown:  # least fixed point: some binding reads a root or a possibly derived local
-        before = len(possible)
-        possible.update(
-            name
-            for name, per in reads.items()
-            if any(r is not None and any(s in roots or s in possible for s, _ in r) for r in per)
-        )
-        grown = len(possible) > before
-    certain = {name for name in possible if all(r is not None for r in reads[name])}
-    shrunk = True
-    while shrunk:  # greatest fixed point: every binding surely reads a root or a certain local
-        before = len(certain)
-        certain = {
-            name
-            for name in certain
-            if all(r is not None and any(ok and (s in roots or s in certain) for s, ok in r) for r in reads[name])
-        }
-        shrunk = len(certain) < before
-    found: dict[str, Derivation] = {}
-    for name in possible:
-        known = roots | (certain if name in certain else possible)
-        for binding, read in zip(bindings[name], reads[name], strict=True):
-            usable = [s for s, _ in read or () if s in known and s != name]
-            if usable:
-                source = next((s for s in usable if s in roots), usable[0])
-                found[name] = Derivation(name, source, binding.node, name in certain)
-                break
-    return found
+    return Locals(bindings, reads)
