@@ -8,6 +8,7 @@ from helpers import parse
 from vjp_migrate.classify import Context, classify_site, module_helpers
 from vjp_migrate.model import ArgKind
 from vjp_migrate.sites import find_sites
+from vjp_migrate.walk import index_of
 
 HEADER = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nfrom typing import Callable\n"
 
@@ -22,7 +23,7 @@ def classify(
     code += "f.defvjp(f_fwd, f_bwd)\n"
     module, imports = parse(code)
     (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context(imports, module_helpers(module), lambda node: None))
+    (info,) = classify_site(site, module, Context(imports, module_helpers(module), index_of(module).line))
     return info.kind, tuple(e.text for e in info.evidence), info.strong
 
 
@@ -176,3 +177,89 @@ def test_the_array_methods_are_every_public_name_of_jax_array() -> None:
     from vjp_migrate.vocabulary import ARRAY_METHODS
 
     assert {n for n in dir(jax.Array) if not n.startswith("_")} <= ARRAY_METHODS
+
+
+def lines(*statements: str) -> str:
+    """A multi-line primal or bwd body for `classify` (its first line is indented already)."""
+    return "\n    ".join(statements)
+
+
+@pytest.mark.parametrize(
+    ("primal", "through"),
+    [
+        pytest.param(
+            lines("n = a[1] - a[0]", "return jnp.tile(x, n)"), "through `n` (from `a`", id="tile reps from a difference"
+        ),
+        pytest.param(
+            lines("b = a[0]", "c = b + 1", "return x * len(range(c))"),
+            "through `c` (from `b`, line 10; `b` from `a`, line 9)",
+            id="transitive chain",
+        ),
+        pytest.param(lines("lo, hi = a", "return x[0] * sum(range(hi))"), "through `hi`", id="tuple unpack"),
+        pytest.param(lines("n = int(a.max())", "return jnp.zeros((n, 3)) + x"), "through `(n, 3)`", id="shape tuple"),
+        pytest.param(lines("flag = a > 0", "if flag:", "    return x", "return -x"), "`flag`", id="if on a flag"),
+        pytest.param(lines("n: int = a[0]", "n += 1", "return x.reshape(n, -1)"), "through `n`", id="augmented"),
+        pytest.param(lines("for n in a:", "    x = jnp.tile(x, n)", "return x"), "through `n`", id="loop over it"),
+        pytest.param("return jnp.stack([jnp.tile(x, n) for n in a])", "through `n`", id="comprehension"),
+        pytest.param("return jnp.tile(x, a[1] - a[0])", "through `a[1] - a[0]`", id="inline expression"),
+        pytest.param(lines("n = a[0]", "return scale(x, n)"), "through `n`", id="to a local helper"),
+        pytest.param(lines("start = a[0]", "return x[start : start + 2]"), "through `start`", id="slice bound"),
+    ],
+)
+def test_a_value_derived_from_it_needed_concretely_is_static(primal: str, through: str) -> None:
+    helper = "def scale(v, k):\n    return v * len(range(k))\n"
+    kind, reasons, _ = classify(primal, "return (g * a,)", signature="a: jax.Array, x", extra=helper)
+    assert kind is ArgKind.STATIC, reasons
+    assert any(r.startswith("its values are needed concretely ") and through in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines("n = a.shape[0]", "return x[0] * len(range(n))"), id="shape[0]"),
+        pytest.param(lines("n = len(a)", "return jnp.tile(x, n)"), id="len"),
+        pytest.param(lines("n = jnp.shape(a)[0] + a.ndim", "return jnp.zeros(n) + x"), id="jnp.shape and ndim"),
+        pytest.param(lines("n, m = a.shape", "if n > m:", "    return x", "return -x"), id="unpacked shape"),
+        pytest.param(lines("z = jnp.zeros_like(a)", "return jnp.tile(x, z.size)"), id="zeros_like"),
+        pytest.param(lines("n, m = a[0], 3", "return jnp.tile(x, m)"), id="the other element of a pair"),
+        pytest.param(lines("n = helper(a)", "return jnp.tile(x, n)"), id="through an opaque call"),
+        pytest.param(lines("def inner():", "    n = a[0]", "    return n", "return jnp.tile(x, n)"), id="nested"),
+    ],
+)
+def test_metadata_and_unrelated_values_are_not_evidence(primal: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra="from elsewhere import helper\n")
+    assert kind is ArgKind.ARRAY, reasons
+    assert not any("concretely" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines("n = a[0]", "if x is None:", "    n = 3", "return jnp.tile(x, n)"), id="rebound"),
+        pytest.param(lines("n = a[0] if x is None else 3", "return jnp.tile(x, n)"), id="one branch"),
+        pytest.param(lines("n = a[0]", "h = lambda n: range(n)", "return x * h(2)"), id="shadowed in a lambda"),
+        pytest.param(lines("n = a[0]", "for n in range(3):", "    x = jnp.tile(x, n)", "return x"), id="loop target"),
+    ],
+)
+def test_a_value_maybe_derived_from_it_makes_an_array_unknown(primal: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)", signature="a: jax.Array, x")
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert any(r.startswith("its values may be needed concretely through `n` (from `a`") for r in reasons), reasons
+
+
+def test_array_use_does_not_flow_through_derived_values() -> None:
+    kind, reasons, _ = classify(lines("y = a[0]", "return x * y"))
+    assert kind is ArgKind.UNKNOWN and not reasons
+
+
+def test_a_helper_own_derived_value_continues_the_chain() -> None:
+    helper = "def rep(v, k):\n    m = k * 2\n    return jnp.tile(v, m)\n"
+    kind, reasons, _ = classify(lines("n = a[0]", "return rep(x, n)"), extra=helper)
+    assert kind is ArgKind.STATIC
+    assert any("through `n` (from `a`, line 10), then through `m` (from `k`, line 6)" in r for r in reasons), reasons
+
+
+def test_the_argument_itself_as_a_slice_bound_is_static() -> None:
+    kind, reasons, _ = classify("return x[: a] * a")
+    assert kind is ArgKind.STATIC and "used as a slice bound in the primal `f`" in reasons, reasons
+    assert classify("return x[: a.shape[0]] * a")[0] is ArgKind.ARRAY

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.derived import Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
@@ -24,8 +25,10 @@ from vjp_migrate.vocabulary import (
 )
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
-# How much a piece of evidence weighs.
-STRONG, WEAK, CALL_SITE, SCALAR, OBJECT = "strong", "weak", "call site", "scalar", "object"
+# How much a piece of evidence weighs. DOUBT: a local that only possibly holds the argument's
+# values is needed concretely; the argument is then UNKNOWN whatever else says array.
+STRONG, WEAK, CALL_SITE, SCALAR, OBJECT, DOUBT = "strong", "weak", "call site", "scalar", "object", "doubt"
+NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be needed concretely"
 
 STATIC_KEYWORDS = frozenset(
     {
@@ -228,6 +231,88 @@ SHAPE_METHODS = frozenset(
 AXIS_METHODS = frozenset(
     {"sum", "mean", "max", "min", "prod", "std", "var", "argmax", "argmin", "any", "all", "cumsum"}
 )
+# What carries an argument's values into another value (`n = int(a[0]) + 1`): indexing,
+# arithmetic, comparisons, these builtins and methods, and array functions except the ones that
+# read only the shape or dtype. Metadata (`a.shape`, `len(a)`, `jnp.shape(a)`) is concrete even
+# for a Tracer, so values computed from it say nothing about the argument.
+VALUE_BUILTINS = frozenset(
+    f"builtins.{name}"
+    for name in (
+        "abs",
+        "bool",
+        "complex",
+        "divmod",
+        "float",
+        "int",
+        "list",
+        "max",
+        "min",
+        "pow",
+        "reversed",
+        "round",
+        "sorted",
+        "sum",
+        "tuple",
+    )
+)
+VALUE_METHODS = frozenset(
+    {
+        "item",
+        "tolist",
+        "get",
+        "sum",
+        "mean",
+        "max",
+        "min",
+        "prod",
+        "cumsum",
+        "cumprod",
+        "astype",
+        "reshape",
+        "ravel",
+        "flatten",
+        "squeeze",
+        "transpose",
+        "swapaxes",
+        "argmax",
+        "argmin",
+        "round",
+        "clip",
+        "any",
+        "all",
+        "take",
+        "repeat",
+        "sort",
+        "argsort",
+        "copy",
+        "conj",
+        "conjugate",
+        "dot",
+        "trace",
+        "diagonal",
+        "nonzero",
+        "searchsorted",
+    }
+)
+METADATA_FUNCTIONS = frozenset(
+    {
+        "shape",
+        "ndim",
+        "size",
+        "result_type",
+        "dtype",
+        "iinfo",
+        "finfo",
+        "issubdtype",
+        "isdtype",
+        "can_cast",
+        "promote_types",
+        "isscalar",
+        "zeros_like",
+        "ones_like",
+        "empty_like",
+    }
+)
 ARRAY_ANNOTATIONS = frozenset(
     {
         "jax.Array",
@@ -257,6 +342,90 @@ def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
             return expr
 
 
+def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = True) -> Iterator[tuple[str, bool]]:
+    """The names whose values the value of ``expr`` is computed from, each with whether every
+    path uses it (not only one branch of ``... if ... else ...``)."""
+    if isinstance(expr, cst.Name):
+        yield expr.value, sure
+    elif isinstance(expr, cst.Subscript):
+        yield from value_names(expr.value, imports, sure)
+        for element in expr.slice:
+            part = element.slice
+            bounds: list[cst.BaseExpression | None] = []
+            if isinstance(part, cst.Index):
+                bounds = [part.value]
+            elif isinstance(part, cst.Slice):
+                bounds = [part.lower, part.upper, part.step]
+            for bound in bounds:
+                if bound is not None:
+                    yield from value_names(bound, imports, sure)
+    elif isinstance(expr, cst.Attribute):
+        if expr.attr.value in ("T", "mT", "real", "imag"):
+            yield from value_names(expr.value, imports, sure)
+    elif isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+        yield from value_names(expr.left, imports, sure)
+        yield from value_names(expr.right, imports, sure)
+    elif isinstance(expr, cst.UnaryOperation):
+        yield from value_names(expr.expression, imports, sure)
+    elif isinstance(expr, cst.Comparison):
+        if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
+            for operand in (expr.left, *(t.comparator for t in expr.comparisons)):
+                yield from value_names(operand, imports, sure)
+    elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        for item in expr.elements:
+            yield from value_names(item.value, imports, sure)
+    elif isinstance(expr, cst.IfExp):
+        yield from value_names(expr.body, imports, False)
+        yield from value_names(expr.orelse, imports, False)
+    elif isinstance(expr, cst.Call):
+        yield from _call_value_names(expr, imports, sure)
+
+
+def _call_value_names(call: cst.Call, imports: ImportTable, sure: bool) -> Iterator[tuple[str, bool]]:
+    qname = imports.qualify(call.func)
+    if qname in VALUE_BUILTINS:
+        for arg in call.args:
+            if arg.keyword is None:
+                yield from value_names(arg.value, imports, sure)
+    elif qname is not None and qname.startswith(ARRAY_MODULES):
+        last = qname.rsplit(".", 1)[-1]
+        if last in METADATA_FUNCTIONS:
+            return
+        skip = STATIC_POSITIONS.get(last, frozenset()) | CALLABLE_POSITIONS.get(last, frozenset())
+        position = 0
+        for arg in call.args:
+            if arg.keyword is not None:
+                if arg.keyword.value not in STATIC_KEYWORDS and "fun" not in arg.keyword.value:
+                    yield from value_names(arg.value, imports, sure)
+                continue
+            if arg.star or position not in skip:
+                yield from value_names(arg.value, imports, sure)
+            position = -1_000 if arg.star else position + 1
+    elif qname is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in VALUE_METHODS:
+        yield from value_names(call.func.value, imports, sure)
+
+
+@dataclass(frozen=True)
+class Via:
+    """A value computed from the argument's values that reaches a use: the text that says how."""
+
+    text: str  # through `n` (from `a`, line 3)
+    certain: bool
+
+    def needs(self, use: str, certain: bool = True) -> tuple[ArgKind, str, str]:
+        """Kind, text and weight of the evidence a use of the value needing it concrete gives."""
+        sure = self.certain and certain
+        for lead in (NEEDED, MAYBE_NEEDED):
+            if use.startswith(f"{lead} "):  # the value reached a helper's own derived value
+                use = f", then {use.removeprefix(lead + ' ')}"
+                break
+        else:
+            use = f": {use}"
+        if sure:
+            return ArgKind.STATIC, f"{NEEDED} {self.text}{use}", STRONG
+        return ArgKind.UNKNOWN, f"{MAYBE_NEEDED} {self.text}{use}", DOUBT
+
+
 @dataclass(frozen=True)
 class Context:
     imports: ImportTable
@@ -264,24 +433,85 @@ class Context:
     line_of: LineOf
     # Every call of a dotted name in the module, with the function it is in: one walk per module.
     calls: dict[int, list[tuple[str, cst.Call, cst.FunctionDef | None]]] = field(default_factory=dict, compare=False)
+    # The bindings of each function analysed, whichever parameter is followed through it (by the
+    # ids of the function and of the imports its values were read with).
+    locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
 
 
 class Uses(cst.CSTVisitor):
     """Collects evidence about how one name is used inside one function body."""
 
-    def __init__(self, names: set[str], ctx: Context, where: str, depth: int = 0) -> None:
+    def __init__(
+        self, names: set[str], ctx: Context, where: str, depth: int = 0, derived: dict[str, Derivation] | None = None
+    ) -> None:
         self.names = set(names)
         self.ctx = ctx
         self.where = where
         self.depth = depth
+        self.derived = derived or {}
         self.evidence: list[tuple[Evidence, str]] = []
 
-    def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG) -> None:
+    @classmethod
+    def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
+        """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it."""
+        statements = body_statements(func)
+        found = ctx.locals.get((id(func), id(ctx.imports)))
+        if found is None:
+
+            def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
+                return list(value_names(expr, ctx.imports))
+
+            found = ctx.locals[id(func), id(ctx.imports)] = locals_of(statements, _all_params(func.params), sources)
+        uses = cls({name}, ctx, where, depth, found.derived({name}))
+        for stmt in statements:
+            walk.visit(stmt, uses)
+        return uses
+
+    def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None) -> None:
+        if via is not None:
+            if kind is not ArgKind.STATIC:
+                return  # only the need for concrete values flows through derived values
+            kind, text, weight = via.needs(text)
         self.evidence.append((Evidence(kind, f"{text} in {self.where}", self.ctx.line_of(node)), weight))
 
     def _rooted(self, expr: cst.BaseExpression) -> bool:
         root = _strip(expr)
         return isinstance(root, cst.Name) and root.value in self.names
+
+    def _via(self, expr: cst.BaseExpression) -> Via | None:
+        """How ``expr``, not the argument itself, carries the argument's values, if it does."""
+        read = [
+            (name, sure and (name in self.names or self.derived[name].certain))
+            for name, sure in value_names(expr, self.ctx.imports)
+            if name in self.names or name in self.derived
+        ]
+        if not read:
+            return None
+        certain = any(sure for _, sure in read)
+        through = next((name for name, _ in read if name not in self.names), None)
+        if isinstance(expr, cst.Name):
+            shown = f"`{expr.value}` ({self._chain(expr.value)})"
+        else:
+            code = " ".join(cst.Module([]).code_for_node(expr).split())
+            code = code if len(code) <= 60 else code[:57] + "..."
+            shown = f"`{code}`" + (f" (`{through}` {self._chain(through)})" if through else "")
+        return Via(f"through {shown}", certain)
+
+    def _chain(self, name: str) -> str:
+        """``from `a`, line 4; `a` from `p`, line 3`` back to the argument."""
+        steps: list[str] = []
+        seen = {name}
+        derivation = self.derived.get(name)
+        while derivation is not None:
+            line = self.ctx.line_of(derivation.node)
+            at = f", line {line}" if line else ""
+            head = "from" if not steps else f"`{derivation.name}` from"
+            steps.append(f"{head} `{derivation.source}`{at}{'' if derivation.certain else ', on some paths'}")
+            if derivation.source in seen or derivation.source in self.names:
+                break
+            seen.add(derivation.source)
+            derivation = self.derived.get(derivation.source)
+        return "; ".join(steps)
 
     def _mentions(self, test: cst.BaseExpression) -> bool:
         """Whether the test reads the name outside ``x is None`` checks (fine for arrays)."""
@@ -305,6 +535,8 @@ class Uses(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         if isinstance(node.func, cst.Name) and node.func.value in self.names:
             self._add(ArgKind.STATIC, "called as a function", node)
+        elif isinstance(node.func, cst.Name) and node.func.value in self.derived:
+            self._add(ArgKind.STATIC, "called as a function", node, via=self._via(node.func))
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
             assert isinstance(node.func, cst.Attribute)
@@ -315,64 +547,71 @@ class Uses(cst.CSTVisitor):
         for arg in node.args:
             if arg.keyword is None and arg.star:
                 positional = -1_000  # positions after *args are unknown
+            keyword = arg.keyword.value if arg.keyword else None
             if self._rooted(arg.value) and not arg.star:
-                keyword = arg.keyword.value if arg.keyword else None
                 self._call_arg(node, positional if keyword is None else -1, keyword)
+            elif not arg.star and (via := self._via(arg.value)) is not None:
+                self._call_arg(node, positional if keyword is None else -1, keyword, via)
             if arg.keyword is None:
                 positional += 1
 
-    def _call_arg(self, call: cst.Call, position: int, keyword: str | None) -> None:
+    def _call_arg(self, call: cst.Call, position: int, keyword: str | None, via: Via | None = None) -> None:
         func_text = dotted(call.func) or "a call"
         if keyword in STATIC_KEYWORDS:
-            self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call)
+            self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call, via=via)
             return
         qname = self.ctx.imports.qualify(call.func)
         if qname is None and isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
-                self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call)
+                self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
                 return
         if qname is None:
-            self._follow(call, func_text, position, keyword)
+            self._follow(call, func_text, position, keyword, via)
             return
         last = qname.rsplit(".", 1)[-1]
         if qname in STATIC_BUILTINS:
-            self._add(ArgKind.STATIC, f"passed to `{func_text}`", call)
+            self._add(ArgKind.STATIC, f"passed to `{func_text}`", call, via=via)
         elif qname in HOST_CONVERSIONS:
-            self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call)
+            self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call, via=via)
         elif qname in JAX_TRANSFORMS:
             if position == 0:
-                self._add(ArgKind.STATIC, f"passed as the function to `{func_text}`", call)
+                self._add(ArgKind.STATIC, f"passed as the function to `{func_text}`", call, via=via)
             elif qname in ("jax.vjp", "jax.jvp", "jax.linearize"):
-                self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call)
+                self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call, via=via)
             elif "tree" in qname:
-                self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK)
+                self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK, via=via)
         elif qname.startswith(ARRAY_MODULES):
             if position in CALLABLE_POSITIONS.get(last, ()) or (keyword and "fun" in keyword):
-                self._add(ArgKind.STATIC, f"passed as a function to `{func_text}`", call)
+                self._add(ArgKind.STATIC, f"passed as a function to `{func_text}`", call, via=via)
             elif position in STATIC_POSITIONS.get(last, ()):
-                self._add(ArgKind.STATIC, f"passed as a shape/axis/size to `{func_text}`", call)
+                self._add(ArgKind.STATIC, f"passed as a shape/axis/size to `{func_text}`", call, via=via)
             else:
-                self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call)
-        elif not qname.startswith("builtins."):
+                self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
+        elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
 
     def _opaque(self, call: cst.Call, func_text: str) -> None:
         text = f"passed to `{func_text}`, which is not analysed, in {self.where}"
         self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
 
-    def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None) -> None:
+    def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
         helper = self.ctx.helpers.get(func_text)
         if helper is None or self.depth >= 3 or isinstance(call.func, cst.Attribute):
-            self._opaque(call, func_text)
+            if via is None:
+                self._opaque(call, func_text)
             return
         params = positional_params(helper)
         target = keyword if keyword in params else (params[position] if 0 <= position < len(params) else None)
         if target is None:
             return
-        inner = Uses({target}, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
-        for stmt in body_statements(helper):
-            walk.visit(stmt, inner)
+        inner = Uses.of(helper, target, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
+        if via is not None:  # only the helper's need for concrete values says something here
+            for evidence, weight in inner.evidence:
+                if evidence.kind is ArgKind.STATIC or weight == DOUBT:
+                    kind, text, weight = via.needs(evidence.text, evidence.kind is ArgKind.STATIC)
+                    self.evidence.append((Evidence(kind, text, evidence.line), weight))
+            return
         self.evidence.extend(inner.evidence)
         self.evidence.extend(annotation_evidence(helper, params.index(target), self.ctx, inner.where))
 
@@ -383,6 +622,8 @@ class Uses(cst.CSTVisitor):
                     self._add(ArgKind.STATIC, "combined with a string", node)
                 else:
                     self._add(ArgKind.ARRAY, "used in arithmetic", node)
+            elif isinstance(side, cst.Name) and side.value in self.derived and _is_string_like(other):
+                self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         if self._rooted(node.expression):
@@ -390,10 +631,14 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.STATIC, "used as a truth value", node)
             else:
                 self._add(ArgKind.ARRAY, "used in arithmetic", node)
+        elif isinstance(node.operator, cst.Not) and (via := self._via(node.expression)) is not None:
+            self._add(ArgKind.STATIC, "used as a truth value", node, via=via)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         if not any(self._rooted(o) for o in operands):
+            if any(_is_string_like(o) for o in operands) and (via := self._via(node)) is not None:
+                self._add(ArgKind.STATIC, "compared with a string", node, via=via)
             return
         if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
             return  # `x is None` says nothing: optional arrays are common
@@ -405,6 +650,8 @@ class Uses(cst.CSTVisitor):
     def _control(self, test: cst.BaseExpression, node: cst.CSTNode, what: str) -> None:
         if self._mentions(test):
             self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node)
+        elif (via := self._via(test)) is not None:
+            self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node, via=via)
 
     def visit_If(self, node: cst.If) -> None:
         self._control(node.test, node, "if")
@@ -414,6 +661,15 @@ class Uses(cst.CSTVisitor):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._control(node.test, node, "... if ... else ...")
+
+    def visit_Slice(self, node: cst.Slice) -> None:
+        for bound in (node.lower, node.upper, node.step):
+            if bound is None:
+                continue
+            if self._rooted(bound):  # `x[i:n]` with a Tracer `n` raises: slice bounds are concrete
+                self._add(ArgKind.STATIC, "used as a slice bound", node)
+            elif (via := self._via(bound)) is not None:
+                self._add(ArgKind.STATIC, "used as a slice bound", node, via=via)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
@@ -430,6 +686,11 @@ class _NameFinder(cst.CSTVisitor):
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
+
+
+def _all_params(params: cst.Parameters) -> list[cst.Param]:
+    star = [p for p in (params.star_arg, params.star_kwarg) if isinstance(p, cst.Param)]
+    return [*params.posonly_params, *params.params, *params.kwonly_params, *star]
 
 
 def _is_string_like(expr: cst.BaseExpression) -> bool:
@@ -588,10 +849,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             if func is None or position >= len(params):
                 continue
             where = f"{role} `{func.name.value}`"
-            uses = Uses({params[position]}, ctx, where)
-            for stmt in body_statements(func):
-                walk.visit(stmt, uses)
-            evidence.extend(uses.evidence)
+            evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
             evidence.extend(annotation_evidence(func, position, ctx, where))
         for call, caller in calls:
             value = _call_value(call, index, name)
@@ -607,6 +865,9 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
     if static:
         return ArgInfo(index, name, ArgKind.STATIC, _once(static), False)
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
+    doubt = [e for e, weight in evidence if weight == DOUBT]
+    if doubt:  # a value from it may be needed concretely: never a safe fix
+        return ArgInfo(index, name, ArgKind.UNKNOWN, _once(doubt + [e for e, _ in array]), False)
     scalar = [e for e, weight in evidence if weight in (SCALAR, OBJECT)]
     # A Python-number annotation, or a method arrays lack, means numeric use (or `.dot`) proves
     # nothing; an array passed at a call site or an array annotation still does.

@@ -104,7 +104,8 @@ CODES: tuple[Code, ...] = (
         triggers=_NONDIFF,
         what=(
             "Finds nondiff arguments of a `jax.custom_vjp` whose kind the tool cannot decide: "
-            "they only reach helpers defined elsewhere, or are annotated `float`/`int` with no use seen."
+            "they only reach helpers defined elsewhere, are annotated `float`/`int` with no use seen, "
+            "or a local that holds their values on some paths only is needed concretely."
         ),
         why=(
             "If such an argument is ever an array, the function fails under jit/vmap with "

@@ -1,0 +1,215 @@
+"""Stage 6: which locals of a function hold values derived from an argument (for classify).
+
+``seq_len = cu_seqlens[i + 1] - cu_seqlens[i]`` makes ``seq_len`` carry ``cu_seqlens``'s values,
+so ``jnp.tile(x, seq_len)`` needs ``cu_seqlens`` concrete. A local is *certainly* derived when
+every binding of it in the function is a plain assignment in the function's own scope (``=``,
+an annotated or augmented assignment, ``:=``, a ``for`` or comprehension target) from such a
+value; *possibly* derived when only some are. Anything bound in a nested def, lambda or class,
+a parameter, an import, a ``with`` or ``except`` name, a ``global`` ... is some other binding.
+Which expressions carry values (and which only metadata, like ``x.shape``) is classify's to
+say: it passes ``sources``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+
+import libcst as cst
+
+from vjp_migrate import walk
+
+# The names an expression's value is computed from, each with whether every path through the
+# expression uses it (False under a conditional expression).
+Sources = Callable[[cst.BaseExpression], list[tuple[str, bool]]]
+
+
+@dataclass(frozen=True)
+class Binding:
+    node: cst.CSTNode  # the statement or expression that binds, for its line
+    values: tuple[cst.BaseExpression, ...] | None  # None: bound some other way
+
+
+@dataclass(frozen=True)
+class Derivation:
+    name: str
+    source: str  # the argument, or another derived local, the value comes from
+    node: cst.CSTNode
+    certain: bool
+
+
+class _Bindings(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: dict[str, list[Binding]] = {}
+        self.nested = 0  # inside a nested def, lambda or class: bindings there are other
+
+    def _bind(self, name: str, node: cst.CSTNode, values: tuple[cst.BaseExpression, ...] | None) -> None:
+        self.found.setdefault(name, []).append(Binding(node, values if self.nested == 0 else None))
+
+    def _other(self, target: cst.CSTNode | None, node: cst.CSTNode) -> None:
+        for name in _target_names(target):
+            self._bind(name, node, None)
+
+    def _enter(self, name: cst.Name | None, node: cst.CSTNode) -> None:
+        if name is not None:
+            self._bind(name.value, node, None)
+        self.nested += 1
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._enter(node.name, node)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.nested -= 1
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._enter(node.name, node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self.nested -= 1
+
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self._enter(None, node)
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.nested -= 1
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            for name, value in _pairs(target.target, node.value):
+                self._bind(name, node, (value,) if value is not None else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if node.value is not None and isinstance(node.target, cst.Name):
+            self._bind(node.target.value, node, (node.value,))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value, node, (node.target, node.value))
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        if isinstance(node.target, cst.Name):
+            self._bind(node.target.value, node, (node.value,))
+
+    def visit_For(self, node: cst.For) -> None:
+        for name in _target_names(node.target):  # each element of the iterable
+            self._bind(name, node, (node.iter,))
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        for name in _target_names(node.target):  # its own scope: a name bound elsewhere too is in doubt
+            self._bind(name, node, (node.iter,))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._bind(node.name.value, node, None)
+
+    def visit_AsName(self, node: cst.AsName) -> None:
+        self._other(node.name, node)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            self._bind(cst.Module([]).code_for_node(node.name).split(".")[0], node, None)
+
+    def visit_Global(self, node: cst.Global) -> None:
+        for item in node.names:
+            self._other(item.name, node)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        for item in node.names:
+            self._other(item.name, node)
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._other(node.target, node)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        self._other(node.name, node)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        self._other(node.name, node)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        self._other(node.rest, node)
+
+
+def _target_names(target: cst.CSTNode | None) -> Iterator[str]:
+    """The names a target binds (``a``, ``a, (b, *c)``); none for ``x[0]`` or ``self.a``."""
+    if isinstance(target, cst.Name):
+        yield target.value
+    elif isinstance(target, (cst.Tuple, cst.List)):
+        for element in target.elements:
+            yield from _target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from _target_names(target.value)
+
+
+def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression | None]]:
+    """Each name of an assignment target with the part of the value it gets (``a, b = p, q``)."""
+    if isinstance(target, (cst.Tuple, cst.List)):
+        elements = target.elements
+        if (
+            isinstance(value, (cst.Tuple, cst.List))
+            and len(value.elements) == len(elements)
+            and not any(isinstance(e, cst.StarredElement) for e in (*elements, *value.elements))
+        ):
+            for element, part in zip(elements, value.elements, strict=True):
+                yield from _pairs(element.value, part.value)
+            return
+    for name in _target_names(target):
+        yield name, value  # one element of the value: derived when the whole is
+
+
+Reads = list[list[tuple[str, bool]] | None]  # per binding: the names its value reads; None: bound otherwise
+
+
+@dataclass(frozen=True)
+class Locals:
+    """Every name bound in a function body, and what each binding's value reads (root-independent)."""
+
+    bindings: dict[str, list[Binding]]
+    reads: dict[str, Reads]
+
+    def derived(self, roots: set[str]) -> dict[str, Derivation]:
+        """The locals derived from ``roots``, certainly or possibly."""
+        reads = {name: per for name, per in self.reads.items() if name not in roots}
+        possible: set[str] = set()
+        grown = True
+        while grown:  # least fixed point: some binding reads a root or a possibly derived local
+            before = len(possible)
+            possible.update(
+                name
+                for name, per in reads.items()
+                if any(r is not None and any(s in roots or s in possible for s, _ in r) for r in per)
+            )
+            grown = len(possible) > before
+        certain = {name for name in possible if all(r is not None for r in reads[name])}
+        shrunk = True
+        while shrunk:  # greatest fixed point: every binding surely reads a root or a certain local
+            before = len(certain)
+            certain = {
+                name
+                for name in certain
+                if all(r is not None and any(ok and (s in roots or s in certain) for s, ok in r) for r in reads[name])
+            }
+            shrunk = len(certain) < before
+        found: dict[str, Derivation] = {}
+        for name in possible:
+            known = roots | (certain if name in certain else possible)
+            for binding, read in zip(self.bindings[name], reads[name], strict=True):
+                usable = [s for s, _ in read or () if s in known and s != name]
+                if usable:
+                    source = next((s for s in usable if s in roots), usable[0])
+                    found[name] = Derivation(name, source, binding.node, name in certain)
+                    break
+        return found
+
+
+def locals_of(statements: Sequence[cst.BaseStatement], params: Iterable[cst.Param], sources: Sources) -> Locals:
+    finder = _Bindings()
+    for stmt in statements:
+        walk.visit(stmt, finder)
+    bindings = finder.found
+    for param in params:
+        bindings.setdefault(param.name.value, []).insert(0, Binding(param, None))
+    reads = {
+        name: [None if b.values is None else [s for v in b.values for s in sources(v)] for b in found]
+        for name, found in bindings.items()
+    }
+    return Locals(bindings, reads)
