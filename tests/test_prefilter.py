@@ -15,7 +15,7 @@ import jax
 import pytest
 from conftest import FIXTURES, read_exact
 
-from vjp_migrate import classify, imports, screen, vocabulary
+from vjp_migrate import imports, screen, vocabulary
 from vjp_migrate.api import analyze, check_paths
 from vjp_migrate.codes import BY_CODE, CODES, DEFAULT_SELECT, triggers_for
 from vjp_migrate.model import Settings, Status
@@ -139,16 +139,16 @@ def test_codes_the_screen_does_not_know_keep_every_file() -> None:
 def test_screen_word_sets_cover_classify() -> None:
     # Supersets: what may make an argument an array (the attribute and module words are one list,
     # vocabulary.py; annotations are qualified names in classify, last names in the screen).
-    names = {a.rsplit(".", 1)[-1] for a in classify.ARRAY_ANNOTATIONS} | vocabulary.ARRAY_ANNOTATION_NAMES
+    names = {a.rsplit(".", 1)[-1] for a in vocabulary.ARRAY_ANNOTATIONS} | vocabulary.ARRAY_ANNOTATION_NAMES
     assert names <= screen.ARRAY_ANNOTATION_NAMES
-    assert {"jax.vjp", "jax.jvp", "jax.linearize"} & classify.JAX_TRANSFORMS <= screen.ARRAY_TRANSFORMS
+    assert {"jax.vjp", "jax.jvp", "jax.linearize"} & vocabulary.JAX_TRANSFORMS <= screen.ARRAY_TRANSFORMS
     assert all(name.endswith(".custom_vjp") for name in imports.CUSTOM_VJP)
     # Subsets: what the screen takes as proof of a static argument.
-    assert screen.STATIC_KEYWORDS <= classify.STATIC_KEYWORDS
+    assert screen.STATIC_KEYWORDS <= vocabulary.STATIC_KEYWORDS
     assert screen.JIT <= imports.JIT
     assert screen.PARTIAL <= imports.PARTIAL
-    assert {"str", "bool", "Callable"} <= classify.STATIC_ANNOTATION_NAMES
-    assert {"float", "int", "complex"} <= classify.SCALAR_ANNOTATION_NAMES
+    assert {"str", "bool", "Callable"} <= vocabulary.STATIC_ANNOTATION_NAMES
+    assert {"float", "int", "complex"} <= vocabulary.SCALAR_ANNOTATION_NAMES
 
 
 # --- the structural screen: what it drops -----------------------------------------------------

@@ -44,7 +44,7 @@ ARRAY_TRANSFORMS = frozenset({"jax.vjp", "jax.jvp", "jax.linearize"})  # and any
 JIT = frozenset({"jax.jit", "jax.api.jit"})
 PARTIAL = frozenset({"functools.partial"})
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
-# Keywords whose value classify always takes as static (a subset of classify.STATIC_KEYWORDS).
+# Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
 STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
 FOLLOW_DEPTH = 4  # classify follows helpers three calls deep; following further only keeps more
 _BUILTINS = frozenset(dir(builtins))
