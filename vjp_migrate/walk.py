@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, Any
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
+from vjp_migrate.splice import Splicer, render
+
 if TYPE_CHECKING:
     from types import TracebackType
 
@@ -42,72 +44,86 @@ _UNRECORDED = (
     cst.Newline,
     cst.Comment,
 )
+_UNRECORDED_TYPES = frozenset(_UNRECORDED)
 _UNRECORDED_NAMES = frozenset(t.__name__ for t in _UNRECORDED)
 _BASE_HOOKS = ("on_visit", "on_leave", "on_visit_attribute", "on_leave_attribute")
 
 Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column (as findings use)
 
 
-class _Syntactic:
-    """``record_syntactic_position`` as a plain context manager (the generator one costs more)."""
+class _Closer:
+    """What ``record_syntactic_position`` returns: one object for every call (see _Recorder)."""
 
-    __slots__ = ("end_node", "node", "recorder", "start", "start_node")
+    __slots__ = ("recorder",)
 
-    def __init__(
-        self, recorder: _Recorder, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
-    ) -> None:
+    def __init__(self, recorder: _Recorder) -> None:
         self.recorder = recorder
-        self.node = node
-        self.start_node = start_node
-        self.end_node = end_node
-        self.start = 0
 
     def __enter__(self) -> None:
-        self.start = len(self.recorder.tokens)
+        pass
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        spans = self.recorder.spans
-        start = spans[id(self.start_node)][0] if self.start_node is not None else self.start
-        end = spans[id(self.end_node)][1] if self.end_node is not None else len(self.recorder.tokens)
-        spans[id(self.node)] = (start, end)
+        self.recorder.close_syntactic()
 
 
 class _Recorder(CodegenState):
     def __init__(self, module: cst.Module) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.order: list[cst.CSTNode] = []
-        self.ends: list[int] = []
+        self.ends: list[int] = []  # where each node's subtree ends in order
+        self.starts: list[int] = []  # the token range of each node's whole code
+        self.stops: list[int] = []
         self.where: dict[int, int] = {}  # id(node) -> its index in order
-        self.spans: dict[int, tuple[int, int]] = {}  # id(node) -> token range
-        self.stack: list[tuple[int, int]] = []
-        self.top: list[tuple[int, int]] = []  # token ranges of the module's statements, comments included
+        self.syntactic: dict[int, tuple[int, int]] = {}  # id(node) -> token range PositionProvider gives it
+        self.stack: list[int] = []
+        self.top: list[int] = []  # the module's statements, comments included
+        self.pending: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int]] = []
+        self.closer = _Closer(self)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) in _UNRECORDED:
+        if type(node) in _UNRECORDED_TYPES:
             return
         index = len(self.order)
-        self.stack.append((index, len(self.tokens)))
+        self.stack.append(index)
         self.where[id(node)] = index
         self.order.append(node)
-        self.ends.append(index + 1)
+        self.ends.append(0)
+        self.starts.append(len(self.tokens))
+        self.stops.append(0)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) in _UNRECORDED:
+        if type(node) in _UNRECORDED_TYPES:
             return
-        index, start = self.stack.pop()
+        stack = self.stack
+        index = stack.pop()
         self.ends[index] = len(self.order)
-        if len(self.stack) == 1:  # a statement of the module's body
-            self.top.append((start, len(self.tokens)))
+        self.stops[index] = len(self.tokens)
+        if len(stack) == 1:  # a statement of the module's body
+            self.top.append(index)
+
+    def range_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The token range PositionProvider gives ``node`` (its syntactic one when it has one)."""
         key = id(node)
-        if key not in self.spans:  # a syntactic position recorded inside wins, as in PositionProvider
-            self.spans[key] = (start, len(self.tokens))
+        found = self.syntactic.get(key)
+        if found is None:
+            index = self.where[key]
+            return self.starts[index], self.stops[index]
+        return found
 
     def record_syntactic_position(
         self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
     ) -> Any:
-        return _Syntactic(self, node, start_node, end_node)
+        # LibCST enters the returned context at once, so the start is known here.
+        self.pending.append((node, start_node, end_node, len(self.tokens)))
+        return self.closer
+
+    def close_syntactic(self) -> None:
+        node, start_node, end_node, start = self.pending.pop()
+        first = self.range_of(start_node)[0] if start_node is not None else start
+        last = self.range_of(end_node)[1] if end_node is not None else len(self.tokens)
+        self.syntactic[id(node)] = (first, last)
 
     def pop_trailing_newline(self) -> None:
         """Kept: PositionProvider measures the last statement before the newline is dropped."""
@@ -217,7 +233,9 @@ class Index:
         self._order = recorder.order
         self._ends = recorder.ends
         self._where = recorder.where
-        self._spans = recorder.spans
+        self._starts = recorder.starts
+        self._stops = recorder.stops
+        self._range_of = recorder.range_of
         self._tokens = recorder.tokens
         self._top = recorder.top
         self._offsets: list[int] | None = None
@@ -264,21 +282,22 @@ class Index:
 
     def line(self, node: cst.CSTNode) -> int | None:
         """The first line of ``node`` as PositionProvider gives it; None for a node not in the module."""
-        where = self._spans.get(id(node))
-        return None if where is None else self._point(where[0])[0]
+        if id(node) not in self._where:
+            return None
+        return self._point(self._range_of(node)[0])[0]
 
     def span(self, node: cst.CSTNode) -> Span:
         """Start and end of ``node``: lines 1-based, columns 1-based (PositionProvider's + 1)."""
-        start, end = self._spans[id(node)]
+        start, end = self._range_of(node)
         line, column = self._point(start)
         end_line, end_column = self._point(end)
         return line, column + 1, end_line, end_column + 1
 
     def code(self, module: cst.Module) -> tuple[str, list[str]]:
-        """``module.code`` for a module made from the indexed one by replacing, adding or removing
-        statements of its body, and the code of the statements that are not the indexed ones.
+        """``module.code`` for a module made from the indexed one, and the new code of every
+        statement of its body that changed.
 
-        Statements kept from the indexed module are copied from its text, not generated again.
+        The source text is copied, with only the changed nodes' code spliced in (splice.py).
         """
         old = self.module
         same_frame = (
@@ -291,19 +310,29 @@ class Index:
             code = module.code
             return code, [code]
         offsets = self._measure()
-        text, top = self._text, self._top
-        kept = {id(stmt): k for k, stmt in enumerate(old.body)}
-        pieces = [text[: offsets[top[0][0]]]]  # the header
+        text, top, starts, stops = self._text, self._top, self._starts, self._stops
+        splicer = Splicer(old, self._where, starts, stops)
+        splicer.origins = {id(new): key for key, new in self._replaced.items()}
+        deep = len(self._where) == len(self._order)  # no node object twice in the tree
+        pieces = [text[: offsets[starts[top[0]]]]]  # the header
         new: list[str] = []
-        for stmt in module.body:
-            k = kept.get(id(stmt))
-            if k is None:
-                piece = module.code_for_node(stmt)
-                new.append(piece)
-            else:
-                piece = text[offsets[top[k][0]] : offsets[top[k][1]]]
+        for k, stmt in splicer.align(old.body, module.body):
+            if stmt is None:  # a statement that went
+                continue
+            piece = None
+            if k is not None and (deep or stmt is old.body[k]):
+                first, end = starts[top[k]], stops[top[k]]
+                splicer.edits = []
+                splicer.replace(old, "body", old.body[k], stmt, ())  # a statement of a body is always replaceable
+                piece = render(text, offsets, first, end, splicer.edits)
+                if piece is not None and not splicer.edits:  # unchanged
+                    pieces.append(piece)
+                    continue
+            if piece is None:
+                piece = splicer.generate(stmt, ())
             pieces.append(piece)
-        pieces.append(text[offsets[top[-1][1]] :])  # the footer
+            new.append(piece)
+        pieces.append(text[offsets[stops[top[-1]]] :])  # the footer
         code = "".join(pieces)
         last = NEWLINE_AT_END.search(code)
         if not module.has_trailing_newline and last is not None:  # LibCST drops its last token, a newline
