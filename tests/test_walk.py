@@ -404,7 +404,9 @@ def test_spliced_code_equals_libcst_on_edge_cases(text: str, transformer: type[c
 
 @pytest.mark.parametrize("transformer", SPLICE_TRANSFORMERS, ids=lambda t: t.__name__)
 @pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
-def test_spliced_code_equals_libcst_over_the_corpus(name: str, text: str, transformer: type[cst.CSTTransformer]) -> None:
+def test_spliced_code_equals_libcst_over_the_corpus(
+    name: str, text: str, transformer: type[cst.CSTTransformer]
+) -> None:
     _spliced_equals_generated(text, transformer)
 
 
@@ -453,7 +455,9 @@ def _generated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         pytest.param("f(a, b)\n", _Grows, ["Call"], id="arguments: their parent passes commas"),
         pytest.param("def f(a):\n    pass\n", _Grows, ["Parameters"], id="parameters of a def"),
         pytest.param("g = lambda a: a\n", _Grows, ["Lambda"], id="parameters of a lambda: the lambda"),
-        pytest.param("def f():\n    return 1; x = 2\n", _Grows, ["Parameters", "SimpleStatementLine"], id="a semicolon"),
+        pytest.param(
+            "def f():\n    return 1; x = 2\n", _Grows, ["Parameters", "SimpleStatementLine"], id="a semicolon"
+        ),
         pytest.param("def f():\n    f(a)\n    x = 1\n", _Statements, ["SimpleStatementLine"], id="an insertion"),
         pytest.param("def f():\n    pass\n    x = 1\n", _Statements, [], id="a removal"),
         pytest.param("def f():\n    pass\n", _Statements, ["IndentedBlock"], id="a body left empty"),
@@ -478,12 +482,13 @@ def test_splice_falls_back_to_whole_statements_and_modules(monkeypatch: pytest.M
     index = walk.Index(module)
     generated = _generated(monkeypatch)
     # a node object twice in the tree: its place is ambiguous, so each changed statement is generated
-    twice = cst.parse_module("x = y\n")
-    name = twice.body[0].body[0].value  # type: ignore[attr-defined]
-    shared = twice.with_changes(body=[twice.body[0], cst.SimpleStatementLine([cst.Expr(name)])])
+    name = cst.Name("y")
+    shared = cst.parse_module("x = 1\n").with_changes(
+        body=[cst.SimpleStatementLine([cst.Expr(name)]), cst.SimpleStatementLine([cst.Expr(name)])]
+    )
     shared_index = walk.Index(shared)
-    new = shared.with_changes(body=[shared.body[0], shared.body[1].with_changes(leading_lines=[])])  # type: ignore[attr-defined]
-    assert shared_index.code(new) == (new.code, ["y\n"])
+    new = shared.with_changes(body=[shared.body[0], cst.SimpleStatementLine([cst.Expr(cst.Name("z"))])])
+    assert shared_index.code(new) == (new.code, ["z\n"])
     assert generated == ["SimpleStatementLine"]
     # the module's header or frame changed: LibCST generates the module
     header = module.with_changes(header=[cst.EmptyLine(comment=cst.Comment("# new"))])

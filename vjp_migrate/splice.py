@@ -21,11 +21,13 @@ statement of the module's body, which is what ``code`` did before splicing.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
 Edit = tuple[int, int, str]  # token range of the source, new code
+Step = tuple[int | None, cst.CSTNode | None]
 _BODIES = (cst.Module, cst.IndentedBlock)
 _INDENTED = {cst.IndentedBlock: frozenset({"body", "footer"}), cst.Match: frozenset({"cases", "footer"})}
 
@@ -68,9 +70,7 @@ def _fields(kind: type) -> tuple[str, ...]:
 class Splicer:
     """Edits that turn the code of nodes of the indexed module into the code of their new versions."""
 
-    def __init__(
-        self, module: cst.Module, where: dict[int, int], starts: Sequence[int], stops: Sequence[int]
-    ) -> None:
+    def __init__(self, module: cst.Module, where: dict[int, int], starts: Sequence[int], stops: Sequence[int]) -> None:
         self.default_indent = module.default_indent
         self.default_newline = module.default_newline
         self.where = where
@@ -84,11 +84,9 @@ class Splicer:
         node._codegen(state)
         return "".join(state.tokens)
 
-    def replace(
-        self, parent: cst.CSTNode, name: str, old: cst.CSTNode, new: cst.CSTNode, indents: tuple[str, ...]
-    ) -> bool:
-        """Edits for ``old``, in ``parent``'s field ``name``, becoming ``new``; False when its parent
-        must be replaced instead (nothing is added then)."""
+    def replace(self, parent: type, name: str, old: cst.CSTNode, new: cst.CSTNode, indents: tuple[str, ...]) -> bool:
+        """Edits for ``old``, in the field ``name`` of a ``parent`` node, becoming ``new``; False
+        when the parent must be replaced instead (no edit is added then)."""
         if new is old:
             return True
         kind = type(new)
@@ -99,10 +97,10 @@ class Splicer:
         index = self.where.get(id(old))
         if index is None:  # whitespace: not indexed
             return False
-        body = name == "body" and type(parent) in _BODIES
+        body = name == "body" and parent in _BODIES
         if not (body or (_plain(kind) and (kind is type(old) or (_is_expression(kind) and _is_expression(type(old)))))):
             return False
-        if name == "params" and type(parent) is cst.Lambda:
+        if name == "params" and parent is cst.Lambda:
             return False
         self.edits.append((self.starts[index], self.stops[index], self.generate(new, indents)))
         return True
@@ -110,7 +108,7 @@ class Splicer:
     def _fields(self, old: cst.CSTNode, new: cst.CSTNode, indents: tuple[str, ...]) -> bool:
         kind = type(old)
         changed: list[str] = []
-        for name in _fields(kind):  # first the changes no edit inside can make (before generating any code)
+        for name in _fields(kind):  # first the changes no edit inside can make, before generating code
             a, b = getattr(old, name), getattr(new, name)
             if a is b:
                 continue
@@ -120,7 +118,7 @@ class Splicer:
             elif isinstance(a, (list, tuple)):
                 if not isinstance(b, (list, tuple)):
                     return False
-            elif type(a) is not type(b) or a != b or _is_node(type(b)):
+            elif type(a) is not type(b) or a != b:
                 return False
             else:
                 continue
@@ -132,54 +130,55 @@ class Splicer:
             if indented is not None and name in indented:
                 indent: str | None = getattr(old, "indent")  # noqa: B009  (IndentedBlock and Match both have one)
                 inner = (*indents, self.default_indent if indent is None else indent)
-            if not (self.replace(old, name, a, b, inner) if _is_node(type(a)) else self._sequence(old, name, a, b, inner)):
+            if _is_node(type(a)):
+                if not self.replace(kind, name, a, b, inner):
+                    return False
+            elif not self._sequence(kind, name, a, b, inner):
                 return False
         return True
 
-    def _sequence(
-        self, parent: cst.CSTNode, name: str, a: Sequence[object], b: Sequence[object], indents: tuple[str, ...]
-    ) -> bool:
-        if len(a) == len(b):
-            for x, y in zip(a, b):
-                if x is y:
-                    continue
-                if not (_is_node(type(x)) and _is_node(type(y))):
-                    return False
-                if not self.replace(parent, name, x, y, indents):  # type: ignore[arg-type]
-                    return False
-            return True
-        if not (a and b and name == "body" and type(parent) in _BODIES):  # an empty body writes `pass`
-            return False
+    def _sequence(self, parent: type, name: str, a: Sequence[Any], b: Sequence[Any], indents: tuple[str, ...]) -> bool:
+        if len(a) != len(b):
+            return bool(a and b and name == "body" and parent in _BODIES) and self._body(a, b, indents)
+        for x, y in zip(a, b, strict=True):
+            if x is y:
+                continue
+            if not (_is_node(type(x)) and _is_node(type(y)) and self.replace(parent, name, x, y, indents)):
+                return False
+        return True
+
+    def _body(self, a: Sequence[cst.CSTNode], b: Sequence[cst.CSTNode], indents: tuple[str, ...]) -> bool:
+        """Edits for a body of statements that gained or lost some (an empty one would get a `pass`)."""
         inserted: list[str] = []
-        position = self.stops[self.where[id(a[-1])]]
         for k, new in self.align(a, b):
             if k is None:
+                assert new is not None
                 inserted.append(self.generate(new, indents))
                 continue
-            old = a[k]
-            start = self.starts[self.where[id(old)]]
+            start, stop = self.starts[self.where[id(a[k])]], self.stops[self.where[id(a[k])]]
             if inserted:
                 self.edits.append((start, start, "".join(inserted)))
                 inserted = []
             if new is None:
-                self.edits.append((start, self.stops[self.where[id(old)]], ""))
-            elif not self.replace(parent, name, old, new, indents):
-                return False
+                self.edits.append((start, stop, ""))
+            else:
+                self.replace(cst.IndentedBlock, "body", a[k], new, indents)  # a statement of a body always can be
         if inserted:
-            self.edits.append((position, position, "".join(inserted)))
+            end = self.stops[self.where[id(a[-1])]]
+            self.edits.append((end, end, "".join(inserted)))
         return True
 
-    def align(
-        self, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]
-    ) -> list[tuple[int, None | cst.CSTNode] | tuple[None, cst.CSTNode]]:
-        """The statements of a new body in order, each with the index of the old one it replaces
-        (None: inserted), and the old ones that went, as (index, None).
+    def align(self, old: Sequence[cst.CSTNode], new: Sequence[cst.CSTNode]) -> list[Step]:
+        """How a body became another: in order, (old index, new statement) for a statement that
+        replaces an old one, (None, new statement) for one inserted, (old index, None) for one gone.
 
         Any pairing gives the right text (a pair's edits turn one into the other); pairing a
         statement with the one it was made from keeps the edits small.
         """
+        if len(old) == len(new):
+            return list(enumerate(new))
         at = {id(node): k for k, node in enumerate(old)}
-        steps: list[tuple[int, None | cst.CSTNode] | tuple[None, cst.CSTNode]] = []
+        steps: list[Step] = []
         done = 0
         for node in new:
             k = at.get(id(node))

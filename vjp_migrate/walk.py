@@ -51,13 +51,18 @@ _BASE_HOOKS = ("on_visit", "on_leave", "on_visit_attribute", "on_leave_attribute
 Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column (as findings use)
 
 
+Syntactic = tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int, int]
+
+
 class _Closer:
     """What ``record_syntactic_position`` returns: one object for every call (see _Recorder)."""
 
-    __slots__ = ("recorder",)
+    __slots__ = ("closed", "pending", "tokens")
 
     def __init__(self, recorder: _Recorder) -> None:
-        self.recorder = recorder
+        self.pending = recorder.pending
+        self.closed = recorder.closed
+        self.tokens = recorder.tokens
 
     def __enter__(self) -> None:
         pass
@@ -65,30 +70,30 @@ class _Closer:
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        self.recorder.close_syntactic()
+        self.closed.append((*self.pending.pop(), len(self.tokens)))
 
 
 class _Recorder(CodegenState):
+    """Records every node but whitespace in visiting order, with where its subtree ends (in
+    order) and its token range; and the syntactic positions nodes record, resolved later."""
+
     def __init__(self, module: cst.Module) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.order: list[cst.CSTNode] = []
-        self.ends: list[int] = []  # where each node's subtree ends in order
-        self.starts: list[int] = []  # the token range of each node's whole code
+        self.ends: list[int] = []
+        self.starts: list[int] = []
         self.stops: list[int] = []
-        self.where: dict[int, int] = {}  # id(node) -> its index in order
-        self.syntactic: dict[int, tuple[int, int]] = {}  # id(node) -> token range PositionProvider gives it
         self.stack: list[int] = []
-        self.top: list[int] = []  # the module's statements, comments included
         self.pending: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int]] = []
+        self.closed: list[Syntactic] = []  # (node, start node, end node, start, end), as they closed
         self.closer = _Closer(self)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED_TYPES:
             return
-        index = len(self.order)
-        self.stack.append(index)
-        self.where[id(node)] = index
-        self.order.append(node)
+        order = self.order
+        self.stack.append(len(order))
+        order.append(node)
         self.ends.append(0)
         self.starts.append(len(self.tokens))
         self.stops.append(0)
@@ -96,21 +101,9 @@ class _Recorder(CodegenState):
     def after_codegen(self, node: cst.CSTNode) -> None:
         if type(node) in _UNRECORDED_TYPES:
             return
-        stack = self.stack
-        index = stack.pop()
+        index = self.stack.pop()
         self.ends[index] = len(self.order)
         self.stops[index] = len(self.tokens)
-        if len(stack) == 1:  # a statement of the module's body
-            self.top.append(index)
-
-    def range_of(self, node: cst.CSTNode) -> tuple[int, int]:
-        """The token range PositionProvider gives ``node`` (its syntactic one when it has one)."""
-        key = id(node)
-        found = self.syntactic.get(key)
-        if found is None:
-            index = self.where[key]
-            return self.starts[index], self.stops[index]
-        return found
 
     def record_syntactic_position(
         self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
@@ -118,12 +111,6 @@ class _Recorder(CodegenState):
         # LibCST enters the returned context at once, so the start is known here.
         self.pending.append((node, start_node, end_node, len(self.tokens)))
         return self.closer
-
-    def close_syntactic(self) -> None:
-        node, start_node, end_node, start = self.pending.pop()
-        first = self.range_of(start_node)[0] if start_node is not None else start
-        last = self.range_of(end_node)[1] if end_node is not None else len(self.tokens)
-        self.syntactic[id(node)] = (first, last)
 
     def pop_trailing_newline(self) -> None:
         """Kept: PositionProvider measures the last statement before the newline is dropped."""
@@ -230,14 +217,19 @@ class Index:
         recorder = _Recorder(module)
         module._codegen(recorder)
         self.module = module
-        self._order = recorder.order
-        self._ends = recorder.ends
-        self._where = recorder.where
+        self._order = order = recorder.order
+        self._ends = ends = recorder.ends
+        self._where = {id(node): k for k, node in enumerate(order)}
         self._starts = recorder.starts
         self._stops = recorder.stops
-        self._range_of = recorder.range_of
         self._tokens = recorder.tokens
-        self._top = recorder.top
+        self._closed = recorder.closed
+        self._syntactic: dict[int, Syntactic] | None = None
+        self._top: list[int] = []  # the module's statements, comments included
+        k = 1  # order[0] is the module
+        while k < len(order):
+            self._top.append(k)
+            k = ends[k]
         self._offsets: list[int] | None = None
         self._line_starts: list[int] = []
         self._text = ""
@@ -274,6 +266,22 @@ class Index:
             self._text = "".join(self._tokens)  # the source, with its last newline even if it had none
             self._line_starts = [0, *(m.end() for m in NEWLINE.finditer(self._text))]
         return self._offsets
+
+    def _range_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The token range PositionProvider gives ``node``: the last syntactic position it
+        recorded (hoisted from the nodes it names), else its whole code."""
+        if self._syntactic is None:
+            self._syntactic = {id(record[0]): record for record in self._closed}
+        record = self._syntactic.get(id(node))
+        if record is None:
+            index = self._where[id(node)]
+            return self._starts[index], self._stops[index]
+        _, start_node, end_node, start, end = record
+        if start_node is not None:
+            start = self._range_of(start_node)[0]
+        if end_node is not None:
+            end = self._range_of(end_node)[1]
+        return start, end
 
     def _point(self, token: int) -> tuple[int, int]:
         offset = self._measure()[token]
@@ -323,7 +331,9 @@ class Index:
             if k is not None and (deep or stmt is old.body[k]):
                 first, end = starts[top[k]], stops[top[k]]
                 splicer.edits = []
-                splicer.replace(old, "body", old.body[k], stmt, ())  # a statement of a body is always replaceable
+                splicer.replace(
+                    cst.Module, "body", old.body[k], stmt, ()
+                )  # a statement of a body is always replaceable
                 piece = render(text, offsets, first, end, splicer.edits)
                 if piece is not None and not splicer.edits:  # unchanged
                     pieces.append(piece)
