@@ -37,7 +37,7 @@ _PLAIN: dict[type, bool] = {}
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _is_node(kind: type) -> bool:
+def is_node(kind: type) -> bool:
     found = _NODE.get(kind)
     if found is None:
         found = _NODE[kind] = issubclass(kind, cst.CSTNode)  # isinstance on the ABC is slow
@@ -112,8 +112,8 @@ class Splicer:
             a, b = getattr(old, name), getattr(new, name)
             if a is b:
                 continue
-            if _is_node(type(a)):
-                if not _is_node(type(b)):
+            if is_node(type(a)):
+                if not is_node(type(b)):
                     return False
             elif isinstance(a, (list, tuple)):
                 if not isinstance(b, (list, tuple)):
@@ -130,7 +130,7 @@ class Splicer:
             if indented is not None and name in indented:
                 indent: str | None = getattr(old, "indent")  # noqa: B009  (IndentedBlock and Match both have one)
                 inner = (*indents, self.default_indent if indent is None else indent)
-            if _is_node(type(a)):
+            if is_node(type(a)):
                 if not self.replace(kind, name, a, b, inner):
                     return False
             elif not self._sequence(kind, name, a, b, inner):
@@ -143,7 +143,7 @@ class Splicer:
         for x, y in zip(a, b, strict=True):
             if x is y:
                 continue
-            if not (_is_node(type(x)) and _is_node(type(y)) and self.replace(parent, name, x, y, indents)):
+            if not (is_node(type(x)) and is_node(type(y)) and self.replace(parent, name, x, y, indents)):
                 return False
         return True
 

@@ -22,13 +22,13 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from vjp_migrate.splice import Splicer, render
+from vjp_migrate.splice import Splicer, is_node, render
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -188,11 +188,10 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in order:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _UNRECORDED):
-                found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _UNRECORDED))
+        if isinstance(value, (list, tuple)):
+            found.extend(v for v in value if is_node(type(v)) and type(v) not in _UNRECORDED_TYPES)
+        elif is_node(type(value)) and type(value) not in _UNRECORDED_TYPES:
+            found.append(value)
     return found
 
 
@@ -218,6 +217,7 @@ class Index:
         module._codegen(recorder)
         self.module = module
         self._order = order = recorder.order
+        self._kinds = list(map(type, order))
         self._ends = ends = recorder.ends
         self._where = {id(node): k for k, node in enumerate(order)}
         self._starts = recorder.starts
@@ -358,28 +358,26 @@ class Index:
         if table is None or index is None:
             node.visit(visitor)
             return
-        order, ends = self._order, self._ends
+        order, ends, kinds = self._order, self._ends, self._kinds
         stop = ends[index]
         pending: list[tuple[int, cst.CSTNode, Callable[..., Any]]] = []
-        while index < stop:
-            while pending and pending[-1][0] <= index:
+        skipped = index  # the end of the subtree the visitor declined last
+        # Only the nodes the visitor has a method for call anything: find them at C speed.
+        for at in compress(range(index, stop), map(table.__contains__, kinds[index:stop])):
+            if at < skipped:
+                continue
+            while pending and pending[-1][0] <= at:
                 _, done, finish = pending.pop()
                 finish(visitor, done)
-            current = order[index]
-            entry = table.get(type(current))
-            if entry is None:
-                index += 1
-                continue
-            enter, leave = entry
-            descend = enter is None or enter(visitor, current) is not False
-            if not descend:
+            current = order[at]
+            enter, leave = table[kinds[at]]
+            if enter is None or enter(visitor, current) is not False:
+                if leave is not None:
+                    pending.append((ends[at], current, leave))
+            else:
                 if leave is not None:
                     leave(visitor, current)
-                index = ends[index]
-                continue
-            if leave is not None:
-                pending.append((ends[index], current, leave))
-            index += 1
+                skipped = ends[at]
         while pending:
             _, done, finish = pending.pop()
             finish(visitor, done)
@@ -427,13 +425,13 @@ class Index:
             items: list[Any] = []
             touched = reshaped = False
             for item in value:
-                child = where.get(id(item)) if isinstance(item, cst.CSTNode) else None
+                child = where.get(id(item))  # None for whitespace, which holds no target
                 if child is None or not inside(child):
                     items.append(item)
                     continue
                 touched = True
                 new = rebuild(item, child)
-                if isinstance(new, cst.CSTNode):
+                if is_node(type(new)):
                     news = [new]
                 elif isinstance(new, cst.FlattenSentinel):
                     news = list(new)
@@ -443,7 +441,7 @@ class Index:
                     raise NotLocal(f"a leave returned {type(new).__name__}")
                 # LibCST drops from a body a statement line that its leaves emptied.
                 kept = [n for n in news if not (body and n._is_removable() and not item._is_removable())]
-                reshaped = reshaped or not (isinstance(new, cst.CSTNode) and kept)
+                reshaped = reshaped or not (is_node(type(new)) and kept)
                 items.extend(kept)
             return items, touched, reshaped
 
@@ -452,18 +450,18 @@ class Index:
             reshaped = False
             for name in _field_names(node):
                 value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
-                    child = where.get(id(value))
-                    if child is not None and inside(child):
-                        new = rebuild(value, child)
-                        if not isinstance(new, cst.CSTNode):
-                            raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
-                        changes[name] = new
-                elif isinstance(value, (list, tuple)):
+                if isinstance(value, (list, tuple)):
                     items, touched, spliced = sequence(node, name, value)
                     if touched:
                         changes[name] = type(value)(items)
                         reshaped = reshaped or spliced
+                    continue
+                child = where.get(id(value))  # None for whitespace and values that are not nodes
+                if child is not None and inside(child):
+                    new = rebuild(value, child)
+                    if not is_node(type(new)):
+                        raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
+                    changes[name] = new
             updated = node.with_changes(**changes) if changes else node
             if index in chosen:
                 leave = getattr(transformer, f"leave_{type(node).__name__}", None)
@@ -472,7 +470,7 @@ class Index:
                 result = updated
                 if not reshaped:  # otherwise children() reads its fields
                     self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
-            if isinstance(result, cst.CSTNode):
+            if is_node(type(result)):
                 self._replaced[id(node)] = result
             return result
 
@@ -482,7 +480,7 @@ class Index:
         if not inside(start):
             return root
         new_root = rebuild(root, start)
-        if not isinstance(new_root, cst.CSTNode):
+        if not is_node(type(new_root)):
             raise NotLocal(f"the root became a {type(new_root).__name__}")
         return new_root
 
