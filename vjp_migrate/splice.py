@@ -1,4 +1,4 @@
-"""Stage 7b: the text of a rewritten module: the source text with only the changed nodes' code spliced in.
+"""Stage 9b: the text of a rewritten module: the source text with only the changed nodes' code spliced in.
 
 A rewrite shares every node it did not change with the indexed module, so comparing the two
 trees field by field (an identical field costs one ``is``) finds the changed nodes; each one is
@@ -20,6 +20,7 @@ statement of the module's body, which is what ``code`` did before splicing.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Sequence
 from typing import Any
 
@@ -56,7 +57,8 @@ def _plain(kind: type) -> bool:
     found = _PLAIN.get(kind)
     if found is None:
         code = kind._codegen_impl.__code__  # type: ignore[attr-defined]
-        found = _PLAIN[kind] = code.co_argcount == 2 and code.co_kwonlyargcount == 0 and not code.co_flags & 0x0C
+        extra = code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+        found = _PLAIN[kind] = code.co_argcount == 2 and code.co_kwonlyargcount == 0 and not extra
     return found
 
 

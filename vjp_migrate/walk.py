@@ -331,9 +331,7 @@ class Index:
             if k is not None and (deep or stmt is old.body[k]):
                 first, end = starts[top[k]], stops[top[k]]
                 splicer.edits = []
-                splicer.replace(
-                    cst.Module, "body", old.body[k], stmt, ()
-                )  # a statement of a body is always replaceable
+                splicer.replace(cst.Module, "body", old.body[k], stmt, ())  # always can: a statement of a body
                 piece = render(text, offsets, first, end, splicer.edits)
                 if piece is not None and not splicer.edits:  # unchanged
                     pieces.append(piece)
