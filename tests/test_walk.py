@@ -460,6 +460,9 @@ def _generated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         ),
         pytest.param("def f():\n    f(a)\n    x = 1\n", _Statements, ["SimpleStatementLine"], id="an insertion"),
         pytest.param("def f():\n    pass\n    x = 1\n", _Statements, [], id="a removal"),
+        pytest.param(
+            "def f():\n    pass\n    x = 1\n    f(a)\n", _Statements, ["SimpleStatementLine"], id="one gone, one come"
+        ),
         pytest.param("def f():\n    pass\n", _Statements, ["IndentedBlock"], id="a body left empty"),
         pytest.param("if a:\n    x = 1\nelse:\n    y = 2\n", _Statements, ["Name"], id="an if's test"),
     ],

@@ -174,21 +174,22 @@ class Splicer:
         """How a body became another: in order, (old index, new statement) for a statement that
         replaces an old one, (None, new statement) for one inserted, (old index, None) for one gone.
 
-        Any pairing gives the right text (a pair's edits turn one into the other); pairing a
-        statement with the one it was made from keeps the edits small.
+        Any pairing gives the right text (a pair's edits turn one into the other). A statement is
+        paired with the one it is or was made from, else with the next old one nothing was made
+        from, which keeps the edits small.
         """
-        if len(old) == len(new):
-            return list(enumerate(new))
         at = {id(node): k for k, node in enumerate(old)}
+        made = [at.get(id(node), at.get(self.origins.get(id(node), -1))) for node in new]
+        claimed = set(made)
         steps: list[Step] = []
         done = 0
-        for node in new:
-            k = at.get(id(node))
-            if k is None:
-                k = at.get(self.origins.get(id(node), -1))
+        for node, k in zip(new, made, strict=True):
             if k is None or k < done:
-                steps.append((None, node))
-                continue
+                if done < len(old) and done not in claimed:
+                    k = done
+                else:
+                    steps.append((None, node))
+                    continue
             steps.extend((gone, None) for gone in range(done, k))
             steps.append((k, node))
             done = k + 1
