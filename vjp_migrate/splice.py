@@ -140,8 +140,10 @@ class Splicer:
         return True
 
     def _sequence(self, parent: type, name: str, a: Sequence[Any], b: Sequence[Any], indents: tuple[str, ...]) -> bool:
+        if name == "body" and parent in _BODIES:
+            return bool(a and b) and self._body(a, b, indents)  # an empty body is written `pass`
         if len(a) != len(b):
-            return bool(a and b and name == "body" and parent in _BODIES) and self._body(a, b, indents)
+            return False
         for x, y in zip(a, b, strict=True):
             if x is y:
                 continue
@@ -150,7 +152,7 @@ class Splicer:
         return True
 
     def _body(self, a: Sequence[cst.CSTNode], b: Sequence[cst.CSTNode], indents: tuple[str, ...]) -> bool:
-        """Edits for a body of statements that gained or lost some (an empty one would get a `pass`)."""
+        """Edits for a body of statements, some of which may have come, gone or changed."""
         inserted: list[str] = []
         for k, new in self.align(a, b):
             if k is None:
