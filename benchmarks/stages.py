@@ -7,7 +7,7 @@ stage function, and a bare ``libcst.parse_module(...).code`` over the same files
 process as the reference. Times are CPU seconds (``time.process_time``), exclusive of the
 stages nested inside, medians of ``--runs`` runs. "LibCST's part" sums the stages that are
 LibCST's own work (its parse, the one code-generation walk, the rebuild of changed nodes and the
-code generation of changed statements): what any design that parses whole files with LibCST pays.
+code generation of changed nodes): what any design that parses whole files with LibCST pays.
 """
 
 from __future__ import annotations
@@ -40,14 +40,14 @@ STAGES = [
     ("findings and noqa", "vjp_migrate.noqa", "suppress"),
     ("rewrite (plans to new nodes, unused imports)", "vjp_migrate.rewrite", "apply_plans"),
     ("rebuild of the changed nodes (walk.Index.transform)", "vjp_migrate.walk", "Index.transform"),
-    ("code generation of the changed statements", "vjp_migrate.walk", "Index.code"),
-    ("syntax check of the regenerated statements", "vjp_migrate.source", "check_syntax"),
+    ("code generation of the changed nodes, spliced into the source", "vjp_migrate.walk", "Index.code"),
+    ("syntax check of the changed statements", "vjp_migrate.source", "check_syntax"),
 ]
 LIBCST = {
     "LibCST parse",
     "walk.Index (the one code-generation walk)",
     "rebuild of the changed nodes (walk.Index.transform)",
-    "code generation of the changed statements",
+    "code generation of the changed nodes, spliced into the source",
 }
 
 

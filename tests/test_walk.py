@@ -305,3 +305,197 @@ def test_regenerated_statements_are_checked_together_then_in_the_whole_file(monk
         walk.Index, "code", lambda self, module: (whole, ["x = 1\n", "from __future__ import annotations\n"])
     )
     assert fix_source(text, path="m.py").source == whole
+
+
+# --- splicing: Index.code copies the source and generates only the changed nodes --------------
+
+SPLICE_CASES = [
+    "class C:\n\tdef f(self, a):\n\t\tif a:\n\t\t\treturn (a,\n\t\t\t\tb)\n\t\t# tail\n",  # tabs, nested
+    "def f(a):\n  x = g(a,\n    1)\n  return x, a\n",  # a default indent of two spaces
+    "y = f(a,\n      b)  # c\nz = [\n    a,\n]\n",  # nodes spanning lines inside parentheses
+    "def f(a, b): return a, b",  # a one-line suite, no trailing newline
+    "@d(1)\n# between\n@e\ndef f(x, *, k=1):\n    '''doc'''\n    return x\n",
+    "g = lambda: 0\nh = lambda a, b: (a, b)\n",
+    "def f():\n    if x:\n        y = [\n            a,\n        ]\n    elif z:\n        pass\n    else:\n        f(a)\n",
+    "match p:\n    case [a, b]:\n        f(a,\n          b)\n    case _:\n        pass\n",
+    "try:\n    f(a)\nexcept E as e:\n    pass\nfinally:\n    g(a); h(b)\n",
+    "x = 1\r\nif a:\r\n    # c\r\n    f(a,\r\n      b)\r\n",
+]
+
+
+class _Renames(cst.CSTTransformer):
+    """Changes of one node: a name, a decorator, a string."""
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        if updated_node.value in ("True", "False", "None"):  # match singletons must stay
+            return updated_node
+        return updated_node.with_changes(value=updated_node.value + "_")
+
+    def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
+        return updated_node.with_changes(decorator=cst.Name("renamed"))
+
+    def leave_SimpleString(self, original_node: cst.SimpleString, updated_node: cst.SimpleString) -> cst.SimpleString:
+        return updated_node.with_changes(value='"s"')
+
+
+class _Grows(cst.CSTTransformer):
+    """Changes that their parents' code depends on: lists that grow, parameters, lambdas."""
+
+    def leave_Tuple(self, original_node: cst.Tuple, updated_node: cst.Tuple) -> cst.Tuple:
+        return updated_node.with_changes(elements=[*updated_node.elements, cst.Element(cst.Name("more"))])
+
+    def leave_Arg(self, original_node: cst.Arg, updated_node: cst.Arg) -> cst.Arg:
+        return updated_node.with_changes(value=cst.Integer("7"), comma=cst.MaybeSentinel.DEFAULT)
+
+    def leave_Parameters(self, original_node: cst.Parameters, updated_node: cst.Parameters) -> cst.Parameters:
+        extra = cst.Param(cst.Name("extra"), default=cst.Integer("0"))
+        return updated_node.with_changes(params=[*updated_node.params, extra])
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        return updated_node.with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+
+
+class _Statements(cst.CSTTransformer):
+    """Statements that come, go and change kind in bodies."""
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel:
+        first = updated_node.body[0]
+        if isinstance(first, cst.Pass):
+            return cst.RemoveFromParent()
+        if isinstance(first, cst.Expr):
+            return cst.FlattenSentinel([cst.parse_statement("before = 1\n"), updated_node])
+        if isinstance(first, cst.Return):
+            return cst.If(cst.Name("cond"), cst.IndentedBlock([updated_node]))
+        return updated_node
+
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        return updated_node.with_changes(test=cst.Name("t"))
+
+
+SPLICE_TRANSFORMERS: list[type[cst.CSTTransformer]] = [_Renames, _Grows, _Statements]
+
+
+def _leaves_of(transformer: type[cst.CSTTransformer]) -> tuple[type, ...]:
+    return tuple(getattr(cst, name[len("leave_") :]) for name in vars(transformer) if name.startswith("leave_"))
+
+
+def _spliced_equals_generated(text: str, transformer: type[cst.CSTTransformer]) -> None:
+    module = cst.parse_module(text)
+    index = walk.Index(module)
+    expected = module.visit(transformer())
+    assert isinstance(expected, cst.Module)
+    kinds = _leaves_of(transformer)
+    targets = [node for node in index._order if isinstance(node, kinds)]
+    local = index.transform(module, transformer(), targets)
+    assert local.code == expected.code
+    code, changed = index.code(local)
+    assert code == expected.code
+    assert all(piece.rstrip("\r\n") in code for piece in changed)
+    assert index.code(expected)[0] == expected.code  # every node rebuilt: compared all the way down
+
+
+@pytest.mark.parametrize("transformer", SPLICE_TRANSFORMERS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize("text", SPLICE_CASES + EDGE_CASES)
+def test_spliced_code_equals_libcst_on_edge_cases(text: str, transformer: type[cst.CSTTransformer]) -> None:
+    _spliced_equals_generated(text, transformer)
+
+
+@pytest.mark.parametrize("transformer", SPLICE_TRANSFORMERS, ids=lambda t: t.__name__)
+@pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_spliced_code_equals_libcst_over_the_corpus(
+    name: str, text: str, transformer: type[cst.CSTTransformer]
+) -> None:
+    _spliced_equals_generated(text, transformer)
+
+
+@pytest.mark.parametrize("path", FIXTURE_INPUTS, ids=[p.parent.name for p in FIXTURE_INPUTS])
+def test_spliced_fix_equals_the_transformed_module_code(path: Path) -> None:
+    from vjp_migrate.api import DEFAULT_SETTINGS, Settings, analyze
+    from vjp_migrate.rewrite import apply_plans
+
+    text = read_exact(path)
+    for settings in (DEFAULT_SETTINGS, Settings(select=DEFAULT_SETTINGS.select, unsafe_fixes=True)):
+        analysis = analyze(text, str(path), settings)
+        plans = [d.plan for d in analysis.decisions if d.plan is not None]
+        module = analysis.module
+        if not plans:
+            continue
+        assert isinstance(module, cst.Module)
+        index = walk.index_of(module)
+        for chosen in [plans, *([plan] for plan in plans)]:
+            new = apply_plans(module, chosen)
+            code, changed = index.code(new)
+            assert code == new.code == apply_plans(module, chosen, local=False).code
+            assert changed and all(piece in code for piece in changed)
+
+
+def _generated(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The types of the nodes Index.code generates from now on."""
+    from vjp_migrate import splice
+
+    kinds: list[str] = []
+    generate = splice.Splicer.generate
+
+    def logged(self: splice.Splicer, node: cst.CSTNode, indents: tuple[str, ...]) -> str:
+        kinds.append(type(node).__name__)
+        return generate(self, node, indents)
+
+    monkeypatch.setattr(splice.Splicer, "generate", logged)
+    return kinds
+
+
+@pytest.mark.parametrize(
+    ("text", "transformer", "kinds"),
+    [
+        pytest.param("def f(a, b):\n    return a\n", _Renames, ["Name"] * 4, id="names alone"),
+        pytest.param("@d\ndef f():\n    pass\n", _Renames, ["Name", "Name"], id="a decorator's expression"),
+        pytest.param("x = (a, b)\n", _Grows, ["Tuple"], id="a tuple that grows"),
+        pytest.param("f(a, b)\n", _Grows, ["Call"], id="arguments: their parent passes commas"),
+        pytest.param("def f(a):\n    pass\n", _Grows, ["Parameters"], id="parameters of a def"),
+        pytest.param("g = lambda a: a\n", _Grows, ["Lambda"], id="parameters of a lambda: the lambda"),
+        pytest.param(
+            "def f():\n    return 1; x = 2\n", _Grows, ["Parameters", "SimpleStatementLine"], id="a semicolon"
+        ),
+        pytest.param("def f():\n    f(a)\n    x = 1\n", _Statements, ["SimpleStatementLine"], id="an insertion"),
+        pytest.param("def f():\n    pass\n    x = 1\n", _Statements, [], id="a removal"),
+        pytest.param(
+            "def f():\n    pass\n    x = 1\n    f(a)\n", _Statements, ["SimpleStatementLine"], id="one gone, one come"
+        ),
+        pytest.param("def f():\n    pass\n", _Statements, ["IndentedBlock"], id="a body left empty"),
+        pytest.param("if a:\n    x = 1\nelse:\n    y = 2\n", _Statements, ["Name"], id="an if's test"),
+    ],
+)
+def test_splice_generates_only_what_it_must(
+    text: str, transformer: type[cst.CSTTransformer], kinds: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    generated = _generated(monkeypatch)
+    module = cst.parse_module(text)
+    index = walk.Index(module)
+    targets = [node for node in index._order if isinstance(node, _leaves_of(transformer))]
+    new = index.transform(module, transformer(), targets)
+    assert index.code(new)[0] == new.code
+    assert generated == kinds
+
+
+def test_splice_falls_back_to_whole_statements_and_modules(monkeypatch: pytest.MonkeyPatch) -> None:
+    text = "import a\n\n\ndef f(x):\n    return (x, 1)\n"
+    module = cst.parse_module(text)
+    index = walk.Index(module)
+    generated = _generated(monkeypatch)
+    # a node object twice in the tree: its place is ambiguous, so each changed statement is generated
+    name = cst.Name("y")
+    shared = cst.parse_module("x = 1\n").with_changes(
+        body=[cst.SimpleStatementLine([cst.Expr(name)]), cst.SimpleStatementLine([cst.Expr(name)])]
+    )
+    shared_index = walk.Index(shared)
+    new = shared.with_changes(body=[shared.body[0], cst.SimpleStatementLine([cst.Expr(cst.Name("z"))])])
+    assert shared_index.code(new) == (new.code, ["z\n"])
+    assert generated == ["SimpleStatementLine"]
+    # the module's header or frame changed: LibCST generates the module
+    header = module.with_changes(header=[cst.EmptyLine(comment=cst.Comment("# new"))])
+    assert index.code(header) == (header.code, [header.code])
+    indented = module.with_changes(default_indent="  ")
+    assert index.code(indented)[0] == indented.code
+    assert generated == ["SimpleStatementLine"]  # LibCST's own module.code, not the splicer

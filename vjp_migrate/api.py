@@ -142,8 +142,8 @@ def _fix_text(
 
     module = analysis.module
     assert module is not None
-    # Statements the rewrite left alone are copied from the source; only the others are
-    # generated and checked again (top-level statements parse on their own).
+    # The source text with only the changed nodes' code generated (splice.py); the statements
+    # of the module's body that changed are checked again (they parse on their own).
     new_code, changed = index_of(module).code(apply_plans(module, plans))  # type: ignore[arg-type]
     try:
         check_syntax("".join(changed), path)  # one parse (each ends with its newline)

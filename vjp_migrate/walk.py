@@ -22,11 +22,13 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import fields
-from itertools import accumulate
+from itertools import accumulate, compress
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
+
+from vjp_migrate.splice import Splicer, is_node, render
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -42,72 +44,73 @@ _UNRECORDED = (
     cst.Newline,
     cst.Comment,
 )
+_UNRECORDED_TYPES = frozenset(_UNRECORDED)
 _UNRECORDED_NAMES = frozenset(t.__name__ for t in _UNRECORDED)
 _BASE_HOOKS = ("on_visit", "on_leave", "on_visit_attribute", "on_leave_attribute")
 
 Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column (as findings use)
 
 
-class _Syntactic:
-    """``record_syntactic_position`` as a plain context manager (the generator one costs more)."""
+Syntactic = tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int, int]
 
-    __slots__ = ("end_node", "node", "recorder", "start", "start_node")
 
-    def __init__(
-        self, recorder: _Recorder, node: cst.CSTNode, start_node: cst.CSTNode | None, end_node: cst.CSTNode | None
-    ) -> None:
-        self.recorder = recorder
-        self.node = node
-        self.start_node = start_node
-        self.end_node = end_node
-        self.start = 0
+class _Closer:
+    """What ``record_syntactic_position`` returns: one object for every call (see _Recorder)."""
+
+    __slots__ = ("closed", "pending", "tokens")
+
+    def __init__(self, recorder: _Recorder) -> None:
+        self.pending = recorder.pending
+        self.closed = recorder.closed
+        self.tokens = recorder.tokens
 
     def __enter__(self) -> None:
-        self.start = len(self.recorder.tokens)
+        pass
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        spans = self.recorder.spans
-        start = spans[id(self.start_node)][0] if self.start_node is not None else self.start
-        end = spans[id(self.end_node)][1] if self.end_node is not None else len(self.recorder.tokens)
-        spans[id(self.node)] = (start, end)
+        self.closed.append((*self.pending.pop(), len(self.tokens)))
 
 
 class _Recorder(CodegenState):
+    """Records every node but whitespace in visiting order, with where its subtree ends (in
+    order) and its token range; and the syntactic positions nodes record, resolved later."""
+
     def __init__(self, module: cst.Module) -> None:
         super().__init__(default_indent=module.default_indent, default_newline=module.default_newline)
         self.order: list[cst.CSTNode] = []
         self.ends: list[int] = []
-        self.where: dict[int, int] = {}  # id(node) -> its index in order
-        self.spans: dict[int, tuple[int, int]] = {}  # id(node) -> token range
-        self.stack: list[tuple[int, int]] = []
-        self.top: list[tuple[int, int]] = []  # token ranges of the module's statements, comments included
+        self.starts: list[int] = []
+        self.stops: list[int] = []
+        self.stack: list[int] = []
+        self.pending: list[tuple[cst.CSTNode, cst.CSTNode | None, cst.CSTNode | None, int]] = []
+        self.closed: list[Syntactic] = []  # (node, start node, end node, start, end), as they closed
+        self.closer = _Closer(self)
 
     def before_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) in _UNRECORDED:
+        if type(node) in _UNRECORDED_TYPES:
             return
-        index = len(self.order)
-        self.stack.append((index, len(self.tokens)))
-        self.where[id(node)] = index
-        self.order.append(node)
-        self.ends.append(index + 1)
+        order = self.order
+        self.stack.append(len(order))
+        order.append(node)
+        self.ends.append(0)
+        self.starts.append(len(self.tokens))
+        self.stops.append(0)
 
     def after_codegen(self, node: cst.CSTNode) -> None:
-        if type(node) in _UNRECORDED:
+        if type(node) in _UNRECORDED_TYPES:
             return
-        index, start = self.stack.pop()
+        index = self.stack.pop()
         self.ends[index] = len(self.order)
-        if len(self.stack) == 1:  # a statement of the module's body
-            self.top.append((start, len(self.tokens)))
-        key = id(node)
-        if key not in self.spans:  # a syntactic position recorded inside wins, as in PositionProvider
-            self.spans[key] = (start, len(self.tokens))
+        self.stops[index] = len(self.tokens)
 
     def record_syntactic_position(
         self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
     ) -> Any:
-        return _Syntactic(self, node, start_node, end_node)
+        # LibCST enters the returned context at once, so the start is known here.
+        self.pending.append((node, start_node, end_node, len(self.tokens)))
+        return self.closer
 
     def pop_trailing_newline(self) -> None:
         """Kept: PositionProvider measures the last statement before the newline is dropped."""
@@ -185,11 +188,10 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     found: list[cst.CSTNode] = []
     for name in order:
         value = getattr(node, name)
-        if isinstance(value, cst.CSTNode):
-            if not isinstance(value, _UNRECORDED):
-                found.append(value)
-        elif isinstance(value, (list, tuple)):
-            found.extend(v for v in value if isinstance(v, cst.CSTNode) and not isinstance(v, _UNRECORDED))
+        if isinstance(value, (list, tuple)):
+            found.extend(v for v in value if is_node(type(v)) and type(v) not in _UNRECORDED_TYPES)
+        elif is_node(type(value)) and type(value) not in _UNRECORDED_TYPES:
+            found.append(value)
     return found
 
 
@@ -214,12 +216,20 @@ class Index:
         recorder = _Recorder(module)
         module._codegen(recorder)
         self.module = module
-        self._order = recorder.order
-        self._ends = recorder.ends
-        self._where = recorder.where
-        self._spans = recorder.spans
+        self._order = order = recorder.order
+        self._kinds = list(map(type, order))
+        self._ends = ends = recorder.ends
+        self._where = {id(node): k for k, node in enumerate(order)}
+        self._starts = recorder.starts
+        self._stops = recorder.stops
         self._tokens = recorder.tokens
-        self._top = recorder.top
+        self._closed = recorder.closed
+        self._syntactic: dict[int, Syntactic] | None = None
+        self._top: list[int] = []  # the module's statements, comments included
+        k = 1  # order[0] is the module
+        while k < len(order):
+            self._top.append(k)
+            k = ends[k]
         self._offsets: list[int] | None = None
         self._line_starts: list[int] = []
         self._text = ""
@@ -257,6 +267,22 @@ class Index:
             self._line_starts = [0, *(m.end() for m in NEWLINE.finditer(self._text))]
         return self._offsets
 
+    def _range_of(self, node: cst.CSTNode) -> tuple[int, int]:
+        """The token range PositionProvider gives ``node``: the last syntactic position it
+        recorded (hoisted from the nodes it names), else its whole code."""
+        if self._syntactic is None:
+            self._syntactic = {id(record[0]): record for record in self._closed}
+        record = self._syntactic.get(id(node))
+        if record is None:
+            index = self._where[id(node)]
+            return self._starts[index], self._stops[index]
+        _, start_node, end_node, start, end = record
+        if start_node is not None:
+            start = self._range_of(start_node)[0]
+        if end_node is not None:
+            end = self._range_of(end_node)[1]
+        return start, end
+
     def _point(self, token: int) -> tuple[int, int]:
         offset = self._measure()[token]
         line = bisect_right(self._line_starts, offset)
@@ -264,21 +290,22 @@ class Index:
 
     def line(self, node: cst.CSTNode) -> int | None:
         """The first line of ``node`` as PositionProvider gives it; None for a node not in the module."""
-        where = self._spans.get(id(node))
-        return None if where is None else self._point(where[0])[0]
+        if id(node) not in self._where:
+            return None
+        return self._point(self._range_of(node)[0])[0]
 
     def span(self, node: cst.CSTNode) -> Span:
         """Start and end of ``node``: lines 1-based, columns 1-based (PositionProvider's + 1)."""
-        start, end = self._spans[id(node)]
+        start, end = self._range_of(node)
         line, column = self._point(start)
         end_line, end_column = self._point(end)
         return line, column + 1, end_line, end_column + 1
 
     def code(self, module: cst.Module) -> tuple[str, list[str]]:
-        """``module.code`` for a module made from the indexed one by replacing, adding or removing
-        statements of its body, and the code of the statements that are not the indexed ones.
+        """``module.code`` for a module made from the indexed one, and the new code of every
+        statement of its body that changed.
 
-        Statements kept from the indexed module are copied from its text, not generated again.
+        The source text is copied, with only the changed nodes' code spliced in (splice.py).
         """
         old = self.module
         same_frame = (
@@ -291,19 +318,29 @@ class Index:
             code = module.code
             return code, [code]
         offsets = self._measure()
-        text, top = self._text, self._top
-        kept = {id(stmt): k for k, stmt in enumerate(old.body)}
-        pieces = [text[: offsets[top[0][0]]]]  # the header
+        text, top, starts, stops = self._text, self._top, self._starts, self._stops
+        splicer = Splicer(old, self._where, starts, stops)
+        splicer.origins = {id(new): key for key, new in self._replaced.items()}
+        deep = len(self._where) == len(self._order)  # no node object twice in the tree
+        pieces = [text[: offsets[starts[top[0]]]]]  # the header
         new: list[str] = []
-        for stmt in module.body:
-            k = kept.get(id(stmt))
-            if k is None:
-                piece = module.code_for_node(stmt)
-                new.append(piece)
-            else:
-                piece = text[offsets[top[k][0]] : offsets[top[k][1]]]
+        for k, stmt in splicer.align(old.body, module.body):
+            if stmt is None:  # a statement that went
+                continue
+            piece = None
+            if k is not None and (deep or stmt is old.body[k]):
+                first, end = starts[top[k]], stops[top[k]]
+                splicer.edits = []
+                splicer.replace(cst.Module, "body", old.body[k], stmt, ())  # always can: a statement of a body
+                piece = render(text, offsets, first, end, splicer.edits)
+                if piece is not None and not splicer.edits:  # unchanged
+                    pieces.append(piece)
+                    continue
+            if piece is None:
+                piece = splicer.generate(stmt, ())
             pieces.append(piece)
-        pieces.append(text[offsets[top[-1][1]] :])  # the footer
+            new.append(piece)
+        pieces.append(text[offsets[stops[top[-1]]] :])  # the footer
         code = "".join(pieces)
         last = NEWLINE_AT_END.search(code)
         if not module.has_trailing_newline and last is not None:  # LibCST drops its last token, a newline
@@ -319,28 +356,26 @@ class Index:
         if table is None or index is None:
             node.visit(visitor)
             return
-        order, ends = self._order, self._ends
+        order, ends, kinds = self._order, self._ends, self._kinds
         stop = ends[index]
         pending: list[tuple[int, cst.CSTNode, Callable[..., Any]]] = []
-        while index < stop:
-            while pending and pending[-1][0] <= index:
+        skipped = index  # the end of the subtree the visitor declined last
+        # Only the nodes the visitor has a method for call anything: find them at C speed.
+        for at in compress(range(index, stop), map(table.__contains__, kinds[index:stop])):
+            if at < skipped:
+                continue
+            while pending and pending[-1][0] <= at:
                 _, done, finish = pending.pop()
                 finish(visitor, done)
-            current = order[index]
-            entry = table.get(type(current))
-            if entry is None:
-                index += 1
-                continue
-            enter, leave = entry
-            descend = enter is None or enter(visitor, current) is not False
-            if not descend:
+            current = order[at]
+            enter, leave = table[kinds[at]]
+            if enter is None or enter(visitor, current) is not False:
+                if leave is not None:
+                    pending.append((ends[at], current, leave))
+            else:
                 if leave is not None:
                     leave(visitor, current)
-                index = ends[index]
-                continue
-            if leave is not None:
-                pending.append((ends[index], current, leave))
-            index += 1
+                skipped = ends[at]
         while pending:
             _, done, finish = pending.pop()
             finish(visitor, done)
@@ -388,13 +423,13 @@ class Index:
             items: list[Any] = []
             touched = reshaped = False
             for item in value:
-                child = where.get(id(item)) if isinstance(item, cst.CSTNode) else None
+                child = where.get(id(item))  # None for whitespace, which holds no target
                 if child is None or not inside(child):
                     items.append(item)
                     continue
                 touched = True
                 new = rebuild(item, child)
-                if isinstance(new, cst.CSTNode):
+                if is_node(type(new)):
                     news = [new]
                 elif isinstance(new, cst.FlattenSentinel):
                     news = list(new)
@@ -404,7 +439,7 @@ class Index:
                     raise NotLocal(f"a leave returned {type(new).__name__}")
                 # LibCST drops from a body a statement line that its leaves emptied.
                 kept = [n for n in news if not (body and n._is_removable() and not item._is_removable())]
-                reshaped = reshaped or not (isinstance(new, cst.CSTNode) and kept)
+                reshaped = reshaped or not (is_node(type(new)) and kept)
                 items.extend(kept)
             return items, touched, reshaped
 
@@ -413,18 +448,18 @@ class Index:
             reshaped = False
             for name in _field_names(node):
                 value = getattr(node, name)
-                if isinstance(value, cst.CSTNode):
-                    child = where.get(id(value))
-                    if child is not None and inside(child):
-                        new = rebuild(value, child)
-                        if not isinstance(new, cst.CSTNode):
-                            raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
-                        changes[name] = new
-                elif isinstance(value, (list, tuple)):
+                if isinstance(value, (list, tuple)):
                     items, touched, spliced = sequence(node, name, value)
                     if touched:
                         changes[name] = type(value)(items)
                         reshaped = reshaped or spliced
+                    continue
+                child = where.get(id(value))  # None for whitespace and values that are not nodes
+                if child is not None and inside(child):
+                    new = rebuild(value, child)
+                    if not is_node(type(new)):
+                        raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
+                    changes[name] = new
             updated = node.with_changes(**changes) if changes else node
             if index in chosen:
                 leave = getattr(transformer, f"leave_{type(node).__name__}", None)
@@ -433,7 +468,7 @@ class Index:
                 result = updated
                 if not reshaped:  # otherwise children() reads its fields
                     self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
-            if isinstance(result, cst.CSTNode):
+            if is_node(type(result)):
                 self._replaced[id(node)] = result
             return result
 
@@ -443,7 +478,7 @@ class Index:
         if not inside(start):
             return root
         new_root = rebuild(root, start)
-        if not isinstance(new_root, cst.CSTNode):
+        if not is_node(type(new_root)):
             raise NotLocal(f"the root became a {type(new_root).__name__}")
         return new_root
 
