@@ -47,7 +47,7 @@ class _Bindings(cst.CSTVisitor):
         self.found.setdefault(name, []).append(Binding(node, values if self.nested == 0 else None))
 
     def _other(self, target: cst.CSTNode | None, node: cst.CSTNode) -> None:
-        for name in _target_names(target):
+        for name in target_names(target):
             self._bind(name, node, None)
 
     def _enter(self, name: cst.Name | None, node: cst.CSTNode) -> None:
@@ -91,11 +91,11 @@ class _Bindings(cst.CSTVisitor):
             self._bind(node.target.value, node, (node.value,))
 
     def visit_For(self, node: cst.For) -> None:
-        for name in _target_names(node.target):  # each element of the iterable
+        for name in target_names(node.target):  # each element of the iterable
             self._bind(name, node, (node.iter,))
 
     def visit_CompFor(self, node: cst.CompFor) -> None:
-        for name in _target_names(node.target):  # its own scope: a name bound elsewhere too is in doubt
+        for name in target_names(node.target):  # its own scope: a name bound elsewhere too is in doubt
             self._bind(name, node, (node.iter,))
 
     def visit_Param(self, node: cst.Param) -> None:
@@ -129,15 +129,15 @@ class _Bindings(cst.CSTVisitor):
         self._other(node.rest, node)
 
 
-def _target_names(target: cst.CSTNode | None) -> Iterator[str]:
+def target_names(target: cst.CSTNode | None) -> Iterator[str]:
     """The names a target binds (``a``, ``a, (b, *c)``); none for ``x[0]`` or ``self.a``."""
     if isinstance(target, cst.Name):
         yield target.value
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
-            yield from _target_names(element.value)
+            yield from target_names(element.value)
     elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
+        yield from target_names(target.value)
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression | None]]:
@@ -152,7 +152,7 @@ def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tu
             for element, part in zip(elements, value.elements, strict=True):
                 yield from _pairs(element.value, part.value)
             return
-    for name in _target_names(target):
+    for name in target_names(target):
         yield name, value  # one element of the value: derived when the whole is
 
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.derived import target_names
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.sites import body_statements, positional_params
@@ -65,32 +66,22 @@ class _Names(cst.CSTVisitor):
         return False
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.bound.update(_target_names(node.target))
+        self.bound.update(target_names(node.target))
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self.bound.update(_target_names(node.target))
+        self.bound.update(target_names(node.target))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.bound.update(_target_names(node.target))
+        self.bound.update(target_names(node.target))
 
     def visit_For(self, node: cst.For) -> None:
-        self.bound.update(_target_names(node.target))
+        self.bound.update(target_names(node.target))
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.bound.update(_target_names(node.target))
+        self.bound.update(target_names(node.target))
 
     def visit_AsName(self, node: cst.AsName) -> None:
-        self.bound.update(_target_names(node.name))
-
-
-def _target_names(target: cst.CSTNode) -> Iterator[str]:
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from _target_names(target.value)
+        self.bound.update(target_names(node.name))
 
 
 class _Bindings(cst.CSTVisitor):
@@ -100,7 +91,7 @@ class _Bindings(cst.CSTVisitor):
         self.sites: dict[str, list[cst.CSTNode]] = {}
 
     def _add(self, target: cst.CSTNode, node: cst.CSTNode) -> None:
-        for name in _target_names(target):
+        for name in target_names(target):
             self.sites.setdefault(name, []).append(node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -608,7 +599,7 @@ def _single_unpack(
                 and isinstance(small.value, cst.Name)
                 and small.value.value == residual
             ):
-                bound = set(_target_names(small.targets[0].target))
+                bound = set(target_names(small.targets[0].target))
                 if bound & set(saved) or residual in bound or any(earlier.counts.get(n) for n in saved):
                     return None
                 return small

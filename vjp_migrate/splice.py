@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from dataclasses import fields
 from typing import Any
 
 import libcst as cst
@@ -62,10 +63,11 @@ def _plain(kind: type) -> bool:
     return found
 
 
-def _fields(kind: type) -> tuple[str, ...]:
+def field_names(kind: type) -> tuple[str, ...]:
+    """The dataclass fields of a node type, in order (cached: ``dataclasses.fields`` is slow)."""
     names = _FIELDS.get(kind)
     if names is None:
-        names = _FIELDS[kind] = tuple(kind.__dataclass_fields__)  # type: ignore[attr-defined]
+        names = _FIELDS[kind] = tuple(f.name for f in fields(kind))
     return names
 
 
@@ -110,7 +112,7 @@ class Splicer:
     def _fields(self, old: cst.CSTNode, new: cst.CSTNode, indents: tuple[str, ...]) -> bool:
         kind = type(old)
         changed: list[str] = []
-        for name in _fields(kind):  # first the changes no edit inside can make, before generating code
+        for name in field_names(kind):  # first the changes no edit inside can make, before generating code
             a, b = getattr(old, name), getattr(new, name)
             if a is b:
                 continue

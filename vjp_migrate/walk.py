@@ -21,14 +21,13 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import fields
 from itertools import accumulate, compress
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
 from libcst._nodes.internal import CodegenState
 
-from vjp_migrate.splice import Splicer, is_node, render
+from vjp_migrate.splice import Splicer, field_names, is_node, render
 
 if TYPE_CHECKING:
     from types import TracebackType
@@ -178,7 +177,7 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     The visiting order of a type's fields is learnt from LibCST once per type and set of absent
     fields (some fields are only visited when present).
     """
-    names = _field_names(node)
+    names = field_names(type(node))
     key = (type(node), tuple(getattr(node, name) is None for name in names))
     order = _FIELD_ORDER.get(key)
     if order is None:
@@ -193,16 +192,6 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
         elif is_node(type(value)) and type(value) not in _UNRECORDED_TYPES:
             found.append(value)
     return found
-
-
-_FIELD_NAMES: dict[type, tuple[str, ...]] = {}
-
-
-def _field_names(node: cst.CSTNode) -> tuple[str, ...]:
-    names = _FIELD_NAMES.get(type(node))
-    if names is None:
-        names = _FIELD_NAMES[type(node)] = tuple(f.name for f in fields(node))
-    return names
 
 
 class NotLocal(Exception):
@@ -446,7 +435,7 @@ class Index:
         def rebuild(node: cst.CSTNode, index: int) -> Any:
             changes: dict[str, Any] = {}
             reshaped = False
-            for name in _field_names(node):
+            for name in field_names(type(node)):
                 value = getattr(node, name)
                 if isinstance(value, (list, tuple)):
                     items, touched, spliced = sequence(node, name, value)
