@@ -27,6 +27,11 @@ def classify(
     return info.kind, tuple(e.text for e in info.evidence), info.strong
 
 
+def lines(*statements: str) -> str:
+    """A multi-line primal or bwd body for `classify` (its first line is indented already)."""
+    return "\n    ".join(statements)
+
+
 @pytest.mark.parametrize(
     ("primal", "bwd", "reason"),
     [
@@ -70,6 +75,44 @@ def test_if_on_the_value_is_static_but_is_none_check_is_not() -> None:
     assert classify(body)[0] is ArgKind.STATIC
     kind, _, _ = classify("return x if a is None else x * a")
     assert kind is ArgKind.ARRAY
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines("if a.shape[0] > 1:", "    return x * a", "return x"), id="if a.shape[0]"),
+        pytest.param(lines("while a.ndim < 2:", "    a = a[None]", "return x * a"), id="while a.ndim"),
+        pytest.param("return x * a if len(a) == 3 else x", id="ifexp len(a)"),
+        pytest.param(
+            lines("if jnp.ndim(a) == 1 and a.dtype == x.dtype:", "    return x * a", "return x"), id="jnp.ndim, dtype"
+        ),
+        pytest.param(lines("if a[0].shape == x.shape:", "    return x * a", "return x"), id="rooted shape"),
+    ],
+)
+def test_a_test_on_its_metadata_is_not_control_flow_on_its_values(primal: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.ARRAY, reasons
+    assert not any("control flow" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("primal", "extra"),
+    [
+        pytest.param(lines("if a.sum() > 1:", "    return x * a", "return x"), "", id="a reduction"),
+        pytest.param(lines("if a.shape[0] > a[0]:", "    return x * a", "return x"), "", id="metadata and a value"),
+        pytest.param(
+            lines("if len(a) > 1:", "    return x * a", "return x"), "def len(v):\n    return v\n", id="len shadowed"
+        ),
+        pytest.param(lines("if len(a + 1) > 1:", "    return x * a", "return x"), "", id="len of an expression"),
+        pytest.param(
+            lines("if size(a) > 1:", "    return x * a", "return x"), "from mylib import size\n", id="other size"
+        ),
+    ],
+)
+def test_a_test_on_its_values_is_still_control_flow(primal: str, extra: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("control flow" in r for r in reasons), reasons
 
 
 def test_static_wins_over_numeric_use() -> None:
@@ -177,11 +220,6 @@ def test_the_array_methods_are_every_public_name_of_jax_array() -> None:
     from vjp_migrate.vocabulary import ARRAY_METHODS
 
     assert {n for n in dir(jax.Array) if not n.startswith("_")} <= ARRAY_METHODS
-
-
-def lines(*statements: str) -> str:
-    """A multi-line primal or bwd body for `classify` (its first line is indented already)."""
-    return "\n    ".join(statements)
 
 
 @pytest.mark.parametrize(

@@ -185,6 +185,27 @@ f.defvjp(lambda x, s: (x, None), lambda s, _, g: (g * s,))
 """
 
 
+METADATA_TEST = """\
+from functools import partial
+import jax
+from jax.numpy import shape
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, s):
+    if s.shape[0] > 1:
+        return x * s
+    return x
+
+def f_fwd(x, s):
+    return f(x, s), None
+
+def f_bwd(s, _, g):
+    return (g * s,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [
@@ -202,12 +223,31 @@ f.defvjp(lambda x, s: (x, None), lambda s, _, g: (g * s,))
             True,
             id="array use only in a partial bwd",
         ),
+        pytest.param(METADATA_TEST, True, id="a test on metadata proves nothing"),
+        pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if s.sum() > 1"), False, id="a test on values"),
+        pytest.param(
+            METADATA_TEST.replace("if s.shape[0] > 1", "if shape(s)[0] > 1"),
+            True,
+            id="a metadata function under an alias",
+        ),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
 )
 def test_screen_verdicts(text: str, kept: bool) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        pytest.param(METADATA_TEST, ["VJP001"], id="metadata"),
+        pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if shape(s)[0] > 1"), ["VJP001"], id="alias"),
+        pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if s.sum() > 1"), [], id="values"),
+    ],
+)
+def test_the_screen_verdicts_on_tests_agree_with_the_pipeline(text: str, codes: list[str]) -> None:
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == codes
 
 
 def test_a_lambda_bwd_is_read_by_classify() -> None:  # so the screen must keep such files

@@ -27,6 +27,7 @@ from vjp_migrate.vocabulary import (
     CONTAINER_METHODS,
     HOST_CONVERSIONS,
     JAX_TRANSFORMS,
+    METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
@@ -228,8 +229,8 @@ class Uses(cst.CSTVisitor):
         return "; ".join(steps)
 
     def _mentions(self, test: cst.BaseExpression) -> bool:
-        """Whether the test reads the name outside ``x is None`` checks (fine for arrays)."""
-        finder = _NameFinder(self.names)
+        """Whether the test reads the name's values (not only ``x is None``, metadata: fine for arrays)."""
+        finder = _NameFinder(self.names, self.ctx.imports)
         walk.visit(test, finder)
         return finder.found
 
@@ -391,15 +392,36 @@ class Uses(cst.CSTVisitor):
 
 
 class _NameFinder(cst.CSTVisitor):
-    def __init__(self, names: set[str]) -> None:
+    """Whether a test reads one of the names' values: `x is None`, `x.shape`, `len(x)` do not."""
+
+    def __init__(self, names: set[str], imports: ImportTable) -> None:
         self.names = names
+        self.imports = imports
         self.found = False
 
     def visit_Name(self, node: cst.Name) -> None:
         self.found = self.found or node.value in self.names
 
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        return not (node.attr.value in METADATA_ATTRIBUTES and isinstance(_strip(node.value), cst.Name))
+
+    def visit_Call(self, node: cst.Call) -> bool:
+        return not (_is_metadata_function(self.imports.qualify(node.func)) and _plain_names(node))
+
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
+
+
+def _is_metadata_function(qname: str | None) -> bool:
+    if qname == "builtins.len":
+        return True
+    return qname is not None and qname.startswith(ARRAY_MODULES) and qname.rsplit(".", 1)[-1] in METADATA_FUNCTIONS
+
+
+def _plain_names(call: cst.Call) -> bool:
+    return bool(call.args) and all(
+        arg.keyword is None and not arg.star and isinstance(arg.value, cst.Name) for arg in call.args
+    )
 
 
 def _all_params(params: cst.Parameters) -> list[cst.Param]:

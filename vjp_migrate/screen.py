@@ -29,7 +29,13 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ATTRIBUTES, ARRAY_MODULES
+from vjp_migrate.vocabulary import (
+    ARRAY_ANNOTATION_NAMES,
+    ARRAY_ATTRIBUTES,
+    ARRAY_MODULES,
+    METADATA_ATTRIBUTES,
+    METADATA_FUNCTIONS,
+)
 
 if TYPE_CHECKING:  # model imports libcst; the screen runs where LibCST is not loaded yet
     from vjp_migrate.model import Settings
@@ -710,7 +716,7 @@ class _StaticProof:
         # Nested functions, classes and lambdas are left out: classify may skip them (when
         # they rebind the name), so the screen does too.
         for node in _own_nodes(self.m, func):
-            if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(node.test, name):
+            if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(self.m, node.test, name):
                 return True
             if isinstance(node, ast.Call) and self._call(node, name, depth):
                 return True
@@ -772,12 +778,19 @@ def _call_value(call: ast.Call, index: int, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def _mentions(test: ast.expr, name: str) -> bool:
+def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
     stack: list[ast.AST] = [test]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             continue  # `x is None` is blanked out by classify
+        if isinstance(node, ast.Attribute) and node.attr in METADATA_ATTRIBUTES:
+            continue  # `x.shape`: classify skips it when rooted at a name; skipping more only loses proofs
+        if isinstance(node, ast.Call) and any(
+            q == "builtins.len" or (q.startswith(ARRAY_MODULES) and q.rsplit(".", 1)[-1] in METADATA_FUNCTIONS)
+            for q in _qualified(m, node.func)
+        ):
+            continue  # `len(x)`, `jnp.shape(x)`: likewise
         if isinstance(node, ast.Name) and node.id == name:
             return True
         stack.extend(ast.iter_child_nodes(node))

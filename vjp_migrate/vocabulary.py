@@ -351,6 +351,9 @@ VALUE_METHODS = frozenset(
         "searchsorted",
     }
 )
+# Attributes that read only an array's metadata: concrete even for a Tracer, so `if x.shape[0] > 1`
+# needs nothing of `x`'s values.
+METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size"})
 METADATA_FUNCTIONS = frozenset(
     {
         "shape",
