@@ -229,7 +229,8 @@ class Uses(cst.CSTVisitor):
         return "; ".join(steps)
 
     def _mentions(self, test: cst.BaseExpression) -> bool:
-        """Whether the test reads the name's values (not only ``x is None``, metadata: fine for arrays)."""
+        """Whether the test reads the name's values (``x is None`` and metadata such as ``x.shape``
+        and ``len(x)`` are known for a Tracer too)."""
         finder = _NameFinder(self.names, self.ctx.imports)
         walk.visit(test, finder)
         return finder.found

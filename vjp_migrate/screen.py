@@ -786,15 +786,25 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
             continue  # `x is None` is blanked out by classify
         if isinstance(node, ast.Attribute) and node.attr in METADATA_ATTRIBUTES:
             continue  # `x.shape`: classify skips it when rooted at a name; skipping more only loses proofs
-        if isinstance(node, ast.Call) and any(
-            q == "builtins.len" or (q.startswith(ARRAY_MODULES) and q.rsplit(".", 1)[-1] in METADATA_FUNCTIONS)
-            for q in _qualified(m, node.func)
-        ):
+        if isinstance(node, ast.Call) and _may_be_metadata_function(m, node.func):
             continue  # `len(x)`, `jnp.shape(x)`: likewise
         if isinstance(node, ast.Name) and node.id == name:
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _may_be_metadata_function(m: _Module, func: ast.expr) -> bool:
+    """Whether classify may resolve ``func`` to ``len`` or a ``jnp``/``np`` metadata function."""
+    last = (_dotted(func) or "").rsplit(".", 1)[-1]
+    return (
+        last == "len"
+        or last in METADATA_FUNCTIONS
+        or any(
+            q == "builtins.len" or (q.startswith(ARRAY_MODULES) and q.rsplit(".", 1)[-1] in METADATA_FUNCTIONS)
+            for q in _qualified(m, func)
+        )
+    )
 
 
 def _toplevel_statements(body: list[ast.stmt], found: list[ast.stmt] | None = None) -> list[ast.stmt]:
