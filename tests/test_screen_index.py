@@ -125,17 +125,9 @@ def _plain_index(tree: ast.Module) -> dict[str, object]:
             decorated.update((id(d), None) for d in node.decorator_list)
         elif isinstance(node, ast.Assign):
             assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                local = alias.asname or alias.name.split(".")[0]
-                aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
-        elif isinstance(node, ast.ImportFrom):
-            base = "." * node.level + (node.module or "")
-            for alias in node.names:
-                if alias.name != "*":
-                    aliases.setdefault(alias.asname or alias.name, set()).add(
-                        f"{base}.{alias.name}" if base else alias.name
-                    )
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for local, bound in screen.import_bindings(node):
+                aliases.setdefault(local, set()).add(bound)
     return {"calls": calls, "defs": defs, "decorated": decorated, "assigned": assigned, "aliases": aliases}
 
 

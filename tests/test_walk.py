@@ -8,6 +8,7 @@ skipped subtrees, leaves) that ``node.visit`` makes.
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Iterator
 from pathlib import Path
 
 import jax
@@ -17,6 +18,7 @@ from conftest import FIXTURES, read_exact
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vjp_migrate import walk
+from vjp_migrate.model import RewritePlan
 
 EDGE_CASES = [
     "x = 1",  # no trailing newline
@@ -170,22 +172,27 @@ def test_replayed_visitor_state_changes_apply_in_order() -> None:
 FIXTURE_INPUTS = sorted(FIXTURES.glob("*/before.py"))
 
 
-@pytest.mark.parametrize("path", FIXTURE_INPUTS, ids=[p.parent.name for p in FIXTURE_INPUTS])
-def test_local_rewrite_equals_the_whole_module_transform(path: Path) -> None:
+def _fixture_plans(path: Path) -> Iterator[tuple[cst.Module, list[RewritePlan]]]:
+    """The parsed module and its plans, with the default settings and with unsafe fixes (if any plan)."""
     from vjp_migrate.api import DEFAULT_SETTINGS, Settings, analyze
-    from vjp_migrate.rewrite import apply_plans
 
     text = read_exact(path)
     for settings in (DEFAULT_SETTINGS, Settings(select=DEFAULT_SETTINGS.select, unsafe_fixes=True)):
         analysis = analyze(text, str(path), settings)
         plans = [d.plan for d in analysis.decisions if d.plan is not None]
-        module = analysis.module
-        assert isinstance(module, cst.Module) or not plans
         if plans:
-            assert isinstance(module, cst.Module)
-            assert apply_plans(module, plans).code == apply_plans(module, plans, local=False).code
-            for plan in plans:  # one plan at a time on the same module, as interactive fixing does
-                assert apply_plans(module, [plan]).code == apply_plans(module, [plan], local=False).code
+            assert isinstance(analysis.module, cst.Module)
+            yield analysis.module, plans
+
+
+@pytest.mark.parametrize("path", FIXTURE_INPUTS, ids=[p.parent.name for p in FIXTURE_INPUTS])
+def test_local_rewrite_equals_the_whole_module_transform(path: Path) -> None:
+    from vjp_migrate.rewrite import apply_plans
+
+    for module, plans in _fixture_plans(path):
+        assert apply_plans(module, plans).code == apply_plans(module, plans, local=False).code
+        for plan in plans:  # one plan at a time on the same module, as interactive fixing does
+            assert apply_plans(module, [plan]).code == apply_plans(module, [plan], local=False).code
 
 
 STATEMENT_LEVEL = {
@@ -412,17 +419,9 @@ def test_spliced_code_equals_libcst_over_the_corpus(
 
 @pytest.mark.parametrize("path", FIXTURE_INPUTS, ids=[p.parent.name for p in FIXTURE_INPUTS])
 def test_spliced_fix_equals_the_transformed_module_code(path: Path) -> None:
-    from vjp_migrate.api import DEFAULT_SETTINGS, Settings, analyze
     from vjp_migrate.rewrite import apply_plans
 
-    text = read_exact(path)
-    for settings in (DEFAULT_SETTINGS, Settings(select=DEFAULT_SETTINGS.select, unsafe_fixes=True)):
-        analysis = analyze(text, str(path), settings)
-        plans = [d.plan for d in analysis.decisions if d.plan is not None]
-        module = analysis.module
-        if not plans:
-            continue
-        assert isinstance(module, cst.Module)
+    for module, plans in _fixture_plans(path):
         index = walk.index_of(module)
         for chosen in [plans, *([plan] for plan in plans)]:
             new = apply_plans(module, chosen)

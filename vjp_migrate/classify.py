@@ -37,6 +37,7 @@ from vjp_migrate.vocabulary import (
     STATIC_POSITIONS,
     VALUE_BUILTINS,
     VALUE_METHODS,
+    is_metadata_function,
 )
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -407,16 +408,11 @@ class _NameFinder(cst.CSTVisitor):
         return not (node.attr.value in METADATA_ATTRIBUTES and isinstance(_strip(node.value), cst.Name))
 
     def visit_Call(self, node: cst.Call) -> bool:
-        return not (_is_metadata_function(self.imports.qualify(node.func)) and _plain_names(node))
+        qname = self.imports.qualify(node.func)
+        return not (qname is not None and is_metadata_function(qname) and _plain_names(node))
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
-
-
-def _is_metadata_function(qname: str | None) -> bool:
-    if qname == "builtins.len":
-        return True
-    return qname is not None and qname.startswith(ARRAY_MODULES) and qname.rsplit(".", 1)[-1] in METADATA_FUNCTIONS
 
 
 def _plain_names(call: cst.Call) -> bool:

@@ -35,6 +35,7 @@ from vjp_migrate.vocabulary import (
     ARRAY_MODULES,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
+    is_metadata_function,
 )
 
 if TYPE_CHECKING:  # model imports libcst; the screen runs where LibCST is not loaded yet
@@ -138,6 +139,19 @@ def _nodes(
     return found
 
 
+def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, str]]:
+    """(local name, what it names) for each name an import binds (``import a.b`` binds ``a``)."""
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            local = alias.asname or alias.name.split(".")[0]
+            yield local, alias.name if alias.asname else local
+        return
+    base = "." * node.level + (node.module or "")
+    for alias in node.names:
+        if alias.name != "*":
+            yield alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name
+
+
 _INDEXED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Import, ast.ImportFrom})
 
 
@@ -165,17 +179,9 @@ def _index(tree: ast.Module, text: str) -> _Module:
                     decorated[id(decorator)] = None
             elif isinstance(node, ast.Assign):
                 assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
-            elif isinstance(node, ast.Import):
-                for alias in node.names:
-                    local = alias.asname or alias.name.split(".")[0]
-                    aliases.setdefault(local, set()).add(alias.name if alias.asname else local)
-            elif isinstance(node, ast.ImportFrom):
-                base = "." * node.level + (node.module or "")
-                for alias in node.names:
-                    if alias.name != "*":
-                        aliases.setdefault(alias.asname or alias.name, set()).add(
-                            f"{base}.{alias.name}" if base else alias.name
-                        )
+            elif isinstance(node, (ast.Import, ast.ImportFrom)):
+                for local, bound in import_bindings(node):
+                    aliases.setdefault(local, set()).add(bound)
         elif isinstance(node, _Leave):
             owner = node.owner
             continue
@@ -797,14 +803,7 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
 def _may_be_metadata_function(m: _Module, func: ast.expr) -> bool:
     """Whether classify may resolve ``func`` to ``len`` or a ``jnp``/``np`` metadata function."""
     last = (_dotted(func) or "").rsplit(".", 1)[-1]
-    return (
-        last == "len"
-        or last in METADATA_FUNCTIONS
-        or any(
-            q == "builtins.len" or (q.startswith(ARRAY_MODULES) and q.rsplit(".", 1)[-1] in METADATA_FUNCTIONS)
-            for q in _qualified(m, func)
-        )
-    )
+    return last == "len" or last in METADATA_FUNCTIONS or any(is_metadata_function(q) for q in _qualified(m, func))
 
 
 def _toplevel_statements(body: list[ast.stmt], found: list[ast.stmt] | None = None) -> list[ast.stmt]:

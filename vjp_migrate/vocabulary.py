@@ -389,3 +389,10 @@ SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
 STATIC_ANNOTATION_NAMES = frozenset(
     {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}
 )
+
+
+def is_metadata_function(qname: str) -> bool:
+    """``len`` or a ``jnp``/``np`` function that reads only metadata (``jnp.shape``, ``jnp.ndim``...)."""
+    return qname == "builtins.len" or (
+        qname.startswith(ARRAY_MODULES) and qname.rsplit(".", 1)[-1] in METADATA_FUNCTIONS
+    )
