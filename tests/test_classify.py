@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
+import numpy as np
 import pytest
 from helpers import parse
 
@@ -37,7 +40,7 @@ def lines(*statements: str) -> str:
     [
         pytest.param("return a(x)", "return (g,)", "called as a function", id="called"),
         pytest.param("return x.reshape(a)", "return (g.reshape(a),)", "passed", id="reshape target"),
-        pytest.param("return jnp.zeros(a) + x", "return (g,)", "shape/axis/size", id="jnp.zeros shape"),
+        pytest.param("return jnp.zeros(a) + x", "return (g,)", "static setting (argument 1)", id="jnp.zeros shape"),
         pytest.param("return jnp.sum(x, axis=a)", "return (g,)", "`axis=`", id="axis keyword"),
         pytest.param("return x if a == 'relu' else -x", "return (g,)", "compared with a string", id="string compare"),
         pytest.param("return sum(x for _ in range(a))", "return (g,)", "`range`", id="range"),
@@ -65,9 +68,13 @@ def test_concrete_conversions_are_static(bwd: str, reason: str) -> None:
     assert any(reason in r for r in reasons), reasons
 
 
-def test_other_numpy_functions_are_still_array_data() -> None:
+def test_host_numpy_functions_need_concrete_values() -> None:
     kind, reasons, _ = classify("return x", "return (g * np.tanh(a),)", extra="import numpy as np\n")
-    assert kind is ArgKind.ARRAY, reasons
+    assert kind is ArgKind.STATIC, reasons
+    assert any("host NumPy's `np.tanh`" in r for r in reasons), reasons
+    # and that is why: once migrated, `a` is a Tracer, which host NumPy cannot take
+    with pytest.raises(jax.errors.TracerArrayConversionError):
+        jax.jit(lambda x, a: x * np.tanh(a))(1.0, 0.5)
 
 
 def test_if_on_the_value_is_static_but_is_none_check_is_not() -> None:
@@ -301,3 +308,148 @@ def test_the_argument_itself_as_a_slice_bound_is_static() -> None:
     kind, reasons, _ = classify("return x[: a] * a")
     assert kind is ArgKind.STATIC and "used as a slice bound in the primal `f`" in reasons, reasons
     assert classify("return x[: a.shape[0]] * a")[0] is ArgKind.ARRAY
+
+
+# How array-library functions take an argument `a`, checked against JAX itself: at a static place
+# a Tracer fails (so migrating `a` would break working code); at a data place it works.
+X = jnp.arange(9.0).reshape(3, 3) / 10
+LIBRARY_STATIC = [
+    ("jnp.round(x, a)", 2),
+    ("jnp.diag(x, a)", 1),
+    ("jnp.diagonal(x, a)", 1),
+    ("jnp.triu(x, a)", 1),
+    ("jnp.fft.fft(x, a)", 4),
+    ("jnp.fft.fft(x, norm=a)", "ortho"),
+    ("jnp.tensordot(x, x, a)", 1),
+    ("jax.lax.iota(jnp.float32, a) + x[0]", 3),
+    ("jax.lax.dot_general(x, x, a)", (((1,), (0,)), ((), ()))),
+    ("jnp.linalg.svd(x, full_matrices=a)[0]", False),
+    ("jnp.percentile(x, 50.0, a)", 0),
+    ("jnp.repeat(x, 2, a)", 0),
+    ("jnp.linspace(0.0, 1.0, a) + x[0, 0]", 5),
+    ("jnp.eye(a) + x", 3),
+    ("jax.random.normal(jax.random.key(0), a) + x", (3, 3)),
+    ("jax.nn.gelu(x, a)", False),
+    ("jax.nn.one_hot(x[0].astype(int), a)", 4),
+    ("jnp.cumsum(x, a)", 0),
+    ("jax.lax.reduce_precision(x, a, 10)", 5),
+    ("jnp.sum(jnp.array([0.0] * a)) + x", 2),
+]
+LIBRARY_DATA = [
+    ("jnp.clip(x, a)", 0.2),
+    ("jnp.where(x > 0.3, x, a)", 0.0),
+    ("jnp.maximum(x, a)", 0.1),
+    ("jax.lax.max(x, a)", 0.1),
+    ("jnp.dot(x, a)", X),
+    ("jnp.roll(x, a)", 1),
+    ("jnp.take(x, a)", jnp.array([0, 4])),
+    ("jax.scipy.special.logsumexp(x, 0, a)", X),
+    ("jnp.linalg.solve(x + 3 * jnp.eye(3), a)", X[0]),
+    ("jnp.interp(x, a, a)", jnp.array([0.0, 0.5, 1.0])),
+]
+LIBRARY_UNSURE = ["jnp.nan_to_num(x, a)", "jnp.insert(x, a, 0.0)", "jnp.fft.fft(x, flavour=a)"]
+
+
+@pytest.mark.parametrize(("expr", "value"), LIBRARY_STATIC, ids=[e for e, _ in LIBRARY_STATIC])
+def test_static_places_of_library_functions(expr: str, value: object) -> None:
+    kind, reasons, _ = classify(f"return {expr}")
+    assert kind is ArgKind.STATIC, reasons
+    function = eval(f"lambda x, a: {expr}", {"jax": jax, "jnp": jnp})
+    function(X, value)  # works with a concrete value
+    with pytest.raises((TypeError, ValueError)):  # JAX: concretization, hashing, invalid type
+        jax.jit(function)(X, value)
+
+
+@pytest.mark.parametrize(("expr", "value"), LIBRARY_DATA, ids=[e for e, _ in LIBRARY_DATA])
+def test_data_places_of_library_functions(expr: str, value: object) -> None:
+    kind, reasons, strong = classify(f"return {expr}")
+    assert (kind, strong) == (ArgKind.ARRAY, True), reasons
+    function = eval(f"lambda x, a: {expr}", {"jax": jax, "jnp": jnp})
+    assert jnp.allclose(jax.jit(function)(X, value), function(X, value))
+
+
+@pytest.mark.parametrize("expr", LIBRARY_UNSURE)
+def test_other_places_of_library_functions_say_nothing(expr: str) -> None:
+    kind, reasons, _ = classify(f"return {expr}")
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert any("may need a concrete value there" in r for r in reasons), reasons
+    # with other array evidence the argument is still an array
+    assert classify(f"return {expr} * a")[0] is ArgKind.ARRAY
+
+
+def test_library_tables_name_no_position_both_static_and_callable_by_mistake() -> None:
+    from vjp_migrate import vocabulary as v
+
+    for name, positions in v.CALLABLE_POSITIONS.items():
+        for position in positions:
+            assert v.library_use(f"jax.lax.{name}", position, None) == v.CALLABLE, name
+    assert v.library_use("jax.numpy.max", 1, None) == v.STATIC  # a reduction's axis
+    assert v.library_use("jax.lax.max", 1, None) == v.DATA  # lax.max is element-wise
+    assert v.library_use("jax.random.truncated_normal", -1, "lower") == v.DATA
+    assert v.library_use("jax.scipy.linalg.cholesky", -1, "lower") == v.STATIC
+
+
+def test_keyword_only_helper_parameters_are_followed() -> None:
+    helper = "def shift(x, *, offset):\n    return x + offset\n"
+    kind, reasons, _ = classify("return shift(x, offset=a)", extra=helper)
+    assert kind is ArgKind.ARRAY
+    assert any("helper `shift`" in r for r in reasons), reasons
+
+
+def test_match_subject_decides_control_flow() -> None:
+    body = lines("match a:", "    case 'relu':", "        return x", "    case _:", "        return -x")
+    kind, reasons, _ = classify(body)
+    assert kind is ArgKind.STATIC
+    assert any("`match`" in r for r in reasons), reasons
+
+
+def test_jit_static_parameter_of_an_enclosing_function_passed_from_a_nested_one() -> None:
+    caller = (
+        "@partial(jax.jit, static_argnums=(1,))\n"
+        "def total(xs, a):\n"
+        "    def step(c, x):\n"
+        "        return c + f(a, x), None\n"
+        "    return jax.lax.scan(step, 0.0, xs)[0]\n"
+    )
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * a\n"
+    code += "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g,)\n"
+    code += "f.defvjp(f_fwd, f_bwd)\n"
+    rebound = caller.replace("        return c + f", "        a = c\n        return c + f")
+    for body, expected in ((caller, ArgKind.STATIC), (rebound, None)):
+        module, imports = parse(code + body)
+        (site,) = find_sites(module, imports)
+        (info,) = classify_site(site, module, Context(imports, module_helpers(module), index_of(module).line))
+        if expected is None:  # rebound in `step`: no longer the jit-static parameter
+            assert info.kind is ArgKind.ARRAY
+        else:
+            assert info.kind is expected
+            assert any("jit-static parameter of `total`" in e.text for e in info.evidence)
+
+
+def test_array_and_number_annotations_that_disagree_decide_nothing() -> None:
+    helper = "def scaled(x, a: jax.Array):\n    return x * a\n"
+    assert classify("return scaled(x, a)", extra=helper)[0] is ArgKind.ARRAY
+    kind, reasons, _ = classify("return scaled(x, a)", signature="a: float, x", extra=helper)
+    assert kind is ArgKind.UNKNOWN
+    assert any("annotated `float`" in r for r in reasons) and any("annotated `jax.Array`" in r for r in reasons)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        lines("tokens, width = x.shape", "return x, tokens // a"),
+        lines("n = x.shape[0]", "m = n", "return x, m * a"),
+        "return x, len(x) * a",
+        "return x, a + x.shape[-1]",
+    ],
+    ids=["unpacked shape", "chained local", "len", "shape attribute"],
+)
+def test_arithmetic_with_sizes_says_nothing(body: str) -> None:
+    kind, reasons, _ = classify(body)
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert classify(body.replace("return x,", "return x * a,"))[0] is ArgKind.ARRAY
+
+
+def test_arithmetic_with_a_local_bound_to_values_too_is_still_array_use() -> None:
+    body = lines("n = x.shape[0]", "if x.sum() > 0:", "    n = x[0]", "return x, n * a")
+    assert classify(body)[0] is ArgKind.ARRAY

@@ -205,6 +205,41 @@ def f_bwd(s, _, g):
 f.defvjp(f_fwd, f_bwd)
 """
 
+KEYWORD_ONLY_HELPER = """\
+from functools import partial
+import jax
+
+def shift(x, *, offset):
+    return x + offset
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, s):
+    return shift(x, offset=s)
+
+def f_fwd(x, s):
+    return f(x, s), None
+
+def f_bwd(s, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+JIT_WRAPPED_PRIMAL = """\
+import jax
+
+def _f(x, s):
+    return x * s
+
+def _fwd(x, s):
+    return x * s, None
+
+def _bwd(s, _, g):
+    return (g,)
+
+f = jax.custom_vjp(jax.jit(_f), nondiff_argnums=(1,))
+f.defvjp(_fwd, _bwd)
+"""
+
 
 @pytest.mark.parametrize(
     ("text", "kept"),
@@ -230,6 +265,9 @@ f.defvjp(f_fwd, f_bwd)
             True,
             id="a metadata function under an alias",
         ),
+        pytest.param(KEYWORD_ONLY_HELPER, True, id="array use in a keyword-only helper parameter"),
+        pytest.param(JIT_WRAPPED_PRIMAL, True, id="a primal wrapped in jax.jit"),
+        pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), False, id="an unknown wrapper"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
@@ -244,6 +282,8 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(METADATA_TEST, ["VJP001"], id="metadata"),
         pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if shape(s)[0] > 1"), ["VJP001"], id="alias"),
         pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if s.sum() > 1"), [], id="values"),
+        pytest.param(KEYWORD_ONLY_HELPER, ["VJP001"], id="keyword-only helper"),
+        pytest.param(JIT_WRAPPED_PRIMAL, ["VJP001"], id="jit-wrapped primal"),
     ],
 )
 def test_the_screen_verdicts_on_tests_agree_with_the_pipeline(text: str, codes: list[str]) -> None:

@@ -560,3 +560,25 @@ def test_a_removed_import_line_leaves_the_blank_lines_above_it(head: str, expect
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     whole = apply_plans(analysis.module, plans, local=False).code  # type: ignore[arg-type]
     assert whole == out
+
+
+def test_rule_with_two_parameters_of_one_name_is_reported_not_rewritten() -> None:
+    # CPython rejects `def f_bwd(_, _, g)`; dropping "the" `_` would drop the wrong one
+    code = _site("return f(x, w, y), None\n", "return (g * w, g)\n").replace(
+        "def f_bwd(w, res, g)", "def f_bwd(w, w, g)"
+    )
+    with pytest.raises(SyntaxError, match="duplicate argument"):
+        compile(code, "<test>", "exec")
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003"
+    assert "`f_bwd` has two parameters named `w`, which Python rejects" in finding.message
+    assert fix_source(code).source == code
+
+
+def test_moved_parameter_bwd_only_rebinds_is_not_saved() -> None:
+    bwd = "w, total = jnp.sum(g), g * res\nreturn (total, g)\n"
+    out = fix_source(_site("return f(x, w, y), x\n", bwd)).source
+    assert "return f(x, w, y), x\n" in out  # fwd unchanged: bwd never reads the moved `w`
+    assert "def f_bwd(res, g):\n    w, total = jnp.sum(g), g * res\n    return (total, None, g)\n" in out
+    read_too = fix_source(_site("return f(x, w, y), x\n", "w = w + 1\nreturn (g * w * res, g)\n")).source
+    assert "return f(x, w, y), (w, x)" in read_too  # `w = w + 1` reads it first: saved

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.derived import Derivation, Locals, locals_of
+from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
@@ -23,21 +23,23 @@ from vjp_migrate.vocabulary import (
     ARRAY_METHODS,
     ARRAY_MODULES,
     AXIS_METHODS,
-    CALLABLE_POSITIONS,
+    CALLABLE,
     CONTAINER_METHODS,
+    DATA,
     HOST_CONVERSIONS,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
+    STATIC,
     STATIC_ANNOTATION_NAMES,
     STATIC_BUILTINS,
     STATIC_KEYWORDS,
-    STATIC_POSITIONS,
     VALUE_BUILTINS,
     VALUE_METHODS,
     is_metadata_function,
+    library_use,
 )
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -107,16 +109,13 @@ def _call_value_names(call: cst.Call, imports: ImportTable, sure: bool) -> Itera
         last = qname.rsplit(".", 1)[-1]
         if last in METADATA_FUNCTIONS:
             return
-        skip = STATIC_POSITIONS.get(last, frozenset()) | CALLABLE_POSITIONS.get(last, frozenset())
         position = 0
         for arg in call.args:
-            if arg.keyword is not None:
-                if arg.keyword.value not in STATIC_KEYWORDS and "fun" not in arg.keyword.value:
-                    yield from value_names(arg.value, imports, sure)
-                continue
-            if arg.star or position not in skip:
+            keyword = arg.keyword.value if arg.keyword else None
+            if arg.star or library_use(qname, position, keyword) not in (STATIC, CALLABLE):
                 yield from value_names(arg.value, imports, sure)
-            position = -1_000 if arg.star else position + 1
+            if keyword is None:
+                position = -1_000 if arg.star else position + 1
     elif qname is None and isinstance(call.func, cst.Attribute) and call.func.attr.value in VALUE_METHODS:
         yield from value_names(call.func.value, imports, sure)
 
@@ -147,11 +146,25 @@ class Context:
     imports: ImportTable
     helpers: dict[str, cst.FunctionDef]  # module-level functions, followed one call deep at a time
     line_of: LineOf
-    # Every call of a dotted name in the module, with the function it is in: one walk per module.
-    calls: dict[int, list[tuple[str, cst.Call, cst.FunctionDef | None]]] = field(default_factory=dict, compare=False)
+    # Every call of a dotted name in the module, with the functions it is in: one walk per module.
+    calls: dict[int, list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]]] = field(
+        default_factory=dict, compare=False
+    )
     # The bindings of each function analysed, whichever parameter is followed through it (by the
     # ids of the function and of the imports its values were read with).
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
+
+
+def _locals(func: cst.FunctionDef, ctx: Context) -> Locals:
+    found = ctx.locals.get((id(func), id(ctx.imports)))
+    if found is None:
+
+        def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
+            return list(value_names(expr, ctx.imports))
+
+        statements = body_statements(func)
+        found = ctx.locals[id(func), id(ctx.imports)] = locals_of(statements, _all_params(func.params), sources)
+    return found
 
 
 class Uses(cst.CSTVisitor):
@@ -166,20 +179,15 @@ class Uses(cst.CSTVisitor):
         self.depth = depth
         self.derived = derived or {}
         self.evidence: list[tuple[Evidence, str]] = []
+        self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot metadata ones
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
         """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it."""
-        statements = body_statements(func)
-        found = ctx.locals.get((id(func), id(ctx.imports)))
-        if found is None:
-
-            def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
-                return list(value_names(expr, ctx.imports))
-
-            found = ctx.locals[id(func), id(ctx.imports)] = locals_of(statements, _all_params(func.params), sources)
+        found = _locals(func, ctx)
         uses = cls({name}, ctx, where, depth, found.derived({name}))
-        for stmt in statements:
+        uses.bindings = found.bindings
+        for stmt in body_statements(func):
             walk.visit(stmt, uses)
         return uses
 
@@ -286,7 +294,6 @@ class Uses(cst.CSTVisitor):
         if qname is None:
             self._follow(call, func_text, position, keyword, via)
             return
-        last = qname.rsplit(".", 1)[-1]
         if qname in STATIC_BUILTINS:
             self._add(ArgKind.STATIC, f"passed to `{func_text}`", call, via=via)
         elif qname in HOST_CONVERSIONS:
@@ -299,12 +306,19 @@ class Uses(cst.CSTVisitor):
             elif "tree" in qname:
                 self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK, via=via)
         elif qname.startswith(ARRAY_MODULES):
-            if position in CALLABLE_POSITIONS.get(last, ()) or (keyword and "fun" in keyword):
+            use = library_use(qname, position, keyword)
+            place = f"`{keyword}=`" if keyword else "an argument" if position < 0 else f"argument {position + 1}"
+            if use == CALLABLE:
                 self._add(ArgKind.STATIC, f"passed as a function to `{func_text}`", call, via=via)
-            elif position in STATIC_POSITIONS.get(last, ()):
-                self._add(ArgKind.STATIC, f"passed as a shape/axis/size to `{func_text}`", call, via=via)
-            else:
+            elif use == STATIC:
+                self._add(ArgKind.STATIC, f"passed as a static setting ({place}) to `{func_text}`", call, via=via)
+            elif qname.startswith("numpy."):  # host NumPy: a Tracer cannot become a NumPy array
+                self._add(ArgKind.STATIC, f"{NEEDED} by host NumPy's `{func_text}`", call, via=via)
+            elif use == DATA:
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
+            elif via is None:
+                text = f"passed as {place} to `{func_text}`, which may need a concrete value there, in {self.where}"
+                self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
 
@@ -319,7 +333,9 @@ class Uses(cst.CSTVisitor):
                 self._opaque(call, func_text)
             return
         params = positional_params(helper)
-        target = keyword if keyword in params else (params[position] if 0 <= position < len(params) else None)
+        kwonly = [p.name.value for p in helper.params.kwonly_params]
+        named = keyword in params or keyword in kwonly
+        target = keyword if named else (params[position] if 0 <= position < len(params) else None)
         if target is None:
             return
         inner = Uses.of(helper, target, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
@@ -330,17 +346,36 @@ class Uses(cst.CSTVisitor):
                     self.evidence.append((Evidence(kind, text, evidence.line), weight))
             return
         self.evidence.extend(inner.evidence)
-        self.evidence.extend(annotation_evidence(helper, params.index(target), self.ctx, inner.where))
+        self.evidence.extend(annotation_evidence(helper, target, self.ctx, inner.where))
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         for side, other in ((node.left, node.right), (node.right, node.left)):
             if self._rooted(side):
                 if isinstance(other, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
                     self._add(ArgKind.STATIC, "combined with a string", node)
+                elif isinstance(other, (cst.List, cst.Tuple)):  # `[0] * n` repeats: n must be an int
+                    self._add(ArgKind.STATIC, "combined with a list or tuple", node)
+                elif self._metadata(other):  # `tokens // block` with `tokens = x.shape[0]`: sizes, likely
+                    continue
                 else:
                     self._add(ArgKind.ARRAY, "used in arithmetic", node)
             elif isinstance(side, cst.Name) and side.value in self.derived and _is_string_like(other):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
+
+    def _metadata(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """``x.shape[0]``, ``len(x)``, or a local only ever bound to such a value."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in METADATA_ATTRIBUTES
+        if isinstance(expr, cst.Call):
+            return is_metadata_function(self.ctx.imports.qualify(expr.func) or "")
+        if isinstance(expr, cst.Name) and depth < 3 and expr.value not in self.names:
+            found = self.bindings.get(expr.value)
+            return bool(found) and all(
+                b.values is not None and all(self._metadata(v, depth + 1) for v in b.values) for b in found or ()
+            )
+        return False
 
     def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
         if self._rooted(node.expression):
@@ -375,6 +410,9 @@ class Uses(cst.CSTVisitor):
 
     def visit_While(self, node: cst.While) -> None:
         self._control(node.test, node, "while")
+
+    def visit_Match(self, node: cst.Match) -> None:
+        self._control(node.subject, node, "match")
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._control(node.test, node, "... if ... else ...")
@@ -448,12 +486,20 @@ def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield expr
 
 
-def annotation_evidence(func: cst.FunctionDef, index: int, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
-    """Evidence from the parameter's annotation and default."""
-    params = [*func.params.posonly_params, *func.params.params]
-    if not 0 <= index < len(params):
-        return []
-    param = params[index]
+def annotation_evidence(
+    func: cst.FunctionDef, which: int | str, ctx: Context, where: str
+) -> list[tuple[Evidence, str]]:
+    """Evidence from the annotation and default of a positional parameter (by index) or any (by name)."""
+    if isinstance(which, str):
+        named = [p for p in _all_params(func.params) if p.name.value == which]
+        if not named:
+            return []
+        param = named[0]
+    else:
+        params = [*func.params.posonly_params, *func.params.params]
+        if not 0 <= which < len(params):
+            return []
+        param = params[which]
     found: list[tuple[Evidence, str]] = []
     line = ctx.line_of(param)
     if param.annotation is not None:
@@ -485,7 +531,7 @@ def annotation_evidence(func: cst.FunctionDef, index: int, ctx: Context, where: 
 
 
 def call_site_evidence(
-    value: cst.BaseExpression, ctx: Context, caller: cst.FunctionDef | None, line: int | None
+    value: cst.BaseExpression, ctx: Context, callers: tuple[cst.FunctionDef, ...], line: int | None
 ) -> tuple[Evidence, str] | None:
     """What the value passed at one call site of the primal says about the argument."""
     text = cst.Module([]).code_for_node(value)
@@ -505,23 +551,26 @@ def call_site_evidence(
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
-    if isinstance(value, cst.Name) and caller is not None:
-        params = positional_params(caller)
-        if value.value in params:
-            static = jit_static_positions(caller, params, ctx.imports)
-            if params.index(value.value) in static:
-                return Evidence(
-                    ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
-                ), CALL_SITE
+    if isinstance(value, cst.Name):
+        for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
+            params = positional_params(caller)
+            if value.value in params:
+                if params.index(value.value) in jit_static_positions(caller, params, ctx.imports):
+                    return Evidence(
+                        ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
+                    ), CALL_SITE
+                break
+            if value.value in _locals(caller, ctx).bindings:
+                break
     return None
 
 
 class CallSites(cst.CSTVisitor):
-    """Every call of a dotted name in the module, with that name and the function the call is in."""
+    """Every call of a dotted name in the module, with that name and the functions the call is in."""
 
     def __init__(self) -> None:
         self.stack: list[cst.FunctionDef] = []
-        self.calls: list[tuple[str, cst.Call, cst.FunctionDef | None]] = []
+        self.calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]] = []
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append(node)
@@ -532,10 +581,10 @@ class CallSites(cst.CSTVisitor):
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
         if name is not None:
-            self.calls.append((name, node, self.stack[-1] if self.stack else None))
+            self.calls.append((name, node, tuple(self.stack)))
 
 
-def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.Call, cst.FunctionDef | None]]:
+def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]]:
     """The calls of the site's custom_vjp, in module order (one walk per module, not per site)."""
     calls = ctx.calls.get(id(module))
     if calls is None:
@@ -584,9 +633,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             where = f"{role} `{func.name.value}`"
             evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
             evidence.extend(annotation_evidence(func, position, ctx, where))
-        for call, caller in calls:
+        for call, callers in calls:
             value = _call_value(call, index, name)
-            found = call_site_evidence(value, ctx, caller, ctx.line_of(call)) if value is not None else None
+            found = call_site_evidence(value, ctx, callers, ctx.line_of(call)) if value is not None else None
             if found is not None:
                 evidence.append(found)
         infos.append(_decide(index, name, evidence))
@@ -603,8 +652,10 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
         return ArgInfo(index, name, ArgKind.UNKNOWN, _once(doubt + [e for e, _ in array]), False)
     scalar = [e for e, weight in evidence if weight in (SCALAR, OBJECT)]
     # A Python-number annotation, or a method arrays lack, means numeric use (or `.dot`) proves
-    # nothing; an array passed at a call site or an array annotation still does.
-    decisive = [e for e, weight in array if weight == CALL_SITE or "annotated" in e.text]
+    # nothing; an array passed at a call site or an array annotation still does, unless another
+    # function annotates the argument as a Python number (the two annotations disagree).
+    numbers = any(weight == SCALAR for _, weight in evidence)
+    decisive = [e for e, weight in array if weight == CALL_SITE or ("annotated" in e.text and not numbers)]
     if array and (decisive or not scalar):
         strong = any(weight != WEAK for _, weight in array)
         return ArgInfo(index, name, ArgKind.ARRAY, _once(e for e, _ in array), strong)

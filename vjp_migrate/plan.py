@@ -53,6 +53,15 @@ class _Names(cst.CSTVisitor):
         self.counts: dict[str, int] = {}
         self.bound: set[str] = set()
         self.deleted: set[str] = set()  # names in `del` targets: not counted as reads
+        self.stores: dict[str, int] = {}  # of the counts, the plain bindings (`a = ...`, not `a += ...`)
+
+    def _store(self, target: cst.CSTNode) -> None:
+        for name in target_names(target):
+            self.bound.add(name)
+            self.stores[name] = self.stores.get(name, 0) + 1
+
+    def loads(self, name: str) -> int:
+        return self.counts.get(name, 0) - self.stores.get(name, 0)
 
     def visit_Name(self, node: cst.Name) -> None:
         self.counts[node.value] = self.counts.get(node.value, 0) + 1
@@ -66,22 +75,22 @@ class _Names(cst.CSTVisitor):
         return False
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self.bound.update(target_names(node.target))
+        self._store(node.target)
 
     def visit_AugAssign(self, node: cst.AugAssign) -> None:
         self.bound.update(target_names(node.target))
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.bound.update(target_names(node.target))
+        self._store(node.target)
 
     def visit_For(self, node: cst.For) -> None:
-        self.bound.update(target_names(node.target))
+        self._store(node.target)
 
     def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self.bound.update(target_names(node.target))
+        self._store(node.target)
 
     def visit_AsName(self, node: cst.AsName) -> None:
-        self.bound.update(target_names(node.name))
+        self._store(node.name)
 
 
 class _Bindings(cst.CSTVisitor):
@@ -350,6 +359,17 @@ def _bwd_return_plan(
     return temp, known
 
 
+def _repeated_param(func: cst.FunctionDef) -> str | None:
+    params = func.params
+    seen: set[str] = set()
+    for param in (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg):
+        if isinstance(param, cst.Param):
+            if param.name.value in seen:
+                return param.name.value
+            seen.add(param.name.value)
+    return None
+
+
 def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done."""
     if site.problem:
@@ -361,6 +381,9 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
             return ref.problem if ref and ref.problem else "the rules were not found"
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     fwd, bwd = site.fwd.node, site.bwd.node
+    for func in (site.primal, fwd, bwd):
+        if (twice := _repeated_param(func)) is not None:
+            return f"`{func.name.value}` has two parameters named `{twice}`, which Python rejects"
     if site.bwd.decorator_problem:
         return site.bwd.decorator_problem
     # A functools.partial binds the leading parameters; JAX's arguments fill the rest.
@@ -372,7 +395,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     kept = tuple(p for p in order if p not in moved)
     moved_bwd = tuple(bwd_params[order.index(p)] for p in moved)
     bwd_names = names_in(bwd)
-    read = tuple(p for p in moved if bwd_names.counts.get(bwd_params[order.index(p)], 0) > 0)
+    read = tuple(p for p in moved if bwd_names.loads(bwd_params[order.index(p)]) > 0)
     if any(p >= len(fwd_params) for p in read):
         return f"fwd `{fwd.name.value}` takes the argument through *args"
     fwd_bound = names_in(fwd).bound

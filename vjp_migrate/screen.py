@@ -35,6 +35,7 @@ from vjp_migrate.vocabulary import (
     ARRAY_MODULES,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
+    PRIMAL_WRAPPERS,
     is_metadata_function,
 )
 
@@ -331,6 +332,10 @@ def _sites(m: _Module) -> Iterator[_Site]:
         # Call forms: custom_vjp(f, nondiff_argnums=...) or partial(custom_vjp, ...)(f).
         outer = next((c for c in m.calls if c.func is call and c.args), None)
         target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
+        if isinstance(target, ast.Call) and len(target.args) == 1 and not target.keywords:
+            wrapper = _dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS
+            if wrapper.rsplit(".", 1)[-1] in {w.rsplit(".", 1)[-1] for w in PRIMAL_WRAPPERS}:
+                target = target.args[0]
         if not isinstance(target, ast.Name) or target.id not in m.defs:
             continue  # sites.py needs the primal as a def of that name; there is none
         bound = m.assigned.get(id(outer if outer is not None else call), [])
@@ -480,11 +485,15 @@ class _ArrayUse:
 
     def param(self, func: Func, index: int, depth: int = 0) -> bool:
         params = _params(func)
-        if not 0 <= index < len(params):
-            return False
-        key = (id(func), params[index].arg, depth)  # the depth bounds recursion, so it is in the key
+        return 0 <= index < len(params) and self._arg(func, params[index], depth)
+
+    def keyword_only(self, func: Func, name: str, depth: int) -> bool:
+        return any(self._arg(func, p, depth) for p in func.args.kwonlyargs if p.arg == name)
+
+    def _arg(self, func: Func, param: ast.arg, depth: int) -> bool:
+        key = (id(func), param.arg, depth)  # the depth bounds recursion, so it is in the key
         if key not in self.memo:
-            self.memo[key] = self.annotated(params[index]) or self.body(func, params[index].arg, depth)
+            self.memo[key] = self.annotated(param) or self.body(func, param.arg, depth)
         return self.memo[key]
 
     def body(self, func: Func, name: str, depth: int) -> bool:
@@ -547,6 +556,8 @@ class _ArrayUse:
         for helper in self.m.defs.get(call.func.id, []):
             params = [p.arg for p in _params(helper)]
             for at, given in passed:
+                if given is not None and self.keyword_only(helper, given, depth + 1):
+                    return True
                 if given is not None:
                     targets = [params.index(given)] if given in params else []
                 elif at is None:

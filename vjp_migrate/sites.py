@@ -9,6 +9,7 @@ import libcst as cst
 
 from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import FunctionRef, JitSpec, NondiffSpec, VjpSite
+from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 
 # Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
 # (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
@@ -245,12 +246,25 @@ class SiteFinder:
             if vjp is None or vjp[1] is not None or not call.args:
                 return None
             options, target = call.args[1:], call.args[0].value
+        target = self._unwrapped(target)
         if not isinstance(target, cst.Name):
             return None
         primal = find_def(scope, target.value)
         if primal is None:
             return None
         return self._make_site(name, scope, primal, call, options, vjp)
+
+    def _unwrapped(self, target: cst.BaseExpression) -> cst.BaseExpression:
+        """``f`` for ``jax.jit(f)`` and the like: the primal is still ``f``'s def."""
+        if (
+            isinstance(target, cst.Call)
+            and len(target.args) == 1
+            and target.args[0].keyword is None
+            and not target.args[0].star
+            and self.imports.qualify(target.func) in PRIMAL_WRAPPERS
+        ):
+            return target.args[0].value
+        return target
 
     # --- linking defvjp ----------------------------------------------------------------------
 
