@@ -453,3 +453,9 @@ def test_arithmetic_with_sizes_says_nothing(body: str) -> None:
 def test_arithmetic_with_a_local_bound_to_values_too_is_still_array_use() -> None:
     body = lines("n = x.shape[0]", "if x.sum() > 0:", "    n = x[0]", "return x, n * a")
     assert classify(body)[0] is ArgKind.ARRAY
+
+
+@pytest.mark.parametrize("other", ["jnp.ones_like(x)", "jnp.zeros_like(x) + 1", "x.dtype"])
+def test_arithmetic_with_other_metadata_reads_is_still_array_use(other: str) -> None:
+    # they read only metadata, but give an array (or a dtype), not a size
+    assert classify(f"return x, {other} * a")[0] is ArgKind.ARRAY

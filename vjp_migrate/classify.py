@@ -32,6 +32,7 @@ from vjp_migrate.vocabulary import (
     METADATA_FUNCTIONS,
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
+    SIZE_NAMES,
     STATIC,
     STATIC_ANNOTATION_NAMES,
     STATIC_BUILTINS,
@@ -39,6 +40,7 @@ from vjp_migrate.vocabulary import (
     VALUE_BUILTINS,
     VALUE_METHODS,
     is_metadata_function,
+    is_size_function,
     library_use,
 )
 
@@ -179,7 +181,7 @@ class Uses(cst.CSTVisitor):
         self.depth = depth
         self.derived = derived or {}
         self.evidence: list[tuple[Evidence, str]] = []
-        self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot metadata ones
+        self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -355,25 +357,25 @@ class Uses(cst.CSTVisitor):
                     self._add(ArgKind.STATIC, "combined with a string", node)
                 elif isinstance(other, (cst.List, cst.Tuple)):  # `[0] * n` repeats: n must be an int
                     self._add(ArgKind.STATIC, "combined with a list or tuple", node)
-                elif self._metadata(other):  # `tokens // block` with `tokens = x.shape[0]`: sizes, likely
+                elif self._size(other):  # `tokens // block` with `tokens = x.shape[0]`: sizes, likely
                     continue
                 else:
                     self._add(ArgKind.ARRAY, "used in arithmetic", node)
             elif isinstance(side, cst.Name) and side.value in self.derived and _is_string_like(other):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
 
-    def _metadata(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+    def _size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """``x.shape[0]``, ``len(x)``, or a local only ever bound to such a value."""
         while isinstance(expr, cst.Subscript):
             expr = expr.value
         if isinstance(expr, cst.Attribute):
-            return expr.attr.value in METADATA_ATTRIBUTES
+            return expr.attr.value in SIZE_NAMES
         if isinstance(expr, cst.Call):
-            return is_metadata_function(self.ctx.imports.qualify(expr.func) or "")
+            return is_size_function(self.ctx.imports.qualify(expr.func) or "")
         if isinstance(expr, cst.Name) and depth < 3 and expr.value not in self.names:
             found = self.bindings.get(expr.value)
             return bool(found) and all(
-                b.values is not None and all(self._metadata(v, depth + 1) for v in b.values) for b in found or ()
+                b.values is not None and all(self._size(v, depth + 1) for v in b.values) for b in found or ()
             )
         return False
 

@@ -629,6 +629,9 @@ METADATA_FUNCTIONS = frozenset(
         "empty_like",
     }
 )
+# The metadata reads that give sizes, which are Python ints even for a Tracer (`x.shape[0]`,
+# `len(x)`); `jnp.zeros_like(x)` reads only metadata too, but gives an array.
+SIZE_NAMES = frozenset({"shape", "ndim", "size"})
 ARRAY_ANNOTATIONS = frozenset(
     {
         "jax.Array",
@@ -652,3 +655,8 @@ def is_metadata_function(qname: str) -> bool:
     return qname == "builtins.len" or (
         qname.startswith(ARRAY_MODULES) and qname.rsplit(".", 1)[-1] in METADATA_FUNCTIONS
     )
+
+
+def is_size_function(qname: str) -> bool:
+    """``len``, or a ``jnp``/``np`` function that gives an array's sizes (``jnp.shape``...)."""
+    return qname == "builtins.len" or (qname.startswith(ARRAY_MODULES) and qname.rsplit(".", 1)[-1] in SIZE_NAMES)
