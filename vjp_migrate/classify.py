@@ -309,16 +309,17 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK, via=via)
         elif qname.startswith(ARRAY_MODULES):
             use = library_use(qname, position, keyword)
-            place = f"`{keyword}=`" if keyword else "an argument" if position < 0 else f"argument {position + 1}"
             if use == CALLABLE:
                 self._add(ArgKind.STATIC, f"passed as a function to `{func_text}`", call, via=via)
             elif use == STATIC:
+                place = _place(position, keyword)
                 self._add(ArgKind.STATIC, f"passed as a static setting ({place}) to `{func_text}`", call, via=via)
             elif qname.startswith("numpy."):  # host NumPy: a Tracer cannot become a NumPy array
                 self._add(ArgKind.STATIC, f"{NEEDED} by host NumPy's `{func_text}`", call, via=via)
             elif use == DATA:
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
             elif via is None:
+                place = _place(position, keyword)
                 text = f"passed as {place} to `{func_text}`, which may need a concrete value there, in {self.where}"
                 self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
         elif not qname.startswith("builtins.") and via is None:
@@ -455,6 +456,10 @@ class _NameFinder(cst.CSTVisitor):
         return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
 
 
+def _place(position: int, keyword: str | None) -> str:
+    return f"`{keyword}=`" if keyword else "an argument" if position < 0 else f"argument {position + 1}"
+
+
 def _plain_names(call: cst.Call) -> bool:
     return bool(call.args) and all(
         arg.keyword is None and not arg.star and isinstance(arg.value, cst.Name) for arg in call.args
@@ -488,20 +493,11 @@ def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield expr
 
 
-def annotation_evidence(
-    func: cst.FunctionDef, which: int | str, ctx: Context, where: str
-) -> list[tuple[Evidence, str]]:
-    """Evidence from the annotation and default of a positional parameter (by index) or any (by name)."""
-    if isinstance(which, str):
-        named = [p for p in _all_params(func.params) if p.name.value == which]
-        if not named:
-            return []
-        param = named[0]
-    else:
-        params = [*func.params.posonly_params, *func.params.params]
-        if not 0 <= which < len(params):
-            return []
-        param = params[which]
+def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
+    """Evidence from the annotation and default of the parameter ``name``."""
+    param = next((p for p in _all_params(func.params) if p.name.value == name), None)
+    if param is None:
+        return []
     found: list[tuple[Evidence, str]] = []
     line = ctx.line_of(param)
     if param.annotation is not None:
@@ -634,7 +630,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 continue
             where = f"{role} `{func.name.value}`"
             evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
-            evidence.extend(annotation_evidence(func, position, ctx, where))
+            evidence.extend(annotation_evidence(func, params[position], ctx, where))
         for call, callers in calls:
             value = _call_value(call, index, name)
             found = call_site_evidence(value, ctx, callers, ctx.line_of(call)) if value is not None else None

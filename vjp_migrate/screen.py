@@ -54,6 +54,7 @@ PARTIAL = frozenset({"functools.partial"})
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
 # Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
 STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
+WRAPPER_NAMES = frozenset(w.rsplit(".", 1)[-1] for w in PRIMAL_WRAPPERS)
 FOLLOW_DEPTH = 4  # classify follows helpers three calls deep; following further only keeps more
 _BUILTINS = frozenset(dir(builtins))
 
@@ -334,7 +335,7 @@ def _sites(m: _Module) -> Iterator[_Site]:
         target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
         if isinstance(target, ast.Call) and len(target.args) == 1 and not target.keywords:
             wrapper = _dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS
-            if wrapper.rsplit(".", 1)[-1] in {w.rsplit(".", 1)[-1] for w in PRIMAL_WRAPPERS}:
+            if wrapper.rsplit(".", 1)[-1] in WRAPPER_NAMES:
                 target = target.args[0]
         if not isinstance(target, ast.Name) or target.id not in m.defs:
             continue  # sites.py needs the primal as a def of that name; there is none

@@ -132,7 +132,8 @@ STATIC_KEYWORDS = frozenset(
 # would turn every static place it misses into a fix that breaks working code). Tables are keyed
 # by the function's last name, or by its qualified name where two modules differ.
 STATIC, CALLABLE, DATA, UNSURE = "static", "callable", "data", "unsure"
-_REDUCTIONS = (
+# Functions whose second argument (position 1) is an axis, size, k, decimals, dtype...
+_SECOND_STATIC = (
     "sum",
     "mean",
     "max",
@@ -146,7 +147,6 @@ _REDUCTIONS = (
     "all",
     "cumsum",
     "cumprod",
-    "logsumexp",
     "softmax",
     "log_softmax",
     "median",
@@ -167,7 +167,6 @@ _REDUCTIONS = (
     "amax",
     "amin",
     "ptp",
-    "average",
     "count_nonzero",
     "reduce_sum",
     "reduce_max",
@@ -223,7 +222,7 @@ _REDUCTIONS = (
 )
 _FFT = ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fft2", "ifft2", "rfft2", "irfft2", "fftn", "ifftn", "rfftn")
 STATIC_POSITIONS: dict[str, frozenset[int]] = {
-    **{f: frozenset({1}) for f in _REDUCTIONS},
+    **{f: frozenset({1}) for f in _SECOND_STATIC},
     **{f: frozenset({1, 2, 3}) for f in (*_FFT, "irfftn")},
     **{f: frozenset({0, 1}) for f in ("zeros", "ones", "empty", "identity", "indices", "diag_indices", "iota")},
     **{f: frozenset({0, 1, 2, 3}) for f in ("eye", "tri", "arange")},
@@ -427,7 +426,7 @@ LIBRARY_STATIC_KEYWORDS = frozenset(
         *("start_dimension", "stop_dimension", "assume_a", "trans", "unit_diagonal", "left_side"),
         *("transpose_a", "conjugate_a", "hermitian", "UPLO", "eigvals_only", "symmetrize", "implementation"),
         *("is_causal", "local_window_size", "window_shape", "batch_size", "return_sign", "assume_unique"),
-        *("invert", "copy", "s", "spatial_dims", "keep_dims", "replace", "independent", "return_sign"),
+        *("invert", "copy", "s", "spatial_dims", "keep_dims", "replace", "independent"),
     }
 )
 DATA_KEYWORDS = frozenset(
