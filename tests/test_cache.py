@@ -66,6 +66,27 @@ def test_any_change_of_the_key_is_a_miss(tmp_path: Path, change: str) -> None:
         assert cache.get(path, data, True) is None
 
 
+def test_relative_imports_outside_a_package_key_on_the_current_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `from .rules import ...` in a folder without __init__.py resolves from the current folder.
+    cache = Cache.open(tmp_path / "cache", Settings(DEFAULT_SELECT))
+    (tmp_path / "ns").mkdir()
+    path = tmp_path / "ns" / "ops.py"
+    relative, absolute = b"from .rules import bwd\n", b"from rules import bwd\n"
+    result = api.FileResult(path, Status.OK)
+    monkeypatch.chdir(tmp_path)
+    cache.put(path, relative, True, result)
+    cache.put(path, absolute, True, result)
+    monkeypatch.chdir(tmp_path / "ns")
+    assert cache.get(path, relative, True) is None
+    assert cache.get(path, absolute, True) == result
+    (tmp_path / "ns" / "__init__.py").write_text("")
+    cache.put(path, relative, True, result)
+    monkeypatch.chdir(tmp_path)
+    assert cache.get(path, relative, True) == result  # a package: its place alone decides
+
+
 def test_diagnostics_survive_the_round_trip() -> None:
     (result,) = api.check_paths([SEED])
     assert result.diagnostics and all(d.reasons for d in result.diagnostics)

@@ -141,6 +141,18 @@ def test_namespace_package_resolves_through_the_given_root(tmp_path: Path) -> No
     assert result.diagnostics[0].also_touches == (str(src / "ns" / "rules.py"),)
 
 
+@pytest.mark.parametrize("named", ["folder", "files from the current folder"])
+def test_relative_import_in_a_namespace_package(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str) -> None:
+    # No __init__.py: `.rules` means ns/rules.py once the folder above ns is an import root,
+    # given on the command line or (pre-commit: files named one by one) the current folder.
+    write(tmp_path, {"ns/ops.py": PRIMAL.format(spelling=".rules"), "ns/rules.py": RULES})
+    monkeypatch.chdir(tmp_path)
+    paths = [Path(".")] if named == "folder" else [Path("ns/ops.py"), Path("ns/rules.py")]
+    results = fix_paths(paths)
+    assert {r.path.name for r in results if r.changed} == {"ops.py", "rules.py"}
+    assert "def scale_bwd(s, g):" in (tmp_path / "ns" / "rules.py").read_text(encoding="utf-8")
+
+
 def test_one_file_alone_names_the_module_to_include() -> None:
     # pre-commit passes only the changed files: the rule module is not among them.
     (result,) = check_paths([SIBLING / "before" / "mypkg" / "ops.py"])

@@ -6,7 +6,8 @@ and a .gitignore of `*`. One small JSON file per entry, named by a key that hash
 version and its own source files, the settings, the file's absolute path, whether the path was
 named on the command line, and the file's bytes: any change to one of them is a miss. The path
 is in the key because the analysis reads the file's place (its module name from the
-``__init__.py`` files above it, the ``static-args``/``array-args`` match); both use the absolute
+``__init__.py`` files above it, the ``static-args``/``array-args`` match; for a file with
+relative imports outside such a package, the current folder too); both use the absolute
 path, so every spelling of one file (``pkg/a.py``, ``./pkg/a.py``, ``a.py`` from ``pkg/``)
 shares its entry, and a hit is labelled with the current run's spelling. Only successful
 results are stored. JSON, never pickle: a cache folder in a cloned repository must
@@ -66,6 +67,10 @@ def _settings_key(settings: Settings) -> str:
     return json.dumps(values, sort_keys=True, default=str)
 
 
+def _in_package(absolute: str) -> bool:
+    return os.path.isfile(os.path.join(os.path.dirname(absolute), "__init__.py"))
+
+
 @dataclasses.dataclass(frozen=True)
 class Cache:
     folder: Path  # <cache dir>/<fingerprint>
@@ -77,7 +82,10 @@ class Cache:
 
     def key(self, path: Path, data: bytes, explicit: bool) -> str:
         digest = hashlib.sha256()
-        for part in (self.settings_key, os.path.abspath(path), "explicit" if explicit else "found"):
+        absolute = os.path.abspath(path)
+        # Relative imports in a namespace package resolve from the current folder (modules.py).
+        here = os.getcwd() if b"from ." in data and not _in_package(absolute) else ""
+        for part in (self.settings_key, absolute, "explicit" if explicit else "found", here):
             digest.update(part.encode("utf-8", "surrogatepass") + b"\0")
         digest.update(data)
         return digest.hexdigest()

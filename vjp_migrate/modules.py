@@ -2,8 +2,8 @@
 
 A file's module name comes from its location: the folders above it that hold an
 ``__init__.py`` are its packages (``mypkg/ops.py`` -> ``mypkg.ops``). A folder given on the
-command line is also an import root, so a ``src/`` layout and namespace packages (folders
-without ``__init__.py``) resolve too.
+command line is also an import root, and so is the current folder, so a ``src/`` layout and
+namespace packages (folders without ``__init__.py``) resolve too.
 """
 
 from __future__ import annotations
@@ -57,11 +57,15 @@ class ModuleIndex:
 
     paths: dict[str, Path] = field(default_factory=dict)  # module name -> file
     names: dict[Path, str] = field(default_factory=dict)  # file -> its canonical module name
+    rooted: dict[Path, str] = field(default_factory=dict)  # file -> its name below the first import root
 
     @classmethod
     def build(cls, files: Iterable[Path], roots: Sequence[Path] = ()) -> ModuleIndex:
+        """``roots``: the folders given; the current folder comes last (``python -m`` and
+        pre-commit, which names files relative to it, import from there)."""
         index = cls()
-        folders = [r for r in roots if r.is_dir()]
+        folders = [Path(os.path.abspath(r)) for r in roots if r.is_dir()]
+        folders.append(Path(os.getcwd()))
         for path in files:
             if path.suffix not in _PY_SUFFIXES:
                 continue
@@ -69,12 +73,20 @@ class ModuleIndex:
             if canonical:
                 index.names[path] = canonical
                 index.paths.setdefault(canonical, path)
+            absolute = Path(os.path.abspath(path))
             for root in folders:
-                name = _root_name(path, root)
+                name = _root_name(absolute, root)
                 if name is not None:
                     index.names.setdefault(path, name)
                     index.paths.setdefault(name, path)
+                    index.rooted.setdefault(path, name)
         return index
+
+    def package_of(self, path: Path) -> str:
+        """The package ``path``'s relative imports start from: its ``__init__.py`` packages, or
+        in a namespace package (its folder has no ``__init__.py``) its folders below the root."""
+        package = importing_package(self.names.get(path) or package_name(path), path)
+        return package or importing_package(self.rooted.get(path, ""), path)
 
     def split(self, target: str) -> tuple[str, str] | None:
         """``pkg.rules.bwd`` -> (``pkg.rules``, ``bwd``): the longest module prefix in the index."""

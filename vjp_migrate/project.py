@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vjp_migrate.model import Diagnostic, FileResult, FunctionRef, RewritePlan, Settings, SiteDecision, Status, VjpSite
-from vjp_migrate.modules import ModuleImports, ModuleIndex, importing_package, module_imports, package_name
+from vjp_migrate.modules import ModuleImports, ModuleIndex, module_imports
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
 from vjp_migrate.transaction import FileChange, Outcome
 
@@ -130,12 +130,11 @@ class Project:
     # --- resolving imported rules ------------------------------------------------------------
 
     def imported_rule(self, path: Path, module: cst.Module) -> ImportedRule:
-        name = self.index.names.get(path) or package_name(path)
         found: list[ModuleImports] = []  # read on the first rule no def binds (most modules: never)
 
         def resolve(role: str, local: str) -> FunctionRef | None:
             if not found:
-                found.append(module_imports(module, importing_package(name, path)))
+                found.append(module_imports(module, self.index.package_of(path)))
             imports = found[0]
             origin = imports.origin(local)
             if origin is None:
@@ -165,8 +164,7 @@ class Project:
         if node is not None:
             where = None if path == importer else str(path)
             return FunctionRef(local, node, module=module_name, path=where)
-        package = importing_package(self.index.names.get(path) or module_name, path)
-        further = module_imports(loaded.module, package).target(attribute)
+        further = module_imports(loaded.module, self.index.package_of(path)).target(attribute)
         if further is not None and depth < _MAX_REEXPORTS:
             return self._lookup(role, local, further, importer, depth + 1)
         if "." in attribute:  # `pkg.sub.f` where pkg is checked and pkg.sub is not
