@@ -459,3 +459,47 @@ def test_arithmetic_with_a_local_bound_to_values_too_is_still_array_use() -> Non
 def test_arithmetic_with_other_metadata_reads_is_still_array_use(other: str) -> None:
     # they read only metadata, but give an array (or a dtype), not a size
     assert classify(f"return x, {other} * a")[0] is ArgKind.ARRAY
+
+
+@pytest.mark.parametrize(
+    ("primal", "extra"),
+    [
+        pytest.param("return x", "", id="no use"),
+        pytest.param("return x[a[0]] * 2.0", "", id="indexes an array"),
+        pytest.param("return host_matvec(x, a)", "from backend import host_matvec\n", id="opaque helper"),
+    ],
+)
+def test_a_host_numpy_annotation_is_no_array_evidence(primal: str, extra: str) -> None:
+    """`indices: np.ndarray` in nondiff_argnums is a host array (sparsejax's sparsity pattern),
+    usually read concretely by host code the tool cannot see: no safe fix (it broke jax.jit)."""
+    kind, reasons, strong = classify(primal, signature="a: np.ndarray, x", extra="import numpy as np\n" + extra)
+    assert kind is ArgKind.UNKNOWN and not strong
+    assert any("host NumPy array" in r for r in reasons), reasons
+
+
+def test_a_host_numpy_annotation_with_an_array_annotation_elsewhere_decides_nothing() -> None:
+    helper = "def scaled(x, a: jax.Array):\n    return x * a\n"
+    kind, reasons, _ = classify("return scaled(x, a)", signature="a: onp.ndarray, x", extra="import numpy as onp\n" + helper)
+    assert kind is ArgKind.UNKNOWN
+    assert any("host NumPy array" in r for r in reasons) and any("annotated `jax.Array`" in r for r in reasons)
+
+
+@pytest.mark.parametrize("module", ["import jax.numpy as np\n", "from jax import numpy as np\n"])
+def test_jax_numpy_ndarray_annotation_is_still_an_array(module: str) -> None:
+    assert classify("return x", signature="a: np.ndarray, x", extra=module)[0] is ArgKind.ARRAY
+
+
+def test_a_host_callback_needs_the_index_array_it_closes_over_concrete() -> None:
+    """Why a host NumPy argument is no safe fix: host code that reads it works with the concrete
+    array a nondiff argument is, and fails once the argument is traced."""
+
+    def gather(x: jax.Array, indices: np.ndarray) -> jax.Array:
+        def host(values: np.ndarray) -> np.ndarray:
+            return np.asarray(values)[np.asarray(indices)]
+
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(indices.shape, x.dtype), x)
+
+    x, indices = jnp.arange(4.0), np.array([3, 1])
+    np.testing.assert_allclose(jax.jit(lambda x: gather(x, indices))(x), [3.0, 1.0])
+    with pytest.raises(Exception, match="Tracer"):
+        jax.block_until_ready(jax.jit(gather)(x, indices))

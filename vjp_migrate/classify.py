@@ -26,6 +26,7 @@ from vjp_migrate.vocabulary import (
     CALLABLE,
     CONTAINER_METHODS,
     DATA,
+    HOST_ARRAY_ANNOTATIONS,
     HOST_CONVERSIONS,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
@@ -506,6 +507,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         for part in _annotation_names(annotation):
             qname = ctx.imports.qualify(part) or ""
             last = (dotted(part) or "").rsplit(".", 1)[-1]
+            if qname in HOST_ARRAY_ANNOTATIONS:
+                note = "a host NumPy array, which may be concrete data such as indices"
+                found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
+                break
             if qname in ARRAY_ANNOTATIONS or last in ARRAY_ANNOTATION_NAMES:
                 found.append((Evidence(ArgKind.ARRAY, f"annotated `{text}` in {where}", line), STRONG))
                 break
@@ -649,9 +654,10 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
     if doubt:  # a value from it may be needed concretely: never a safe fix
         return ArgInfo(index, name, ArgKind.UNKNOWN, _once(doubt + [e for e, _ in array]), False)
     scalar = [e for e, weight in evidence if weight in (SCALAR, OBJECT)]
-    # A Python-number annotation, or a method arrays lack, means numeric use (or `.dot`) proves
-    # nothing; an array passed at a call site or an array annotation still does, unless another
-    # function annotates the argument as a Python number (the two annotations disagree).
+    # A Python-number or host NumPy annotation, or a method arrays lack, means numeric use (or
+    # `.dot`) proves nothing; an array passed at a call site or an array annotation still does,
+    # unless another function annotates the argument as a Python number or NumPy array (the two
+    # annotations disagree).
     numbers = any(weight == SCALAR for _, weight in evidence)
     decisive = [e for e, weight in array if weight == CALL_SITE or ("annotated" in e.text and not numbers)]
     if array and (decisive or not scalar):

@@ -635,7 +635,6 @@ ARRAY_ANNOTATIONS = frozenset(
     {
         "jax.Array",
         "jax.numpy.ndarray",
-        "numpy.ndarray",
         "jax.typing.ArrayLike",
         "chex.Array",
         "chex.ArrayTree",
@@ -643,6 +642,9 @@ ARRAY_ANNOTATIONS = frozenset(
         "jaxtyping.ArrayLike",
     }
 )
+# A host NumPy array in nondiff_argnums is usually concrete data the code reads on the host (a
+# sparsity pattern, a mesh): its annotation is no evidence that the argument may be a Tracer.
+HOST_ARRAY_ANNOTATIONS = frozenset({"numpy.ndarray"})
 SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
 STATIC_ANNOTATION_NAMES = frozenset(
     {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}
