@@ -72,9 +72,7 @@ def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf,
         if "VJP004" not in settings.select:
             return []
         return [
-            _diagnostic(
-                "VJP004", decision, decision.site.anchor, span_of, path, None, False, decision.inconsistency
-            )
+            _diagnostic("VJP004", decision, decision.site.anchor, span_of, path, None, False, decision.inconsistency)
         ]
     found: list[Diagnostic] = []
     moved = decision.plan.moved if decision.plan else ()
