@@ -345,3 +345,21 @@ def test_explain_error_points_at_the_primal_expression(tmp_path: Path) -> None:
     assert result.exit_code == 0
     assert result.stdout.splitlines()[0].startswith(f"{model}:{line}:20: custom_vjp `f` received a JAX Tracer")
     assert "+f = jax.custom_vjp(impl)" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("primal", "defvjp", "codes"),
+    [
+        pytest.param("*impls", "f.defvjp(f_fwd, f_bwd)", [], id="starred primal: no site"),
+        pytest.param("impl", "f.defvjp(lambda x, lo: (x * lo, None), f_bwd)", ["VJP001"], id="lambda fwd"),
+        pytest.param("impl", "f.defvjp(fwd_varargs, f_bwd)", [], id="fwd taking *args names nothing"),
+        pytest.param("impl", "f.defvjp(partial(f_fwd, k=1), f_bwd)", [], id="fwd partial with a keyword"),
+        pytest.param("lambda *a: a[0]", "f.defvjp(f_fwd, f_bwd)", [], id="lambda primal taking *args"),
+        pytest.param("SomeClass", "f.defvjp(f_fwd, f_bwd)", ["VJP001"], id="a class"),
+    ],
+)
+def test_odd_spellings_never_raise(primal: str, defvjp: str, codes: list[str]) -> None:
+    code = module_with(primal).replace("f.defvjp(f_fwd, f_bwd)", defvjp)
+    code += "\ndef fwd_varargs(*args):\n    return args[0], None\n"
+    assert [d.code for d in check_source(code, settings=ALL)] == codes
+    fix_source(code, settings=Settings(frozenset(BY_CODE), unsafe_fixes=True))

@@ -240,17 +240,19 @@ class SiteFinder:
             vjp = self._vjp_call(call.func)
             if vjp is None or vjp[1] is None or not call.args:
                 return None
-            options, target = call.func.args[1:], call.args[0].value
+            options, target = call.func.args[1:], call.args[0]
         else:
             vjp = self._vjp_call(call)
             if vjp is None or vjp[1] is not None or not call.args:
                 return None
-            options, target = call.args[1:], call.args[0].value
-        written, target = target, self._unwrapped(target)
-        primal = find_def(scope, target.value) if isinstance(target, cst.Name) else None
+            options, target = call.args[1:], call.args[0]
+        written, unwrapped = target.value, self._unwrapped(target.value)
+        primal = find_def(scope, unwrapped.value) if isinstance(unwrapped, cst.Name) else None
         if primal is not None:
             return self._make_site(name, scope, primal, call, options, vjp)
-        return self._primal_expr_site(name, scope, written, target, call, options, vjp)
+        if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
+            return None
+        return self._primal_expr_site(name, scope, written, unwrapped, call, options, vjp)
 
     def _primal_expr_site(
         self,
