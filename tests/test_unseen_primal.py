@@ -363,3 +363,9 @@ def test_odd_spellings_never_raise(primal: str, defvjp: str, codes: list[str]) -
     code += "\ndef fwd_varargs(*args):\n    return args[0], None\n"
     assert [d.code for d in check_source(code, settings=ALL)] == codes
     fix_source(code, settings=Settings(frozenset(BY_CODE), unsafe_fixes=True))
+
+
+def test_without_a_resolvable_fwd_bwd_s_shape_is_still_judged() -> None:
+    code = module_with("impl").replace("f.defvjp(f_fwd, f_bwd)", "f.defvjp(other_module.fwd, f_bwd)")
+    (found,) = check_source(code.replace("def f_bwd(lo, _, g)", "def f_bwd(_, g)"), settings=ALL)
+    assert found.code == "VJP004" and "bwd `f_bwd` takes 2 parameters" in found.message
