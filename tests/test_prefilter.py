@@ -267,7 +267,7 @@ f.defvjp(_fwd, _bwd)
         ),
         pytest.param(KEYWORD_ONLY_HELPER, True, id="array use in a keyword-only helper parameter"),
         pytest.param(JIT_WRAPPED_PRIMAL, True, id="a primal wrapped in jax.jit"),
-        pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), False, id="an unknown wrapper"),
+        pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), True, id="a primal that is no def"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
@@ -284,6 +284,7 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if s.sum() > 1"), [], id="values"),
         pytest.param(KEYWORD_ONLY_HELPER, ["VJP001"], id="keyword-only helper"),
         pytest.param(JIT_WRAPPED_PRIMAL, ["VJP001"], id="jit-wrapped primal"),
+        pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), ["VJP001"], id="primal no def"),
     ],
 )
 def test_the_screen_verdicts_on_tests_agree_with_the_pipeline(text: str, codes: list[str]) -> None:

@@ -96,7 +96,11 @@ def _analyze(
     index = index_of(module)  # positions, and cheap replays of the visitors below
 
     def header_of(site: VjpSite) -> range:
-        """The decorator and def lines, where a `# noqa` silences the site."""
+        """The decorator and def lines, where a `# noqa` silences the site (the call's, for a
+        primal that is no def of the module)."""
+        if site.primal is None or site.primal_expr is not None:
+            lines = index.span(site.carrier)
+            return range(lines[0], lines[2] + 1)
         first = site.primal.decorators[0] if site.primal.decorators else site.primal
         body = index.span(site.primal.body)[0]
         end = body if isinstance(site.primal.body, cst.SimpleStatementSuite) else body - 1

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -622,7 +622,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             continue
         name = site.params[index]
         evidence: list[tuple[Evidence, str]] = []
-        if index in site.jit_static:
+        if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
         roles: list[tuple[str, cst.FunctionDef | None, int]] = [("the primal", site.primal, index)]
         if site.fwd is not None and site.fwd.node is not None:
@@ -641,8 +641,20 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             found = call_site_evidence(value, ctx, callers, ctx.line_of(call)) if value is not None else None
             if found is not None:
                 evidence.append(found)
-        infos.append(_decide(index, name, evidence))
+        infos.append(_unseen_primal(site, module, ctx, _decide(index, name, evidence)))
     return infos
+
+
+def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:
+    """A primal whose body is not seen may need the argument concretely: never a safe fix."""
+    if site.primal is not None or site.primal_expr is None or info.kind is ArgKind.STATIC:
+        return info
+    text = (
+        f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module, "
+        "so its uses were not seen"
+    )
+    unseen = Evidence(ArgKind.UNKNOWN, text, ctx.line_of(site.primal_expr))
+    return replace(info, evidence=(*info.evidence, unseen), strong=False)
 
 
 def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgInfo:

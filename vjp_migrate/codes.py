@@ -80,7 +80,10 @@ CODES: tuple[Code, ...] = (
         what=(
             "Finds `jax.custom_vjp` functions whose `nondiff_argnums`/`nondiff_argnames` list an "
             "argument that the code uses as array data (jnp/lax operations, arithmetic, array "
-            "attributes, array annotations, array values at call sites)."
+            "attributes, array annotations, array values at call sites) in the primal, fwd, bwd "
+            "and the helpers they call. A primal that is no function of the module "
+            "(`jax.custom_vjp(make_impl(cfg), ...)`, an imported function, a parameter) is read "
+            "through fwd, which has its signature."
         ),
         why=_TRACER_WHY,
         example=_BEFORE,
@@ -88,7 +91,8 @@ CODES: tuple[Code, ...] = (
         safety=(
             "Safe when every migrated argument has clear array evidence and no static use; the "
             "gradients of the differentiable arguments are unchanged and the migrated arguments "
-            "get `None` cotangents. Weaker evidence makes the fix unsafe (`--unsafe-fixes`)."
+            "get `None` cotangents. Weaker evidence makes the fix unsafe (`--unsafe-fixes`), and so "
+            "does a primal whose body is not seen (it may need the argument concretely)."
         ),
     ),
     Code(
@@ -104,7 +108,8 @@ CODES: tuple[Code, ...] = (
         triggers=_NONDIFF,
         what=(
             "Finds nondiff arguments of a `jax.custom_vjp` whose kind the tool cannot decide: "
-            "they only reach helpers defined elsewhere, are annotated `float`/`int` with no use seen, "
+            "they only reach helpers defined elsewhere, are annotated `float`/`int` with no use seen "
+            "(or no use at all in fwd and bwd when the primal is no function of the module), "
             "or a local that holds their values on some paths only is needed concretely."
         ),
         why=(

@@ -61,7 +61,7 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
 
     assert isinstance(module, cst.Module)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    where = positions[decision.site.primal.name].start
+    where = positions[decision.site.anchor].start
     lines = [
         f"{path}:{where.line}:{where.column + 1}: custom_vjp `{decision.site.qualname}` received a JAX Tracer "
         "in a position listed in nondiff_argnums"

@@ -14,8 +14,22 @@ SpanOf = Callable[[cst.CSTNode], Span]
 
 
 def _param_node(decision: SiteDecision, index: int) -> cst.CSTNode:
-    params = [*decision.site.primal.params.posonly_params, *decision.site.primal.params.params]
+    site = decision.site
+    if site.primal is None:  # no def to point at: the entry of nondiff_argnums that lists it
+        return _listed_at(site.nondiff.argnums_arg, index) or site.anchor
+    params = [*site.primal.params.posonly_params, *site.primal.params.params]
     return params[index].name
+
+
+def _listed_at(argnums: cst.Arg | None, index: int) -> cst.CSTNode | None:
+    if argnums is None:
+        return None
+    value = argnums.value
+    items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    for item in items:
+        if isinstance(item, cst.Integer) and int(item.value, 0) == index:
+            return item
+    return argnums
 
 
 def _diagnostic(
@@ -58,9 +72,7 @@ def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf,
         if "VJP004" not in settings.select:
             return []
         return [
-            _diagnostic(
-                "VJP004", decision, decision.site.primal.name, span_of, path, None, False, decision.inconsistency
-            )
+            _diagnostic("VJP004", decision, decision.site.anchor, span_of, path, None, False, decision.inconsistency)
         ]
     found: list[Diagnostic] = []
     moved = decision.plan.moved if decision.plan else ()

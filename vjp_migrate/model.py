@@ -91,8 +91,11 @@ class VjpSite:
 
     name: str  # the name users call (the primal's, or the assignment target)
     qualname: str  # Class.method for functions inside classes
-    primal: cst.FunctionDef
-    params: tuple[str, ...]  # the primal's positional parameter names
+    # The primal's def; for a lambda primal an analysis view ``def lambda(<its params>): return
+    # <its body>`` like a lambda rule's; None when the primal is no function of the module
+    # (``make_impl(cfg)``, ``partial(_impl, cfg)``, ``mod.impl``, a parameter): its body is not seen.
+    primal: cst.FunctionDef | None
+    params: tuple[str, ...]  # the primal's positional parameter names (fwd's, when primal is None)
     has_varargs: bool
     # The node that carries nondiff_argnums: a Decorator, or the Call of the call form.
     carrier: cst.Decorator | cst.Call
@@ -104,6 +107,17 @@ class VjpSite:
     defvjp: cst.Call | None
     jit_static: frozenset[int]  # positions a stacked jax.jit treats as static
     problem: str | None = None  # a reason the rules cannot be rewritten (VJP003)
+    # Call forms whose primal is no def of the module (lambda included): the expression passed
+    # to custom_vjp. Findings and `# noqa` then anchor on the call, not on a def.
+    primal_expr: cst.BaseExpression | None = None
+
+    @property
+    def anchor(self) -> cst.CSTNode:
+        """Where a finding about the whole site points: the primal's name, or its expression."""
+        if self.primal_expr is not None:
+            return self.primal_expr
+        assert self.primal is not None
+        return self.primal.name
 
 
 @dataclass(frozen=True)

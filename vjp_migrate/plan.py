@@ -239,7 +239,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     beyond = [p for p in site.nondiff.positions if p >= len(site.params)]
     if beyond and not site.has_varargs:
         return (
-            f"nondiff_argnums lists position {beyond[0]}, but `{site.primal.name.value}` takes "
+            f"nondiff_argnums lists position {beyond[0]}, but `{_primal_name(site)}` takes "
             f"{len(site.params)} positional parameter{'s' if len(site.params) != 1 else ''}"
         )
     bwd_bound = site.bwd.bound_args if site.bwd else 0
@@ -264,6 +264,12 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value; JAX needs a tuple with one cotangent per argument"
     return None
+
+
+def _primal_name(site: VjpSite) -> str:
+    if site.primal is None or site.primal_expr is not None:
+        return site.name  # a lambda, or an expression whose def is not seen: the name users call
+    return site.primal.name.value
 
 
 def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int, ...]:
@@ -381,7 +387,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
             return ref.problem if ref and ref.problem else "the rules were not found"
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     fwd, bwd = site.fwd.node, site.bwd.node
-    for func in (site.primal, fwd, bwd):
+    for func in (f for f in (site.primal, fwd, bwd) if f is not None):
         if (twice := _repeated_param(func)) is not None:
             return f"`{func.name.value}` has two parameters named `{twice}`, which Python rejects"
     if site.bwd.decorator_problem:

@@ -5,7 +5,8 @@ these settings? ``may_report`` returns False only when it can prove the answer i
 doubt keeps the file. It over-approximates the later stages instead of copying them:
 
 - a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword whose function,
-  or first positional argument, may name ``custom_vjp`` (through any import alias);
+  or first positional argument, may name ``custom_vjp`` (through any import alias); a call form
+  whose primal may be no def of the module (sites.py then reads fwd in its place) keeps the file;
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
@@ -332,15 +333,29 @@ def _sites(m: _Module) -> Iterator[_Site]:
             continue
         # Call forms: custom_vjp(f, nondiff_argnums=...) or partial(custom_vjp, ...)(f).
         outer = next((c for c in m.calls if c.func is call and c.args), None)
+        bound = m.assigned.get(id(outer if outer is not None else call), [])
+        if not bound or (outer is None and not _may_be_custom_vjp(m, call.func)):
+            continue  # sites.py finds call forms only as `name = custom_vjp(...)` or `partial(...)(f)`
         target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
         if isinstance(target, ast.Call) and len(target.args) == 1 and not target.keywords:
             wrapper = _dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS
             if wrapper.rsplit(".", 1)[-1] in WRAPPER_NAMES:
                 target = target.args[0]
-        if not isinstance(target, ast.Name) or target.id not in m.defs:
-            continue  # sites.py needs the primal as a def of that name; there is none
-        bound = m.assigned.get(id(outer if outer is not None else call), [])
+        if not isinstance(target, ast.Name) or not _surely_a_def(m, call, target.id):
+            raise _Doubt  # sites.py may take the primal as no def of the module and read fwd instead
         yield _Site(call, frozenset({target.id, *bound}), tuple(m.defs[target.id]))
+
+
+def _surely_a_def(m: _Module, call: ast.Call, name: str) -> bool:
+    """sites.find_def surely finds a def of ``name`` from the call's scope: one in the module
+    scope, or in the scope of the def around the call (the scopes between are classes)."""
+    if any(d in m.top_defs for d in m.defs.get(name, ())):
+        return True
+    owner = m.caller.get(id(call))
+    return owner is not None and any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name
+        for s in _toplevel_statements(owner.body)
+    )
 
 
 def _positions(m: _Module, site: _Site, primal: Func) -> list[int]:

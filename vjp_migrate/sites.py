@@ -240,19 +240,54 @@ class SiteFinder:
             vjp = self._vjp_call(call.func)
             if vjp is None or vjp[1] is None or not call.args:
                 return None
-            options, target = call.func.args[1:], call.args[0].value
+            options, target = call.func.args[1:], call.args[0]
         else:
             vjp = self._vjp_call(call)
             if vjp is None or vjp[1] is not None or not call.args:
                 return None
-            options, target = call.args[1:], call.args[0].value
-        target = self._unwrapped(target)
-        if not isinstance(target, cst.Name):
+            options, target = call.args[1:], call.args[0]
+        written, unwrapped = target.value, self._unwrapped(target.value)
+        primal = find_def(scope, unwrapped.value) if isinstance(unwrapped, cst.Name) else None
+        if primal is not None:
+            return self._make_site(name, scope, primal, call, options, vjp)
+        if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
             return None
-        primal = find_def(scope, target.value)
-        if primal is None:
+        return self._primal_expr_site(name, scope, written, unwrapped, call, options, vjp)
+
+    def _primal_expr_site(
+        self,
+        name: str,
+        scope: Scope,
+        written: cst.BaseExpression,
+        target: cst.BaseExpression,
+        call: cst.Call,
+        args: Sequence[cst.Arg],
+        vjp: tuple[cst.BaseExpression, cst.BaseExpression | None],
+    ) -> VjpSite | None:
+        """A call form whose primal is no def of the module: a lambda (its body is read through
+        a def view), or anything else, whose parameters fwd gives once the rules are attached."""
+        view = _lambda_rule(target).node if isinstance(target, cst.Lambda) else None
+        params = positional_params(view) if view is not None else ()
+        spec = self.nondiff_spec(args, params)
+        if spec is None:
             return None
-        return self._make_site(name, scope, primal, call, options, vjp)
+        return VjpSite(
+            name=name,
+            qualname=f"{scope.qualprefix}{name}",
+            primal=view,
+            params=params,
+            # Until fwd tells: a primal of unknown arity takes any position.
+            has_varargs=view is None or isinstance(view.params.star_arg, cst.Param),
+            carrier=call,
+            custom_vjp_expr=vjp[0],
+            partial_expr=vjp[1],
+            nondiff=spec,
+            fwd=None,
+            bwd=None,
+            defvjp=None,
+            jit_static=frozenset(),
+            primal_expr=written,
+        )
 
     def _unwrapped(self, target: cst.BaseExpression) -> cst.BaseExpression:
         """``f`` for ``jax.jit(f)`` and the like: the primal is still ``f``'s def."""
@@ -279,7 +314,28 @@ class SiteFinder:
         bwd = self._resolve_rule(bwd_expr, call_scope, "bwd")
         if bwd.lambda_node is not None:
             bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
-        return replace(site, fwd=fwd, bwd=bwd, defvjp=call)
+        site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
+        return self._signature_from_fwd(site) if site.primal is None else site
+
+    def _signature_from_fwd(self, site: VjpSite) -> VjpSite:
+        """An unseen primal has fwd's signature: the parameter names and nondiff_argnames read there."""
+        fwd = site.fwd
+        if fwd is None or fwd.node is None:
+            return site  # nothing names the arguments: no argument can be judged
+        params = positional_params(fwd.node)[fwd.bound_args :]
+        assert isinstance(site.carrier, cst.Call)
+        call = site.carrier
+        options = call.func.args[1:] if isinstance(call.func, cst.Call) else call.args[1:]
+        spec = self.nondiff_spec(options, params) or site.nondiff
+        problem = site.problem
+        if spec.argnames_arg is not None and problem is None:
+            text = self.module.code_for_node(site.primal_expr) if site.primal_expr is not None else site.name
+            problem = (
+                f"nondiff_argnames names parameters of the primal `{text}`, which is not a function defined "
+                "in this module, so their positions cannot be read"
+            )
+        varargs = isinstance(fwd.node.params.star_arg, cst.Param)
+        return replace(site, params=params, has_varargs=varargs, nondiff=spec, problem=problem)
 
     def _find_defvjp(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | None:
         candidates = [(site.name, scope)]
