@@ -195,22 +195,26 @@ class SiteFinder:
     def _make_site(
         self,
         name: str,
-        scope: Scope,
-        primal: cst.FunctionDef,
+        qualname: str,
+        primal: cst.FunctionDef | None,
         carrier: cst.Decorator | cst.Call,
         args: Sequence[cst.Arg],
         vjp: tuple[cst.BaseExpression, cst.BaseExpression | None],
+        primal_expr: cst.BaseExpression | None = None,
     ) -> VjpSite | None:
-        params = positional_params(primal)
+        """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
+        a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
+        params = positional_params(primal) if primal is not None else ()
         spec = self.nondiff_spec(args, params)
         if spec is None:
             return None
         return VjpSite(
             name=name,
-            qualname=f"{scope.qualprefix}{primal.name.value}",
+            qualname=qualname,
             primal=primal,
             params=params,
-            has_varargs=isinstance(primal.params.star_arg, cst.Param),
+            # Until fwd tells: a primal of unknown arity takes any position.
+            has_varargs=primal is None or isinstance(primal.params.star_arg, cst.Param),
             carrier=carrier,
             custom_vjp_expr=vjp[0],
             partial_expr=vjp[1],
@@ -218,7 +222,12 @@ class SiteFinder:
             fwd=None,
             bwd=None,
             defvjp=None,
-            jit_static=jit_static_positions(primal, params, self.imports),
+            jit_static=(
+                jit_static_positions(primal, params, self.imports)
+                if primal is not None and primal_expr is None
+                else frozenset()
+            ),
+            primal_expr=primal_expr,
         )
 
     def _decorated_site(self, func: cst.FunctionDef, scope: Scope) -> VjpSite | None:
@@ -227,7 +236,8 @@ class SiteFinder:
             if isinstance(call, cst.Call):
                 vjp = self._vjp_call(call)
                 if vjp is not None and vjp[1] is not None:
-                    return self._make_site(func.name.value, scope, func, decorator, call.args[1:], vjp)
+                    qualname = f"{scope.qualprefix}{func.name.value}"
+                    return self._make_site(func.name.value, qualname, func, decorator, call.args[1:], vjp)
         return None
 
     def _call_site(self, assign: cst.Assign, scope: Scope) -> VjpSite | None:
@@ -249,45 +259,12 @@ class SiteFinder:
         written, unwrapped = target.value, self._unwrapped(target.value)
         primal = find_def(scope, unwrapped.value) if isinstance(unwrapped, cst.Name) else None
         if primal is not None:
-            return self._make_site(name, scope, primal, call, options, vjp)
+            return self._make_site(name, f"{scope.qualprefix}{primal.name.value}", primal, call, options, vjp)
         if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
             return None
-        return self._primal_expr_site(name, scope, written, unwrapped, call, options, vjp)
-
-    def _primal_expr_site(
-        self,
-        name: str,
-        scope: Scope,
-        written: cst.BaseExpression,
-        target: cst.BaseExpression,
-        call: cst.Call,
-        args: Sequence[cst.Arg],
-        vjp: tuple[cst.BaseExpression, cst.BaseExpression | None],
-    ) -> VjpSite | None:
-        """A call form whose primal is no def of the module: a lambda (its body is read through
-        a def view), or anything else, whose parameters fwd gives once the rules are attached."""
-        view = _lambda_rule(target).node if isinstance(target, cst.Lambda) else None
-        params = positional_params(view) if view is not None else ()
-        spec = self.nondiff_spec(args, params)
-        if spec is None:
-            return None
-        return VjpSite(
-            name=name,
-            qualname=f"{scope.qualprefix}{name}",
-            primal=view,
-            params=params,
-            # Until fwd tells: a primal of unknown arity takes any position.
-            has_varargs=view is None or isinstance(view.params.star_arg, cst.Param),
-            carrier=call,
-            custom_vjp_expr=vjp[0],
-            partial_expr=vjp[1],
-            nondiff=spec,
-            fwd=None,
-            bwd=None,
-            defvjp=None,
-            jit_static=frozenset(),
-            primal_expr=written,
-        )
+        # A lambda is read through a def view, like a lambda rule; anything else is not seen.
+        view = _lambda_rule(unwrapped).node if isinstance(unwrapped, cst.Lambda) else None
+        return self._make_site(name, f"{scope.qualprefix}{name}", view, call, options, vjp, primal_expr=written)
 
     def _unwrapped(self, target: cst.BaseExpression) -> cst.BaseExpression:
         """``f`` for ``jax.jit(f)`` and the like: the primal is still ``f``'s def."""
