@@ -13,7 +13,7 @@ from vjp_migrate.cli import main
 from vjp_migrate.codes import expand_selection
 from vjp_migrate.model import FixSafety, Settings
 
-BLOCKED = '''\
+BLOCKED = """\
 from functools import partial
 
 import jax
@@ -38,7 +38,7 @@ def evolve_bwd(box, res, g):
 
 
 evolve.defvjp(evolve_fwd, evolve_bwd)
-'''
+"""
 FIXABLE = BLOCKED.replace("return _forward(box, x)\n", "return _forward(box, x)[0], None\n")
 REASON = "fwd `evolve_fwd` returns `_forward(box, x)`, not an `(output, residuals)` pair"
 PLAIN = (

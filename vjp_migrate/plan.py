@@ -496,9 +496,9 @@ def _retyped(
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     fwd, bwd = site.fwd.node, site.bwd.node
     edits: list[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None]] = []
-    if site.fwd.lambda_node is None and layout is not Layout.UNCHANGED:
-        if fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation):
-            edits.append((fwd, None))
+    fwd_changes = site.fwd.lambda_node is None and layout is not Layout.UNCHANGED
+    if fwd_changes and fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation):
+        edits.append((fwd, None))
     if site.bwd.lambda_node is not None:
         return tuple(edits)
     if bwd.returns is not None and not _holds_anything(bwd.returns.annotation, False):  # it gains None items
@@ -509,9 +509,12 @@ def _retyped(
         moved = next(p for p in params if p.name.value == saved_bwd[0])
         if moved.annotation is not None or residual.annotation is not None:
             edits.append((residual, moved.annotation))
-    elif layout is not Layout.UNCHANGED and residual.annotation is not None:
-        if not _holds_anything(residual.annotation.annotation, True):
-            edits.append((residual, None))
+    elif (
+        layout is not Layout.UNCHANGED
+        and residual.annotation is not None
+        and not _holds_anything(residual.annotation.annotation, True)
+    ):
+        edits.append((residual, None))
     return tuple(edits)
 
 
