@@ -582,3 +582,156 @@ def test_moved_parameter_bwd_only_rebinds_is_not_saved() -> None:
     assert "def f_bwd(res, g):\n    w, total = jnp.sum(g), g * res\n    return (total, None, g)\n" in out
     read_too = fix_source(_site("return f(x, w, y), x\n", "w = w + 1\nreturn (g * w * res, g)\n")).source
     assert "return f(x, w, y), (w, x)" in read_too  # `w = w + 1` reads it first: saved
+
+
+ANNOTATED = """\
+import jax
+from functools import partial
+from typing import Any
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+
+def f_fwd(x, w) -> FWD:
+    return x * w, RESIDUAL
+
+
+def f_bwd(w, RES_PARAM, g) -> BWD:
+    BODY
+    return (g * w,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+def _signatures(code: str) -> list[str]:
+    return [line for line in fix(code).splitlines() if line.startswith("def f_")]
+
+
+@pytest.mark.parametrize(
+    ("residual", "res_param", "body", "fwd", "bwd", "expected"),
+    [
+        pytest.param(
+            "(x, x * w)",
+            "res: tuple[jax.Array, jax.Array]",
+            "a, b = res",
+            "tuple[jax.Array, Any]",
+            "tuple[jax.Array]",
+            ["def f_fwd(x, w) -> tuple[jax.Array, Any]:", "def f_bwd(res, g):"],
+            id="tuple layout: the residual's annotation and bwd's go, fwd's with an Any residual stays",
+        ),
+        pytest.param(
+            "x",
+            "res: jax.Array",
+            'jax.debug.print("{}", res)',
+            "tuple[jax.Array, jax.Array]",
+            "Any",
+            ["def f_fwd(x, w):", "def f_bwd(residuals, g) -> Any:"],
+            id="general layout, renamed residual: no annotation follows it",
+        ),
+        pytest.param(
+            "None",
+            "_: None",
+            "pass",
+            "tuple[jax.Array, None]",
+            "tuple",
+            ["def f_fwd(x, w):", "def f_bwd(w, g):"],
+            id="none layout, one saved: the parameter is the argument, unannotated like it",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: object",
+            "a, b = res",
+            "tuple",
+            "object",
+            ["def f_fwd(x, w) -> tuple:", "def f_bwd(res: object, g) -> object:"],
+            id="annotations that hold any value stay",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            'res: "Residuals"',
+            "a, b = res",
+            '"FwdOut"',
+            '"Grads"',
+            ["def f_fwd(x, w):", "def f_bwd(res, g):"],
+            id="string annotations are not read: they go",
+        ),
+    ],
+)
+def test_annotations_the_change_makes_wrong_go(
+    residual: str, res_param: str, body: str, fwd: str, bwd: str, expected: list[str]
+) -> None:
+    code = (
+        ANNOTATED.replace("RESIDUAL", residual)
+        .replace("RES_PARAM", res_param)
+        .replace("BODY", body)
+        .replace("FWD", fwd)
+        .replace("BWD", bwd)
+    )
+    assert _signatures(code) == expected
+
+
+def test_unchanged_residual_keeps_its_annotation_and_fwd_s() -> None:
+    code = """\
+        import jax
+        from functools import partial
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return x * w
+
+
+        def f_fwd(x, w) -> tuple[jax.Array, tuple[jax.Array]]:
+            return x * w, (x,)
+
+
+        def f_bwd(w, res: tuple[jax.Array], g: jax.Array) -> tuple[jax.Array]:
+            return (g,)
+
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    assert _signatures(code) == [
+        "def f_fwd(x, w) -> tuple[jax.Array, tuple[jax.Array]]:",
+        "def f_bwd(res: tuple[jax.Array], g: jax.Array):",
+    ]
+
+
+def test_lone_saved_residual_takes_the_argument_s_annotation() -> None:
+    code = ANNOTATED.replace("RESIDUAL", "None").replace("w, RES_PARAM, g", "w: jax.Array, _: None, g")
+    code = code.replace("FWD", "Any").replace("BWD", "Any").replace("BODY", "pass")
+    assert _signatures(code) == ["def f_fwd(x, w) -> Any:", "def f_bwd(w: jax.Array, g) -> Any:"]
+
+
+def test_an_import_only_a_dropped_annotation_used_goes_and_the_file_does_not_start_blank() -> None:
+    code = """\
+        from typing import Tuple
+
+        import jax
+        from functools import partial
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return x * w
+
+
+        def f_fwd(x, w):
+            return x * w, (x,)
+
+
+        def f_bwd(w, res: Tuple[jax.Array], g):
+            (x,) = res
+            return (g * w,)
+
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    new = fix(code)
+    assert new.startswith("import jax\n\n\n@jax.custom_vjp\n")
+    assert "def f_bwd(res, g):\n    (w, x) = res\n" in new

@@ -22,6 +22,9 @@ class Code:
     example: str
     use_instead: str
     safety: str
+    # Appended to the message when the rule cannot be rewritten ({detail}: why); such a finding
+    # has no fix. Empty: the code is never reported that way.
+    blocked: str = ""
 
 
 _TRACER_WHY = (
@@ -121,8 +124,10 @@ CODES: tuple[Code, ...] = (
         safety=(
             "Unsafe: if the argument is really a static setting (say, a callable or a shape), "
             "passing it as a regular argument breaks the function. Off by default; "
-            "`--select VJP002 --unsafe-fixes` applies it."
+            "`--select VJP002 --unsafe-fixes` applies it. When the rule cannot be rewritten "
+            "(for the reasons of VJP003), the message ends with the reason and there is no fix."
         ),
+        blocked=", and the rule cannot be rewritten automatically: {detail}",
     ),
     Code(
         code="VJP003",
@@ -206,8 +211,10 @@ def triggers_for(select: frozenset[str]) -> tuple[bytes, ...]:
     return tuple(sorted({word for code in select for word in BY_CODE[code].triggers}))
 
 
-def format_message(code: str, **values: object) -> str:
-    return BY_CODE[code].message.format(**values)
+def format_message(code: str, blocked: bool = False, **values: object) -> str:
+    """The code's message; ``blocked``: for a finding whose rule cannot be rewritten."""
+    c = BY_CODE[code]
+    return (c.message + (c.blocked if blocked else "")).format(**values)
 
 
 def _availability(c: Code) -> str:

@@ -43,10 +43,18 @@ def _diagnostic(
     detail: str = "",
 ) -> Diagnostic:
     line, column, end_line, end_column = span_of(node)
+    blocked = bool(detail and BY_CODE[code].blocked)  # a VJP002 whose rule cannot be rewritten
+    if blocked:
+        safety = FixSafety.NONE
+    elif info is None or info.strong or code != "VJP001":
+        safety = BY_CODE[code].fix_safety
+    else:
+        safety = FixSafety.UNSAFE
     return Diagnostic(
         code=code,
         message=format_message(
             code,
+            blocked,
             function=decision.site.qualname,
             argument=info.name if info else "",
             index=info.index if info else "",
@@ -61,7 +69,7 @@ def _diagnostic(
         argument=info.name if info else None,
         index=info.index if info else None,
         fixable=fixable,
-        fix_safety=BY_CODE[code].fix_safety if info is None or info.strong or code != "VJP001" else FixSafety.UNSAFE,
+        fix_safety=safety,
         reasons=info.evidence if info else (),
     )
 

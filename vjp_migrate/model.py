@@ -195,6 +195,9 @@ class RewritePlan:
     reused: tuple[tuple[cst.Name, str], ...] = ()  # unpack targets renamed (half-migrated code)
     jit_edits: tuple[JitEdit, ...] = ()
     bwd_def_name: str | None = None  # a bwd lambda becomes a def of this name before defvjp
+    # Annotations the change would make wrong (docs/rewrite-rules.md, section 3h): a Param gets
+    # the new annotation, a FunctionDef the new return annotation (None: removed).
+    retyped: tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None], ...] = ()
 
 
 @dataclass(frozen=True)

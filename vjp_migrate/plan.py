@@ -9,7 +9,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.derived import target_names
-from vjp_migrate.imports import ImportTable
+from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.sites import body_statements, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
@@ -469,7 +469,53 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         ),
         jit_edits=edits,
         bwd_def_name=def_name,
+        retyped=_retyped(site, layout, saved_bwd),
     )
+
+
+def _holds_anything(expr: cst.BaseExpression, tuple_value: bool) -> bool:
+    """Whether an annotation stays right whatever the new value (a tuple, when ``tuple_value``)."""
+    last = (dotted(expr) or "").rsplit(".", 1)[-1]
+    return last in ("Any", "object") or (tuple_value and last in ("tuple", "Tuple"))
+
+
+def _fwd_type_holds(expr: cst.BaseExpression) -> bool:
+    """fwd's return annotation stays right: it allows anything, or any residual (`tuple[Array, Any]`)."""
+    if _holds_anything(expr, True):
+        return True
+    if not (isinstance(expr, cst.Subscript) and _holds_anything(expr.value, True) and len(expr.slice) == 2):
+        return False
+    residual = expr.slice[1].slice
+    return isinstance(residual, cst.Index) and _holds_anything(residual.value, False)
+
+
+def _retyped(
+    site: VjpSite, layout: Layout, saved_bwd: tuple[str, ...]
+) -> tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None], ...]:
+    """The annotations the change would make wrong, and what replaces them (mostly nothing)."""
+    assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
+    fwd, bwd = site.fwd.node, site.bwd.node
+    edits: list[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None]] = []
+    fwd_changes = site.fwd.lambda_node is None and layout is not Layout.UNCHANGED
+    if fwd_changes and fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation):
+        edits.append((fwd, None))
+    if site.bwd.lambda_node is not None:
+        return tuple(edits)
+    if bwd.returns is not None and not _holds_anything(bwd.returns.annotation, False):  # it gains None items
+        edits.append((bwd, None))
+    params = [*bwd.params.posonly_params, *bwd.params.params]
+    residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
+    if layout is Layout.NONE and len(saved_bwd) == 1:  # the residual is that argument now
+        moved = next(p for p in params if p.name.value == saved_bwd[0])
+        if moved.annotation is not None or residual.annotation is not None:
+            edits.append((residual, moved.annotation))
+    elif (
+        layout is not Layout.UNCHANGED
+        and residual.annotation is not None
+        and not _holds_anything(residual.annotation.annotation, True)
+    ):
+        edits.append((residual, None))
+    return tuple(edits)
 
 
 def _already_saved(

@@ -106,6 +106,7 @@ class _Apply(cst.CSTTransformer):
         self.jits = {id(e.decorator): e for p in plans for e in p.jit_edits}
         self.fwd_lambdas = {id(p.site.fwd.lambda_node): p for p in plans if p.site.fwd and p.site.fwd.lambda_node}
         self.bwd_lambdas = {id(p.site.bwd.lambda_node): p for p in plans if p.site.bwd and p.site.bwd.lambda_node}
+        self.retyped = {id(node): annotation for p in plans for node, annotation in p.retyped}
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
 
@@ -348,7 +349,23 @@ class _Apply(cst.CSTTransformer):
         self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
         return cst.Name(plan.bwd_def_name)
 
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        if id(original_node) not in self.retyped:
+            return updated_node
+        self._forget_annotation(updated_node.annotation)
+        return updated_node.with_changes(annotation=self.retyped[id(original_node)])
+
+    def _forget_annotation(self, annotation: cst.Annotation | None) -> None:
+        """An annotation that goes may leave imports unused (`Tuple`)."""
+        if annotation is not None:
+            uses = _NameUses(None)
+            walk.visit(annotation, uses)
+            self.removed_names |= uses.used
+
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        if id(original_node) in self.retyped:
+            self._forget_annotation(updated_node.returns)
+            updated_node = updated_node.with_changes(returns=self.retyped[id(original_node)])
         plan = self.bwds.get(id(original_node))
         if plan is None:
             return updated_node
@@ -420,7 +437,9 @@ def _prepend(node: cst.Tuple | cst.List, names: Sequence[str]) -> cst.Tuple | cs
 
 
 class _NameUses(cst.CSTVisitor):
-    def __init__(self, names: set[str]) -> None:
+    """Which of ``names`` (None: any name) a node reads, attributes' own names aside."""
+
+    def __init__(self, names: set[str] | None) -> None:
         self.names = names
         self.used: set[str] = set()
 
@@ -431,7 +450,7 @@ class _NameUses(cst.CSTVisitor):
         return False
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value in self.names:
+        if self.names is None or node.value in self.names:
             self.used.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
@@ -472,7 +491,17 @@ class _DropImports(cst.CSTTransformer):
         return updated_node if updated_node.body else original_node
 
     def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
-        return updated_node.with_changes(body=self.close_gaps(original_node.body, updated_node.body))
+        return updated_node.with_changes(body=self.module_body(original_node, updated_node.body))
+
+    def module_body(self, module: cst.Module, new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``close_gaps`` for a module: a file no longer starts with the lines that went, and
+        no longer starts with a blank line either (after its header comments one stays)."""
+        body = self.close_gaps(module.body, new)
+        header = module.header
+        if body and module.body and id(module.body[0]) in self.emptied and (not header or header[-1].comment is None):
+            lines = list(_leading_lines(body[0]))
+            body[0] = body[0].with_changes(leading_lines=lines[len(_blank_lead(body[0])) :])
+        return body
 
     def close_gaps(self, old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
         """``new``: ``old`` without the lines this visit emptied (the others in order, maybe
@@ -600,4 +629,4 @@ def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
         new = stmt.visit(dropper)
         if isinstance(new, cst.BaseStatement):
             body.append(new)
-    return module.with_changes(body=dropper.close_gaps(module.body, body))
+    return module.with_changes(body=dropper.module_body(module, body))

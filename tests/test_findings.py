@@ -1,0 +1,86 @@
+"""findings: a VJP002 whose rule cannot be rewritten says why and claims no fix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vjp_migrate.api import check_source, fix_source
+from vjp_migrate.cli import main
+from vjp_migrate.codes import expand_selection
+from vjp_migrate.model import FixSafety, Settings
+
+BLOCKED = """\
+from functools import partial
+
+import jax
+from forcefields import make_force
+
+
+def _forward(box, x):
+    return make_force(box) * x, (x,)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def evolve(box, x):
+    return _forward(box, x)[0]
+
+
+def evolve_fwd(box, x):
+    return _forward(box, x)
+
+
+def evolve_bwd(box, res, g):
+    return (make_force(box) * g,)
+
+
+evolve.defvjp(evolve_fwd, evolve_bwd)
+"""
+FIXABLE = BLOCKED.replace("return _forward(box, x)\n", "return _forward(box, x)[0], None\n")
+REASON = "fwd `evolve_fwd` returns `_forward(box, x)`, not an `(output, residuals)` pair"
+PLAIN = (
+    "cannot tell whether `box` (position 0) of custom_vjp `evolve` is an array or a static setting; "
+    "if it can be a Tracer it must leave nondiff_argnums"
+)
+
+
+def settings(unsafe: bool) -> Settings:
+    return Settings(expand_selection(["ALL"], None), unsafe)
+
+
+@pytest.mark.parametrize("unsafe", [pytest.param(False, id="safe fixes"), pytest.param(True, id="unsafe fixes")])
+def test_blocked_vjp002_gives_the_reason_and_no_fix(unsafe: bool) -> None:
+    (found,) = check_source(BLOCKED, settings=settings(unsafe))
+    assert found.code == "VJP002"
+    assert found.message == f"{PLAIN}, and the rule cannot be rewritten automatically: {REASON}"
+    assert (found.fixable, found.fix_safety) == (False, FixSafety.NONE)
+    result = fix_source(BLOCKED, settings=settings(unsafe))
+    assert not result.changed and result.remaining == (found,)
+
+
+def test_rewritable_vjp002_keeps_its_message_and_unsafe_fix() -> None:
+    (without,) = check_source(FIXABLE, settings=settings(False))
+    (with_,) = check_source(FIXABLE, settings=settings(True))
+    assert without.message == with_.message == PLAIN
+    assert (without.fixable, without.fix_safety) == (False, FixSafety.UNSAFE)
+    assert (with_.fixable, with_.fix_safety) == (True, FixSafety.UNSAFE)
+    assert fix_source(FIXABLE, settings=settings(True)).changed
+
+
+@pytest.mark.parametrize("fmt", ["text", "concise", "json", "github", "sarif", "junit"])
+def test_every_output_format_carries_the_reason(tmp_path: Path, fmt: str) -> None:
+    path = tmp_path / "evolve.py"
+    path.write_text(BLOCKED, encoding="utf-8")
+    args = ["check", "--no-cache", "--select", "ALL", "--output-format", fmt, str(path)]
+    result = CliRunner().invoke(main, args, catch_exceptions=False)
+    assert result.exit_code == 1
+    assert REASON.replace("`", "") in result.stdout.replace("`", "").replace("&#x27;", "'")
+    if fmt == "json":
+        (entry,) = json.loads(result.stdout)
+        assert (entry["fixable"], entry["fix_safety"]) == (False, "none")
+    if fmt == "sarif":
+        (found,) = json.loads(result.stdout)["runs"][0]["results"]
+        assert found["properties"]["fixSafety"] == "none" and "fixes" not in found
