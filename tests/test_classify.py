@@ -590,3 +590,33 @@ def test_shape_dtype_struct_takes_static_descriptions(expr: str, x: jax.Array, v
     function(x, value)  # works with a concrete value
     with pytest.raises(TypeError):  # a dtype is no JAX type; a traced shape is not concrete
         jax.jit(function)(x, value)
+
+
+FLIP = "def flip(v, lie):\n    if lie:\n        return -v\n    return v\n"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pytest.param("jax.tree_util.tree_map(lambda v, lie: -v if lie else v, x, a)", id="lambda"),
+        pytest.param("jax.tree_util.tree_map(flip, x, a)", id="module helper"),
+    ],
+)
+def test_leaves_a_tree_map_function_needs_concrete_are_static(expr: str) -> None:
+    """A pytree of flags mapped alongside the data (crouch-grossmann's `is_lie`) is no array."""
+    kind, reasons, _ = classify(f"return {expr}", extra=FLIP)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("the function mapped by `jax.tree_util.tree_map`" in r for r in reasons), reasons
+    namespace: dict[str, object] = {"jax": jax}
+    exec(FLIP, namespace)
+    function = eval(f"lambda x, a: {expr}", namespace)
+    flags = {"p": True, "q": False}
+    data = {"p": X, "q": X}
+    function(data, flags)  # works with concrete flags
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(function)(data, flags)
+
+
+def test_leaves_a_tree_map_function_uses_as_data_stay_weak_array_evidence() -> None:
+    kind, reasons, strong = classify("return jax.tree_util.tree_map(lambda v, w: v * w, x, a)")
+    assert (kind, strong) == (ArgKind.ARRAY, False), reasons

@@ -322,6 +322,8 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call, via=via)
             elif "tree" in qname:
                 self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK, via=via)
+                if via is None and keyword is None and position >= 1:
+                    self._mapped_leaves(call, func_text, position - 1)
         elif qname.startswith(ARRAY_MODULES):
             use = library_use(qname, position, keyword)
             if use == CALLABLE:
@@ -354,6 +356,27 @@ class Uses(cst.CSTVisitor):
             and receiver.value in (self.ctx.primitives or ())
             and receiver.value not in self.bindings
         )
+
+    def _mapped_leaves(self, call: cst.Call, func_text: str, index: int) -> None:
+        """A tree map hands the argument's leaves to its function: a lambda's or a module
+        helper's need for them concrete (`lambda v, lie: f(v) if lie else v`) is the argument's."""
+        mapped = _strip(call.args[0].value) if call.args and call.args[0].keyword is None else None
+        where = f"the function mapped by `{func_text}` (in {self.where})"
+        if isinstance(mapped, cst.Lambda):
+            params = [p.name.value for p in mapped.params.params]
+            if index >= len(params) or self.depth >= 3:
+                return
+            inner = Uses({params[index]}, self.ctx, where, self.depth + 1)
+            walk.visit(mapped.body, inner)
+        elif isinstance(mapped, cst.Name) and mapped.value in self.ctx.helpers and self.depth < 3:
+            helper = self.ctx.helpers[mapped.value]
+            params = list(positional_params(helper))
+            if index >= len(params):
+                return
+            inner = Uses.of(helper, params[index], self.ctx, where, self.depth + 1)
+        else:
+            return
+        self.evidence.extend((e, weight) for e, weight in inner.evidence if e.kind is ArgKind.STATIC)
 
     def _opaque(self, call: cst.Call, func_text: str) -> None:
         text = f"passed to `{func_text}`, which is not analysed, in {self.where}"
