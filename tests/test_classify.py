@@ -7,6 +7,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 from helpers import parse
+from jax.extend.core import Primitive
+from jax.interpreters import mlir
 
 from vjp_migrate.classify import Context, classify_site, module_helpers
 from vjp_migrate.model import ArgKind
@@ -479,7 +481,9 @@ def test_a_host_numpy_annotation_is_no_array_evidence(primal: str, extra: str) -
 
 def test_a_host_numpy_annotation_with_an_array_annotation_elsewhere_decides_nothing() -> None:
     helper = "def scaled(x, a: jax.Array):\n    return x * a\n"
-    kind, reasons, _ = classify("return scaled(x, a)", signature="a: onp.ndarray, x", extra="import numpy as onp\n" + helper)
+    kind, reasons, _ = classify(
+        "return scaled(x, a)", signature="a: onp.ndarray, x", extra="import numpy as onp\n" + helper
+    )
     assert kind is ArgKind.UNKNOWN
     assert any("host NumPy array" in r for r in reasons) and any("annotated `jax.Array`" in r for r in reasons)
 
@@ -503,3 +507,116 @@ def test_a_host_callback_needs_the_index_array_it_closes_over_concrete() -> None
     np.testing.assert_allclose(jax.jit(lambda x: gather(x, indices))(x), [3.0, 1.0])
     with pytest.raises(Exception, match="Tracer"):
         jax.block_until_ready(jax.jit(gather)(x, indices))
+
+
+PRIMITIVE = "from jax.extend.core import Primitive\nscale_p = Primitive('scale')\n"
+
+
+def _scale_primitive() -> Primitive:
+    """A real primitive with a parameter, `scale_p.bind(x, factor=2.0)` = `x * 2.0`."""
+    scale_p = Primitive("scale")
+    scale_p.def_impl(lambda x, *, factor: x * factor)
+    scale_p.def_abstract_eval(lambda x, *, factor: jax.core.ShapedArray(x.shape, x.dtype))
+    mlir.register_lowering(scale_p, mlir.lower_fun(lambda x, *, factor: x * factor, multiple_results=False))
+    return scale_p
+
+
+def test_keywords_of_a_primitives_bind_are_static() -> None:
+    kind, reasons, _ = classify("return scale_p.bind(x, transpose_out=a)", extra=PRIMITIVE)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("parameter `transpose_out=` to `scale_p.bind`" in r for r in reasons), reasons
+    # and that is why: a primitive's parameters must be hashable, which a Tracer is not
+    scale_p = _scale_primitive()
+    bind = lambda x, a: scale_p.bind(x, factor=a)  # noqa: E731
+    np.testing.assert_allclose(jax.jit(lambda x: bind(x, 2.0))(X), X * 2.0)
+    with pytest.raises(TypeError, match="hash"):
+        jax.jit(bind)(X, 2.0)
+
+
+def test_operands_of_a_primitives_bind_are_data() -> None:
+    kind, reasons, strong = classify("return scale_p.bind(a, factor=2.0)", extra=PRIMITIVE)
+    assert (kind, strong) == (ArgKind.ARRAY, True), reasons
+    assert any("operand to `scale_p.bind`" in r for r in reasons), reasons
+    scale_p = _scale_primitive()
+    np.testing.assert_allclose(jax.jit(lambda a: scale_p.bind(a, factor=2.0))(X), X * 2.0)
+
+
+@pytest.mark.parametrize(
+    ("expr", "kind"),
+    [
+        pytest.param("jax.lax.integer_pow_p.bind(x, y=a)", ArgKind.STATIC, id="jax's own primitive"),
+        pytest.param("jax.lax.add_p.bind(x, a)", ArgKind.ARRAY, id="jax's own primitive operand"),
+    ],
+)
+def test_jax_own_primitives_bind(expr: str, kind: ArgKind) -> None:
+    assert classify(f"return {expr}")[0] is kind
+    function = eval(f"lambda x, a: {expr}", {"jax": jax})
+    value = 2 if kind is ArgKind.STATIC else 2.0
+    function(X, value)
+    if kind is ArgKind.STATIC:
+        with pytest.raises(TypeError, match="hash"):
+            jax.jit(function)(X, value)
+    else:
+        np.testing.assert_allclose(jax.jit(function)(X, value), function(X, value))
+
+
+@pytest.mark.parametrize(
+    ("extra", "body"),
+    [
+        pytest.param("scale_p = make_primitive()\n", "return scale_p.bind(x, flag=a)", id="not made by Primitive"),
+        pytest.param(PRIMITIVE + "scale_p = other\n", "return scale_p.bind(x, flag=a)", id="rebound"),
+        pytest.param(PRIMITIVE, lines("scale_p = x", "return scale_p.bind(x, flag=a)"), id="a local shadows it"),
+        pytest.param(PRIMITIVE, "return ops.scale_p.bind(x, flag=a)", id="attribute of an object"),
+        pytest.param(PRIMITIVE, "return scale_p.apply(x, flag=a)", id="not bind"),
+    ],
+)
+def test_other_binds_say_nothing(extra: str, body: str) -> None:
+    kind, reasons, _ = classify(body, extra=extra)
+    assert kind is ArgKind.UNKNOWN, reasons
+
+
+@pytest.mark.parametrize(
+    ("expr", "x", "value"),
+    [
+        pytest.param("jax.ShapeDtypeStruct(x.shape, a)", X, jnp.float32, id="dtype"),
+        pytest.param("jax.ShapeDtypeStruct((a,), x.dtype)", X[0], 3, id="size in a shape"),
+        pytest.param("jax.ShapeDtypeStruct(a, x.dtype)", X, (3, 3), id="shape"),
+    ],
+)
+def test_shape_dtype_struct_takes_static_descriptions(expr: str, x: jax.Array, value: object) -> None:
+    kind, reasons, _ = classify(f"return jax.pure_callback(np.sin, {expr}, x)", extra="import numpy as np\n")
+    assert kind is ArgKind.STATIC, reasons
+    function = eval(f"lambda x, a: jax.pure_callback(np.sin, {expr}, x)", {"jax": jax, "np": np})
+    function(x, value)  # works with a concrete value
+    with pytest.raises(TypeError):  # a dtype is no JAX type; a traced shape is not concrete
+        jax.jit(function)(x, value)
+
+
+FLIP = "def flip(v, lie):\n    if lie:\n        return -v\n    return v\n"
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        pytest.param("jax.tree_util.tree_map(lambda v, lie: -v if lie else v, x, a)", id="lambda"),
+        pytest.param("jax.tree_util.tree_map(flip, x, a)", id="module helper"),
+    ],
+)
+def test_leaves_a_tree_map_function_needs_concrete_are_static(expr: str) -> None:
+    """A pytree of flags mapped alongside the data (crouch-grossmann's `is_lie`) is no array."""
+    kind, reasons, _ = classify(f"return {expr}", extra=FLIP)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("the function mapped by `jax.tree_util.tree_map`" in r for r in reasons), reasons
+    namespace: dict[str, object] = {"jax": jax}
+    exec(FLIP, namespace)
+    function = eval(f"lambda x, a: {expr}", namespace)
+    flags = {"p": True, "q": False}
+    data = {"p": X, "q": X}
+    function(data, flags)  # works with concrete flags
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(function)(data, flags)
+
+
+def test_leaves_a_tree_map_function_uses_as_data_stay_weak_array_evidence() -> None:
+    kind, reasons, strong = classify("return jax.tree_util.tree_map(lambda v, w: v * w, x, a)")
+    assert (kind, strong) == (ArgKind.ARRAY, False), reasons

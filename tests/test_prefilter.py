@@ -240,6 +240,26 @@ f = jax.custom_vjp(jax.jit(_f), nondiff_argnums=(1,))
 f.defvjp(_fwd, _bwd)
 """
 
+PRIMITIVE_OPERAND = """\
+from functools import partial
+import jax
+from jax.extend.core import Primitive
+
+scale_p = Primitive("scale")
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, s):
+    return x
+
+def f_fwd(x, s):
+    return f(x, s), None
+
+def f_bwd(s, _, g):
+    return (scale_p.bind(s, factor=2.0),)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
 
 @pytest.mark.parametrize(
     ("text", "kept"),
@@ -266,6 +286,7 @@ f.defvjp(_fwd, _bwd)
             id="a metadata function under an alias",
         ),
         pytest.param(KEYWORD_ONLY_HELPER, True, id="array use in a keyword-only helper parameter"),
+        pytest.param(PRIMITIVE_OPERAND, True, id="array use only as an operand of a primitive's bind"),
         pytest.param(JIT_WRAPPED_PRIMAL, True, id="a primal wrapped in jax.jit"),
         pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), True, id="a primal that is no def"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
@@ -283,6 +304,8 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if shape(s)[0] > 1"), ["VJP001"], id="alias"),
         pytest.param(METADATA_TEST.replace("if s.shape[0] > 1", "if s.sum() > 1"), [], id="values"),
         pytest.param(KEYWORD_ONLY_HELPER, ["VJP001"], id="keyword-only helper"),
+        pytest.param(PRIMITIVE_OPERAND, ["VJP001"], id="primitive operand"),
+        pytest.param(PRIMITIVE_OPERAND.replace("bind(s, factor=2.0)", "bind(g, factor=s)"), [], id="primitive param"),
         pytest.param(JIT_WRAPPED_PRIMAL, ["VJP001"], id="jit-wrapped primal"),
         pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), ["VJP001"], id="primal no def"),
     ],

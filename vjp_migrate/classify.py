@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
-from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.derived import Binding, Derivation, Locals, locals_of, target_names
+from vjp_migrate.imports import ImportTable, dotted, small_statements
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
 from vjp_migrate.vocabulary import (
@@ -31,15 +31,18 @@ from vjp_migrate.vocabulary import (
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
+    PRIMITIVE_CLASSES,
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
     SIZE_NAMES,
     STATIC,
     STATIC_ANNOTATION_NAMES,
     STATIC_BUILTINS,
+    STATIC_CALLS,
     STATIC_KEYWORDS,
     VALUE_BUILTINS,
     VALUE_METHODS,
+    is_jax_primitive,
     is_metadata_function,
     is_size_function,
     library_use,
@@ -156,6 +159,8 @@ class Context:
     # The bindings of each function analysed, whichever parameter is followed through it (by the
     # ids of the function and of the imports its values were read with).
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
+    # Module-level names bound once, to a new `Primitive(...)` (classify_site fills it in).
+    primitives: frozenset[str] | None = None
 
 
 def _locals(func: cst.FunctionDef, ctx: Context) -> Locals:
@@ -289,6 +294,13 @@ class Uses(cst.CSTVisitor):
             self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call, via=via)
             return
         qname = self.ctx.imports.qualify(call.func)
+        if self._binds_primitive(call.func, qname):
+            if keyword is not None:
+                text = f"passed as the parameter `{keyword}=` to `{func_text}`, which needs it hashable"
+                self._add(ArgKind.STATIC, text, call, via=via)
+            elif position >= 0:
+                self._add(ArgKind.ARRAY, f"passed as an operand to `{func_text}`", call, via=via)
+            return
         if qname is None and isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
@@ -299,6 +311,8 @@ class Uses(cst.CSTVisitor):
             return
         if qname in STATIC_BUILTINS:
             self._add(ArgKind.STATIC, f"passed to `{func_text}`", call, via=via)
+        elif qname in STATIC_CALLS:
+            self._add(ArgKind.STATIC, f"passed to `{func_text}`, which takes only shapes and dtypes", call, via=via)
         elif qname in HOST_CONVERSIONS:
             self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call, via=via)
         elif qname in JAX_TRANSFORMS:
@@ -308,6 +322,8 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call, via=via)
             elif "tree" in qname:
                 self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK, via=via)
+                if via is None and keyword is None and position >= 1:
+                    self._mapped_leaves(call, func_text, position - 1)
         elif qname.startswith(ARRAY_MODULES):
             use = library_use(qname, position, keyword)
             if use == CALLABLE:
@@ -325,6 +341,42 @@ class Uses(cst.CSTVisitor):
                 self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
+
+    def _binds_primitive(self, func: cst.BaseExpression, qname: str | None) -> bool:
+        """Whether ``func`` is ``<primitive>.bind``: JAX's own, or one the module makes once."""
+        if not isinstance(func, cst.Attribute) or func.attr.value != "bind":
+            return False
+        if qname is not None:
+            return is_jax_primitive(qname.removesuffix(".bind"))
+        receiver = func.value
+        if isinstance(receiver, cst.Call):
+            return self.ctx.imports.qualify(receiver.func) in PRIMITIVE_CLASSES
+        return (
+            isinstance(receiver, cst.Name)
+            and receiver.value in (self.ctx.primitives or ())
+            and receiver.value not in self.bindings
+        )
+
+    def _mapped_leaves(self, call: cst.Call, func_text: str, index: int) -> None:
+        """A tree map hands the argument's leaves to its function: a lambda's or a module
+        helper's need for them concrete (`lambda v, lie: f(v) if lie else v`) is the argument's."""
+        mapped = _strip(call.args[0].value) if call.args and call.args[0].keyword is None else None
+        where = f"the function mapped by `{func_text}` (in {self.where})"
+        if isinstance(mapped, cst.Lambda):
+            params = [p.name.value for p in mapped.params.params]
+            if index >= len(params) or self.depth >= 3:
+                return
+            inner = Uses({params[index]}, self.ctx, where, self.depth + 1)
+            walk.visit(mapped.body, inner)
+        elif isinstance(mapped, cst.Name) and mapped.value in self.ctx.helpers and self.depth < 3:
+            helper = self.ctx.helpers[mapped.value]
+            params = list(positional_params(helper))
+            if index >= len(params):
+                return
+            inner = Uses.of(helper, params[index], self.ctx, where, self.depth + 1)
+        else:
+            return
+        self.evidence.extend((e, weight) for e, weight in inner.evidence if e.kind is ArgKind.STATIC)
 
     def _opaque(self, call: cst.Call, func_text: str) -> None:
         text = f"passed to `{func_text}`, which is not analysed, in {self.where}"
@@ -615,6 +667,8 @@ def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | N
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
     """One ArgInfo per nondiff position of the site that names a positional parameter."""
+    if ctx.primitives is None:
+        ctx = replace(ctx, primitives=module_primitives(module, ctx.imports))
     calls = _calls_of(site, module, ctx)
     infos: list[ArgInfo] = []
     for order, index in enumerate(site.nondiff.positions):
@@ -686,6 +740,47 @@ def _once(evidence: Iterable[Evidence]) -> tuple[Evidence, ...]:
 
 def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
     return {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+
+
+def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """Names the module binds once, at its top level, to a new ``Primitive(...)``; a name bound by
+    any other assignment, import, def or class anywhere in the module is not one."""
+    made: set[str] = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, cst.Call)
+                    and imports.qualify(small.value.func) in PRIMITIVE_CLASSES
+                ):
+                    made.add(small.targets[0].target.value)
+    if not made:
+        return frozenset()
+    counts: dict[str, int] = {}
+    for name in _bound_names(module):
+        counts[name] = counts.get(name, 0) + 1
+    return frozenset(name for name in made if counts.get(name) == 1)
+
+
+def _bound_names(module: cst.Module) -> Iterator[str]:
+    for stmt in module.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            yield stmt.name.value
+    for small in small_statements(module):
+        if isinstance(small, cst.Assign):
+            for target in small.targets:
+                yield from target_names(target.target)
+        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            yield from target_names(small.target)
+        elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+            for alias in small.names:
+                bound = alias.asname.name if alias.asname is not None else alias.name
+                text = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
+                if text is not None:
+                    yield text.split(".")[0]
 
 
 def _override_matches(entry: str, full_name: str, info: ArgInfo) -> bool:

@@ -10,7 +10,8 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
-  module, has an array-like annotation, or a call of the site passes an array-module result;
+  module or positionally to any ``.bind`` (a primitive's operand), has an array-like annotation, or a call of
+  the site passes an array-module result;
 - a rule *may be inconsistent* when any fwd/bwd of the right name has the wrong arity, or the
   bwd of a one-argument primal returns something that may be a bare value.
 
@@ -567,6 +568,9 @@ class _ArrayUse:
             return False
         if not self.annotations_only and _may_be_array_function(self.m, call.func):
             return True
+        bind = isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
+        if not self.annotations_only and bind and any(given is None for _, given in passed):
+            return True  # a positional argument of any `.bind` may be a primitive's operand
         if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
             return False
         for helper in self.m.defs.get(call.func.id, []):

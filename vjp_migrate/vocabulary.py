@@ -467,6 +467,21 @@ def library_use(qname: str, position: int, keyword: str | None) -> str:
     return UNSURE
 
 
+# jax calls outside the array modules that take only static descriptions of an abstract value
+# (shape, dtype, sharding): a Tracer at any of their places fails.
+STATIC_CALLS = frozenset({"jax.ShapeDtypeStruct"})
+# `Primitive.bind(*operands, **params)`: the keywords are the primitive's parameters, which JAX
+# needs hashable (concrete); the positional operands are data. The receiver is a primitive when it
+# is made by one of these classes, or is one of JAX's own (`jax.lax.add_p`).
+PRIMITIVE_CLASSES = frozenset({"jax.extend.core.Primitive", "jax.core.Primitive", "jax._src.core.Primitive"})
+
+
+def is_jax_primitive(qname: str) -> bool:
+    """A primitive JAX itself defines: ``jax.<module>.<name>_p`` (``jax.lax.psum_p``)."""
+    module, _, name = qname.rpartition(".")
+    return module.split(".")[0] == "jax" and name.endswith("_p")
+
+
 # Wrappers that keep a function's signature: `custom_vjp(jax.jit(f), ...)` has `f` as its primal.
 PRIMAL_WRAPPERS = frozenset({"jax.jit", "jax.checkpoint", "jax.remat", "jax.named_call"})
 # jax.* transformations take the function first; for vjp/jvp/linearize the rest are primals.
