@@ -10,7 +10,7 @@ from helpers import parse
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
-from vjp_migrate.classify import Context, classify_site, module_helpers
+from vjp_migrate.classify import Context, classify_site
 from vjp_migrate.model import ArgKind
 from vjp_migrate.sites import find_sites
 from vjp_migrate.walk import index_of
@@ -28,7 +28,7 @@ def classify(
     code += "f.defvjp(f_fwd, f_bwd)\n"
     module, imports = parse(code)
     (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context(imports, module_helpers(module), index_of(module).line))
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
     return info.kind, tuple(e.text for e in info.evidence), info.strong
 
 
@@ -190,7 +190,7 @@ def test_call_sites_decide() -> None:
     ):
         module, imports = parse(module_code + extra)
         (site,) = find_sites(module, imports)
-        (info,) = classify_site(site, module, Context(imports, module_helpers(module), lambda node: None))
+        (info,) = classify_site(site, module, Context.of(module, imports, lambda node: None))
         assert info.kind is expected
         assert any(reason in e.text for e in info.evidence)
 
@@ -420,7 +420,7 @@ def test_jit_static_parameter_of_an_enclosing_function_passed_from_a_nested_one(
     for body, expected in ((caller, ArgKind.STATIC), (rebound, None)):
         module, imports = parse(code + body)
         (site,) = find_sites(module, imports)
-        (info,) = classify_site(site, module, Context(imports, module_helpers(module), index_of(module).line))
+        (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
         if expected is None:  # rebound in `step`: no longer the jit-static parameter
             assert info.kind is ArgKind.ARRAY
         else:

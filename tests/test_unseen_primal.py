@@ -13,7 +13,7 @@ from helpers import parse, sites_of
 
 from vjp_migrate import screen
 from vjp_migrate.api import check_source, fix_source
-from vjp_migrate.classify import Context, classify_site, module_helpers
+from vjp_migrate.classify import Context, classify_site
 from vjp_migrate.cli import main
 from vjp_migrate.codes import BY_CODE, DEFAULT_SELECT
 from vjp_migrate.model import ArgKind, FixSafety, Settings
@@ -87,7 +87,7 @@ def in_a_factory(body: str = "return (g * lo,)") -> str:
 def classified(code: str) -> tuple[ArgKind, tuple[str, ...], bool]:
     module, imports = parse(code)
     (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context(imports, module_helpers(module), index_of(module).line))
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
     return info.kind, tuple(e.text for e in info.evidence), info.strong
 
 

@@ -81,7 +81,7 @@ def _analyze(
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
 
-    from vjp_migrate.classify import Context, apply_overrides, classify_site, module_helpers
+    from vjp_migrate.classify import Context, apply_overrides, classify_site
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
     from vjp_migrate.noqa import suppress
@@ -106,7 +106,7 @@ def _analyze(
         end = body if isinstance(site.primal.body, cst.SimpleStatementSuite) else body - 1
         return range(index.span(first)[0], end + 1)
 
-    ctx = Context(imports, module_helpers(module), index.line)
+    ctx = Context.of(module, imports, index.line)
     if project is not None:
         ctx = project.widen(ctx, sites)
     decisions = tuple(

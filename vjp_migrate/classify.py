@@ -12,8 +12,8 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.derived import Binding, Derivation, Locals, locals_of, target_names
-from vjp_migrate.imports import ImportTable, dotted, small_statements
+from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
+from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
 from vjp_migrate.vocabulary import (
@@ -159,8 +159,13 @@ class Context:
     # The bindings of each function analysed, whichever parameter is followed through it (by the
     # ids of the function and of the imports its values were read with).
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
-    # Module-level names bound once, to a new `Primitive(...)` (classify_site fills it in).
-    primitives: frozenset[str] | None = None
+    # Module-level names bound once, to a new `Primitive(...)`.
+    primitives: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
+        """The context of one module: its helpers and primitives read from it."""
+        return cls(imports, module_helpers(module), line_of, primitives=module_primitives(module, imports))
 
 
 def _locals(func: cst.FunctionDef, ctx: Context) -> Locals:
@@ -353,7 +358,7 @@ class Uses(cst.CSTVisitor):
             return self.ctx.imports.qualify(receiver.func) in PRIMITIVE_CLASSES
         return (
             isinstance(receiver, cst.Name)
-            and receiver.value in (self.ctx.primitives or ())
+            and receiver.value in self.ctx.primitives
             and receiver.value not in self.bindings
         )
 
@@ -667,8 +672,6 @@ def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | N
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
     """One ArgInfo per nondiff position of the site that names a positional parameter."""
-    if ctx.primitives is None:
-        ctx = replace(ctx, primitives=module_primitives(module, ctx.imports))
     calls = _calls_of(site, module, ctx)
     infos: list[ArgInfo] = []
     for order, index in enumerate(site.nondiff.positions):

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.imports import target_names
 
 # The names an expression's value is computed from, each with whether every path through the
 # expression uses it (False under a conditional expression).
@@ -127,17 +128,6 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
         self._other(node.rest, node)
-
-
-def target_names(target: cst.CSTNode | None) -> Iterator[str]:
-    """The names a target binds (``a``, ``a, (b, *c)``); none for ``x[0]`` or ``self.a``."""
-    if isinstance(target, cst.Name):
-        yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
-        yield from target_names(target.value)
 
 
 def _pairs(target: cst.BaseExpression, value: cst.BaseExpression) -> Iterator[tuple[str, cst.BaseExpression | None]]:

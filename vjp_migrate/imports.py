@@ -68,17 +68,20 @@ def _module_bindings(module: cst.Module) -> Iterator[str]:
             for small in stmt.body:
                 if isinstance(small, cst.Assign):
                     for target in small.targets:
-                        yield from _target_names(target.target)
+                        yield from target_names(target.target)
                 elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-                    yield from _target_names(small.target)
+                    yield from target_names(small.target)
 
 
-def _target_names(target: cst.BaseExpression) -> Iterator[str]:
+def target_names(target: cst.CSTNode | None) -> Iterator[str]:
+    """The names a target binds (``a``, ``a, (b, *c)``); none for ``x[0]`` or ``self.a``."""
     if isinstance(target, cst.Name):
         yield target.value
     elif isinstance(target, (cst.Tuple, cst.List)):
         for element in target.elements:
-            yield from _target_names(element.value)
+            yield from target_names(element.value)
+    elif isinstance(target, cst.StarredElement):
+        yield from target_names(target.value)
 
 
 _SUITE_FIELDS = ("body", "handlers", "cases", "orelse", "finalbody")  # in source order

@@ -8,8 +8,7 @@ from dataclasses import replace
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.derived import target_names
-from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.imports import ImportTable, dotted, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.sites import body_statements, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
