@@ -261,6 +261,30 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
+UNSEEN_PRIMAL = """\
+import jax
+import jax.numpy as jnp
+from kernels import backend
+
+mm = jax.custom_vjp(backend.mm, nondiff_argnums=(2, 3, 4))
+
+def _mm_fwd(x, w, dtype: jnp.dtype, tiling: tuple[int, int], interpret: bool = False):
+    return backend.mm(x, w, dtype, tiling, interpret), (x, w)
+
+def _mm_bwd(dtype, tiling, interpret, res, g):
+    x, w = res
+    return g @ w.T, x.T @ g
+
+mm.defvjp(_mm_fwd, _mm_bwd)
+"""
+
+UNSEEN_ARITHMETIC = UNSEEN_PRIMAL.replace("tiling: tuple[int, int]", "tiling").replace("g @ w.T,", "g @ w.T * tiling,")
+
+BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnums=(5,)").replace(
+    "static_argnums=(0,)", "static_argnums=(1,)"
+)
+
+
 @pytest.mark.parametrize(
     ("text", "kept"),
     [
@@ -289,6 +313,30 @@ f.defvjp(f_fwd, f_bwd)
         pytest.param(PRIMITIVE_OPERAND, True, id="array use only as an operand of a primitive's bind"),
         pytest.param(JIT_WRAPPED_PRIMAL, True, id="a primal wrapped in jax.jit"),
         pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), True, id="a primal that is no def"),
+        pytest.param(UNSEEN_PRIMAL, False, id="unseen primal: fwd's annotations prove the arguments static"),
+        pytest.param(
+            UNSEEN_PRIMAL.replace("from kernels import backend", "from kernels.backend import mm as _mm").replace(
+                "jax.custom_vjp(backend.mm,", "jax.custom_vjp(_mm,"
+            ),
+            False,
+            id="unseen primal: an imported name",
+        ),
+        pytest.param(UNSEEN_ARITHMETIC, True, id="unseen primal: arithmetic in bwd"),
+        pytest.param(
+            UNSEEN_PRIMAL.replace("nondiff_argnums=(2, 3, 4)", 'nondiff_argnames=("dtype", "tiling", "interpret")'),
+            True,
+            id="unseen primal: names the pipeline cannot read",
+        ),
+        pytest.param(
+            UNSEEN_PRIMAL.replace("mm.defvjp(_mm_fwd, _mm_bwd)", "mm.defvjp(_mm_fwd, make_bwd())"),
+            True,
+            id="unseen primal: an unresolved rule",
+        ),
+        pytest.param(
+            UNSEEN_PRIMAL.replace("dtype: jnp.dtype", "dtype: Sequence[jax.Array]"),
+            True,
+            id="a static-looking container of arrays proves nothing",
+        ),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
@@ -308,10 +356,19 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(PRIMITIVE_OPERAND.replace("bind(s, factor=2.0)", "bind(g, factor=s)"), [], id="primitive param"),
         pytest.param(JIT_WRAPPED_PRIMAL, ["VJP001"], id="jit-wrapped primal"),
         pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), ["VJP001"], id="primal no def"),
+        pytest.param(UNSEEN_PRIMAL, [], id="unseen primal"),
+        pytest.param(UNSEEN_ARITHMETIC, ["VJP001"], id="unseen primal, arithmetic"),
     ],
 )
 def test_the_screen_verdicts_on_tests_agree_with_the_pipeline(text: str, codes: list[str]) -> None:
     assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == codes
+
+
+def test_a_position_beyond_the_signature_keeps_the_file_for_vjp004() -> None:
+    # The screen used to drop it: its arity checks never looked at positions past the last parameter.
+    for select in (DEFAULT_SELECT, ALL, frozenset({"VJP004"})):
+        assert _findings(BEYOND_THE_SIGNATURE, "case.py", Settings(select)) == ["VJP004"]
+        assert screen.may_report(BEYOND_THE_SIGNATURE, Settings(select))
 
 
 def test_a_lambda_bwd_is_read_by_classify() -> None:  # so the screen must keep such files

@@ -6,14 +6,16 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 
 - a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword whose function,
   or first positional argument, may name ``custom_vjp`` (through any import alias); a call form
-  whose primal may be no def of the module (sites.py then reads fwd in its place) keeps the file;
+  whose primal is surely no def of the module (an attribute, an imported name) is judged by its
+  fwd's signature, as sites.py does, and one whose primal may or may not be a def keeps the file;
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
   module or positionally to any ``.bind`` (a primitive's operand), has an array-like annotation, or a call of
   the site passes an array-module result;
-- a rule *may be inconsistent* when any fwd/bwd of the right name has the wrong arity, or the
-  bwd of a one-argument primal returns something that may be a bare value.
+- a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
+  the right name has the wrong arity, or the bwd of a one-argument primal returns something that
+  may be a bare value.
 
 One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
 stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. Codes the screen does not know
@@ -33,11 +35,14 @@ from typing import TYPE_CHECKING
 
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
+    ARRAY_ANNOTATIONS,
     ARRAY_ATTRIBUTES,
     ARRAY_MODULES,
+    HOST_ARRAY_ANNOTATIONS,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
     PRIMAL_WRAPPERS,
+    STATIC_ANNOTATION_NAMES,
     is_metadata_function,
 )
 
@@ -315,6 +320,7 @@ class _Site:
     call: ast.Call
     names: frozenset[str]  # what users call it: the primal's name and any assignment target
     primals: tuple[Func, ...]
+    unseen: bool = False  # a call form whose primal is surely no def (sites.py reads fwd's signature)
 
 
 def _sites(m: _Module) -> Iterator[_Site]:
@@ -342,9 +348,12 @@ def _sites(m: _Module) -> Iterator[_Site]:
             wrapper = _dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS
             if wrapper.rsplit(".", 1)[-1] in WRAPPER_NAMES:
                 target = target.args[0]
-        if not isinstance(target, ast.Name) or not _surely_a_def(m, call, target.id):
-            raise _Doubt  # sites.py may take the primal as no def of the module and read fwd instead
-        yield _Site(call, frozenset({target.id, *bound}), tuple(m.defs[target.id]))
+        if isinstance(target, ast.Name) and _surely_a_def(m, call, target.id):
+            yield _Site(call, frozenset({target.id, *bound}), tuple(m.defs[target.id]))
+        elif isinstance(target, ast.Attribute) or (isinstance(target, ast.Name) and target.id not in m.defs):
+            yield _Site(call, frozenset(bound), (), unseen=True)  # find_def looks up plain names only
+        else:
+            raise _Doubt  # sites.py may or may not find a def (a lambda, a call, a def in another scope)
 
 
 def _surely_a_def(m: _Module, call: ast.Call, name: str) -> bool:
@@ -424,9 +433,12 @@ def _own_returns(m: _Module, func: Func) -> Iterator[ast.Return]:
     return (node for node in _own_nodes(m, func) if isinstance(node, ast.Return))
 
 
-def _may_be_inconsistent(m: _Module, primal: Func, n: int, fwd: Func | None, bwd: Func | None) -> bool:
+def _may_be_inconsistent(m: _Module, primal: Func, positions: list[int], fwd: Func | None, bwd: Func | None) -> bool:
     varargs = primal.args.vararg is not None
     n_params = len(_params(primal))
+    n = len(positions)
+    if not varargs and any(i >= n_params for i in positions):
+        return True  # "nondiff_argnums lists position 5, but `f` takes 2 positional parameters"
     if bwd is not None and bwd.args.vararg is None and len(_params(bwd)) != n + 2:
         return True
     if fwd is not None and not varargs and fwd.args.vararg is None and len(_params(fwd)) != n_params:
@@ -606,7 +618,7 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
         return True
     proof = _StaticProof(m, site)
     passes_array: bool | None = None
-    for primal in (proof.primal,) if proof.primal else site.primals:
+    for primal in proof.signatures():
         positions = _positions(m, site, primal)
         n_params = len(_params(primal))
         kept = [(order, i) for order, i in enumerate(positions) if i < n_params]
@@ -624,7 +636,7 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
             if passes_array or any(check.param(func, at) for func, at in roles):
                 return True
         if settings.select & NEEDS_INCONSISTENCY and any(
-            _may_be_inconsistent(m, primal, len(positions), f, b) for f in fwds for b in bwds
+            _may_be_inconsistent(m, primal, positions, f, b) for f in fwds for b in bwds
         ):
             return True
     return False
@@ -660,25 +672,35 @@ class _StaticProof:
         if id(self.site.call) in self.m.decorated:
             (primal,) = self.site.primals
             return primal if primal in self.top else None
-        statements = self.m.top
+        if not self._assigned_at_top() or not all(p in self.top for p in self.site.primals):
+            return None
+        ordered = [s for s in self.m.top if s in self.site.primals]
+        return ordered[-1] if ordered else None
+
+    def _assigned_at_top(self) -> bool:
+        """The call form is the value of one assignment in the module scope."""
         owner = [
             s
-            for s in statements
+            for s in self.m.top
             if isinstance(s, ast.Assign)
             and id(s.value) in self.m.assigned
             and self.site.call in (s.value, getattr(s.value, "func", None))
         ]
-        if len(owner) != 1 or not all(p in self.top for p in self.site.primals):
-            return None
-        ordered = [s for s in statements if s in self.site.primals]
-        return ordered[-1] if ordered else None
+        return len(owner) == 1
 
     def _rules(self) -> tuple[Func | None, Func | None]:
         """fwd and bwd when sites.py surely resolves them to these defs."""
         primal = self.primal
-        if primal is None:
+        if self.site.unseen:
+            if not self._assigned_at_top():
+                return None, None
+            owners: frozenset[str] = self.site.names
+        elif primal is None:
             return None, None
-        owners = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
+        else:
+            owners = (
+                frozenset({primal.name}) if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
+            )
         calls = [
             s.value
             for s in self.m.top
@@ -697,6 +719,17 @@ class _StaticProof:
             self._single_top_def(fwd.id) if isinstance(fwd, ast.Name) else None,
             self._single_top_def(bwd.id) if isinstance(bwd, ast.Name) else None,
         )
+
+    def signatures(self) -> tuple[Func, ...]:
+        """The defs whose parameters the site's positions index: the primal, or fwd for an unseen
+        primal (sites._signature_from_fwd), which must then be exactly the one sites.py reads."""
+        if not self.site.unseen:
+            return (self.primal,) if self.primal else self.site.primals
+        fwd, bwd = self.rules
+        names = any(k.arg == "nondiff_argnames" for k in self.site.call.keywords)
+        if fwd is None or bwd is None or fwd.args.vararg is not None or names:
+            raise _Doubt  # an unresolved rule, or names the pipeline reports as unreadable
+        return (fwd,)
 
     def scalar(self, primal: Func, index: int, order: int) -> bool:
         """classify surely sees a Python-number annotation (then only decisive array evidence counts)."""
@@ -720,9 +753,9 @@ class _StaticProof:
         return not any(p.id in self.m.aliases or p.id in self.m.shadowed for p in numbers)
 
     def static(self, primal: Func, index: int, order: int) -> bool:
-        if index in _jit_static(self.m, primal) or self._call_site(primal, index):
-            return True
-        fwd, bwd = self.rules if primal is self.primal else (None, None)
+        if not self.site.unseen and (index in _jit_static(self.m, primal) or self._call_site(primal, index)):
+            return True  # (fwd stands in for an unseen primal: its jit and calls say nothing)
+        fwd, bwd = self.rules if primal is self.primal or self.site.unseen else (None, None)
         roles = [(primal, index), (fwd, index), (bwd, order)]
         return any(func is not None and self._param(func, at, 0) for func, at in roles)
 
@@ -739,15 +772,30 @@ class _StaticProof:
             and not isinstance(default, ast.JoinedStr)
         ):
             return True
-        annotation = param.annotation
-        typing_names = {"typing.Callable", "collections.abc.Callable"}
-        if (
-            isinstance(annotation, ast.Name)
-            and annotation.id in ("str", "bool", "Callable")
-            and (self.m.aliases.get(annotation.id, typing_names) <= typing_names)
-        ):
+        if param.annotation is not None and self._static_annotation(param.annotation):
             return True
         return self._body(func, param.arg, depth)
+
+    def _static_annotation(self, annotation: ast.expr) -> bool:
+        """classify.annotation_evidence surely finds the outermost name static (`bool`, `jnp.dtype`,
+        `Callable[...]`, `tuple[int, ...]`), and surely not an array annotation first."""
+        outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
+        name = _dotted(outer) if isinstance(outer, (ast.Name, ast.Attribute)) else None
+        if name is None:
+            return False
+        for node in ast.walk(annotation):  # `Sequence[jax.Array]`: no proof, whatever classify reads first
+            if not isinstance(node, (ast.Name, ast.Attribute)):
+                continue
+            inner = _dotted(node)
+            if inner is not None and (
+                inner.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES
+                or _qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS)
+            ):
+                return False
+        last = name.rsplit(".", 1)[-1]
+        if last in STATIC_ANNOTATION_NAMES:
+            return True
+        return last in ("tuple", "Tuple") and "int" in _segment(self.m, annotation)  # classify reads its text
 
     def _body(self, func: Func, name: str, depth: int) -> bool:
         # Nested functions, classes and lambdas are left out: classify may skip them (when
