@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -156,10 +158,26 @@ def test_array_uses(primal: str, bwd: str, reason: str) -> None:
         pytest.param("a: tuple[int, ...], x", ArgKind.STATIC, id="shape tuple"),
         pytest.param("a='relu', x=None", ArgKind.STATIC, id="string default"),
         pytest.param("a: float, x", ArgKind.UNKNOWN, id="float, no use"),
+        pytest.param("a: Sequence[jax.Array], x", ArgKind.ARRAY, id="a sequence of arrays"),
+        pytest.param("a: tuple[jax.Array, int], x", ArgKind.ARRAY, id="a tuple holding an array"),
+        pytest.param("a: Sequence[int], x", ArgKind.STATIC, id="a sequence of ints"),
+        pytest.param("a: Callable[[jax.Array], jax.Array], x", ArgKind.STATIC, id="a callable on arrays"),
     ],
 )
 def test_annotations_and_defaults(signature: str, expected: ArgKind) -> None:
     assert classify("return x", signature=signature)[0] is expected
+
+
+def test_a_sequence_of_arrays_in_nondiff_argnums_breaks_under_jit() -> None:
+    # Why `Sequence[jax.Array]` is array data, not a static setting like `Sequence[int]`.
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def f(x: jax.Array, ws: list[jax.Array]) -> jax.Array:
+        return x * ws[0]
+
+    f.defvjp(lambda x, ws: (x * ws[0], None), lambda ws, _, g: (g * ws[0],))
+    assert float(f(2.0, [jnp.ones(())])) == 2.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(f)(2.0, [jnp.ones(())])
 
 
 def test_float_annotation_with_numeric_use_is_unknown() -> None:

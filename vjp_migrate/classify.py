@@ -24,6 +24,7 @@ from vjp_migrate.vocabulary import (
     ARRAY_MODULES,
     AXIS_METHODS,
     CALLABLE,
+    CONTAINER_ANNOTATION_NAMES,
     CONTAINER_METHODS,
     DATA,
     HOST_ARRAY_ANNOTATIONS,
@@ -551,6 +552,11 @@ def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield expr
 
 
+def _array_annotation(part: cst.BaseExpression, ctx: Context) -> bool:
+    last = (dotted(part) or "").rsplit(".", 1)[-1]
+    return last in ARRAY_ANNOTATION_NAMES or (ctx.imports.qualify(part) or "") in ARRAY_ANNOTATIONS
+
+
 def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
     """Evidence from the annotation and default of the parameter ``name``."""
     param = next((p for p in _all_params(func.params) if p.name.value == name), None)
@@ -561,14 +567,17 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     if param.annotation is not None:
         annotation = param.annotation.annotation
         text = cst.Module([]).code_for_node(annotation)
-        for part in _annotation_names(annotation):
+        parts = list(_annotation_names(annotation))
+        for at, part in enumerate(parts):
             qname = ctx.imports.qualify(part) or ""
             last = (dotted(part) or "").rsplit(".", 1)[-1]
+            if last in CONTAINER_ANNOTATION_NAMES and any(_array_annotation(p, ctx) for p in parts[at + 1 :]):
+                continue  # `Sequence[jax.Array]`, `tuple[jax.Array, int]`: the arrays inside decide
             if qname in HOST_ARRAY_ANNOTATIONS:
                 note = "a host NumPy array, which may be concrete data such as indices"
                 found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
                 break
-            if qname in ARRAY_ANNOTATIONS or last in ARRAY_ANNOTATION_NAMES:
+            if _array_annotation(part, ctx):
                 found.append((Evidence(ArgKind.ARRAY, f"annotated `{text}` in {where}", line), STRONG))
                 break
             if last in SCALAR_ANNOTATION_NAMES and all(

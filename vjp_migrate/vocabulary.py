@@ -664,6 +664,8 @@ SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
 STATIC_ANNOTATION_NAMES = frozenset(
     {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}
 )
+# Static annotations that are containers: an array type inside (`Sequence[jax.Array]`) makes them array data.
+CONTAINER_ANNOTATION_NAMES = frozenset({"Sequence", "tuple", "Tuple"})
 
 
 def is_metadata_function(qname: str) -> bool:
