@@ -638,3 +638,107 @@ def test_leaves_a_tree_map_function_needs_concrete_are_static(expr: str) -> None
 def test_leaves_a_tree_map_function_uses_as_data_stay_weak_array_evidence() -> None:
     kind, reasons, strong = classify("return jax.tree_util.tree_map(lambda v, w: v * w, x, a)")
     assert (kind, strong) == (ArgKind.ARRAY, False), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines("assert x.shape[0] % a == 0", "return x * a"), id="assert on the value"),
+        pytest.param(
+            lines("n = x.shape[0] // a", "assert n * a == x.shape[0], (n, a)", "return x * a"), id="through a local"
+        ),
+    ],
+)
+def test_an_assert_on_its_values_needs_them_concrete(primal: str) -> None:
+    """`assert H % head_block_size == 0` (a Pallas GLA kernel): `assert` takes the truth value."""
+    kind, reasons, _ = classify(primal)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("decides Python control flow (`assert`)" in r for r in reasons), reasons
+
+    def function(x: jax.Array, a: int) -> jax.Array:
+        assert x.shape[0] % a == 0
+        return x * a
+
+    function(X, 3)  # works with a concrete value
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(function)(X, 3)
+
+
+def test_an_assert_on_its_metadata_or_none_says_nothing() -> None:
+    kind, reasons, _ = classify(lines("assert a is not None and a.ndim == x.ndim", "return x * a"))
+    assert kind is ArgKind.ARRAY, reasons
+    assert not any("assert" in r for r in reasons), reasons
+
+
+def _pallas_double(block: object, interpret: object, compiler_params: object) -> jax.Array:
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref: object, o_ref: object) -> None:
+        o_ref[...] = x_ref[...] * 2  # type: ignore[index]
+
+    x = jnp.ones((8, 4))
+    return pl.pallas_call(  # type: ignore[no-any-return]
+        kernel,
+        out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype),
+        grid=(2,),
+        in_specs=[pl.BlockSpec((block, 4), lambda i: (i, 0))],
+        out_specs=pl.BlockSpec((4, 4), lambda i: (i, 0)),
+        interpret=interpret,
+        compiler_params=compiler_params,
+    )(x)
+
+
+PALLAS = "from jax.experimental import pallas as pl\nfrom jax.experimental.pallas import tpu as pltpu\n"
+
+
+@pytest.mark.parametrize(
+    ("expr", "reason"),
+    [
+        pytest.param("pl.BlockSpec((a, 4), lambda i: (i, 0))", "`pl.BlockSpec`", id="block shape"),
+        pytest.param("pl.pallas_call(k, out_shape=x, interpret=a)", "`interpret=` to `pl.pallas_call`", id="interpret"),
+        pytest.param(
+            "pl.pallas_call(k, out_shape=x, compiler_params=dict(num_warps=a))",
+            "`compiler_params=` to `pl.pallas_call`",
+            id="compiler_params dict",
+        ),
+        pytest.param(
+            "pl.pallas_call(k, out_shape=x, compiler_params=pltpu.CompilerParams(vmem_limit_bytes=a))",
+            "`pltpu.CompilerParams`",
+            id="CompilerParams",
+        ),
+    ],
+)
+def test_pallas_kernel_settings_are_static(expr: str, reason: str) -> None:
+    kind, reasons, _ = classify(f"return {expr}", extra=PALLAS)
+    assert kind is ArgKind.STATIC, reasons
+    assert any(reason in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("block", "interpret", "compiler_params"),
+    [
+        pytest.param(True, True, None, id="block shape"),
+        pytest.param(False, True, None, id="interpret"),
+        pytest.param(False, False, True, id="compiler_params"),
+    ],
+)
+def test_pallas_kernel_settings_cannot_be_tracers(block: bool, interpret: bool, compiler_params: bool) -> None:
+    from jax.experimental.pallas import tpu as pltpu
+
+    def function(value: object) -> jax.Array:
+        return _pallas_double(
+            value if block else 4,
+            value if interpret else True,
+            pltpu.CompilerParams(vmem_limit_bytes=value) if compiler_params else None,
+        )
+
+    value = 4 if block else True if interpret else 2**20
+    assert float(function(value).sum()) == 64.0  # works with a concrete value
+    with pytest.raises((ValueError, TypeError)):  # an unsupported block dimension; an unhashable parameter
+        jax.jit(function)(value)
+
+
+def test_a_pallas_grid_says_nothing() -> None:
+    """Pallas TPU takes dynamic grid sizes: a traced grid entry is not known to fail."""
+    kind, reasons, _ = classify("return pl.pallas_call(k, out_shape=x, grid=(a,))(x)", extra=PALLAS)
+    assert kind is not ArgKind.STATIC, reasons

@@ -41,6 +41,7 @@ from vjp_migrate.vocabulary import (
     STATIC_BUILTINS,
     STATIC_CALLS,
     STATIC_KEYWORDS,
+    STATIC_KEYWORDS_OF,
     VALUE_BUILTINS,
     VALUE_METHODS,
     is_jax_primitive,
@@ -112,6 +113,9 @@ def _call_value_names(call: cst.Call, imports: ImportTable, sure: bool) -> Itera
         for arg in call.args:
             if arg.keyword is None:
                 yield from value_names(arg.value, imports, sure)
+    elif qname == "builtins.dict":  # `dict(num_warps=n)`: the values it holds
+        for arg in call.args:
+            yield from value_names(arg.value, imports, sure)
     elif qname is not None and qname.startswith(ARRAY_MODULES):
         last = qname.rsplit(".", 1)[-1]
         if last in METADATA_FUNCTIONS:
@@ -318,7 +322,11 @@ class Uses(cst.CSTVisitor):
         if qname in STATIC_BUILTINS:
             self._add(ArgKind.STATIC, f"passed to `{func_text}`", call, via=via)
         elif qname in STATIC_CALLS:
-            self._add(ArgKind.STATIC, f"passed to `{func_text}`, which takes only shapes and dtypes", call, via=via)
+            text = f"passed to `{func_text}`, which takes only static shapes, dtypes and settings"
+            self._add(ArgKind.STATIC, text, call, via=via)
+        elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
+            text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
+            self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in HOST_CONVERSIONS:
             self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call, via=via)
         elif qname in JAX_TRANSFORMS:
@@ -478,6 +486,9 @@ class Uses(cst.CSTVisitor):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._control(node.test, node, "... if ... else ...")
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._control(node.test, node, "assert")
 
     def visit_Slice(self, node: cst.Slice) -> None:
         for bound in (node.lower, node.upper, node.step):

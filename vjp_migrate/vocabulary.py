@@ -467,9 +467,42 @@ def library_use(qname: str, position: int, keyword: str | None) -> str:
     return UNSURE
 
 
-# jax calls outside the array modules that take only static descriptions of an abstract value
-# (shape, dtype, sharding): a Tracer at any of their places fails.
-STATIC_CALLS = frozenset({"jax.ShapeDtypeStruct"})
+# jax calls outside the array modules that take only static descriptions (of an abstract value:
+# shape, dtype, sharding; of a Pallas kernel: block shapes, compiler options): a Tracer at any of
+# their places fails.
+_PALLAS = "jax.experimental.pallas"
+STATIC_CALLS = frozenset(
+    {
+        "jax.ShapeDtypeStruct",
+        f"{_PALLAS}.BlockSpec",
+        f"{_PALLAS}.CompilerParams",
+        f"{_PALLAS}.tpu.CompilerParams",
+        f"{_PALLAS}.tpu.TPUCompilerParams",
+        f"{_PALLAS}.triton.CompilerParams",
+        f"{_PALLAS}.triton.TritonCompilerParams",
+        f"{_PALLAS}.gpu.TritonCompilerParams",
+        f"{_PALLAS}.mosaic_gpu.CompilerParams",
+    }
+)
+# Keywords of other jax calls that become hashable parameters of a primitive (a Tracer there
+# fails). Not `pallas_call`'s `grid`: Pallas TPU takes dynamic grid sizes.
+STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
+    f"{_PALLAS}.pallas_call": frozenset(
+        {
+            "out_shape",
+            "in_specs",
+            "out_specs",
+            "scratch_shapes",
+            "input_output_aliases",
+            "compiler_params",
+            "interpret",
+            "debug",
+            "name",
+            "cost_estimate",
+            "backend",
+        }
+    )
+}
 # `Primitive.bind(*operands, **params)`: the keywords are the primitive's parameters, which JAX
 # needs hashable (concrete); the positional operands are data. The receiver is a primitive when it
 # is made by one of these classes, or is one of JAX's own (`jax.lax.add_p`).
