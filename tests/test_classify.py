@@ -317,6 +317,58 @@ def test_array_use_does_not_flow_through_derived_values() -> None:
     assert kind is ArgKind.UNKNOWN and not reasons
 
 
+@pytest.mark.parametrize(
+    ("primal", "expected", "reason"),
+    [
+        pytest.param("return jnp.stack([x, a])", ArgKind.ARRAY, "`jnp.stack` (inside a tuple or list)", id="list"),
+        pytest.param(
+            "return jax.lax.scan(lambda c, t: (c, t[1]), x, (x, (a,)))[1]",
+            ArgKind.ARRAY,
+            "`jax.lax.scan` (inside a tuple or list)",
+            id="nested tuple as scan's xs",
+        ),
+        pytest.param(
+            lines("xs = (x, a)", "return jax.lax.scan(lambda c, t: (c, t[1]), x, xs)[1]"),
+            ArgKind.ARRAY,
+            "`jax.lax.scan` (inside `xs`)",
+            id="a local bound once to a tuple",
+        ),
+        pytest.param(
+            "return jnp.zeros((a, 3)) + x", ArgKind.STATIC, "`jnp.zeros` (inside a tuple or list)", id="shape"
+        ),
+        pytest.param("return x.reshape((a, -1))", ArgKind.STATIC, "`.reshape` (inside a tuple or list)", id="method"),
+    ],
+)
+def test_an_argument_inside_a_tuple_or_list_is_judged_at_its_place(primal: str, expected: ArgKind, reason: str) -> None:
+    kind, reasons, _ = classify(primal)
+    assert kind is expected
+    assert any(reason in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines("xs = (x, a)", "xs = (x,)", "return jnp.stack(xs)"), id="a local bound twice"),
+        pytest.param(lines("xs = (x, a)", "return x * len(xs)"), id="only its length"),
+        pytest.param("return helper((x, a))", id="a helper's parameter is not the argument"),
+    ],
+)
+def test_a_packed_argument_says_nothing_elsewhere(primal: str) -> None:
+    assert classify(primal, extra="def helper(p):\n    return p[0] * 2\n")[0] is ArgKind.UNKNOWN
+
+
+def test_an_array_packed_into_scans_xs_breaks_under_jit() -> None:
+    # Why `scan(f, c, (xs, a))` makes `a` array data: scan slices it, and jit traces it.
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def f(x: jax.Array, a: jax.Array) -> jax.Array:
+        return jax.lax.scan(lambda c, t: (c + t[0] * t[1], None), x, (jnp.ones(3), a))[0]
+
+    f.defvjp(lambda x, a: (f(x, a), None), lambda a, _, g: (g,))
+    assert float(f(1.0, jnp.arange(3.0))) == 4.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(f)(1.0, jnp.arange(3.0))
+
+
 def test_a_helper_own_derived_value_continues_the_chain() -> None:
     helper = "def rep(v, k):\n    m = k * 2\n    return jnp.tile(v, m)\n"
     kind, reasons, _ = classify(lines("n = a[0]", "return rep(x, n)"), extra=helper)

@@ -280,6 +280,10 @@ mm.defvjp(_mm_fwd, _mm_bwd)
 
 UNSEEN_ARITHMETIC = UNSEEN_PRIMAL.replace("tiling: tuple[int, int]", "tiling").replace("g @ w.T,", "g @ w.T * tiling,")
 
+PACKED = METADATA_TEST.replace("if s.shape[0] > 1:\n        return x * s\n", "xs = (x, s)\n").replace(
+    "    return x\n\ndef f_fwd", "    return jnp.stack(xs)\n\ndef f_fwd"
+).replace("return (g * s,)", "return (g,)").replace("import jax\n", "import jax\nimport jax.numpy as jnp\n", 1)
+
 BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnums=(5,)").replace(
     "static_argnums=(0,)", "static_argnums=(1,)"
 )
@@ -322,6 +326,7 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
             id="unseen primal: an imported name",
         ),
         pytest.param(UNSEEN_ARITHMETIC, True, id="unseen primal: arithmetic in bwd"),
+        pytest.param(PACKED, True, id="array use only inside a tuple a local holds"),
         pytest.param(
             UNSEEN_PRIMAL.replace("nondiff_argnums=(2, 3, 4)", 'nondiff_argnames=("dtype", "tiling", "interpret")'),
             True,
@@ -358,6 +363,7 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(JIT_WRAPPED_PRIMAL.replace("jax.jit(_f)", "make(_f)"), ["VJP001"], id="primal no def"),
         pytest.param(UNSEEN_PRIMAL, [], id="unseen primal"),
         pytest.param(UNSEEN_ARITHMETIC, ["VJP001"], id="unseen primal, arithmetic"),
+        pytest.param(PACKED, ["VJP001"], id="packed in a local tuple"),
     ],
 )
 def test_the_screen_verdicts_on_tests_agree_with_the_pipeline(text: str, codes: list[str]) -> None:

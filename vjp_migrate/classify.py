@@ -198,6 +198,7 @@ class Uses(cst.CSTVisitor):
         self.derived = derived or {}
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
+        self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -214,7 +215,7 @@ class Uses(cst.CSTVisitor):
             if kind is not ArgKind.STATIC:
                 return  # only the need for concrete values flows through derived values
             kind, text, weight = via.needs(text)
-        self.evidence.append((Evidence(kind, f"{text} in {self.where}", self.ctx.line_of(node)), weight))
+        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(node)), weight))
 
     def _rooted(self, expr: cst.BaseExpression) -> bool:
         root = _strip(expr)
@@ -293,10 +294,41 @@ class Uses(cst.CSTVisitor):
             keyword = arg.keyword.value if arg.keyword else None
             if self._rooted(arg.value) and not arg.star:
                 self._call_arg(node, positional if keyword is None else -1, keyword)
+            elif not arg.star and (holder := self._packed(arg.value)) is not None:
+                self._call_packed(node, positional if keyword is None else -1, keyword, holder)
             elif not arg.star and (via := self._via(arg.value)) is not None:
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
             if arg.keyword is None:
                 positional += 1
+
+    def _packed(self, expr: cst.BaseExpression) -> str | None:
+        """Where the argument sits inside a tuple or list literal passed whole (`jnp.stack([x, a])`,
+        `jnp.zeros((a, 3))`), or one a local is bound to once (`xs = (x, a)`, then `scan(f, c, xs)`):
+        the local's name, "" for a literal in place, None when it is in neither."""
+        if self._holds(expr):
+            return ""
+        if isinstance(expr, cst.Name) and expr.value not in self.names:
+            bound = self.bindings.get(expr.value, [])
+            if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
+                return expr.value if self._holds(bound[0].values[0]) else None
+        return None
+
+    def _holds(self, expr: cst.BaseExpression) -> bool:
+        if not isinstance(expr, (cst.Tuple, cst.List)):
+            return False
+        return any(self._rooted(e.value) or self._holds(e.value) for e in expr.elements)
+
+    def _call_packed(self, call: cst.Call, position: int, keyword: str | None, holder: str) -> None:
+        """Judge the call's place for the argument as if it were passed there itself; only for
+        library functions and array methods, whose places say what each element is."""
+        method = call.func.attr.value if isinstance(call.func, cst.Attribute) else None
+        if self.ctx.imports.qualify(call.func) is None and method not in SHAPE_METHODS | AXIS_METHODS:
+            return
+        self.packing = f" (inside `{holder}`)" if holder else " (inside a tuple or list)"
+        try:
+            self._call_arg(call, position, keyword)
+        finally:
+            self.packing = ""
 
     def _call_arg(self, call: cst.Call, position: int, keyword: str | None, via: Via | None = None) -> None:
         func_text = dotted(call.func) or "a call"
@@ -351,7 +383,10 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
             elif via is None:
                 place = _place(position, keyword)
-                text = f"passed as {place} to `{func_text}`, which may need a concrete value there, in {self.where}"
+                text = (
+                    f"passed as {place} to `{func_text}`{self.packing}, which may need a concrete value there, "
+                    f"in {self.where}"
+                )
                 self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
@@ -393,7 +428,7 @@ class Uses(cst.CSTVisitor):
         self.evidence.extend((e, weight) for e, weight in inner.evidence if e.kind is ArgKind.STATIC)
 
     def _opaque(self, call: cst.Call, func_text: str) -> None:
-        text = f"passed to `{func_text}`, which is not analysed, in {self.where}"
+        text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
         self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:

@@ -531,10 +531,12 @@ class _ArrayUse:
         nodes = self.m.bodies[id(func)]
         names = {name}
         grown = True
-        while grown:  # `y = x` makes y stand for x (classify adds such names as it goes)
-            before = len(names)
+        while grown:  # `y = x` makes y stand for x (classify adds such names as it goes), and so
+            before = len(names)  # does `xs = (y, x)`, which classify reads as x passed where xs goes
             for node in nodes:
-                if isinstance(node, ast.Assign) and isinstance(node.value, ast.Name) and node.value.id in names:
+                if isinstance(node, ast.Assign) and (
+                    (isinstance(node.value, ast.Name) and node.value.id in names) or self._holds(node.value, names)
+                ):
                     names.update(t.id for t in node.targets if isinstance(t, ast.Name))
             grown = len(names) > before
         if self.annotations_only:
@@ -544,6 +546,12 @@ class _ArrayUse:
     def _rooted(self, expr: ast.expr | None, names: set[str]) -> bool:
         root = _root(expr) if expr is not None else None
         return isinstance(root, ast.Name) and root.id in names
+
+    def _holds(self, expr: ast.expr, names: set[str]) -> bool:
+        """A tuple or list literal with the name (or one holding it) among its elements."""
+        return isinstance(expr, (ast.Tuple, ast.List)) and any(
+            self._rooted(e, names) or self._holds(e, names) for e in expr.elts
+        )
 
     def _node(self, node: ast.AST, names: set[str], depth: int) -> bool:
         rooted = self._rooted
@@ -569,12 +577,13 @@ class _ArrayUse:
         for arg in call.args:
             if isinstance(arg, ast.Starred):
                 position = None
-            if self._rooted(arg, names):
+            if self._rooted(arg, names) or self._holds(arg, names):
                 passed.append((position, None))
             if position is not None:
                 position += 1
         for keyword in call.keywords:
-            if self._rooted(keyword.value, names) and keyword.arg not in STATIC_KEYWORDS:
+            held = self._rooted(keyword.value, names) or self._holds(keyword.value, names)
+            if held and keyword.arg not in STATIC_KEYWORDS:
                 passed.append((None, keyword.arg))
         if not passed:
             return False
