@@ -66,6 +66,14 @@ def test_call_forms_are_found(code: str) -> None:
     assert [(s.name, s.primal.name.value, s.nondiff.positions) for s in sites] == [("f", "_f", (0,))]
 
 
+def test_call_form_assigned_to_an_attribute_is_found() -> None:
+    code = "import jax\ndef f(a, b):\n    return a * b\nf.vjp = jax.custom_vjp(f, nondiff_argnames=('a',))\n"
+    code += RULE.replace("f.defvjp", "f.vjp.defvjp")
+    (site,) = sites_of(code)
+    assert (site.name, site.qualname, site.nondiff.positions, site.problem) == ("f.vjp", "f", (0,), None)
+    assert site.fwd is not None and site.fwd.node is not None and site.fwd.node.name.value == "f_fwd"
+
+
 @pytest.mark.parametrize(
     "code",
     [

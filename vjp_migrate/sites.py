@@ -240,9 +240,12 @@ class SiteFinder:
         return None
 
     def _call_site(self, assign: cst.Assign, scope: Scope) -> VjpSite | None:
-        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        """``f = jax.custom_vjp(...)``, also to an attribute: ``simulate.vjp = jax.custom_vjp(...)``."""
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, (cst.Name, cst.Attribute)):
             return None
-        name = assign.targets[0].target.value
+        name = dotted(assign.targets[0].target)
+        if name is None:
+            return None
         call = assign.value
         assert isinstance(call, cst.Call)
         if isinstance(call.func, cst.Call):  # partial(jax.custom_vjp, nondiff_argnums=...)(f)
