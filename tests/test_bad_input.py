@@ -173,10 +173,18 @@ PROCESSABLE = [
     pytest.param(
         SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=tuple(range(2))"),
         1,
-        1,
-        {"VJP003"},
+        0,
+        {"VJP001"},
+        True,
+        id="nondiff_argnums tuple(range(...)), read like a literal",
+    ),
+    pytest.param(
+        SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=sorted((1, 0))"),
+        0,
+        0,
+        set(),
         False,
-        id="nondiff_argnums a call",
+        id="nondiff_argnums a call that is not read",
     ),
     pytest.param(
         SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=(0, 7)"),

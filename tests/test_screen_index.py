@@ -124,7 +124,7 @@ def _plain_index(tree: ast.Module) -> dict[str, object]:
         elif isinstance(node, ast.ClassDef):
             decorated.update((id(d), None) for d in node.decorator_list)
         elif isinstance(node, ast.Assign):
-            assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
+            assigned[id(node.value)] = [t for t in map(screen._dotted, node.targets) if t is not None]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for local, bound in screen.import_bindings(node):
                 aliases.setdefault(local, set()).add(bound)

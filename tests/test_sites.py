@@ -66,6 +66,14 @@ def test_call_forms_are_found(code: str) -> None:
     assert [(s.name, s.primal.name.value, s.nondiff.positions) for s in sites] == [("f", "_f", (0,))]
 
 
+def test_call_form_assigned_to_an_attribute_is_found() -> None:
+    code = "import jax\ndef f(a, b):\n    return a * b\nf.vjp = jax.custom_vjp(f, nondiff_argnames=('a',))\n"
+    code += RULE.replace("f.defvjp", "f.vjp.defvjp")
+    (site,) = sites_of(code)
+    assert (site.name, site.qualname, site.nondiff.positions, site.problem) == ("f.vjp", "f", (0,), None)
+    assert site.fwd is not None and site.fwd.node is not None and site.fwd.node.name.value == "f_fwd"
+
+
 @pytest.mark.parametrize(
     "code",
     [
@@ -232,6 +240,25 @@ def test_nondiff_argnums_from_a_variable_is_not_literal() -> None:
     (site,) = sites_of(code)
     assert site.nondiff.positions == (0,) and not site.nondiff.literal
     assert site.nondiff.problem == "nondiff_argnums is given by `ND`"
+
+
+@pytest.mark.parametrize(
+    ("argnums", "positions", "literal"),
+    [
+        pytest.param("tuple(range(1, 3))", (1, 2), True, id="tuple of range"),
+        pytest.param("list(range(2))", (0, 1), True, id="list of range"),
+        pytest.param("tuple((0, 2))", (0, 2), True, id="tuple of a tuple literal"),
+        pytest.param("range(0, 3, 2)", (0, 2), True, id="range with a step"),
+        pytest.param("tuple(range(n))", (), False, id="range of a name"),
+        pytest.param("sorted(range(2))", (), False, id="other call"),
+        pytest.param("tuple(*ND)", (), False, id="starred argument"),
+    ],
+)
+def test_nondiff_argnums_built_by_builtin_calls(argnums: str, positions: tuple[int, ...], literal: bool) -> None:
+    code = f"import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums={argnums})\n"
+    code += "def f(a, b, c, x):\n    return x\n" + RULE
+    (site,) = sites_of(code)
+    assert (site.nondiff.positions, site.nondiff.literal) == (positions, literal)
 
 
 def test_stacked_jit_static_positions() -> None:

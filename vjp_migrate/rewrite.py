@@ -11,6 +11,7 @@ from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
 
 _SPACE = cst.SimpleWhitespace(" ")
+_LIST_CALLS = ("list", "builtins.list")
 
 
 def _comma() -> cst.Comma:
@@ -27,7 +28,8 @@ def _positions_expr(original: cst.BaseExpression, kept: tuple[int, ...]) -> cst.
     if isinstance(original, cst.Integer):
         return cst.Integer(str(kept[0]))
     text = ", ".join(map(str, kept))
-    if isinstance(original, cst.List):
+    # sites.py reads a call here only as range(...), tuple(...) or list(...) of the builtins.
+    if isinstance(original, cst.List) or (isinstance(original, cst.Call) and dotted(original.func) in _LIST_CALLS):
         return cst.parse_expression(f"[{text}]")
     return cst.parse_expression(f"({text},)" if len(kept) == 1 else f"({text})")
 

@@ -82,7 +82,7 @@ class _Module:
     defs: dict[str, list[Func]] = field(default_factory=dict)  # every def, any depth, by name
     calls: list[ast.Call] = field(default_factory=list)
     decorated: dict[int, Func | None] = field(default_factory=dict)  # id(decorator) -> def
-    assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> Name targets
+    assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> (dotted) name targets
     jit_static: dict[int, set[int]] = field(default_factory=dict)  # id(def) -> _jit_static
     caller: dict[int, Func | None] = field(default_factory=dict)  # id(call) -> innermost def
     encoded_lines: list[bytes] | None = None
@@ -187,7 +187,7 @@ def _index(tree: ast.Module, text: str) -> _Module:
                 for decorator in node.decorator_list:
                     decorated[id(decorator)] = None
             elif isinstance(node, ast.Assign):
-                assigned[id(node.value)] = [t.id for t in node.targets if isinstance(t, ast.Name)]
+                assigned[id(node.value)] = [t for t in map(_dotted, node.targets) if t is not None]
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 for local, bound in import_bindings(node):
                     aliases.setdefault(local, set()).add(bound)
@@ -343,6 +343,8 @@ def _sites(m: _Module) -> Iterator[_Site]:
         bound = m.assigned.get(id(outer if outer is not None else call), [])
         if not bound or (outer is None and not _may_be_custom_vjp(m, call.func)):
             continue  # sites.py finds call forms only as `name = custom_vjp(...)` or `partial(...)(f)`
+        if any("." in name for name in bound):
+            raise _Doubt  # `simulate.vjp = custom_vjp(...)`: users call it by the attribute
         target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
         if isinstance(target, ast.Call) and len(target.args) == 1 and not target.keywords:
             wrapper = _dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS

@@ -117,10 +117,15 @@ class SiteFinder:
         literal = _int_literals(expr)
         if literal is not None:
             return literal
-        if isinstance(expr, cst.Call) and self.imports.qualify(expr.func) == "builtins.range":
-            bounds = [_int_literals(a.value) for a in expr.args if a.keyword is None]
-            if bounds and all(b is not None and len(b) == 1 for b in bounds):
+        if not isinstance(expr, cst.Call) or not expr.args or any(a.keyword or a.star for a in expr.args):
+            return None
+        called = self.imports.qualify(expr.func)
+        if called == "builtins.range":
+            bounds = [_int_literals(a.value) for a in expr.args]
+            if len(bounds) <= 3 and all(b is not None and len(b) == 1 for b in bounds):
                 return tuple(range(*[b[0] for b in bounds if b is not None]))
+        if called in ("builtins.tuple", "builtins.list") and len(expr.args) == 1:
+            return self._positions(expr.args[0].value)  # tuple(range(2, 5)), list((1, 2))
         return None
 
     def nondiff_spec(self, args: Sequence[cst.Arg], params: tuple[str, ...]) -> NondiffSpec | None:
@@ -138,12 +143,6 @@ class SiteFinder:
                 problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
                 if name in self.constants:
                     found = self._positions(self.constants[name])
-                elif (
-                    isinstance(argnums.value, cst.Call)
-                    and len(argnums.value.args) == 1
-                    and self.imports.qualify(argnums.value.func) in ("builtins.tuple", "builtins.list")
-                ):
-                    found = self._positions(argnums.value.args[0].value)  # tuple(range(2))
             positions.update(found or ())
         if argnames is not None:
             names = _str_literals(argnames.value)
@@ -241,9 +240,12 @@ class SiteFinder:
         return None
 
     def _call_site(self, assign: cst.Assign, scope: Scope) -> VjpSite | None:
-        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, cst.Name):
+        """``f = jax.custom_vjp(...)``, also to an attribute: ``simulate.vjp = jax.custom_vjp(...)``."""
+        if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, (cst.Name, cst.Attribute)):
             return None
-        name = assign.targets[0].target.value
+        name = dotted(assign.targets[0].target)
+        if name is None:
+            return None
         call = assign.value
         assert isinstance(call, cst.Call)
         if isinstance(call.func, cst.Call):  # partial(jax.custom_vjp, nondiff_argnums=...)(f)

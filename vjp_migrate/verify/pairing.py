@@ -65,7 +65,8 @@ def primal_of(obj: Any) -> Callable[..., Any]:
 
 def find_custom_vjps(module: types.ModuleType, custom_vjp_class: type, factories: Iterable[str] = ()) -> dict[str, Any]:
     """Module-level custom_vjp objects by name, ``Class.method`` ones in the module's classes,
-    and those returned by the zero-argument factories named ``"make_op()"`` (raises what they raise)."""
+    ``function.attr`` ones stored on the module's functions, and those returned by the
+    zero-argument factories named ``"make_op()"`` (raises what they raise)."""
     found: dict[str, Any] = {}
     for factory in factories:
         target: Any = module
@@ -78,6 +79,10 @@ def find_custom_vjps(module: types.ModuleType, custom_vjp_class: type, factories
     for name, value in vars(module).items():
         if is_custom_vjp(value, custom_vjp_class):
             found[name] = value
+        elif inspect.isfunction(value) and value.__module__ == module.__name__:
+            for attr, member in vars(value).items():  # `simulate.vjp = jax.custom_vjp(simulate, ...)`
+                if is_custom_vjp(member, custom_vjp_class):
+                    found[f"{name}.{attr}"] = member
         elif inspect.isclass(value) and value.__module__ == module.__name__:
             for attr, member in _class_members(value):
                 if is_custom_vjp(member, custom_vjp_class):
