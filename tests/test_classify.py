@@ -203,6 +203,11 @@ def test_call_sites_decide() -> None:
     )
     for extra, expected, reason in (
         (caller, ArgKind.STATIC, "jit-static parameter of `run`"),
+        (  # a keyword-only parameter the caller's jit marks static, passed on positionally
+            '\n@partial(jax.jit, static_argnames=("tol",))\ndef run(y, *, tol=2):\n    return f(tol, y)\n',
+            ArgKind.STATIC,
+            "jit-static parameter of `run`",
+        ),
         (array_caller, ArgKind.ARRAY, "an array is passed"),
         ("def use(x):\n    return f(lambda v: v, x)\n", ArgKind.STATIC, "a function is passed"),
     ):
@@ -466,6 +471,38 @@ def test_keyword_only_helper_parameters_are_followed() -> None:
     kind, reasons, _ = classify("return shift(x, offset=a)", extra=helper)
     assert kind is ArgKind.ARRAY
     assert any("helper `shift`" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        pytest.param('@partial(jax.jit, static_argnames=("n",))\ndef helper(v, n):\n    return v * n\n', id="names"),
+        pytest.param("@partial(jax.jit, static_argnums=1)\ndef helper(v, n):\n    return v * n\n", id="numbers"),
+        pytest.param('@jax.jit(static_argnames=["n"])\ndef helper(v, n):\n    return v * n\n', id="jit(...) form"),
+        pytest.param(
+            '@partial(jax.jit, static_argnames="gain")\ndef helper(v, *, gain):\n    return v * gain\n',
+            id="keyword-only",
+        ),
+    ],
+)
+def test_a_helper_parameter_its_own_jit_marks_static_is_static(helper: str) -> None:
+    # The helper's arithmetic on `n` used to be array evidence: a wrong safe fix that broke jit.
+    keyword = "*, gain" in helper
+    call = "return helper(x, gain=a)" if keyword else "return helper(x, a)"
+    kind, reasons, _ = classify(call, "return (g * a,)", extra=helper)
+    assert kind is ArgKind.STATIC
+    reason = f"passed as `{'gain' if keyword else 'n'}` to `helper`, whose jax.jit marks it static"
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_a_tracer_as_a_jit_static_argument_fails() -> None:
+    @functools.partial(jax.jit, static_argnames=("n",))
+    def helper(v: jax.Array, n: float) -> jax.Array:
+        return v * n
+
+    assert float(helper(1.0, 2.0)) == 2.0
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.jit(lambda v, n: helper(v, n))(1.0, 2.0)
 
 
 def test_match_subject_decides_control_flow() -> None:

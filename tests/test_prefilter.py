@@ -280,9 +280,12 @@ mm.defvjp(_mm_fwd, _mm_bwd)
 
 UNSEEN_ARITHMETIC = UNSEEN_PRIMAL.replace("tiling: tuple[int, int]", "tiling").replace("g @ w.T,", "g @ w.T * tiling,")
 
-PACKED = METADATA_TEST.replace("if s.shape[0] > 1:\n        return x * s\n", "xs = (x, s)\n").replace(
-    "    return x\n\ndef f_fwd", "    return jnp.stack(xs)\n\ndef f_fwd"
-).replace("return (g * s,)", "return (g,)").replace("import jax\n", "import jax\nimport jax.numpy as jnp\n", 1)
+PACKED = (
+    METADATA_TEST.replace("if s.shape[0] > 1:\n        return x * s\n", "xs = (x, s)\n")
+    .replace("    return x\n\ndef f_fwd", "    return jnp.stack(xs)\n\ndef f_fwd")
+    .replace("return (g * s,)", "return (g,)")
+    .replace("import jax\n", "import jax\nimport jax.numpy as jnp\n", 1)
+)
 
 BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnums=(5,)").replace(
     "static_argnums=(0,)", "static_argnums=(1,)"

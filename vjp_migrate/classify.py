@@ -15,7 +15,7 @@ from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
-from vjp_migrate.sites import body_statements, jit_static_positions, positional_params
+from vjp_migrate.sites import body_statements, jit_static_names, positional_params
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -443,6 +443,10 @@ class Uses(cst.CSTVisitor):
         target = keyword if named else (params[position] if 0 <= position < len(params) else None)
         if target is None:
             return
+        if target in jit_static_names(helper, self.ctx.imports):
+            text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
+            self._add(ArgKind.STATIC, text, call, via=via)
+            return
         inner = Uses.of(helper, target, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
         if via is not None:  # only the helper's need for concrete values says something here
             for evidence, weight in inner.evidence:
@@ -668,9 +672,9 @@ def call_site_evidence(
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if isinstance(value, cst.Name):
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
-            params = positional_params(caller)
+            params = (*positional_params(caller), *(p.name.value for p in caller.params.kwonly_params))
             if value.value in params:
-                if params.index(value.value) in jit_static_positions(caller, params, ctx.imports):
+                if value.value in jit_static_names(caller, ctx.imports):
                     return Evidence(
                         ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
                     ), CALL_SITE

@@ -457,10 +457,7 @@ def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports
     static: set[int] = set()
     for decorator in func.decorators:
         call = decorator.decorator
-        if not isinstance(call, cst.Call):
-            continue
-        via_partial = imports.is_one_of(call.func, PARTIAL) and bool(call.args)
-        if not (via_partial and imports.is_one_of(call.args[0].value, JIT)) and not (imports.is_one_of(call.func, JIT)):
+        if not isinstance(call, cst.Call) or not _jit_decorator(call, imports):
             continue
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword else None
@@ -470,6 +467,26 @@ def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports
                 names = _str_literals(arg.value) or ()
                 static.update(params.index(n) for n in names if n in params)
     return frozenset(static)
+
+
+def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
+    """The parameters (keyword-only ones too) a ``jax.jit`` decorator on ``func`` marks static."""
+    params = positional_params(func)
+    static = {params[i] for i in jit_static_positions(func, params, imports) if 0 <= i < len(params)}
+    kwonly = {p.name.value for p in func.params.kwonly_params}
+    for decorator in func.decorators:
+        call = decorator.decorator
+        if isinstance(call, cst.Call) and _jit_decorator(call, imports):
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "static_argnames":
+                    static.update(n for n in _str_literals(arg.value) or () if n in kwonly)
+    return frozenset(static)
+
+
+def _jit_decorator(call: cst.Call, imports: ImportTable) -> bool:
+    """``jax.jit(...)`` or ``partial(jax.jit, ...)``."""
+    via_partial = imports.is_one_of(call.func, PARTIAL) and bool(call.args)
+    return (via_partial and imports.is_one_of(call.args[0].value, JIT)) or imports.is_one_of(call.func, JIT)
 
 
 def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
