@@ -454,7 +454,22 @@ def rule_decorators(func: cst.FunctionDef, imports: ImportTable) -> tuple[JitSpe
 
 def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
     """Positions a ``jax.jit`` decorator on ``func`` (plain or through partial) marks static."""
-    static: set[int] = set()
+    numbers, names = _jit_static(func, imports)
+    return frozenset(numbers | {params.index(n) for n in names if n in params})
+
+
+def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
+    """The parameters (keyword-only ones too) a ``jax.jit`` decorator on ``func`` marks static."""
+    params = positional_params(func)
+    numbers, names = _jit_static(func, imports)
+    declared = {*params, *(p.name.value for p in func.params.kwonly_params)}
+    return frozenset({params[i] for i in numbers if 0 <= i < len(params)} | (names & declared))
+
+
+def _jit_static(func: cst.FunctionDef, imports: ImportTable) -> tuple[set[int], set[str]]:
+    """The literal ``static_argnums`` and ``static_argnames`` of the ``jax.jit`` decorators on ``func``."""
+    numbers: set[int] = set()
+    names: set[str] = set()
     for decorator in func.decorators:
         call = decorator.decorator
         if not isinstance(call, cst.Call) or not _jit_decorator(call, imports):
@@ -462,25 +477,10 @@ def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "static_argnums":
-                static.update(_int_literals(arg.value) or ())
+                numbers.update(_int_literals(arg.value) or ())
             elif keyword == "static_argnames":
-                names = _str_literals(arg.value) or ()
-                static.update(params.index(n) for n in names if n in params)
-    return frozenset(static)
-
-
-def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
-    """The parameters (keyword-only ones too) a ``jax.jit`` decorator on ``func`` marks static."""
-    params = positional_params(func)
-    static = {params[i] for i in jit_static_positions(func, params, imports) if 0 <= i < len(params)}
-    kwonly = {p.name.value for p in func.params.kwonly_params}
-    for decorator in func.decorators:
-        call = decorator.decorator
-        if isinstance(call, cst.Call) and _jit_decorator(call, imports):
-            for arg in call.args:
-                if arg.keyword is not None and arg.keyword.value == "static_argnames":
-                    static.update(n for n in _str_literals(arg.value) or () if n in kwonly)
-    return frozenset(static)
+                names.update(_str_literals(arg.value) or ())
+    return numbers, names
 
 
 def _jit_decorator(call: cst.Call, imports: ImportTable) -> bool:
