@@ -18,7 +18,9 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   may be a bare value.
 
 One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
-stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. Codes the screen does not know
+stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. A Python-number annotation
+classify surely sees (in the primal, fwd or bwd) leaves only an array passed at a call site able
+to make the argument ARRAY there, so the screen then looks at the calls alone. Codes the screen does not know
 keep every file, so new codes stay sound until they are taught here. The word sets below are
 supersets of classify's (tests/test_prefilter.py checks that, and runs both over every fixture
 and every file of the installed JAX).
@@ -500,9 +502,8 @@ def _root(expr: ast.expr) -> ast.expr:
 class _ArrayUse:
     """Whether a parameter may be used as array data in a function or the helpers it calls."""
 
-    def __init__(self, m: _Module, annotations_only: bool = False) -> None:
+    def __init__(self, m: _Module) -> None:
         self.m = m
-        self.annotations_only = annotations_only  # only array annotations (decisive in classify)
         self.memo: dict[tuple[int, str, int], bool] = {}
 
     def annotated(self, param: ast.arg) -> bool:
@@ -541,8 +542,6 @@ class _ArrayUse:
                 ):
                     names.update(t.id for t in node.targets if isinstance(t, ast.Name))
             grown = len(names) > before
-        if self.annotations_only:
-            return any(isinstance(node, ast.Call) and self._call(node, names, depth) for node in nodes)
         return any(self._node(node, names, depth) for node in nodes)
 
     def _rooted(self, expr: ast.expr | None, names: set[str]) -> bool:
@@ -589,10 +588,10 @@ class _ArrayUse:
                 passed.append((None, keyword.arg))
         if not passed:
             return False
-        if not self.annotations_only and _may_be_array_function(self.m, call.func):
+        if _may_be_array_function(self.m, call.func):
             return True
         bind = isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
-        if not self.annotations_only and bind and any(given is None for _, given in passed):
+        if bind and any(given is None for _, given in passed):
             return True  # a positional argument of any `.bind` may be a primitive's operand
         if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
             return False
@@ -623,7 +622,7 @@ def _call_site_may_pass_array(m: _Module, site: _Site) -> bool:
     return False
 
 
-def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUse, decisive: _ArrayUse) -> bool:
+def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUse) -> bool:
     fwds, bwds = _rules(m, site)
     if settings.select & NEEDS_ARRAY and _imports_a_rule(m, site):
         return True
@@ -642,9 +641,12 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
                 continue
             if passes_array is None:
                 passes_array = _call_site_may_pass_array(m, site)
-            check = decisive if proof.scalar(primal, index, order) else uses
+            if passes_array:
+                return True
+            if proof.scalar(primal, index, order):
+                continue  # then only an array passed at a call site makes it ARRAY (classify._decide)
             roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
-            if passes_array or any(check.param(func, at) for func, at in roles):
+            if any(uses.param(func, at) for func, at in roles):
                 return True
         if settings.select & NEEDS_INCONSISTENCY and any(
             _may_be_inconsistent(m, primal, positions, f, b) for f in fwds for b in bwds
@@ -723,9 +725,9 @@ class _StaticProof:
             and s.value.func.value.id in owners
         ]
         every = list(_defvjp_calls(self.m, self.site))
-        if len(owners) != 1 or len(calls) != 1 or len(every) != 1 or calls[0].keywords or len(calls[0].args) != 2:
+        if len(owners) != 1 or len(calls) != 1 or len(every) != 1:
             return None, None
-        fwd, bwd = calls[0].args
+        fwd, bwd = _rule_arg(calls[0], 0, "fwd"), _rule_arg(calls[0], 1, "bwd")
         return (
             self._single_top_def(fwd.id) if isinstance(fwd, ast.Name) else None,
             self._single_top_def(bwd.id) if isinstance(bwd, ast.Name) else None,
@@ -743,7 +745,8 @@ class _StaticProof:
         return (fwd,)
 
     def scalar(self, primal: Func, index: int, order: int) -> bool:
-        """classify surely sees a Python-number annotation (then only decisive array evidence counts)."""
+        """classify surely sees a Python-number annotation (then only an array passed at a call site
+        makes the argument ARRAY)."""
         if primal is not self.primal or "annotated" in self.m.text:  # see classify._decide
             return False
         fwd, bwd = self.rules
@@ -863,6 +866,16 @@ class _StaticProof:
         return False
 
 
+def _rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    """The rule sites._rule_arg reads (its keyword, else its position); None on any doubt."""
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    named = [k.value for k in call.keywords if k.arg == keyword]
+    if named:
+        return named[0]
+    return call.args[index] if index < len(call.args) else None
+
+
 def _call_value(call: ast.Call, index: int, name: str) -> ast.expr | None:
     for position, arg in enumerate(call.args):
         if isinstance(arg, ast.Starred):
@@ -929,8 +942,8 @@ def screen(text: str, settings: Settings, tree: ast.AST | None = None) -> Verdic
             return Verdict(True, False)  # the full pipeline decides, and reports a syntax error as one
     try:
         m = _index(tree, text)
-        uses, decisive = _ArrayUse(m), _ArrayUse(m, annotations_only=True)
-        return Verdict(any(_site_may_report(m, site, settings, uses, decisive) for site in _sites(m)), True)
+        uses = _ArrayUse(m)
+        return Verdict(any(_site_may_report(m, site, settings, uses) for site in _sites(m)), True)
     except (_Doubt, ValueError, RecursionError, MemoryError):
         return Verdict(True, True)
 
