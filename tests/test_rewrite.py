@@ -735,3 +735,55 @@ def test_an_import_only_a_dropped_annotation_used_goes_and_the_file_does_not_sta
     new = fix(code)
     assert new.startswith("import jax\n\n\n@jax.custom_vjp\n")
     assert "def f_bwd(res, g):\n    (w, x) = res\n" in new
+
+
+SAVES_NOTHING = """\
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def clip(x, lo, hi):
+    return x
+
+def clip_fwd(x, lo, hi):
+    {above}return x, {residual}{trailing}
+
+def clip_bwd(lo, hi, _, g):
+    return (jnp.clip(g, lo, hi),)
+
+clip.defvjp(clip_fwd, clip_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("above", "residual", "trailing", "expected"),
+    [
+        pytest.param("", "None", "  # no residual values to save", "  # save lo and hi as residuals", id="on the line"),
+        pytest.param("", "()", "  # No residuals.", "  # Save lo and hi as residuals.", id="empty tuple, capital"),
+        pytest.param(
+            "# nothing to save: the bounds are all bwd needs\n    ",
+            "None",
+            "",
+            "# save lo and hi as residuals: the bounds are all bwd needs\n    return x, (lo, hi)\n",
+            id="the line above, the rest kept",
+        ),
+        pytest.param("", "None", "  # identity, see f", "  # identity, see f", id="another comment stays"),
+        pytest.param("# no residuals\n\n    ", "None", "", "# no residuals\n\n    return", id="not right above"),
+    ],
+)
+def test_a_comment_saying_fwd_saves_nothing_says_what_it_saves(
+    above: str, residual: str, trailing: str, expected: str
+) -> None:
+    out = fix(SAVES_NOTHING.format(above=above, residual=residual, trailing=trailing))
+    assert "return x, (lo, hi" in out
+    assert expected in out, out
+
+
+def test_a_comment_on_a_residual_that_was_not_empty_stays() -> None:
+    code = SAVES_NOTHING.format(above="", residual="(x,)", trailing="  # no residual but x").replace(
+        "def clip_bwd(lo, hi, _, g):\n    return (jnp.clip(g, lo, hi),)",
+        "def clip_bwd(lo, hi, res, g):\n    (x,) = res\n    return (jnp.clip(g, lo, hi) * x,)",
+    )
+    out = fix(code)
+    assert "return x, (lo, hi, x)  # no residual but x\n" in out, out

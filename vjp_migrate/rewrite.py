@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 
 import libcst as cst
@@ -12,6 +13,11 @@ from vjp_migrate.model import JitEdit, Layout, RewritePlan
 
 _SPACE = cst.SimpleWhitespace(" ")
 _LIST_CALLS = ("list", "builtins.list")
+# The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
+# to save: ..."), which the migration makes false.
+_NOTHING_SAVED = re.compile(
+    r"(?i)(?P<lead>#\s*)(?P<clause>(?:no|nothing)\b[^:;,.()]*\b(?:residuals?|save|saved)\b[^:;,.()]*)"
+)
 
 
 def _comma() -> cst.Comma:
@@ -309,6 +315,7 @@ class _Apply(cst.CSTTransformer):
         stored = self._store_first(original_node, updated_node)
         if stored is not None:
             return stored
+        updated_node = self._true_comment(original_node, updated_node)
         defs = [d for small in original_node.body for d in self.new_defs.get(id(getattr(small, "value", None)), [])]
         if not defs:
             return updated_node
@@ -322,6 +329,26 @@ class _Apply(cst.CSTTransformer):
         defs[0] = defs[0].with_changes(leading_lines=lines[:split])
         defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
         return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
+
+    def _true_comment(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        """A fwd return that saved nothing and now saves the moved arguments: its comment saying
+        nothing is saved (on the line, or right above it) says what is saved instead."""
+        small = original_node.body[0] if len(original_node.body) == 1 else None
+        plan = self.fwd_returns.get(id(small))
+        if plan is None or plan.layout in (Layout.UNCHANGED, Layout.VARIABLE) or not _saved_nothing(small):
+            return updated_node
+        said = f"save {_spoken(plan.saved_fwd_names)} as residuals"
+        trailing = updated_node.trailing_whitespace
+        if trailing.comment is not None and (text := _corrected(trailing.comment.value, said)) is not None:
+            comment = trailing.comment.with_changes(value=text)
+            return updated_node.with_changes(trailing_whitespace=trailing.with_changes(comment=comment))
+        lines = list(updated_node.leading_lines)
+        if lines and lines[-1].comment is not None and (text := _corrected(lines[-1].comment.value, said)) is not None:
+            lines[-1] = lines[-1].with_changes(comment=lines[-1].comment.with_changes(value=text))
+            return updated_node.with_changes(leading_lines=lines)
+        return updated_node
 
     def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
         name = self.renames.get(id(original_node))
@@ -401,6 +428,32 @@ class _Apply(cst.CSTTransformer):
             elif param.name.value not in plan.moved_bwd_params:
                 group.append(param)
         return params.with_changes(posonly_params=groups[0], params=groups[1])
+
+
+def _saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
+    """``return out, None`` or ``return out, ()``."""
+    value = small.value if isinstance(small, cst.Return) else None
+    if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
+        return False
+    residual = value.elements[1].value
+    return (isinstance(residual, cst.Name) and residual.value == "None") or (
+        isinstance(residual, cst.Tuple) and not residual.elements
+    )
+
+
+def _spoken(names: Sequence[str]) -> str:
+    """``lo``, ``lo and hi``, ``a, b and c``."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
+
+
+def _corrected(comment: str, said: str) -> str | None:
+    """The comment with its "nothing is saved" clause replaced by ``said`` (None: no such clause)."""
+    found = _NOTHING_SAVED.match(comment)
+    if found is None:
+        return None
+    clause = found["clause"].rstrip()
+    said = said[0].upper() + said[1:] if clause[0].isupper() else said
+    return found["lead"] + said + comment[found.start("clause") + len(clause) :]
 
 
 def _is_docstring(stmt: cst.BaseStatement) -> bool:
@@ -597,9 +650,11 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
 
 def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
     """Nodes whose statement line leave_SimpleStatementLine changes: a return that stores its
-    value first, a `del` that shrinks, a defvjp call that gets a new def before it."""
+    value first, a `del` that shrinks, a defvjp call that gets a new def before it, a fwd return
+    that saved nothing (its comment may say so)."""
     for plan in plans:
         yield from plan.temp_returns
+        yield from (node for node in plan.fwd_returns if _saved_nothing(node))
         yield from (node for node, _ in plan.dels)
         if plan.bwd_def_name and plan.site.defvjp is not None:
             yield plan.site.defvjp
