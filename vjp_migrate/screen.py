@@ -93,7 +93,7 @@ class _Module:
     nested: dict[int, list[ast.AST]] = field(default_factory=dict)  # id(def) -> scopes left out of own
     top: list[ast.stmt] = field(default_factory=list)  # _toplevel_statements
     top_defs: set[Func] = field(default_factory=set)
-    defvjps: list[ast.Call] | None = None  # every `<name>.defvjp(...)` call
+    defvjps: list[tuple[ast.Call, ast.expr]] | None = None  # every defvjp call and its owner
 
 
 # Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
@@ -384,13 +384,28 @@ def _positions(m: _Module, site: _Site, primal: Func) -> list[int]:
 
 
 def _defvjp_calls(m: _Module, site: _Site) -> Iterator[ast.Call]:
-    """The module's ``<site>.defvjp(...)`` calls (by the last part of the owner's name)."""
+    """The module's ``<site>.defvjp(...)`` and ``getattr(<site>, "defvjp")(...)`` calls (by the
+    last part of the owner's name)."""
     if m.defvjps is None:
-        m.defvjps = [c for c in m.calls if isinstance(c.func, ast.Attribute) and c.func.attr == "defvjp"]
-    for call in m.defvjps:
-        owner = _dotted(call.func.value) if isinstance(call.func, ast.Attribute) else None
-        if owner is not None and owner.rsplit(".", 1)[-1] in site.names:
+        m.defvjps = [(c, owner) for c in m.calls if (owner := _defvjp_owner(c.func)) is not None]
+    for call, owner in m.defvjps:
+        name = _dotted(owner)
+        if name is not None and name.rsplit(".", 1)[-1] in site.names:
             yield call
+
+
+def _defvjp_owner(func: ast.expr) -> ast.expr | None:
+    if isinstance(func, ast.Attribute):
+        return func.value if func.attr == "defvjp" else None
+    if (
+        isinstance(func, ast.Call)
+        and (_dotted(func.func) or "").rsplit(".", 1)[-1] == "getattr"
+        and len(func.args) == 2
+        and isinstance(func.args[1], ast.Constant)
+        and func.args[1].value == "defvjp"
+    ):
+        return func.args[0]
+    return None
 
 
 def _rules(m: _Module, site: _Site) -> tuple[list[Func | None], list[Func | None]]:
