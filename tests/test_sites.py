@@ -267,3 +267,22 @@ def test_stacked_jit_static_positions() -> None:
     code += "def f(mode, a, x):\n    return x\n"
     (site,) = sites_of(code)
     assert site.jit_static == frozenset({0})
+
+
+@pytest.mark.parametrize(
+    ("attach", "found"),
+    [
+        pytest.param('getattr(f, "defvjp")(f_fwd, f_bwd)', True, id="getattr with a string literal"),
+        pytest.param("getattr(f, 'defvjp')(fwd=f_fwd, bwd=f_bwd)", True, id="getattr, single quotes, keywords"),
+        pytest.param('getattr(f, "defjvp")(f_fwd, f_bwd)', False, id="getattr of another attribute"),
+        pytest.param('getattr(g, "defvjp")(f_fwd, f_bwd)', False, id="getattr of another function"),
+        pytest.param('getattr = dict.get\ngetattr(f, "defvjp")(f_fwd, f_bwd)', False, id="rebound getattr"),
+    ],
+)
+def test_defvjp_through_getattr(attach: str, found: bool) -> None:
+    code = "import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums=(0,))\n"
+    code += "def f(a, b):\n    return a * b\n" + RULES.format(name="f").replace("f.defvjp(f_fwd, f_bwd)", attach)
+    (site,) = sites_of(code)
+    assert (site.defvjp is not None, site.problem is None) == (found, found)
+    if found:
+        assert site.bwd is not None and site.bwd.node is not None and site.bwd.node.name.value == "f_bwd"

@@ -327,13 +327,23 @@ class SiteFinder:
                     continue
                 for small in stmt.body:
                     call = small.value if isinstance(small, cst.Expr) else None
-                    if (
-                        isinstance(call, cst.Call)
-                        and isinstance(call.func, cst.Attribute)
-                        and call.func.attr.value == "defvjp"
-                        and dotted(call.func.value) == owner
-                    ):
+                    if isinstance(call, cst.Call) and self._defvjp_owner(call.func) == owner:
                         return call, where
+        return None
+
+    def _defvjp_owner(self, func: cst.BaseExpression) -> str | None:
+        """``f`` for ``f.defvjp`` and for ``getattr(f, "defvjp")``."""
+        if isinstance(func, cst.Attribute):
+            return dotted(func.value) if func.attr.value == "defvjp" else None
+        if (
+            isinstance(func, cst.Call)
+            and self.imports.qualify(func.func) == "builtins.getattr"
+            and len(func.args) == 2
+            and not any(a.keyword or a.star for a in func.args)
+            and isinstance(func.args[1].value, cst.SimpleString)
+            and func.args[1].value.evaluated_value == "defvjp"
+        ):
+            return dotted(func.args[0].value)
         return None
 
     def _resolve_rule(self, expr: cst.BaseExpression | None, scope: Scope, role: str) -> FunctionRef:
