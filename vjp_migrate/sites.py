@@ -155,7 +155,14 @@ class SiteFinder:
                 positions.update(params.index(n) for n in names if n in params)
                 # JAX skips a name the primal lacks; a name fwd lacks may still be the primal's.
                 complete = complete and (seen or all(n in params for n in names))
-        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete)
+        listed = argnums is not None and self._written_as_list(argnums.value)
+        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete, listed)
+
+    def _written_as_list(self, expr: cst.BaseExpression) -> bool:
+        """``[0, 1]`` or ``list(...)`` of the builtins: the rewrite keeps a list."""
+        return isinstance(expr, cst.List) or (
+            isinstance(expr, cst.Call) and self.imports.qualify(expr.func) == "builtins.list"
+        )
 
     # --- recognising the decorator and call forms --------------------------------------------
 
