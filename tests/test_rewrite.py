@@ -787,3 +787,58 @@ def test_a_comment_on_a_residual_that_was_not_empty_stays() -> None:
     )
     out = fix(code)
     assert "return x, (lo, hi, x)  # no residual but x\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("header", "argnums", "kept"),
+    [
+        pytest.param("", "list((0, 1))", "[1]", id="list call"),
+        pytest.param("import builtins as bi\n", "bi.list((0, 1))", "[1]", id="list through a builtins alias"),
+        pytest.param("", "tuple([0, 1])", "(1,)", id="tuple of a list"),
+        pytest.param("", "[0, 1]", "[1]", id="list literal"),
+    ],
+)
+def test_kept_positions_keep_a_list_written_as_one(header: str, argnums: str, kept: str) -> None:
+    code = f"""\
+import jax
+import jax.numpy as jnp
+from functools import partial
+{header}
+@partial(jax.custom_vjp, nondiff_argnums={argnums})
+def f(w, n, x):
+    return x
+
+def f_fwd(w, n, x):
+    return x, None
+
+def f_bwd(w, n, _, g):
+    for _ in range(n):
+        g = jnp.tanh(w) * g
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    assert f"@partial(jax.custom_vjp, nondiff_argnums={kept})" in fix(code)
+
+
+def test_an_import_only_the_rewritten_argnums_used_goes() -> None:
+    code = """\
+import builtins
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.custom_vjp, nondiff_argnums=builtins.list((0,)))
+def f(w, x):
+    return x
+
+def f_fwd(w, x):
+    return x, None
+
+def f_bwd(w, _, g):
+    return (jnp.tanh(w) * g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    out = fix(code)
+    assert out.startswith("import jax\n") and "@jax.custom_vjp\ndef f(w, x):" in out

@@ -6,6 +6,9 @@ import libcst as cst
 import pytest
 from helpers import RULES, parse, sites_of
 
+from vjp_migrate.api import check_source
+from vjp_migrate.codes import BY_CODE
+from vjp_migrate.model import Settings
 from vjp_migrate.sites import positional_params, rule_decorators
 
 RULE = RULES.format(name="f")
@@ -267,3 +270,59 @@ def test_stacked_jit_static_positions() -> None:
     code += "def f(mode, a, x):\n    return x\n"
     (site,) = sites_of(code)
     assert site.jit_static == frozenset({0})
+
+
+@pytest.mark.parametrize(
+    ("attach", "found"),
+    [
+        pytest.param('getattr(f, "defvjp")(f_fwd, f_bwd)', True, id="getattr with a string literal"),
+        pytest.param("getattr(f, 'defvjp')(fwd=f_fwd, bwd=f_bwd)", True, id="getattr, single quotes, keywords"),
+        pytest.param('getattr(f, "defjvp")(f_fwd, f_bwd)', False, id="getattr of another attribute"),
+        pytest.param('getattr(g, "defvjp")(f_fwd, f_bwd)', False, id="getattr of another function"),
+        pytest.param('getattr = dict.get\ngetattr(f, "defvjp")(f_fwd, f_bwd)', False, id="rebound getattr"),
+    ],
+)
+def test_defvjp_through_getattr(attach: str, found: bool) -> None:
+    code = "import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums=(0,))\n"
+    code += "def f(a, b):\n    return a * b\n" + RULES.format(name="f").replace("f.defvjp(f_fwd, f_bwd)", attach)
+    (site,) = sites_of(code)
+    assert (site.defvjp is not None, site.problem is None) == (found, found)
+    if found:
+        assert site.bwd is not None and site.bwd.node is not None and site.bwd.node.name.value == "f_bwd"
+
+
+@pytest.mark.parametrize(
+    ("code", "complete"),
+    [
+        pytest.param("g = jax.custom_vjp(module.fn, nondiff_argnums=(1,))", True, id="argnums of an unseen primal"),
+        pytest.param(
+            "g = jax.custom_vjp(module.fn, nondiff_argnums=(1,), nondiff_argnames=('mode',))",
+            False,
+            id="argnames of an unseen primal, fwd not seen",
+        ),
+        pytest.param(
+            "@partial(jax.custom_vjp, nondiff_argnums=(0,), nondiff_argnames=NAMES)\ndef g(a, mode, x):\n    return x",
+            False,
+            id="argnames by a name",
+        ),
+        pytest.param(
+            "@partial(jax.custom_vjp, nondiff_argnums=(0,), nondiff_argnames=('nope',))\ndef g(a, mode, x):\n    return x",
+            True,
+            id="a name the primal lacks (JAX skips it)",
+        ),
+    ],
+)
+def test_nondiff_spec_says_whether_every_position_is_known(code: str, complete: bool) -> None:
+    rules = "from rules import g_fwd\ndef g_bwd(a, mode, r, ct):\n    return (ct * a,)\ng.defvjp(g_fwd, g_bwd)\n"
+    (site,) = sites_of(f"import jax\nimport module\nfrom functools import partial\n{code}\n{rules}")
+    assert site.nondiff.complete is complete
+
+
+def test_bwd_arity_is_not_judged_when_a_position_is_unknown() -> None:
+    # JAX passes bwd the argument nondiff_argnames lists too: a VJP004 here would be false.
+    code = "import jax\nimport module\nfrom rules import g_fwd\n"
+    code += "g = jax.custom_vjp(module.fn, nondiff_argnums=(1,), nondiff_argnames=('mode',))\n"
+    code += "def g_bwd(a, mode, r, ct):\n    return (ct * a,)\ng.defvjp(g_fwd, g_bwd)\n"
+    assert [d.code for d in check_source(code, settings=Settings(frozenset(BY_CODE)))] == []
+    wrong = code.replace("nondiff_argnames=('mode',)", "nondiff_argnames=()")
+    assert [d.code for d in check_source(wrong, settings=Settings(frozenset(BY_CODE)))] == ["VJP004"]

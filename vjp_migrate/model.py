@@ -83,6 +83,10 @@ class NondiffSpec:
     argnames_arg: cst.Arg | None
     literal: bool  # False when given by a variable or an expression we cannot read
     problem: str | None = None
+    # False when some listed argument's position is not known (an unread expression, or
+    # nondiff_argnames of a primal whose signature is not seen): positions lacks it.
+    complete: bool = True
+    as_list: bool = False  # nondiff_argnums is written as a list: `[0, 1]`, `list(range(2))`
 
 
 @dataclass(frozen=True)

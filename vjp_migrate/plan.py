@@ -231,7 +231,8 @@ def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: Im
 def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     """The VJP004 detail for a rule whose shape does not fit its primal, if any."""
     fwd = site.fwd.node if site.fwd else None
-    bwd = site.bwd.node if site.bwd else None
+    # bwd's shape is judged only when every nondiff position is known (how many arguments it gets)
+    bwd = site.bwd.node if site.bwd and site.nondiff.complete else None
     n_nondiff = len(site.nondiff.positions)
     if not n_nondiff:
         return None  # positions unreadable (negative, strings...): nothing can be judged

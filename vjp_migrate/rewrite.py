@@ -12,7 +12,6 @@ from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
 
 _SPACE = cst.SimpleWhitespace(" ")
-_LIST_CALLS = ("list", "builtins.list")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
 # to save: ..."), which the migration makes false.
 _NOTHING_SAVED = re.compile(
@@ -30,12 +29,11 @@ def _tuple_of(names: Sequence[str]) -> cst.BaseExpression:
     return cst.parse_expression("(" + ", ".join(names) + ")")
 
 
-def _positions_expr(original: cst.BaseExpression, kept: tuple[int, ...]) -> cst.BaseExpression:
+def _positions_expr(original: cst.BaseExpression, kept: tuple[int, ...], as_list: bool) -> cst.BaseExpression:
     if isinstance(original, cst.Integer):
         return cst.Integer(str(kept[0]))
     text = ", ".join(map(str, kept))
-    # sites.py reads a call here only as range(...), tuple(...) or list(...) of the builtins.
-    if isinstance(original, cst.List) or (isinstance(original, cst.Call) and dotted(original.func) in _LIST_CALLS):
+    if as_list:
         return cst.parse_expression(f"[{text}]")
     return cst.parse_expression(f"({text},)" if len(kept) == 1 else f"({text})")
 
@@ -72,7 +70,7 @@ def _new_options(plan: RewritePlan, originals: Sequence[cst.Arg], options: Seque
             old = arg.value
             listed = [p for p in plan.kept if p not in _named_positions(plan)]
             if listed:
-                result.append(arg.with_changes(value=_positions_expr(old, tuple(listed))))
+                result.append(arg.with_changes(value=_positions_expr(old, tuple(listed), site.nondiff.as_list)))
         elif original is site.nondiff.argnames_arg:
             names = [n for n in kept_names if site.params.index(n) in _named_positions(plan)]
             if names:
@@ -129,6 +127,7 @@ class _Apply(cst.CSTTransformer):
             return updated_node
         call, before = updated_node.decorator, original_node.decorator
         assert isinstance(call, cst.Call) and isinstance(before, cst.Call)
+        self._forget_nondiff(plan)
         options = _new_options(plan, before.args[1:], call.args[1:])
         if options:
             return updated_node.with_changes(decorator=call.with_changes(args=[call.args[0], *options]))
@@ -139,6 +138,7 @@ class _Apply(cst.CSTTransformer):
         plan = self.carriers.get(id(original_node))
         if plan is None:
             return updated_node
+        self._forget_nondiff(plan)
         if isinstance(updated_node.func, cst.Call):  # partial(jax.custom_vjp, ...)(f)
             inner, before = updated_node.func, original_node.func
             assert isinstance(before, cst.Call)
@@ -158,7 +158,8 @@ class _Apply(cst.CSTTransformer):
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "static_argnums":
                 if edit.static_argnums:
-                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums)))
+                    as_list = isinstance(arg.value, cst.List)  # jit's are int literals (sites.rule_decorators)
+                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums, as_list)))
             elif keyword == "static_argnames":
                 if edit.static_argnames:
                     options.append(arg.with_changes(value=_names_expr(arg.value, list(edit.static_argnames))))
@@ -171,6 +172,12 @@ class _Apply(cst.CSTTransformer):
         if not via_partial and not options:  # jax.jit(static_argnums=...) -> jax.jit
             return node.with_changes(decorator=call.func)
         return node.with_changes(decorator=call.with_changes(args=_fix_trailing(options, call.args)))
+
+    def _forget_nondiff(self, plan: RewritePlan) -> None:
+        """A rewritten nondiff_argnums may leave an import unused (`builtins.list(...)`)."""
+        for arg in (plan.site.nondiff.argnums_arg, plan.site.nondiff.argnames_arg):
+            if arg is not None:
+                self._forget_names(arg.value)
 
     def _forget(self, partial_func: cst.BaseExpression) -> None:
         name = dotted(partial_func)
@@ -381,19 +388,19 @@ class _Apply(cst.CSTTransformer):
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
         if id(original_node) not in self.retyped:
             return updated_node
-        self._forget_annotation(updated_node.annotation)
+        self._forget_names(updated_node.annotation)
         return updated_node.with_changes(annotation=self.retyped[id(original_node)])
 
-    def _forget_annotation(self, annotation: cst.Annotation | None) -> None:
-        """An annotation that goes may leave imports unused (`Tuple`)."""
-        if annotation is not None:
+    def _forget_names(self, node: cst.CSTNode | None) -> None:
+        """An annotation or expression that goes may leave imports unused (`Tuple`)."""
+        if node is not None:
             uses = _NameUses(None)
-            walk.visit(annotation, uses)
+            walk.visit(node, uses)
             self.removed_names |= uses.used
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         if id(original_node) in self.retyped:
-            self._forget_annotation(updated_node.returns)
+            self._forget_names(updated_node.returns)
             updated_node = updated_node.with_changes(returns=self.retyped[id(original_node)])
         plan = self.bwds.get(id(original_node))
         if plan is None:

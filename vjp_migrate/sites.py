@@ -128,13 +128,14 @@ class SiteFinder:
             return self._positions(expr.args[0].value)  # tuple(range(2, 5)), list((1, 2))
         return None
 
-    def nondiff_spec(self, args: Sequence[cst.Arg], params: tuple[str, ...]) -> NondiffSpec | None:
+    def nondiff_spec(self, args: Sequence[cst.Arg], params: tuple[str, ...], seen: bool = True) -> NondiffSpec | None:
+        """``seen``: ``params`` are the primal's own (not fwd's, or none known)."""
         argnums = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnums"), None)
         argnames = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnames"), None)
         if argnums is None and argnames is None:
             return None
         positions: set[int] = set()
-        literal, problem = True, None
+        literal, complete, problem = True, True, None
         if argnums is not None:
             found = self._positions(argnums.value)
             if found is None:
@@ -143,15 +144,25 @@ class SiteFinder:
                 problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
                 if name in self.constants:
                     found = self._positions(self.constants[name])
+            complete = found is not None
             positions.update(found or ())
         if argnames is not None:
             names = _str_literals(argnames.value)
             if names is None:
-                literal = False
+                literal = complete = False
                 problem = f"nondiff_argnames is given by `{self.module.code_for_node(argnames.value)}`"
             else:
                 positions.update(params.index(n) for n in names if n in params)
-        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem)
+                # JAX skips a name the primal lacks; a name fwd lacks may still be the primal's.
+                complete = complete and (seen or all(n in params for n in names))
+        listed = argnums is not None and self._written_as_list(argnums.value)
+        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete, listed)
+
+    def _written_as_list(self, expr: cst.BaseExpression) -> bool:
+        """``[0, 1]`` or ``list(...)`` of the builtins: the rewrite keeps a list."""
+        return isinstance(expr, cst.List) or (
+            isinstance(expr, cst.Call) and self.imports.qualify(expr.func) == "builtins.list"
+        )
 
     # --- recognising the decorator and call forms --------------------------------------------
 
@@ -204,7 +215,7 @@ class SiteFinder:
         """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
         a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
         params = positional_params(primal) if primal is not None else ()
-        spec = self.nondiff_spec(args, params)
+        spec = self.nondiff_spec(args, params, seen=primal is not None)
         if spec is None:
             return None
         return VjpSite(
@@ -305,7 +316,7 @@ class SiteFinder:
         assert isinstance(site.carrier, cst.Call)
         call = site.carrier
         options = call.func.args[1:] if isinstance(call.func, cst.Call) else call.args[1:]
-        spec = self.nondiff_spec(options, params) or site.nondiff
+        spec = self.nondiff_spec(options, params, seen=False) or site.nondiff
         problem = site.problem
         if spec.argnames_arg is not None and problem is None:
             text = self.module.code_for_node(site.primal_expr) if site.primal_expr is not None else site.name
@@ -327,13 +338,23 @@ class SiteFinder:
                     continue
                 for small in stmt.body:
                     call = small.value if isinstance(small, cst.Expr) else None
-                    if (
-                        isinstance(call, cst.Call)
-                        and isinstance(call.func, cst.Attribute)
-                        and call.func.attr.value == "defvjp"
-                        and dotted(call.func.value) == owner
-                    ):
+                    if isinstance(call, cst.Call) and self._defvjp_owner(call.func) == owner:
                         return call, where
+        return None
+
+    def _defvjp_owner(self, func: cst.BaseExpression) -> str | None:
+        """``f`` for ``f.defvjp`` and for ``getattr(f, "defvjp")``."""
+        if isinstance(func, cst.Attribute):
+            return dotted(func.value) if func.attr.value == "defvjp" else None
+        if (
+            isinstance(func, cst.Call)
+            and self.imports.qualify(func.func) == "builtins.getattr"
+            and len(func.args) == 2
+            and not any(a.keyword or a.star for a in func.args)
+            and isinstance(func.args[1].value, cst.SimpleString)
+            and func.args[1].value.evaluated_value == "defvjp"
+        ):
+            return dotted(func.args[0].value)
         return None
 
     def _resolve_rule(self, expr: cst.BaseExpression | None, scope: Scope, role: str) -> FunctionRef:
