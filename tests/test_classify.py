@@ -947,3 +947,62 @@ def test_an_array_as_a_rules_jit_static_argument_fails() -> None:
     assert float(jax.grad(scaled, argnums=1)(2.0, 1.0)) == 2.0
     with pytest.raises(ValueError, match="Non-hashable static arguments"):
         jax.grad(scaled, argnums=1)(jnp.array(2.0), 1.0)
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(
+            lines(
+                "def body(x_ref, o_ref):",
+                "    o_ref[...] = x_ref[...] * a",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x)",
+            ),
+            id="local def",
+        ),
+        pytest.param(
+            lines(
+                "scale = a * 2",
+                "def body(x_ref, o_ref):",
+                "    o_ref[...] = x_ref[...] * scale",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x)",
+            ),
+            id="derived value",
+        ),
+        pytest.param(
+            f"return pl.pallas_call(lambda x_ref, o_ref: o_ref.set(x_ref[...] * a), out_shape={SHAPE})(x)",
+            id="lambda",
+        ),
+    ],
+)
+def test_a_value_a_pallas_kernel_defined_around_it_reads_is_static(primal: str) -> None:
+    # bwd's arithmetic (and the kernel's) used to make `a` array data: a safe fix that broke jax.jit.
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra=PALLAS)
+    assert kind is ArgKind.STATIC
+    assert any("a Pallas kernel, which cannot capture traced values" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(
+            lines(
+                "def body(x_ref, o_ref):",
+                "    o_ref[...] = x_ref[...] * a.shape[0]",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x)",
+            ),
+            id="metadata only",
+        ),
+        pytest.param(
+            lines(
+                "def body(x_ref, o_ref, a):",
+                "    o_ref[...] = x_ref[...] * a",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x, a)",
+            ),
+            id="a parameter of the kernel",
+        ),
+    ],
+)
+def test_a_kernel_that_does_not_capture_the_values_says_nothing(primal: str) -> None:
+    kind, _, _ = classify(primal, "return (g * a,)", extra=PALLAS)
+    assert kind is ArgKind.ARRAY

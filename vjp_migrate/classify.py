@@ -213,7 +213,7 @@ class Uses(cst.CSTVisitor):
         uses.bindings = found.bindings
         for stmt in body_statements(func):
             walk.visit(stmt, uses)
-        uses.judge_partials()
+        uses.judge_kernels()
         return uses
 
     def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None) -> None:
@@ -403,10 +403,13 @@ class Uses(cst.CSTVisitor):
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
 
-    def judge_partials(self) -> None:
-        """Judge each value bound by ``partial`` where the function it is bound to gets it: a
-        Pallas kernel (never a traced value), or a def of the module (its static uses only: what
-        the partial is called with later is not seen)."""
+    def judge_kernels(self) -> None:
+        """Once the body is walked: judge each value bound by ``partial`` where the function it is
+        bound to gets it (a Pallas kernel, never a traced value, or a def of the module: its static
+        uses only, as what the partial is called with later is not seen), and each value a local
+        def or lambda given to ``pallas_call`` as its kernel reads from around it."""
+        for kernel in self.kernels:
+            self._captured(kernel)
         for call, position, keyword, via, packing in self.partials:
             self.packing = packing
             try:
@@ -442,6 +445,23 @@ class Uses(cst.CSTVisitor):
                     self.evidence.append((Evidence(kind, text, evidence.line), weight))
             elif evidence.kind is not ArgKind.ARRAY:  # array use waits for what the partial is called with
                 self.evidence.append((evidence, weight))
+
+    def _captured(self, kernel: cst.BaseExpression) -> None:
+        """The argument (or a value from it) read inside a kernel defined here, which captures it."""
+        function: cst.FunctionDef | cst.Lambda | None = kernel if isinstance(kernel, cst.Lambda) else None
+        if isinstance(kernel, cst.Name) and kernel.value not in self.names:
+            bound = self.bindings.get(kernel.value, [])
+            if len(bound) == 1 and isinstance(bound[0].node, cst.FunctionDef):
+                function = bound[0].node
+        if function is None:
+            return
+        params = {p.name.value for p in _all_params(function.params)}
+        finder = _NameFinder((self.names | set(self.derived)) - params, self.ctx.imports)
+        walk.visit(function.body, finder)
+        name = function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
+        text = f"read inside `{name}`, a Pallas kernel, which cannot capture traced values"
+        for read in sorted(finder.read):
+            self._add(ArgKind.STATIC, text, function, via=None if read in self.names else self._via(cst.Name(read)))
 
     def _is_kernel(self, call: cst.Call) -> bool:
         """Whether the ``partial(...)`` call is given to a ``pallas_call`` as its kernel, itself or
@@ -481,7 +501,7 @@ class Uses(cst.CSTVisitor):
                 return
             inner = Uses({params[index]}, self.ctx, where, self.depth + 1)
             walk.visit(mapped.body, inner)
-            inner.judge_partials()
+            inner.judge_kernels()
         elif isinstance(mapped, cst.Name) and mapped.value in self.ctx.helpers and self.depth < 3:
             helper = self.ctx.helpers[mapped.value]
             params = list(positional_params(helper))
@@ -614,10 +634,15 @@ class _NameFinder(cst.CSTVisitor):
     def __init__(self, names: set[str], imports: ImportTable) -> None:
         self.names = names
         self.imports = imports
-        self.found = False
+        self.read: set[str] = set()
+
+    @property
+    def found(self) -> bool:
+        return bool(self.read)
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or node.value in self.names
+        if node.value in self.names:
+            self.read.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return not (node.attr.value in METADATA_ATTRIBUTES and isinstance(_strip(node.value), cst.Name))
