@@ -1006,3 +1006,16 @@ def test_a_value_a_pallas_kernel_defined_around_it_reads_is_static(primal: str) 
 def test_a_kernel_that_does_not_capture_the_values_says_nothing(primal: str) -> None:
     kind, _, _ = classify(primal, "return (g * a,)", extra=PALLAS)
     assert kind is ArgKind.ARRAY
+
+
+def test_a_call_of_no_dotted_name_is_named_by_its_code() -> None:
+    _, reasons, _ = classify("return kernels[0](x, a)", extra="from lib import kernels\n")
+    assert any("passed to `kernels[0]`, which is not analysed" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("size", ["int(x.shape[0])", "int(len(x))"])
+def test_arithmetic_with_a_size_converted_by_int_is_no_array_use(size: str) -> None:
+    # `num_tokens * num_ranks` with `num_tokens = int(x.shape[0])` was a wrong safe VJP001 (uccl moe_dispatch).
+    body = lines(f"tokens = {size}", "return dispatch(x, worst=tokens * a)")
+    kind, _, _ = classify(body, extra="from kernels import dispatch\n")
+    assert kind is ArgKind.UNKNOWN

@@ -241,9 +241,7 @@ class Uses(cst.CSTVisitor):
         if isinstance(expr, cst.Name):
             shown = f"`{expr.value}` ({self._chain(expr.value)})"
         else:
-            code = " ".join(cst.Module([]).code_for_node(expr).split())
-            code = code if len(code) <= 60 else code[:57] + "..."
-            shown = f"`{code}`" + (f" (`{through}` {self._chain(through)})" if through else "")
+            shown = f"`{_code(expr)}`" + (f" (`{through}` {self._chain(through)})" if through else "")
         return Via(f"through {shown}", certain)
 
     def _chain(self, name: str) -> str:
@@ -341,7 +339,7 @@ class Uses(cst.CSTVisitor):
             self.packing = ""
 
     def _call_arg(self, call: cst.Call, position: int, keyword: str | None, via: Via | None = None) -> None:
-        func_text = dotted(call.func) or "a call"
+        func_text = dotted(call.func) or _code(call.func)  # `flash_fwd[grid]`
         if keyword in STATIC_KEYWORDS:
             self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call, via=via)
             return
@@ -557,13 +555,16 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
 
     def _size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        """``x.shape[0]``, ``len(x)``, or a local only ever bound to such a value."""
+        """``x.shape[0]``, ``len(x)``, ``int(x.shape[0])``, or a local only ever bound to such a value."""
         while isinstance(expr, cst.Subscript):
             expr = expr.value
         if isinstance(expr, cst.Attribute):
             return expr.attr.value in SIZE_NAMES
         if isinstance(expr, cst.Call):
-            return is_size_function(self.ctx.imports.qualify(expr.func) or "")
+            qname = self.ctx.imports.qualify(expr.func) or ""
+            if qname == "builtins.int" and len(expr.args) == 1 and not expr.args[0].star:
+                return self._size(expr.args[0].value, depth + 1)  # `int(x.shape[0])`
+            return is_size_function(qname)
         if isinstance(expr, cst.Name) and depth < 3 and expr.value not in self.names:
             found = self.bindings.get(expr.value)
             return bool(found) and all(
@@ -662,6 +663,12 @@ def _bound_parameter(func: cst.FunctionDef, position: int, keyword: str | None) 
         return keyword if keyword in named else None
     params = positional_params(func)
     return params[position - 1] if 0 < position <= len(params) else None
+
+
+def _code(expr: cst.BaseExpression, limit: int = 60) -> str:
+    """An expression's code on one line, cut short when long."""
+    code = " ".join(cst.Module([]).code_for_node(expr).split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
 def _place(position: int, keyword: str | None) -> str:
