@@ -831,3 +831,191 @@ def test_a_pallas_grid_says_nothing() -> None:
     """Pallas TPU takes dynamic grid sizes: a traced grid entry is not known to fail."""
     kind, reasons, _ = classify("return pl.pallas_call(k, out_shape=x, grid=(a,))(x)", extra=PALLAS)
     assert kind is not ArgKind.STATIC, reasons
+
+
+KERNEL = "def kernel(x_ref, o_ref, *, scale):\n    o_ref[...] = x_ref[...] * scale\n"
+SHAPE = "jax.ShapeDtypeStruct(x.shape, x.dtype)"
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(f"return pl.pallas_call(partial(kernel, scale=a), out_shape={SHAPE})(x)", id="in place"),
+        pytest.param(
+            lines("body = partial(kernel, scale=a)", f"return pl.pallas_call(body, out_shape={SHAPE})(x)"),
+            id="through a local",
+        ),
+        pytest.param(
+            f"return pl.pallas_call(kernel=partial(kernel, scale=a * 2), out_shape={SHAPE})(x)", id="derived value"
+        ),
+    ],
+)
+def test_a_value_bound_to_a_pallas_kernel_by_partial_is_static(primal: str) -> None:
+    # bwd's arithmetic on `a` used to make it array data: a safe fix that broke jax.jit.
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra=PALLAS + KERNEL)
+    assert kind is ArgKind.STATIC
+    assert any("of `kernel`, a Pallas kernel, which cannot capture traced values" in r for r in reasons), reasons
+
+
+def test_a_partial_given_to_something_else_than_pallas_call_is_no_kernel() -> None:
+    primal = lines("body = partial(kernel, scale=a)", f"other = pl.pallas_call(kernel, out_shape={SHAPE})", "return x")
+    kind, _, _ = classify(primal, "return (g * a,)", extra=PALLAS + KERNEL)
+    assert kind is ArgKind.ARRAY
+
+
+def test_a_pallas_kernel_cannot_capture_a_traced_value() -> None:
+    from jax.experimental import pallas as pl
+
+    def kernel(x_ref: jax.Array, o_ref: jax.Array, *, scale: float) -> None:
+        o_ref[...] = x_ref[...] * scale
+
+    def scaled(x: jax.Array, scale: float) -> jax.Array:
+        call = pl.pallas_call(
+            functools.partial(kernel, scale=scale), out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=True
+        )
+        return call(x)  # type: ignore[no-any-return]
+
+    np.testing.assert_allclose(jax.jit(lambda x: scaled(x, 2.0))(jnp.ones(4)), 2.0)
+    with pytest.raises(ValueError, match="captures constants"):
+        jax.jit(scaled)(jnp.ones(4), 2.0)
+
+
+@pytest.mark.parametrize(
+    ("step", "bound", "expected"),
+    [
+        pytest.param("def step(c, v, *, times):\n    for _ in range(times):\n        c = c + v\n    return c, c\n",
+                     "partial(step, times=a)", ArgKind.STATIC, id="keyword"),
+        pytest.param("def step(n, c, v):\n    return c + v[:n], c\n",
+                     "partial(step, a)", ArgKind.STATIC, id="positional"),
+        pytest.param("def step(c, v, *, times):\n    return c + v * times, c\n",
+                     "partial(step, times=a)", ArgKind.UNKNOWN, id="array use waits for the call"),
+        pytest.param("def step(c, v, *, times):\n    return c + v, c\n",
+                     "partial(other_step, times=a)", ArgKind.UNKNOWN, id="no def of the module"),
+    ],
+)  # fmt: skip
+def test_a_value_bound_by_partial_to_a_module_def_is_judged_there(step: str, bound: str, expected: ArgKind) -> None:
+    primal = f"return jax.lax.scan({bound}, x[0], x)[0]"
+    kind, reasons, _ = classify(primal, extra="from steps import other_step\n" + step)
+    assert kind is expected, reasons
+    if expected is ArgKind.STATIC:
+        assert any("in `step` (bound by `partial` in the primal `f`)" in r for r in reasons), reasons
+
+
+def _rule_jit_site(fwd_jit: str, bwd_jit: str) -> tuple[ArgKind, tuple[str, ...]]:
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, a):\n    return x * a\n"
+    code += f"{fwd_jit}def f_fwd(x, a):\n    return x * a, None\n"
+    code += f"{bwd_jit}def f_bwd(a, _, g):\n    return (g * a,)\n"
+    code += "f.defvjp(f_fwd, f_bwd)\n"
+    module, imports = parse(code)
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    return info.kind, tuple(e.text for e in info.evidence)
+
+
+@pytest.mark.parametrize(
+    ("fwd_jit", "bwd_jit", "role"),
+    [
+        pytest.param('@partial(jax.jit, static_argnames=("a",))\n', "", "fwd `f_fwd`", id="fwd names"),
+        pytest.param("@partial(jax.jit, static_argnums=1)\n", "", "fwd `f_fwd`", id="fwd numbers"),
+        pytest.param("", "@partial(jax.jit, static_argnums=(0,))\n", "bwd `f_bwd`", id="bwd numbers"),
+        pytest.param("", '@jax.jit(static_argnames="a")\n', "bwd `f_bwd`", id="bwd jit(...) form"),
+    ],
+)
+def test_an_argument_a_rules_jit_marks_static_is_static(fwd_jit: str, bwd_jit: str, role: str) -> None:
+    # Arithmetic in every function used to make `a` array data: a needless rewrite of working code.
+    kind, reasons = _rule_jit_site(fwd_jit, bwd_jit)
+    assert kind is ArgKind.STATIC
+    assert f"static in the jax.jit of {role}, which needs it hashable (an array is not)" in reasons
+
+
+@pytest.mark.parametrize(
+    "fwd_jit",
+    [
+        pytest.param("@partial(jax.jit, static_argnums=0)\n", id="another position"),
+        pytest.param("@partial(jax.jit, static_argnums=STATIC)\n", id="not a literal"),
+        pytest.param("@jax.jit\n", id="no static arguments"),
+    ],
+)
+def test_a_rules_jit_that_does_not_mark_the_argument_says_nothing(fwd_jit: str) -> None:
+    assert _rule_jit_site(fwd_jit, "")[0] is ArgKind.ARRAY
+
+
+def test_an_array_as_a_rules_jit_static_argument_fails() -> None:
+    scaled = jax.custom_vjp(lambda a, x: x * a, nondiff_argnums=(0,))
+    fwd = jax.jit(lambda a, x: (x * a, None), static_argnums=0)
+    scaled.defvjp(fwd, lambda a, _, g: (g * a,))
+    assert float(jax.grad(scaled, argnums=1)(2.0, 1.0)) == 2.0
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.grad(scaled, argnums=1)(jnp.array(2.0), 1.0)
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(
+            lines(
+                "def body(x_ref, o_ref):",
+                "    o_ref[...] = x_ref[...] * a",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x)",
+            ),
+            id="local def",
+        ),
+        pytest.param(
+            lines(
+                "scale = a * 2",
+                "def body(x_ref, o_ref):",
+                "    o_ref[...] = x_ref[...] * scale",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x)",
+            ),
+            id="derived value",
+        ),
+        pytest.param(
+            f"return pl.pallas_call(lambda x_ref, o_ref: o_ref.set(x_ref[...] * a), out_shape={SHAPE})(x)",
+            id="lambda",
+        ),
+    ],
+)
+def test_a_value_a_pallas_kernel_defined_around_it_reads_is_static(primal: str) -> None:
+    # bwd's arithmetic (and the kernel's) used to make `a` array data: a safe fix that broke jax.jit.
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra=PALLAS)
+    assert kind is ArgKind.STATIC
+    assert any("a Pallas kernel, which cannot capture traced values" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(
+            lines(
+                "def body(x_ref, o_ref):",
+                "    o_ref[...] = x_ref[...] * a.shape[0]",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x)",
+            ),
+            id="metadata only",
+        ),
+        pytest.param(
+            lines(
+                "def body(x_ref, o_ref, a):",
+                "    o_ref[...] = x_ref[...] * a",
+                f"return pl.pallas_call(body, out_shape={SHAPE})(x, a)",
+            ),
+            id="a parameter of the kernel",
+        ),
+    ],
+)
+def test_a_kernel_that_does_not_capture_the_values_says_nothing(primal: str) -> None:
+    kind, _, _ = classify(primal, "return (g * a,)", extra=PALLAS)
+    assert kind is ArgKind.ARRAY
+
+
+def test_a_call_of_no_dotted_name_is_named_by_its_code() -> None:
+    _, reasons, _ = classify("return kernels[0](x, a)", extra="from lib import kernels\n")
+    assert any("passed to `kernels[0]`, which is not analysed" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize("size", ["int(x.shape[0])", "int(len(x))"])
+def test_arithmetic_with_a_size_converted_by_int_is_no_array_use(size: str) -> None:
+    # `num_tokens * num_ranks` with `num_tokens = int(x.shape[0])` was a wrong safe VJP001 (uccl moe_dispatch).
+    body = lines(f"tokens = {size}", "return dispatch(x, worst=tokens * a)")
+    kind, _, _ = classify(body, extra="from kernels import dispatch\n")
+    assert kind is ArgKind.UNKNOWN

@@ -17,7 +17,11 @@ PARAMS = [pytest.param(case, id=case.name) for case in CASES]
 
 def settings_for(case: Case) -> Settings:
     options = case.spec.get("options", {})
-    return Settings(expand_selection(options.get("select"), None), bool(options.get("unsafe_fixes", False)))
+    return Settings(
+        expand_selection(options.get("select"), None),
+        bool(options.get("unsafe_fixes", False)),
+        array_args=frozenset(options.get("array_args", ())),
+    )
 
 
 def test_there_are_enough_fixtures() -> None:

@@ -7,6 +7,8 @@ import textwrap
 import pytest
 
 from vjp_migrate.api import check_source, fix_source
+from vjp_migrate.codes import DEFAULT_SELECT
+from vjp_migrate.model import Settings
 
 
 def fix(code: str) -> str:
@@ -404,7 +406,9 @@ def test_bwd_jit_options_tied_to_positions_are_reported() -> None:
 
 
 def test_jit_static_argnames_lose_the_moved_names() -> None:
-    out = fix(
+    # The rules' jit marks `w` static, which makes it a static setting: the configuration moves it.
+    settings = Settings(DEFAULT_SELECT, array_args=frozenset({"f:w"}))
+    code = (
         HEAD
         + """\
 @partial(jax.custom_vjp, nondiff_argnums=(0, 1))
@@ -422,6 +426,7 @@ def f_bwd(mode, w, _, g):
 f.defvjp(f_fwd, f_bwd)
 """
     )
+    out = fix_source(code, settings=settings).source
     assert '@partial(jax.jit, static_argnames=("mode",))\ndef f_fwd(mode, w, x):' in out
     assert '@partial(jax.jit, static_argnames=["mode"])\ndef f_bwd(mode, w, g):' in out
 

@@ -14,7 +14,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
-from vjp_migrate.model import ArgInfo, ArgKind, Evidence, Settings, VjpSite
+from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_names, positional_params
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
@@ -32,6 +32,7 @@ from vjp_migrate.vocabulary import (
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
+    PALLAS_CALL,
     PRIMITIVE_CLASSES,
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
@@ -199,6 +200,10 @@ class Uses(cst.CSTVisitor):
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
         self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons
+        # `partial(f, k=arg)` calls, judged once the whole body is walked (see _partials_bound), and
+        # the kernels `pallas_call`s are given.
+        self.partials: list[tuple[cst.Call, int, str | None, Via | None, str]] = []
+        self.kernels: list[cst.BaseExpression] = []
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -208,6 +213,7 @@ class Uses(cst.CSTVisitor):
         uses.bindings = found.bindings
         for stmt in body_statements(func):
             walk.visit(stmt, uses)
+        uses.judge_kernels()
         return uses
 
     def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None) -> None:
@@ -235,9 +241,7 @@ class Uses(cst.CSTVisitor):
         if isinstance(expr, cst.Name):
             shown = f"`{expr.value}` ({self._chain(expr.value)})"
         else:
-            code = " ".join(cst.Module([]).code_for_node(expr).split())
-            code = code if len(code) <= 60 else code[:57] + "..."
-            shown = f"`{code}`" + (f" (`{through}` {self._chain(through)})" if through else "")
+            shown = f"`{_code(expr)}`" + (f" (`{through}` {self._chain(through)})" if through else "")
         return Via(f"through {shown}", certain)
 
     def _chain(self, name: str) -> str:
@@ -282,6 +286,10 @@ class Uses(cst.CSTVisitor):
         elif isinstance(node.func, cst.Name) and node.func.value in self.derived:
             self._add(ArgKind.STATIC, "called as a function", node, via=self._via(node.func))
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
+        if (method or dotted(node.func)) == "pallas_call" and self.ctx.imports.qualify(node.func) == PALLAS_CALL:
+            kernel = _call_value(node, 0, "kernel")
+            if kernel is not None:
+                self.kernels.append(kernel)
         if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
             assert isinstance(node.func, cst.Attribute)
             if isinstance(node.func.value, cst.Name) and node.func.value.value in self.names:
@@ -331,7 +339,7 @@ class Uses(cst.CSTVisitor):
             self.packing = ""
 
     def _call_arg(self, call: cst.Call, position: int, keyword: str | None, via: Via | None = None) -> None:
-        func_text = dotted(call.func) or "a call"
+        func_text = dotted(call.func) or _code(call.func)  # `flash_fwd[grid]`
         if keyword in STATIC_KEYWORDS:
             self._add(ArgKind.STATIC, f"passed as `{keyword}=` to `{func_text}`", call, via=via)
             return
@@ -364,6 +372,8 @@ class Uses(cst.CSTVisitor):
         elif qname in JAX_TRANSFORMS:
             if position == 0:
                 self._add(ArgKind.STATIC, f"passed as the function to `{func_text}`", call, via=via)
+            elif qname == "functools.partial":
+                self.partials.append((call, position, keyword, via, self.packing))
             elif qname in ("jax.vjp", "jax.jvp", "jax.linearize"):
                 self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call, via=via)
             elif "tree" in qname:
@@ -391,6 +401,78 @@ class Uses(cst.CSTVisitor):
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
 
+    def judge_kernels(self) -> None:
+        """Once the body is walked: judge each value bound by ``partial`` where the function it is
+        bound to gets it (a Pallas kernel, never a traced value, or a def of the module: its static
+        uses only, as what the partial is called with later is not seen), and each value a local
+        def or lambda given to ``pallas_call`` as its kernel reads from around it."""
+        for kernel in self.kernels:
+            self._captured(kernel)
+        for call, position, keyword, via, packing in self.partials:
+            self.packing = packing
+            try:
+                self._bound(call, position, keyword, via)
+            finally:
+                self.packing = ""
+        self.partials.clear()
+
+    def _bound(self, call: cst.Call, position: int, keyword: str | None, via: Via | None) -> None:
+        func_text = dotted(call.func) or "partial"
+        function = _call_value(call, 0, "func")
+        name = dotted(function) if function is not None else None
+        if function is None or name is None:
+            return
+        if self._is_kernel(call):
+            place = _place(position - 1, keyword)
+            text = f"bound by `{func_text}` as {place} of `{name}`, a Pallas kernel, which cannot capture traced values"
+            self._add(ArgKind.STATIC, text, call, via=via)
+            return
+        helper = self.ctx.helpers.get(name)
+        if helper is None or self.packing or self.depth >= 3 or name in self.bindings:
+            return
+        target = _bound_parameter(helper, position, keyword)
+        if target is None:
+            return
+        where = f"`{name}` (bound by `{func_text}` in {self.where})"
+        inner = Uses.of(helper, target, self.ctx, where, self.depth + 1)
+        found = [*inner.evidence, *annotation_evidence(helper, target, self.ctx, where)]
+        for evidence, weight in found:
+            if via is not None:
+                if evidence.kind is ArgKind.STATIC or weight == DOUBT:
+                    kind, text, weight = via.needs(evidence.text, evidence.kind is ArgKind.STATIC)
+                    self.evidence.append((Evidence(kind, text, evidence.line), weight))
+            elif evidence.kind is not ArgKind.ARRAY:  # array use waits for what the partial is called with
+                self.evidence.append((evidence, weight))
+
+    def _captured(self, kernel: cst.BaseExpression) -> None:
+        """The argument (or a value from it) read inside a kernel defined here, which captures it."""
+        function: cst.FunctionDef | cst.Lambda | None = kernel if isinstance(kernel, cst.Lambda) else None
+        if isinstance(kernel, cst.Name) and kernel.value not in self.names:
+            bound = self.bindings.get(kernel.value, [])
+            if len(bound) == 1 and isinstance(bound[0].node, cst.FunctionDef):
+                function = bound[0].node
+        if function is None:
+            return
+        params = {p.name.value for p in _all_params(function.params)}
+        finder = _NameFinder((self.names | set(self.derived)) - params, self.ctx.imports)
+        walk.visit(function.body, finder)
+        name = function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
+        text = f"read inside `{name}`, a Pallas kernel, which cannot capture traced values"
+        for read in sorted(finder.read):
+            self._add(ArgKind.STATIC, text, function, via=None if read in self.names else self._via(cst.Name(read)))
+
+    def _is_kernel(self, call: cst.Call) -> bool:
+        """Whether the ``partial(...)`` call is given to a ``pallas_call`` as its kernel, itself or
+        through a local bound to it once."""
+        for kernel in self.kernels:
+            if kernel is call:
+                return True
+            if isinstance(kernel, cst.Name):
+                bound = self.bindings.get(kernel.value, [])
+                if len(bound) == 1 and bound[0].values is not None and bound[0].values[0] is call:
+                    return True
+        return False
+
     def _binds_primitive(self, func: cst.BaseExpression, qname: str | None) -> bool:
         """Whether ``func`` is ``<primitive>.bind``: JAX's own, or one the module makes once."""
         if not isinstance(func, cst.Attribute) or func.attr.value != "bind":
@@ -417,6 +499,7 @@ class Uses(cst.CSTVisitor):
                 return
             inner = Uses({params[index]}, self.ctx, where, self.depth + 1)
             walk.visit(mapped.body, inner)
+            inner.judge_kernels()
         elif isinstance(mapped, cst.Name) and mapped.value in self.ctx.helpers and self.depth < 3:
             helper = self.ctx.helpers[mapped.value]
             params = list(positional_params(helper))
@@ -472,13 +555,16 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
 
     def _size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
-        """``x.shape[0]``, ``len(x)``, or a local only ever bound to such a value."""
+        """``x.shape[0]``, ``len(x)``, ``int(x.shape[0])``, or a local only ever bound to such a value."""
         while isinstance(expr, cst.Subscript):
             expr = expr.value
         if isinstance(expr, cst.Attribute):
             return expr.attr.value in SIZE_NAMES
         if isinstance(expr, cst.Call):
-            return is_size_function(self.ctx.imports.qualify(expr.func) or "")
+            qname = self.ctx.imports.qualify(expr.func) or ""
+            if qname == "builtins.int" and len(expr.args) == 1 and not expr.args[0].star:
+                return self._size(expr.args[0].value, depth + 1)  # `int(x.shape[0])`
+            return is_size_function(qname)
         if isinstance(expr, cst.Name) and depth < 3 and expr.value not in self.names:
             found = self.bindings.get(expr.value)
             return bool(found) and all(
@@ -549,10 +635,15 @@ class _NameFinder(cst.CSTVisitor):
     def __init__(self, names: set[str], imports: ImportTable) -> None:
         self.names = names
         self.imports = imports
-        self.found = False
+        self.read: set[str] = set()
+
+    @property
+    def found(self) -> bool:
+        return bool(self.read)
 
     def visit_Name(self, node: cst.Name) -> None:
-        self.found = self.found or node.value in self.names
+        if node.value in self.names:
+            self.read.add(node.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return not (node.attr.value in METADATA_ATTRIBUTES and isinstance(_strip(node.value), cst.Name))
@@ -563,6 +654,21 @@ class _NameFinder(cst.CSTVisitor):
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
         return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
+
+
+def _bound_parameter(func: cst.FunctionDef, position: int, keyword: str | None) -> str | None:
+    """The parameter of ``func`` that ``partial(func, ...)`` binds at its ``position`` or ``keyword``."""
+    if keyword is not None:
+        named = {*positional_params(func), *(p.name.value for p in func.params.kwonly_params)}
+        return keyword if keyword in named else None
+    params = positional_params(func)
+    return params[position - 1] if 0 < position <= len(params) else None
+
+
+def _code(expr: cst.BaseExpression, limit: int = 60) -> str:
+    """An expression's code on one line, cut short when long."""
+    code = " ".join(cst.Module([]).code_for_node(expr).split())
+    return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
 def _place(position: int, keyword: str | None) -> str:
@@ -740,16 +846,21 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
-        roles: list[tuple[str, cst.FunctionDef | None, int]] = [("the primal", site.primal, index)]
+        roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
+            ("the primal", site.primal, index, None)
+        ]
         if site.fwd is not None and site.fwd.node is not None:
-            roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args))
+            roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
         if site.bwd is not None and site.bwd.node is not None:
-            roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args))
-        for role, func, position in roles:
+            roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args, site.bwd.jit))
+        for role, func, position, jit in roles:
             params = positional_params(func) if func is not None else ()
             if func is None or position >= len(params):
                 continue
             where = f"{role} `{func.name.value}`"
+            if jit is not None and _jit_marks(jit, position, params[position]):
+                text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
+                evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
             evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
             evidence.extend(annotation_evidence(func, params[position], ctx, where))
         for call, callers in calls:
@@ -759,6 +870,11 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append(found)
         infos.append(_unseen_primal(site, module, ctx, _decide(index, name, evidence)))
     return infos
+
+
+def _jit_marks(jit: JitSpec, position: int, name: str) -> bool:
+    """Whether a rule's jax.jit marks its parameter at ``position`` (called ``name``) static."""
+    return position in (jit.static_argnums or ()) or name in (jit.static_argnames or ())
 
 
 def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:

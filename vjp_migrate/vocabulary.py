@@ -471,6 +471,7 @@ def library_use(qname: str, position: int, keyword: str | None) -> str:
 # shape, dtype, sharding; of a Pallas kernel: block shapes, compiler options): a Tracer at any of
 # their places fails.
 _PALLAS = "jax.experimental.pallas"
+PALLAS_CALL = f"{_PALLAS}.pallas_call"
 STATIC_CALLS = frozenset(
     {
         "jax.ShapeDtypeStruct",
@@ -487,7 +488,7 @@ STATIC_CALLS = frozenset(
 # Keywords of other jax calls that become hashable parameters of a primitive (a Tracer there
 # fails). Not `pallas_call`'s `grid`: Pallas TPU takes dynamic grid sizes.
 STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
-    f"{_PALLAS}.pallas_call": frozenset(
+    PALLAS_CALL: frozenset(
         {
             "out_shape",
             "in_specs",
