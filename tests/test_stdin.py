@@ -80,3 +80,16 @@ def test_notebook_named_by_stdin_filename_is_read_as_a_notebook() -> None:
     cells = json.loads(out)["cells"]
     assert cells[2]["source"][0] == "@jax.custom_vjp\n"
     assert cells[1]["outputs"] == json.loads(raw)["cells"][1]["outputs"]
+
+
+def test_add_noqa_needs_files() -> None:
+    code, out, err = run("check", "--add-noqa", "-", stdin=SEED.encode())
+    assert (code, out) == (2, b"")
+    assert "Error: --add-noqa needs files (it writes the comments into them), not -" in err
+
+
+def test_stdin_cannot_be_mixed_with_files() -> None:
+    for command in ("check", "fix"):
+        code, out, err = run(command, "-", str(ROOT / "examples"), stdin=SEED.encode())
+        assert (code, out) == (2, b"")
+        assert "Error: - (read stdin) cannot be combined with other paths" in err

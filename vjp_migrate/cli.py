@@ -39,7 +39,7 @@ _exclude = click.option(
 _force_exclude = click.option(
     "--force-exclude",
     is_flag=True,
-    help="Skip also the files named on the command line that the exclude patterns match (for pre-commit).",
+    help="Also skip files named on the command line that the exclude patterns match (for pre-commit).",
 )
 _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
 
@@ -72,6 +72,8 @@ def _options(
 def _request(paths: tuple[Path, ...], options: object, stdin_filename: str, baseline: Path | None = None) -> object:
     from vjp_migrate.runs import Request
 
+    if Path("-") in paths and len(paths) > 1:
+        raise click.UsageError("- (read stdin) cannot be combined with other paths")
     stdin = sys.stdin.buffer.read() if paths == (Path("-"),) else None
     return Request(paths, options, stdin, stdin_filename, baseline)  # type: ignore[arg-type]
 
@@ -161,6 +163,8 @@ def check(
     from vjp_migrate import report, runs
 
     options = _options(select, ignore, exclude, None, config, isolated, force_exclude)
+    if add_noqa and Path("-") in paths:
+        raise click.UsageError("--add-noqa needs files (it writes the comments into them), not -")
     request = _request(paths, options, stdin_filename, baseline)
     if add_noqa:
         results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
