@@ -40,3 +40,12 @@ def test_a_bad_baseline_is_a_usage_error(tmp_path: Path) -> None:
     (tmp_path / "b.json").write_text("[]", encoding="utf-8")
     result = CliRunner().invoke(main, ["check", "--baseline", str(tmp_path / "b.json"), str(tmp_path)])
     assert result.exit_code == 2 and "not a vjp-migrate baseline" in result.output
+
+
+def test_a_baseline_that_cannot_be_written_is_one_line_not_a_traceback(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text(SEED, encoding="utf-8")
+    target = tmp_path / "missing-folder" / "vjp-baseline.json"
+    result = CliRunner().invoke(main, ["check", "--write-baseline", str(target), str(tmp_path)])
+    assert result.exit_code == 2, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    assert f"Error: {target}: cannot be written: No such file or directory" in result.stderr

@@ -209,3 +209,14 @@ def test_console_script_runs_without_jax_or_rich_imported(tmp_path: Path) -> Non
     )
     out = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True, check=True).stdout
     assert out.splitlines()[-1] == "LOADED False False 1"
+
+
+def test_command_list_reads_whole_sentences() -> None:
+    """Click cuts a docstring's first sentence at 45 characters or at `e.g.`; each command says its own."""
+    result = CliRunner().invoke(main, ["--help"], terminal_width=80)
+    commands = result.stdout.split("Commands:\n", 1)[1].splitlines()
+    assert len(commands) == 7
+    for line in commands:
+        _name, summary = line.split(maxsplit=1)
+        assert not summary.endswith(("...", "e.g.", "(e.g.")), line
+        assert summary.endswith("."), line

@@ -131,3 +131,59 @@ def test_invalid_toml_names_the_file(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[tool.vjp-migrate\n", encoding="utf-8")
     with pytest.raises(ConfigError, match="not valid TOML"):
         read_config(tmp_path / "pyproject.toml")
+
+
+def test_exclude_does_not_apply_to_files_named_on_the_command_line(tmp_path: Path) -> None:
+    root = project(tmp_path, "exclude = ['generated']")
+    (root / "generated").mkdir()
+    (root / "generated" / "gen.py").write_text(SEED, encoding="utf-8")
+    assert run("check", str(root / "generated" / "gen.py"))[0] == 1  # as in ruff, without --force-exclude
+
+
+@pytest.mark.parametrize(
+    "table, named",
+    [
+        pytest.param("exclude = ['generated']", "generated/gen.py", id="a folder name"),
+        pytest.param("exclude = ['gen.py']", "generated/gen.py", id="a file name"),
+        pytest.param("extend-exclude = ['generated/*.py']", "generated/gen.py", id="a path from the config's folder"),
+        pytest.param("", "build/gen.py", id="a built-in skip"),
+    ],
+)
+def test_force_exclude_applies_exclude_to_named_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, table: str, named: str
+) -> None:
+    """pre-commit names every file: --force-exclude (in the hooks) makes them obey the configuration."""
+    root = project(tmp_path, table)
+    (root / named).parent.mkdir()
+    (root / named).write_text(SEED, encoding="utf-8")
+    monkeypatch.chdir(root)
+    code, out = run("check", "--force-exclude", named, "pkg/seed.py")
+    assert code == 1
+    assert "generated" not in out and "build" not in out and "in 1 file checked" in out
+    code, out = run("fix", "--force-exclude", named)
+    assert (code, out) == (0, "Nothing to fix.\n")
+    assert (root / named).read_text(encoding="utf-8") == SEED
+
+
+def test_force_exclude_ignores_excluded_names_above_the_project(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "build").mkdir()  # the project itself lives in a folder named like a built-in skip
+    root = project(tmp_path / "build", "")
+    monkeypatch.chdir(root)
+    assert run("check", "--force-exclude", "pkg/seed.py")[0] == 1
+
+
+def test_cli_exclude_path_is_relative_to_the_current_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = project(tmp_path, "")
+    (root / "pkg" / "other.py").write_text(SEED, encoding="utf-8")
+    monkeypatch.chdir(root)
+    code, out = run("check", "--output-format", "concise", "--exclude", "pkg/seed.py", ".")
+    assert code == 1
+    assert {line.split(":")[0] for line in out.splitlines()} == {"pkg/other.py"}
+
+
+def test_config_and_isolated_contradict(tmp_path: Path) -> None:
+    root = project(tmp_path, "ignore = ['VJP001']")
+    code, out = run("check", "--isolated", "--config", str(root / "pyproject.toml"), str(root))
+    assert code == 2 and "--config cannot be used with --isolated" in out

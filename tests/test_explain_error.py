@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import ROOT
 
@@ -59,3 +60,88 @@ def test_definition_not_in_the_traceback_files_exits_1(tmp_path: Path) -> None:
     model.write_text("import jax\n", encoding="utf-8")
     code, out = run(traceback_for(model))
     assert code == 1 and "no custom_vjp called in its frames was found" in out
+
+
+def package(root: Path) -> Path:
+    """mypkg/ops.py defines the custom_vjp; mypkg/__init__.py re-exports it."""
+    (root / "mypkg").mkdir()
+    (root / "mypkg" / "__init__.py").write_text("from .ops import clip_gradient\n", encoding="utf-8")
+    (root / "mypkg" / "ops.py").write_text(SEED, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize(
+    "imports, call",
+    [
+        pytest.param("from mypkg.ops import clip_gradient", "clip_gradient(lo, 1.0, x)", id="from module import"),
+        pytest.param("from mypkg import ops", "ops.clip_gradient(lo, 1.0, x)", id="module attribute"),
+        pytest.param("import mypkg", "mypkg.clip_gradient(lo, 1.0, x)", id="re-exported by the package"),
+    ],
+)
+def test_definition_in_a_module_the_calling_file_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: str, call: str
+) -> None:
+    """JAX drops its own frames, so the traceback ends at the caller: the definition is in an import."""
+    root = package(tmp_path)
+    script = root / "train.py"
+    script.write_text(f"import jax\n{imports}\n\nloss = lambda lo, x: {call}\n", encoding="utf-8")
+    monkeypatch.chdir(root)
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{script}", line 4, in <lambda>\n'
+        f"    loss = lambda lo, x: {call}\n" + ERROR
+    )
+    code, out = run(text)
+    assert code == 0, out
+    assert out.splitlines()[0] == (
+        "mypkg/ops.py:8:5: custom_vjp `clip_gradient` received a JAX Tracer in a position listed in nondiff_argnums"
+    )
+
+
+PYTEST_OUTPUT = """\
+=================================== FAILURES ===================================
+__________________________________ test_grad ___________________________________
+
+    def test_grad():
+        f = jax.jit(jax.grad(lambda lo, x: clip_gradient(lo, 1.0, x)))
+>       assert f(0.0, 2.0) == 0.0
+               ^^^^^^^^^^^
+
+tests/test_ops.py:7:
+_ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _ _
+
+lo = GradTracer(primal=JitTracer(~float32[]), typeof(tangent)=f32[])
+x = JitTracer(~float32[])
+
+>   f = jax.jit(jax.grad(lambda lo, x: clip_gradient(lo, 1.0, x)))
+                                       ^^^^^^^^^^^^^^^^^^^^^^^^^
+E   jax.errors.UnexpectedTracerError: Found a JAX Tracer object passed as an argument to a custom_vjp
+E   function in a position indicated by nondiff_argnums as non-differentiable. Tracers cannot be passed
+E   as non-differentiable arguments to custom_vjp functions.
+
+tests/test_ops.py:6: UnexpectedTracerError
+=========================== short test summary info ============================
+FAILED tests/test_ops.py::test_grad - jax.errors.UnexpectedTracerError: Found...
+"""
+
+TEST_FILE = """\
+import jax
+from mypkg.ops import clip_gradient
+
+
+def test_grad():
+    f = jax.jit(jax.grad(lambda lo, x: clip_gradient(lo, 1.0, x)))
+    assert f(0.0, 2.0) == 0.0
+"""
+
+
+def test_pytest_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = package(tmp_path)
+    (root / "tests").mkdir()
+    (root / "tests" / "test_ops.py").write_text(TEST_FILE, encoding="utf-8")
+    monkeypatch.chdir(root)
+    code, out = run(PYTEST_OUTPUT)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0].startswith("mypkg/ops.py:8:5: custom_vjp `clip_gradient` received a JAX Tracer")
+    assert lines[1] == "  called at tests/test_ops.py:6: f = jax.jit(jax.grad(lambda lo, x: clip_gradient(lo, 1.0, x)))"

@@ -85,3 +85,17 @@ def test_junit_has_a_failure_per_finding_and_an_error_per_bad_file(tmp_path: Pat
 def test_machine_formats_have_no_colour_or_summary(tmp_path: Path, fmt: str) -> None:
     _, out = check(tmp_path, fmt)
     assert "\x1b[" not in out and "Found 2 findings" not in out
+
+
+def test_sarif_uris_are_percent_encoded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative path is a URI reference: a space or `#` (a fragment) must be escaped."""
+    (tmp_path / "my models").mkdir()
+    (tmp_path / "my models" / "clip#1.py").write_text(SEED, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--output-format", "sarif", "my models"], catch_exceptions=False)
+    uris = {
+        location["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(result.stdout)["runs"][0]["results"]
+        for location in r["locations"]
+    }
+    assert uris == {"my%20models/clip%231.py"}

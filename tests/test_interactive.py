@@ -54,3 +54,42 @@ def test_users_of_a_shared_rule_are_asked_about_once(tmp_path: Path) -> None:
     assert "custom_vjp `clip_min`, `clip_max`" in result.stdout
     assert target.read_bytes() == (FIXTURES / "shared_bwd_same_positions" / "after.py").read_bytes()
     assert result.exit_code == 0
+
+
+def test_a_walk_reads_only_files_that_mention_a_trigger_as_fix_does(tmp_path: Path) -> None:
+    (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "unrelated.py").write_text("def broken(:\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(tmp_path)], input="y\n", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "unrelated.py" not in result.output
+
+
+def test_an_unreadable_file_gets_the_usual_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    target = tmp_path / "seed.py"
+    target.write_text(SEED, encoding="utf-8")
+    real = Path.read_bytes
+
+    def read_bytes(self: Path) -> bytes:
+        if self == target:
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self)
+
+    monkeypatch.setattr(Path, "read_bytes", read_bytes)  # as root, chmod 000 would not stop the read
+    result = CliRunner().invoke(main, ["fix", "-i", str(target)], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stderr == f"{target}: error: cannot be read: Permission denied\n"
+
+
+def test_a_notebook_is_not_skipped_silently(tmp_path: Path) -> None:
+    from test_notebook import notebook_text
+
+    target = tmp_path / "clip.ipynb"
+    target.write_text(notebook_text(), encoding="utf-8")
+    (tmp_path / "other.ipynb").write_text(notebook_text([("code", "import jax")]), encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 1  # its findings remain
+    assert "clip.ipynb:cell 3:2:19: VJP001" in result.stdout
+    assert result.stderr == (
+        f"vjp-migrate: {target}: notebooks are not reviewed site by site; "
+        f"`vjp-migrate fix --diff {target}` shows their change\n"
+    )

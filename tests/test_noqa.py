@@ -56,6 +56,19 @@ def test_add_noqa_writes_one_comment_and_merges() -> None:
     assert check_source(new) == []
 
 
+def test_words_after_the_codes_are_no_codes() -> None:
+    assert noqa_lines("x = 1  # noqa: E501 keep the long line\n") == {1: frozenset({"E501"})}
+    assert noqa_lines("x = 1  # noqa:VJP001,E501 - generated\n") == {1: frozenset({"VJP001", "E501"})}
+
+
+def test_add_noqa_keeps_the_words_after_the_codes() -> None:
+    code = SEED.replace(DEF, DEF + "  # noqa: E501 keep the long line")
+    new, changed = add_noqa(code, check_source(code))
+    assert changed == 1
+    assert "def clip_gradient(lo, hi, x):  # noqa: E501, VJP001 keep the long line\n" in new
+    assert check_source(new) == []
+
+
 def test_add_noqa_cli_then_check_is_clean(tmp_path: Path) -> None:
     target = tmp_path / "seed.py"
     target.write_text(SEED, encoding="utf-8")

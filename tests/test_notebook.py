@@ -89,6 +89,17 @@ def test_fix_rewrites_across_cells_and_keeps_everything_else(tmp_path: Path) -> 
     assert run("check", str(target))[0] == 0
 
 
+def test_add_noqa_writes_in_the_cell_and_keeps_everything_else(tmp_path: Path) -> None:
+    target = tmp_path / "clip.ipynb"
+    target.write_text(notebook_text(), encoding="utf-8")
+    code, out = run("check", "--add-noqa", str(target))
+    assert (code, out) == (0, "Added noqa comments for 2 findings.\n")
+    expected = list(CELLS)
+    expected[2] = ("code", CELLS[2][1].replace("hi, x):\n", "hi, x):  # noqa: VJP001\n"))
+    assert target.read_text(encoding="utf-8") == notebook_text(expected)
+    assert run("check", str(target))[0] == 0
+
+
 @pytest.mark.parametrize(
     "magic",
     [

@@ -57,6 +57,10 @@ def try_repo(hook_repo: Path, home: Path, user: Path) -> subprocess.CompletedPro
 def user_repo(tmp_path: Path) -> Path:
     (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
     (tmp_path / "notes.txt").write_text("nondiff_argnums\n", encoding="utf-8")
+    # pre-commit names every file; the hooks' --force-exclude makes the configuration's exclude hold.
+    (tmp_path / "pyproject.toml").write_text("[tool.vjp-migrate]\nexclude = ['generated']\n", encoding="utf-8")
+    (tmp_path / "generated").mkdir()
+    (tmp_path / "generated" / "gen.py").write_text(SEED, encoding="utf-8")
     git("init", "-q", cwd=tmp_path)
     git("add", "-A", cwd=tmp_path)
     return tmp_path
@@ -70,7 +74,8 @@ def test_hooks_report_then_fix_then_pass(hook_repo: Path, pre_commit_home: Path,
     assert result.returncode == 1, out + result.stderr
     check, fix = out.split("vjp-migrate (fix)")
     assert "vjp-migrate (check)" in check and "Failed" in check
-    assert "seed.py:8:19: VJP001" in check and "notes.txt" not in out
+    assert "seed.py:8:19: VJP001" in check and "notes.txt" not in out and "gen.py" not in out
+    assert (user / "generated" / "gen.py").read_text(encoding="utf-8") == SEED
     assert "files were modified by this hook" in fix
     assert "@jax.custom_vjp\n" in (user / "seed.py").read_text(encoding="utf-8")
     git("add", "-A", cwd=user)  # what a user does after the fix hook: re-stage, commit again

@@ -392,6 +392,10 @@ def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -
 
     def work() -> FileResult:
         source = decode(data)
+        if path.suffix == ".ipynb":
+            from vjp_migrate.notebook import check_notebook
+
+            return FileResult(path, Status.OK, diagnostics=check_notebook(source.text, name, settings))
         return FileResult(
             path, Status.OK, diagnostics=analyze(source.text, name, settings, parse_anyway=True).diagnostics
         )
@@ -405,6 +409,10 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
 
     def work() -> FileResult:
         source = decode(data)
+        if path.suffix == ".ipynb":
+            from vjp_migrate.notebook import fix_notebook
+
+            return _fixed(path, source.text, fix_notebook(source.text, name, settings))
         return _fixed(path, source.text, fix_source(source.text, path=name, settings=settings))
 
     return _guard(path, work)

@@ -21,7 +21,7 @@ VERSION = 1
 
 
 class BaselineError(ValueError):
-    """A baseline that cannot be read; the message is one line."""
+    """A baseline that cannot be read or written; the message is one line."""
 
 
 def _relative(path: str, root: Path) -> str:
@@ -46,7 +46,10 @@ def render_baseline(results: Sequence[FileResult], root: Path) -> str:
 def write_baseline(results: Sequence[FileResult], path: Path) -> int:
     """Write the baseline; returns the number of findings recorded."""
     text = render_baseline(results, path.parent)
-    path.write_text(text, encoding="utf-8")
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as error:
+        raise BaselineError(f"{path}: cannot be written: {error.strerror or error}") from None
     return sum(len(r.diagnostics) for r in results)
 
 

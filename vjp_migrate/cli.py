@@ -5,11 +5,14 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import click
 
 from vjp_migrate import __version__
+
+if TYPE_CHECKING:
+    from vjp_migrate.model import FileResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 T = TypeVar("T")
@@ -28,7 +31,15 @@ _stdin_name = click.option(
     "--stdin-filename", default="-", help="The name to report for source read from stdin (PATH '-')."
 )
 _exclude = click.option(
-    "--exclude", multiple=True, help="File or folder name patterns to skip (fnmatch), on top of the built-in ones."
+    "--exclude",
+    multiple=True,
+    help="File or folder names to skip (fnmatch patterns; with a slash: paths from the current folder), "
+    "on top of the built-in ones and the configuration's.",
+)
+_force_exclude = click.option(
+    "--force-exclude",
+    is_flag=True,
+    help="Also skip files named on the command line that the exclude patterns match (for pre-commit).",
 )
 _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
 
@@ -46,16 +57,23 @@ def _options(
     unsafe_fixes: bool | None,
     config: Path | None,
     isolated: bool,
+    force_exclude: bool,
 ) -> object:
     from vjp_migrate.config import CliOptions
 
+    if config is not None and isolated:
+        raise click.UsageError("--config cannot be used with --isolated (which ignores every configuration file)")
     sel, ign = _codes(select), _codes(ignore)
-    return CliOptions(tuple(sel) if sel else None, tuple(ign) if ign else None, exclude, unsafe_fixes, config, isolated)
+    return CliOptions(
+        tuple(sel) if sel else None, tuple(ign) if ign else None, exclude, unsafe_fixes, config, isolated, force_exclude
+    )
 
 
 def _request(paths: tuple[Path, ...], options: object, stdin_filename: str, baseline: Path | None = None) -> object:
     from vjp_migrate.runs import Request
 
+    if Path("-") in paths and len(paths) > 1:
+        raise click.UsageError("- (read stdin) cannot be combined with other paths")
     stdin = sys.stdin.buffer.read() if paths == (Path("-"),) else None
     return Request(paths, options, stdin, stdin_filename, baseline)  # type: ignore[arg-type]
 
@@ -95,7 +113,7 @@ _cache_dir = click.option(
 )
 
 
-@main.command()
+@main.command(short_help="Report old-style custom_vjp functions.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
@@ -108,6 +126,7 @@ _cache_dir = click.option(
 @_reasons
 @_stdin_name
 @_exclude
+@_force_exclude
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @_config
 @_isolated
@@ -129,6 +148,7 @@ def check(
     show_reasons: bool,
     stdin_filename: str,
     exclude: tuple[str, ...],
+    force_exclude: bool,
     exit_zero: bool,
     config: Path | None,
     isolated: bool,
@@ -142,7 +162,9 @@ def check(
     """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
     from vjp_migrate import report, runs
 
-    options = _options(select, ignore, exclude, None, config, isolated)
+    options = _options(select, ignore, exclude, None, config, isolated, force_exclude)
+    if add_noqa and Path("-") in paths:
+        raise click.UsageError("--add-noqa needs files (it writes the comments into them), not -")
     request = _request(paths, options, stdin_filename, baseline)
     if add_noqa:
         results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
@@ -158,7 +180,7 @@ def check(
     if write_baseline is not None:
         from vjp_migrate.baseline import write_baseline as write
 
-        count = write(results, write_baseline)
+        count = _guarded(lambda: write(results, write_baseline))
         click.echo(f"Recorded {count} finding{'s' if count != 1 else ''} in {write_baseline}.", err=True)
     report.print_errors(results)
     if output_format == "text":
@@ -171,7 +193,7 @@ def check(
     sys.exit(EXIT_FINDINGS if found and not exit_zero else EXIT_CLEAN)
 
 
-@main.command()
+@main.command(short_help="Rewrite old-style custom_vjp functions in place.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
@@ -182,6 +204,7 @@ def check(
 @_reasons
 @_stdin_name
 @_exclude
+@_force_exclude
 @_config
 @_isolated
 @click.option(
@@ -209,6 +232,7 @@ def fix(
     show_reasons: bool,
     stdin_filename: str,
     exclude: tuple[str, ...],
+    force_exclude: bool,
     config: Path | None,
     isolated: bool,
     interactive: bool,
@@ -219,7 +243,7 @@ def fix(
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
     from vjp_migrate import report, runs
 
-    options = _options(select, ignore, exclude, unsafe_fixes, config, isolated)
+    options = _options(select, ignore, exclude, unsafe_fixes, config, isolated, force_exclude)
     if interactive:
         from vjp_migrate.interactive import review
 
@@ -233,12 +257,11 @@ def fix(
         report.print_errors(results)
         report.print_fix(results, False, show_reasons)
     elif paths == (Path("-"),):
-        (result,) = _guarded(lambda: runs.fix(_request(paths, options, stdin_filename), write=False))  # type: ignore[arg-type]
-        report.print_errors([result])
-        if result.status.value == "failed":
-            sys.exit(EXIT_ERROR)
-        sys.stdout.write(result.new_text or "")
+        request = _request(paths, options, stdin_filename)
+        (result,) = _guarded(lambda: runs.fix(request, write=False))  # type: ignore[arg-type]
         results = [result]
+        report.print_errors(results)
+        click.echo(_stdin_output(request.stdin, result, diff), nl=False)  # type: ignore[attr-defined]
         for d in result.remaining:
             sys.stderr.write(report.concise_line(d) + "\n")
     else:
@@ -263,11 +286,27 @@ def fix(
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
 
 
+def _stdin_output(data: bytes, result: FileResult, diff: bool) -> bytes | str:
+    """What `fix -` prints: the migrated source in the input's own bytes (encoding cookie, BOM), or
+    its diff. An editor may put this in place of its buffer, so a source that cannot be processed
+    comes back unchanged."""
+    from vjp_migrate import report
+    from vjp_migrate.model import Status
+
+    if result.status is Status.FAILED:
+        return "" if diff else data
+    if diff:
+        return report.unified_diff(result) if result.changed else ""
+    from vjp_migrate.source import decode, encode
+
+    return encode(decode(data), result.new_text or "")
+
+
 def _notice(message: str) -> None:
     click.echo(f"vjp-migrate: {message}", err=True)
 
 
-@main.command("explain-error")
+@main.command("explain-error", short_help="Find the custom_vjp behind a nondiff_argnums Tracer error.")
 @click.argument("traceback_file", required=False, type=click.File("r", encoding="utf-8", errors="replace"), default="-")
 def explain_error(traceback_file: object) -> None:
     """Read a traceback (file or stdin) with JAX's nondiff_argnums Tracer error; point at the fix.
@@ -286,7 +325,7 @@ _file = click.Path(exists=True, dir_okay=False, path_type=Path)
 _file_or_folder = click.Path(exists=True, path_type=Path)
 
 
-@main.command("verify")
+@main.command("verify", short_help="Prove a migration with real JAX gradients.")
 @click.argument("before", type=_file_or_folder)
 @click.argument("after", type=_file_or_folder)
 @click.option("--examples", type=_file, help="A Python file defining EXAMPLES = {'name': [args_tuple, ...]}.")
@@ -331,7 +370,11 @@ def verify_command(
     sys.exit(result.exit_code)
 
 
-@main.command("record", context_settings={"ignore_unknown_options": True})
+@main.command(
+    "record",
+    context_settings={"ignore_unknown_options": True},
+    short_help="Record custom_vjp inputs while a command runs.",
+)
 @click.option(
     "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The recording to write (.npz)."
 )
@@ -347,7 +390,7 @@ def record_command(out: Path, max_calls: int, timeout: float | None, command: tu
     sys.exit(result.exit_code)
 
 
-@main.command()
+@main.command(short_help="Print the documentation of one rule.")
 @click.argument("code")
 def explain(code: str) -> None:
     """Print the documentation of one rule (e.g. VJP001)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,7 @@ class CliOptions:
     unsafe_fixes: bool | None = None
     config: Path | None = None
     isolated: bool = False
+    force_exclude: bool = False  # the exclude patterns apply to paths named on the command line too
 
 
 @dataclass(frozen=True)
@@ -100,11 +101,8 @@ def read_config(path: Path) -> FileConfig:
     if unsafe is not None and not isinstance(unsafe, bool):
         raise ConfigError(f"{path}: [tool.vjp-migrate] unsafe-fixes must be true or false")
     base = path.parent.resolve()
-    # Patterns with a slash are anchored at the config's folder; bare names match any file or folder.
     exclude = tuple(
-        p if "/" not in p else (base / p.strip("/")).as_posix()
-        for key in ("exclude", "extend-exclude")
-        for p in _strings(table.get(key, []), key, path)
+        _anchored(p, base) for key in ("exclude", "extend-exclude") for p in _strings(table.get(key, []), key, path)
     )
     return FileConfig(
         path=path,
@@ -149,11 +147,33 @@ def merge(file: FileConfig, cli: CliOptions) -> tuple[Settings, tuple[str, ...]]
         where = f"{file.path}: " if file.path and cli.select is None and cli.ignore is None else ""
         raise ConfigError(f"{where}{error}") from None
     settings = Settings(chosen, unsafe, static_args=frozenset(file.static_args), array_args=frozenset(file.array_args))
-    return settings, tuple(file.exclude) + tuple(cli.exclude)
+    return settings, tuple(file.exclude) + tuple(_anchored(p, Path.cwd()) for p in cli.exclude)
+
+
+def _anchored(pattern: str, base: Path) -> str:
+    """A pattern with a slash is a path from ``base``; a bare one matches names anywhere."""
+    return pattern if "/" not in pattern else (base / pattern.strip("/")).as_posix()
 
 
 def groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
-    """The paths grouped by the configuration that applies to them, in the order given."""
+    """The paths grouped by the configuration that applies to them, in the order given.
+
+    With ``force_exclude``, a named path its group's exclude patterns (or the built-in skips)
+    match is left out, as the walk of a folder leaves it out.
+    """
+    found = _groups(paths, cli)
+    if not cli.force_exclude:
+        return found
+    from vjp_migrate.discover import force_excluded
+
+    def kept(path: Path, group: Group) -> bool:
+        root = group.config_path.parent if group.config_path is not None else Path.cwd()
+        return str(path) == "-" or not force_excluded(path, group.exclude, root)
+
+    return [replace(g, paths=[p for p in g.paths if kept(p, g)]) for g in found]
+
+
+def _groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
     if cli.isolated:
         settings, exclude = merge(FileConfig(), cli)
         return [Group(settings, exclude, list(paths))]

@@ -91,11 +91,38 @@ def _ignored(path: Path, is_dir: bool, rules: Sequence[_Rule]) -> bool:
     return ignored
 
 
-def _excluded(entry: os.DirEntry[str], pattern: str) -> bool:
+def _matches(path: str, name: str, pattern: str) -> bool:
     """A bare pattern matches a name; one with a slash matches the absolute path (configuration)."""
     if "/" in pattern:
-        return fnmatch.fnmatchcase(os.path.abspath(entry.path).replace(os.sep, "/"), pattern)
-    return fnmatch.fnmatchcase(entry.name, pattern)
+        return fnmatch.fnmatchcase(os.path.abspath(path).replace(os.sep, "/"), pattern)
+    return fnmatch.fnmatchcase(name, pattern)
+
+
+def _excluded(entry: os.DirEntry[str], pattern: str) -> bool:
+    return _matches(entry.path, entry.name, pattern)
+
+
+def _skipped_folder(name: str) -> bool:
+    return name in SKIP_DIRS or name.endswith(".egg-info")
+
+
+def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
+    """Whether a path named on the command line would be skipped had a walk from ``root`` found it.
+
+    Only the path's own name and the folders between it and ``root`` count (a project that
+    lives in a folder named `build` is not excluded); outside ``root``, only its own name.
+    """
+    absolute = Path(os.path.abspath(path))
+    try:
+        between = absolute.relative_to(os.path.abspath(root)).parents
+    except ValueError:
+        between = ()
+    folders = [absolute.parents[i] for i in range(len(between) - 1)]
+    if absolute.is_dir() and between:
+        folders.insert(0, absolute)
+    if any(_skipped_folder(folder.name) for folder in folders):
+        return True
+    return any(_matches(str(p), p.name, pattern) for p in (absolute, *folders) for pattern in exclude)
 
 
 def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterator[Path]:
@@ -117,7 +144,7 @@ def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterat
         except OSError:
             continue
         if is_dir:
-            if entry.name in SKIP_DIRS or entry.name.endswith(".egg-info") or _ignored(path, True, rules):
+            if _skipped_folder(entry.name) or _ignored(path, True, rules):
                 continue
             if (path / "pyvenv.cfg").exists():  # a virtualenv under another name
                 continue

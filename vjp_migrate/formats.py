@@ -9,6 +9,7 @@ import difflib
 import json
 from collections.abc import Sequence
 from pathlib import Path
+from urllib.parse import quote
 from xml.etree import ElementTree as ET
 
 from vjp_migrate.codes import BY_CODE, CODES, explain
@@ -45,7 +46,7 @@ def render_github(results: Sequence[FileResult]) -> str:
 
 def _uri(path: str) -> str:
     candidate = Path(path)
-    return candidate.as_uri() if candidate.is_absolute() else candidate.as_posix()
+    return candidate.as_uri() if candidate.is_absolute() else quote(candidate.as_posix())
 
 
 def _rule(code: str) -> dict[str, object]:

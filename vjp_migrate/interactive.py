@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from vjp_migrate import api
+from vjp_migrate.codes import triggers_for
 from vjp_migrate.config import CliOptions, groups
 from vjp_migrate.discover import discover
 from vjp_migrate.files import write_atomically
@@ -38,9 +39,15 @@ def _answer(ask: Ask) -> str:
             return answer
 
 
-def review_file(path: Path, settings: Settings, show: Show, ask: Ask) -> FileResult:
-    """Ask about each site of one file; write the accepted ones. Raises _Quit after writing on q."""
+def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: bool = True) -> FileResult:
+    """Ask about each site of one file; write the accepted ones. Raises _Quit after writing on q.
+
+    A file found by walking a folder is read only when it mentions a word the selected codes
+    need, as `fix` reads it (so a syntax error in an unrelated file is no error).
+    """
     data = path.read_bytes()
+    if not explicit and not any(word in data for word in triggers_for(settings.select)):
+        return FileResult(path, Status.OK)
     source = decode(data)
     analysis = api.analyze(source.text, str(path), settings, parse_anyway=True)
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
@@ -98,13 +105,20 @@ def review(
         candidates, rejected = discover(group.paths, group.exclude)
         results.extend(FileResult(r.path, Status.FAILED, r.reason) for r in rejected)
         for candidate in candidates:
-            if candidate.path.suffix == ".ipynb":
+            if candidate.path.suffix == ".ipynb":  # reported, left as they are
+                checked = api.check_file(candidate.path, group.settings, candidate.explicit)
+                if any(d.fixable for d in checked.diagnostics):
+                    (notice or show)(
+                        f"{candidate.path}: notebooks are not reviewed site by site; "
+                        f"`vjp-migrate fix --diff {candidate.path}` shows their change"
+                    )
+                results.append(checked)
                 continue
             try:
-                results.append(review_file(candidate.path, group.settings, show, ask))
+                results.append(review_file(candidate.path, group.settings, show, ask, candidate.explicit))
             except _Quit as stop:
                 results.append(stop.args[0])
                 return results
             except (SourceError, OSError) as error:
-                results.append(FileResult(candidate.path, Status.FAILED, str(error)))
+                results.append(api.failed_result(candidate.path, error))
     return results

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 
 from vjp_migrate.model import Diagnostic, SiteDecision, VjpSite
 
-# flake8's own spelling: `# noqa`, `#noqa:VJP001`, `# NOQA: VJP001, VJP002`.
-NOQA = re.compile(r"#\s*noqa(?::[\s]?(?P<codes>[A-Z][A-Z0-9]*(?:[,\s]+[A-Z][A-Z0-9]*)*))?", re.IGNORECASE)
+# flake8's own spelling: `# noqa`, `#noqa:VJP001`, `# NOQA: VJP001, VJP002`. A code is letters then
+# digits (or this tool's prefix `VJP`), so words after the codes (`noqa: E501 generated`) are no codes.
+_CODE = r"(?:[A-Z]+[0-9]+|VJP)\b"
+NOQA = re.compile(rf"#\s*noqa(?::[\s]?(?P<codes>{_CODE}(?:[,\s]+{_CODE})*))?", re.IGNORECASE)
 ALL = None  # a bare noqa: every code
 
 NoqaMap = dict[int, "frozenset[str] | None"]

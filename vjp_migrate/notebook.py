@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,6 +112,20 @@ def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
     number = max((n for n, start in notebook.cell_starts.items() if start <= d.line), default=0)
     start = notebook.cell_starts.get(number, 1)
     return dataclasses.replace(d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1)
+
+
+def add_noqa(raw: str, diagnostics: Sequence[Diagnostic]) -> str:
+    """The notebook's JSON text with `# noqa: CODE` on the line of each finding (located by cell)."""
+    from vjp_migrate.noqa import add_noqa as add_to_module
+
+    notebook = read(raw)
+    in_module = [
+        dataclasses.replace(d, line=notebook.cell_starts[d.cell - 1] + d.line - 1)
+        for d in diagnostics
+        if d.cell is not None
+    ]
+    code, changed = add_to_module(notebook.code, in_module)
+    return write(notebook, code) if changed else raw
 
 
 def check_notebook(raw: str, path: str, settings: Settings) -> tuple[Diagnostic, ...]:

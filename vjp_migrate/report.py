@@ -16,7 +16,7 @@ FORMATS = ("text", "concise", "json", "github", "sarif", "junit")
 
 
 def _use_colour(stream: TextIO) -> bool:
-    return stream.isatty() and "NO_COLOR" not in os.environ
+    return stream.isatty() and not os.environ.get("NO_COLOR")  # set and empty counts as unset (no-color.org)
 
 
 def diagnostic_json(d: Diagnostic) -> dict[str, object]:
@@ -83,7 +83,7 @@ def _print(pieces: list[tuple[str, str]], stream: TextIO) -> None:
     text = Text()
     for style, piece in pieces:
         text.append(piece, style=styles.get(style, ""))
-    Console(file=stream, highlight=False, soft_wrap=True).print(text)
+    Console(file=stream, highlight=False, soft_wrap=True, force_terminal=True, no_color=False).print(text)
 
 
 def print_errors(results: Sequence[FileResult], stream: TextIO | None = None) -> None:
@@ -108,8 +108,10 @@ def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextI
         summary = f"Found {len(findings)} finding{plural} ({fixable} fixable) in {files}{errors}."
         hint = " Run `vjp-migrate fix` to apply the fixes." if fixable else ""
         _print([("plain", summary + hint)], stream)
+    elif failed:
+        _print([("plain", f"No findings in {files}{errors}.")], stream)
     else:
-        _print([("ok", f"All checks passed ({files}{errors}).")], stream)
+        _print([("ok", f"All checks passed ({files}).")], stream)
 
 
 def unified_diff(result: FileResult) -> str:
@@ -136,6 +138,9 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
         left += f"; {_findings_in(refused)} not written"
     if done or remaining or refused:
         _print([("plain", f"{verb} {_findings_in(done)}{left}.")], stream)
+    elif failed := sum(1 for r in results if r.status is Status.FAILED):
+        files = f"{failed} file{'s' if failed != 1 else ''}"
+        _print([("plain", f"Nothing to fix ({files} could not be processed).")], stream)
     else:
         _print([("ok", "Nothing to fix.")], stream)
 

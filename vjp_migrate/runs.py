@@ -119,17 +119,22 @@ def add_noqa(request: Request, notice: api.Notice | None = None) -> list[FileRes
 
     results = []
     for result in check(request, notice=notice):
-        if result.status is not Status.OK or not result.diagnostics or result.path.suffix == ".ipynb":
+        if result.status is not Status.OK or not result.diagnostics:
             results.append(result)
             continue
         from vjp_migrate.source import SourceError, decode
 
         try:
             text = decode(result.path.read_bytes()).text
+            if result.path.suffix == ".ipynb":
+                from vjp_migrate.notebook import add_noqa as add_to_notebook
+
+                new_text = add_to_notebook(text, result.diagnostics)
+            else:
+                new_text, _ = add(text, result.diagnostics)
         except (OSError, SourceError) as error:
             results.append(api.failed_result(result.path, error))
             continue
-        new_text, _ = add(text, result.diagnostics)
         # Written like a fix: a read-only file or one edited meanwhile comes back FAILED, untouched.
         results.append(api.write_result(dataclasses.replace(result, old_text=text, new_text=new_text)))
     return results
