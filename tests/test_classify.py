@@ -1012,6 +1012,47 @@ def test_a_callbacks_host_function_cannot_capture_a_traced_value() -> None:
         jax.jit(scaled)(jnp.ones(4), 2.0)
 
 
+@pytest.mark.parametrize(
+    ("primal", "reason"),
+    [
+        pytest.param(
+            lines(f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, **a)"),
+            "unpacked by `**` as the attributes of `call`, the function `jax.ffi.ffi_call` returns",
+            id="dict unpacked",
+        ),
+        pytest.param(
+            f"return jax.ffi.ffi_call('scale', {SHAPE})(x, eps=a)",
+            "passed as the attribute `eps=` of `jax.ffi.ffi_call(...)`",
+            id="keyword in place",
+        ),
+        pytest.param(
+            lines("eps = a * 2", f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, eps=eps)"),
+            "through `eps` (from `a`, line",
+            id="derived value",
+        ),
+    ],
+)
+def test_the_attributes_of_an_ffi_call_are_static(primal: str, reason: str) -> None:
+    # bwd's arithmetic on `a` used to make it array data (it was "not analysed" in the primal).
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.STATIC, reasons
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_an_ffi_calls_operand_is_array_data() -> None:
+    primal = lines(f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, a, eps=1e-6)")
+    assert classify(primal, "return (g * a,)")[0] is ArgKind.ARRAY
+
+
+def test_an_ffi_attribute_cannot_be_a_tracer() -> None:
+    def scale(x: jax.Array, eps: float) -> jax.Array:
+        return jax.ffi.ffi_call("no_such_target", jax.ShapeDtypeStruct(x.shape, x.dtype))(x, eps=eps)  # type: ignore[no-any-return]
+
+    jax.jit(lambda x: scale(x, 1e-6)).lower(jnp.ones(3))  # lowering needs no registered target
+    with pytest.raises(TypeError, match="Non-hashable keyword argument to ffi_call"):
+        jax.jit(scale).lower(jnp.ones(3), 1e-6)
+
+
 def _rule_jit_site(fwd_jit: str, bwd_jit: str) -> tuple[ArgKind, tuple[str, ...]]:
     code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, a):\n    return x * a\n"
     code += f"{fwd_jit}def f_fwd(x, a):\n    return x * a, None\n"

@@ -27,6 +27,7 @@ from vjp_migrate.vocabulary import (
     CONTAINER_ANNOTATION_NAMES,
     CONTAINER_METHODS,
     DATA,
+    FFI_CALLS,
     HOST_ARRAY_ANNOTATIONS,
     HOST_CALLBACKS,
     HOST_CONVERSIONS,
@@ -307,11 +308,15 @@ class Uses(cst.CSTVisitor):
             if isinstance(node.func.value, cst.Name) and node.func.value.value in self.names:
                 text = f"has its method `.{method}()` called, which arrays do not have (maybe not a pytree of arrays)"
                 self._add(ArgKind.UNKNOWN, text, node, weight=OBJECT)
+        ffi = self._ffi_function(node.func)
         positional = 0
         for arg in node.args:
             if arg.keyword is None and arg.star:
                 positional = -1_000  # positions after *args are unknown
             keyword = arg.keyword.value if arg.keyword else None
+            if ffi is not None and (keyword is not None or arg.star == "**"):
+                self._ffi_attributes(node, ffi, arg)
+                continue
             if self._rooted(arg.value) and not arg.star:
                 self._call_arg(node, positional if keyword is None else -1, keyword)
             elif not arg.star and (holder := self._packed(arg.value)) is not None:
@@ -336,6 +341,30 @@ class Uses(cst.CSTVisitor):
             return
         if kernel is not None:
             self.kernels.append((kernel, what))
+
+    def _ffi_function(self, func: cst.BaseExpression) -> str | None:
+        """How to name ``func`` if it is a function ``jax.ffi.ffi_call(...)`` returns, called in place
+        or through a local bound to it once; None if it is not one."""
+        made = func
+        if isinstance(func, cst.Name) and func.value not in self.names:
+            bound = self.bindings.get(func.value, [])
+            if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
+                made = bound[0].values[0]
+        if not isinstance(made, cst.Call) or self.ctx.imports.qualify(made.func) not in FFI_CALLS:
+            return None
+        ffi_call = dotted(made.func)
+        return f"`{func.value}`, the function `{ffi_call}` returns" if made is not func else f"`{ffi_call}(...)`"
+
+    def _ffi_attributes(self, call: cst.Call, ffi: str, arg: cst.Arg) -> None:
+        """An FFI call's keyword arguments (or a dict unpacked by ``**``) are its static attributes."""
+        if arg.keyword is None:
+            text = f"unpacked by `**` as the attributes of {ffi}, which needs them static"
+        else:
+            text = f"passed as the attribute `{arg.keyword.value}=` of {ffi}, which needs it static"
+        if self._rooted(arg.value):
+            self._add(ArgKind.STATIC, text, call)
+        elif (via := self._via(arg.value)) is not None:
+            self._add(ArgKind.STATIC, text, call, via=via)
 
     def _packed(self, expr: cst.BaseExpression) -> str | None:
         """Where the argument sits inside a tuple or list literal passed whole (`jnp.stack([x, a])`,
