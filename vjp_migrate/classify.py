@@ -345,15 +345,15 @@ class Uses(cst.CSTVisitor):
     def _ffi_function(self, func: cst.BaseExpression) -> str | None:
         """How to name ``func`` if it is a function ``jax.ffi.ffi_call(...)`` returns, called in place
         or through a local bound to it once; None if it is not one."""
-        made = func
+        made, local = func, None
         if isinstance(func, cst.Name) and func.value not in self.names:
             bound = self.bindings.get(func.value, [])
             if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
-                made = bound[0].values[0]
+                made, local = bound[0].values[0], func.value
         if not isinstance(made, cst.Call) or self.ctx.imports.qualify(made.func) not in FFI_CALLS:
             return None
         ffi_call = dotted(made.func)
-        return f"`{func.value}`, the function `{ffi_call}` returns" if made is not func else f"`{ffi_call}(...)`"
+        return f"`{local}`, the function `{ffi_call}` returns" if local else f"`{ffi_call}(...)`"
 
     def _ffi_attributes(self, call: cst.Call, ffi: str, arg: cst.Arg) -> None:
         """An FFI call's keyword arguments (or a dict unpacked by ``**``) are its static attributes."""
