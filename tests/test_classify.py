@@ -901,6 +901,158 @@ def test_a_value_bound_by_partial_to_a_module_def_is_judged_there(step: str, bou
         assert any("in `step` (bound by `partial` in the primal `f`)" in r for r in reasons), reasons
 
 
+SLICER = "def helper(n, x):\n        return x[:n]\n"
+
+
+@pytest.mark.parametrize(
+    "extra",
+    [
+        pytest.param(f"HAS_JAX = True\nif HAS_JAX:\n    {SLICER}", id="if"),
+        pytest.param(f"if not jax:\n    pass\nelif jax:\n    {SLICER}", id="elif"),
+        pytest.param(
+            f"try:\n    import scipy\nexcept ImportError:\n    scipy = None\nelse:\n    {SLICER}", id="try else"
+        ),
+        pytest.param(f"try:\n    {SLICER}except ImportError:\n    pass\n", id="try body"),
+        pytest.param(f"import warnings\nwith warnings.catch_warnings():\n    {SLICER}", id="with"),
+    ],
+)
+def test_a_helper_defined_in_a_module_level_block_is_followed(extra: str) -> None:
+    # `if HAS_JAX: def helper ...` (photonix) used to be "not analysed".
+    kind, reasons, _ = classify("return helper(a, x)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("used as a slice bound in helper `helper`" in r for r in reasons), reasons
+
+
+def test_array_use_in_a_helper_defined_in_a_block_counts() -> None:
+    kind, reasons, _ = classify("return helper(a, x)", extra="if jax:\n    def helper(n, x):\n        return x * n\n")
+    assert kind is ArgKind.ARRAY, reasons
+    assert any("used in arithmetic in helper `helper`" in r for r in reasons), reasons
+
+
+def test_a_def_whose_name_the_module_also_imports_is_not_followed() -> None:
+    # Which of the two a call reaches is not known: the def's static use alone proves nothing.
+    extra = f"try:\n    from fast import helper\nexcept ImportError:\n    {SLICER}"
+    kind, reasons, _ = classify("return helper(a, x)", extra=extra)
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert any("passed to `helper`, which is not analysed" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("other", "expected"),
+    [
+        pytest.param("return x[:n] * 2", ArgKind.STATIC, id="static in both"),
+        pytest.param("return x * n", ArgKind.UNKNOWN, id="array use in the other"),
+        pytest.param("raise RuntimeError('needs JAX')", ArgKind.UNKNOWN, id="no use in the other"),
+    ],
+)
+def test_a_helper_defined_in_each_branch_is_static_only_if_every_def_says_so(other: str, expected: ArgKind) -> None:
+    extra = f"if jax:\n    {SLICER}else:\n    def helper(n, x):\n        {other}\n"
+    kind, reasons, strong = classify("return helper(a, x)", "return (g * a,)", extra=extra)
+    assert kind is expected, reasons
+    if expected is ArgKind.UNKNOWN:
+        note = "used as a slice bound in helper `helper` (called from the primal `f`) (not in every one of the 2"
+        assert any(note in r for r in reasons), reasons
+        assert not strong
+
+
+HOST = "def host(e):\n        return e * a\n    "
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(f"{HOST}return jax.pure_callback(host, {SHAPE}, x)", id="local def"),
+        pytest.param(f"return jax.pure_callback(lambda e: e * a, {SHAPE}, x)", id="lambda"),
+        pytest.param(f"k = a * 2\n    {HOST.replace('* a', '* k')}return jax.pure_callback(host, {SHAPE}, x)",
+                     id="derived value"),
+        pytest.param(f"{HOST}return io_callback(host, {SHAPE}, x)", id="io_callback"),
+        pytest.param(f"{HOST}jax.debug.callback(host, x)\n    return x", id="debug.callback"),
+        pytest.param(f"return jax.pure_callback(callback=partial(scaled, scale=a), result_shape_dtypes={SHAPE}, x=x)",
+                     id="bound by partial"),
+    ],
+)  # fmt: skip
+def test_a_value_a_callbacks_host_function_captures_is_static(primal: str) -> None:
+    # bwd's arithmetic on `a` used to make it array data: a safe fix that broke jax.jit.
+    extra = "from jax.experimental import io_callback\ndef scaled(x, *, scale):\n    return x * scale\n"
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("the host function of `" in r and "which cannot capture traced values" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(f"return jax.pure_callback(scaled, {SHAPE}, x, a)", id="module def"),
+        pytest.param(f"def host(e, a):\n        return e * a\n    return jax.pure_callback(host, {SHAPE}, x, a)",
+                     id="local def taking it"),
+        pytest.param(f"{HOST}return jax.vmap(host)(x)", id="no callback"),
+    ],
+)  # fmt: skip
+def test_a_callback_operand_is_array_data(primal: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)", extra="def scaled(x, a):\n    return x * a\n")
+    assert kind is ArgKind.ARRAY, reasons
+
+
+def test_a_callbacks_host_function_cannot_capture_a_traced_value() -> None:
+    def scaled(x: jax.Array, scale: float) -> jax.Array:
+        def host(e: np.ndarray) -> np.ndarray:
+            return (e * scale).astype(e.dtype)  # type: ignore[no-any-return]
+
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x)  # type: ignore[no-any-return]
+
+    def operand(x: jax.Array, scale: float) -> jax.Array:
+        def host(e: np.ndarray, s: np.ndarray) -> np.ndarray:
+            return (e * s).astype(e.dtype)  # type: ignore[no-any-return]
+
+        return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, scale)  # type: ignore[no-any-return]
+
+    np.testing.assert_allclose(jax.jit(lambda x: scaled(x, 2.0))(jnp.ones(4)), 2.0)
+    np.testing.assert_allclose(jax.jit(operand)(jnp.ones(4), 2.0), 2.0)
+    with pytest.raises(jax.errors.JaxRuntimeError, match="callback"):
+        jax.jit(scaled)(jnp.ones(4), 2.0)
+
+
+@pytest.mark.parametrize(
+    ("primal", "reason"),
+    [
+        pytest.param(
+            lines(f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, **a)"),
+            "unpacked by `**` as the attributes of `call`, the function `jax.ffi.ffi_call` returns",
+            id="dict unpacked",
+        ),
+        pytest.param(
+            f"return jax.ffi.ffi_call('scale', {SHAPE})(x, eps=a)",
+            "passed as the attribute `eps=` of `jax.ffi.ffi_call(...)`",
+            id="keyword in place",
+        ),
+        pytest.param(
+            lines("eps = a * 2", f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, eps=eps)"),
+            "through `eps` (from `a`, line",
+            id="derived value",
+        ),
+    ],
+)
+def test_the_attributes_of_an_ffi_call_are_static(primal: str, reason: str) -> None:
+    # bwd's arithmetic on `a` used to make it array data (it was "not analysed" in the primal).
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.STATIC, reasons
+    assert any(reason in r for r in reasons), reasons
+
+
+def test_an_ffi_calls_operand_is_array_data() -> None:
+    primal = lines(f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, a, eps=1e-6)")
+    assert classify(primal, "return (g * a,)")[0] is ArgKind.ARRAY
+
+
+def test_an_ffi_attribute_cannot_be_a_tracer() -> None:
+    def scale(x: jax.Array, eps: float) -> jax.Array:
+        return jax.ffi.ffi_call("no_such_target", jax.ShapeDtypeStruct(x.shape, x.dtype))(x, eps=eps)  # type: ignore[no-any-return]
+
+    jax.jit(lambda x: scale(x, 1e-6)).lower(jnp.ones(3))  # lowering needs no registered target
+    with pytest.raises(TypeError, match="Non-hashable keyword argument to ffi_call"):
+        jax.jit(scale).lower(jnp.ones(3), 1e-6)
+
+
 def _rule_jit_site(fwd_jit: str, bwd_jit: str) -> tuple[ArgKind, tuple[str, ...]]:
     code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, a):\n    return x * a\n"
     code += f"{fwd_jit}def f_fwd(x, a):\n    return x * a, None\n"

@@ -6,7 +6,7 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 
 import libcst as cst
@@ -27,7 +27,9 @@ from vjp_migrate.vocabulary import (
     CONTAINER_ANNOTATION_NAMES,
     CONTAINER_METHODS,
     DATA,
+    FFI_CALLS,
     HOST_ARRAY_ANNOTATIONS,
+    HOST_CALLBACKS,
     HOST_CONVERSIONS,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
@@ -167,11 +169,19 @@ class Context:
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
     # Module-level names bound once, to a new `Primitive(...)`.
     primitives: frozenset[str] = frozenset()
+    # Names bound to several defs, in the branches of a module-level `if` or `try`.
+    variants: dict[str, tuple[cst.FunctionDef, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
         """The context of one module: its helpers and primitives read from it."""
-        return cls(imports, module_helpers(module), line_of, primitives=module_primitives(module, imports))
+        primitives = module_primitives(module, imports)
+        return cls(imports, module_helpers(module), line_of, primitives=primitives, variants=module_variants(module))
+
+    def definitions(self, name: str) -> tuple[cst.FunctionDef, ...]:
+        """The defs a call of ``name`` may reach: its helper, or every variant; none if neither."""
+        helper = self.helpers.get(name)
+        return (helper,) if helper is not None else self.variants.get(name, ())
 
 
 def _locals(func: cst.FunctionDef, ctx: Context) -> Locals:
@@ -200,10 +210,11 @@ class Uses(cst.CSTVisitor):
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
         self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons
-        # `partial(f, k=arg)` calls, judged once the whole body is walked (see _partials_bound), and
-        # the kernels `pallas_call`s are given.
+        # `partial(f, k=arg)` calls, judged once the whole body is walked (see judge_kernels), and
+        # the functions that cannot capture traced values: the kernels `pallas_call`s are given and
+        # the host functions of callbacks, each with what it is for the reasons.
         self.partials: list[tuple[cst.Call, int, str | None, Via | None, str]] = []
-        self.kernels: list[cst.BaseExpression] = []
+        self.kernels: list[tuple[cst.BaseExpression, str]] = []
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -217,11 +228,16 @@ class Uses(cst.CSTVisitor):
         return uses
 
     def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None) -> None:
+        self.evidence.extend(self._made(kind, text, node, weight, via))
+
+    def _made(
+        self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None
+    ) -> list[tuple[Evidence, str]]:
         if via is not None:
             if kind is not ArgKind.STATIC:
-                return  # only the need for concrete values flows through derived values
+                return []  # only the need for concrete values flows through derived values
             kind, text, weight = via.needs(text)
-        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(node)), weight))
+        return [(Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(node)), weight)]
 
     def _rooted(self, expr: cst.BaseExpression) -> bool:
         root = _strip(expr)
@@ -286,20 +302,21 @@ class Uses(cst.CSTVisitor):
         elif isinstance(node.func, cst.Name) and node.func.value in self.derived:
             self._add(ArgKind.STATIC, "called as a function", node, via=self._via(node.func))
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
-        if (method or dotted(node.func)) == "pallas_call" and self.ctx.imports.qualify(node.func) == PALLAS_CALL:
-            kernel = _call_value(node, 0, "kernel")
-            if kernel is not None:
-                self.kernels.append(kernel)
+        self._kernel_of(node, method)
         if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
             assert isinstance(node.func, cst.Attribute)
             if isinstance(node.func.value, cst.Name) and node.func.value.value in self.names:
                 text = f"has its method `.{method}()` called, which arrays do not have (maybe not a pytree of arrays)"
                 self._add(ArgKind.UNKNOWN, text, node, weight=OBJECT)
+        ffi = self._ffi_function(node.func)
         positional = 0
         for arg in node.args:
             if arg.keyword is None and arg.star:
                 positional = -1_000  # positions after *args are unknown
             keyword = arg.keyword.value if arg.keyword else None
+            if ffi is not None and (keyword is not None or arg.star == "**"):
+                self._ffi_attributes(node, ffi, arg)
+                continue
             if self._rooted(arg.value) and not arg.star:
                 self._call_arg(node, positional if keyword is None else -1, keyword)
             elif not arg.star and (holder := self._packed(arg.value)) is not None:
@@ -308,6 +325,46 @@ class Uses(cst.CSTVisitor):
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
             if arg.keyword is None:
                 positional += 1
+
+    def _kernel_of(self, call: cst.Call, method: str | None) -> None:
+        """Keep the kernel a ``pallas_call`` is given, or the host function of a callback."""
+        last = method or dotted(call.func)
+        if last not in ("pallas_call", "pure_callback", "io_callback", "callback", "call"):
+            return
+        qname = self.ctx.imports.qualify(call.func)
+        if qname == PALLAS_CALL:
+            kernel, what = _call_value(call, 0, "kernel"), "a Pallas kernel"
+        elif qname in HOST_CALLBACKS:
+            func_text = dotted(call.func)
+            kernel, what = _call_value(call, 0, HOST_CALLBACKS[qname]), f"the host function of `{func_text}`"
+        else:
+            return
+        if kernel is not None:
+            self.kernels.append((kernel, what))
+
+    def _ffi_function(self, func: cst.BaseExpression) -> str | None:
+        """How to name ``func`` if it is a function ``jax.ffi.ffi_call(...)`` returns, called in place
+        or through a local bound to it once; None if it is not one."""
+        made, local = func, None
+        if isinstance(func, cst.Name) and func.value not in self.names:
+            bound = self.bindings.get(func.value, [])
+            if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
+                made, local = bound[0].values[0], func.value
+        if not isinstance(made, cst.Call) or self.ctx.imports.qualify(made.func) not in FFI_CALLS:
+            return None
+        ffi_call = dotted(made.func)
+        return f"`{local}`, the function `{ffi_call}` returns" if local else f"`{ffi_call}(...)`"
+
+    def _ffi_attributes(self, call: cst.Call, ffi: str, arg: cst.Arg) -> None:
+        """An FFI call's keyword arguments (or a dict unpacked by ``**``) are its static attributes."""
+        if arg.keyword is None:
+            text = f"unpacked by `**` as the attributes of {ffi}, which needs them static"
+        else:
+            text = f"passed as the attribute `{arg.keyword.value}=` of {ffi}, which needs it static"
+        if self._rooted(arg.value):
+            self._add(ArgKind.STATIC, text, call)
+        elif (via := self._via(arg.value)) is not None:
+            self._add(ArgKind.STATIC, text, call, via=via)
 
     def _packed(self, expr: cst.BaseExpression) -> str | None:
         """Where the argument sits inside a tuple or list literal passed whole (`jnp.stack([x, a])`,
@@ -403,11 +460,12 @@ class Uses(cst.CSTVisitor):
 
     def judge_kernels(self) -> None:
         """Once the body is walked: judge each value bound by ``partial`` where the function it is
-        bound to gets it (a Pallas kernel, never a traced value, or a def of the module: its static
-        uses only, as what the partial is called with later is not seen), and each value a local
-        def or lambda given to ``pallas_call`` as its kernel reads from around it."""
-        for kernel in self.kernels:
-            self._captured(kernel)
+        bound to gets it (a Pallas kernel or a callback's host function, never a traced value, or a
+        def of the module: its static uses only, as what the partial is called with later is not
+        seen), and each value a local def or lambda given to ``pallas_call`` as its kernel, or to a
+        callback as its host function, reads from around it."""
+        for kernel, what in self.kernels:
+            self._captured(kernel, what)
         for call, position, keyword, via, packing in self.partials:
             self.packing = packing
             try:
@@ -422,9 +480,10 @@ class Uses(cst.CSTVisitor):
         name = dotted(function) if function is not None else None
         if function is None or name is None:
             return
-        if self._is_kernel(call):
+        what = self._kernel_bound(call)
+        if what is not None:
             place = _place(position - 1, keyword)
-            text = f"bound by `{func_text}` as {place} of `{name}`, a Pallas kernel, which cannot capture traced values"
+            text = f"bound by `{func_text}` as {place} of `{name}`, {what}, which cannot capture traced values"
             self._add(ArgKind.STATIC, text, call, via=via)
             return
         helper = self.ctx.helpers.get(name)
@@ -444,8 +503,9 @@ class Uses(cst.CSTVisitor):
             elif evidence.kind is not ArgKind.ARRAY:  # array use waits for what the partial is called with
                 self.evidence.append((evidence, weight))
 
-    def _captured(self, kernel: cst.BaseExpression) -> None:
-        """The argument (or a value from it) read inside a kernel defined here, which captures it."""
+    def _captured(self, kernel: cst.BaseExpression, what: str) -> None:
+        """The argument (or a value from it) read inside a kernel (or host function) defined here,
+        which captures it."""
         function: cst.FunctionDef | cst.Lambda | None = kernel if isinstance(kernel, cst.Lambda) else None
         if isinstance(kernel, cst.Name) and kernel.value not in self.names:
             bound = self.bindings.get(kernel.value, [])
@@ -457,21 +517,21 @@ class Uses(cst.CSTVisitor):
         finder = _NameFinder((self.names | set(self.derived)) - params, self.ctx.imports)
         walk.visit(function.body, finder)
         name = function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
-        text = f"read inside `{name}`, a Pallas kernel, which cannot capture traced values"
+        text = f"read inside `{name}`, {what}, which cannot capture traced values"
         for read in sorted(finder.read):
             self._add(ArgKind.STATIC, text, function, via=None if read in self.names else self._via(cst.Name(read)))
 
-    def _is_kernel(self, call: cst.Call) -> bool:
-        """Whether the ``partial(...)`` call is given to a ``pallas_call`` as its kernel, itself or
-        through a local bound to it once."""
-        for kernel in self.kernels:
+    def _kernel_bound(self, call: cst.Call) -> str | None:
+        """What the ``partial(...)`` call is given to a ``pallas_call`` or a callback as (its kernel,
+        its host function), itself or through a local bound to it once; None when neither."""
+        for kernel, what in self.kernels:
             if kernel is call:
-                return True
+                return what
             if isinstance(kernel, cst.Name):
                 bound = self.bindings.get(kernel.value, [])
                 if len(bound) == 1 and bound[0].values is not None and bound[0].values[0] is call:
-                    return True
-        return False
+                    return what
+        return None
 
     def _binds_primitive(self, func: cst.BaseExpression, qname: str | None) -> bool:
         """Whether ``func`` is ``<primitive>.bind``: JAX's own, or one the module makes once."""
@@ -515,30 +575,42 @@ class Uses(cst.CSTVisitor):
         self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
-        helper = self.ctx.helpers.get(func_text)
-        if helper is None or self.depth >= 3 or isinstance(call.func, cst.Attribute):
+        defs = self.ctx.definitions(func_text)
+        if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
             if via is None:
                 self._opaque(call, func_text)
             return
+        found = [self._in_helper(helper, call, func_text, position, keyword, via) for helper in defs]
+        self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))
+
+    def _in_helper(
+        self,
+        helper: cst.FunctionDef,
+        call: cst.Call,
+        func_text: str,
+        position: int,
+        keyword: str | None,
+        via: Via | None,
+    ) -> list[tuple[Evidence, str]]:
+        """The evidence one def of the helper ``call`` calls gives about the argument it is passed."""
         params = positional_params(helper)
         kwonly = [p.name.value for p in helper.params.kwonly_params]
         named = keyword in params or keyword in kwonly
         target = keyword if named else (params[position] if 0 <= position < len(params) else None)
         if target is None:
-            return
+            return []
         if target in jit_static_names(helper, self.ctx.imports):
             text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
-            self._add(ArgKind.STATIC, text, call, via=via)
-            return
+            return self._made(ArgKind.STATIC, text, call, via=via)
         inner = Uses.of(helper, target, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
-        if via is not None:  # only the helper's need for concrete values says something here
-            for evidence, weight in inner.evidence:
-                if evidence.kind is ArgKind.STATIC or weight == DOUBT:
-                    kind, text, weight = via.needs(evidence.text, evidence.kind is ArgKind.STATIC)
-                    self.evidence.append((Evidence(kind, text, evidence.line), weight))
-            return
-        self.evidence.extend(inner.evidence)
-        self.evidence.extend(annotation_evidence(helper, target, self.ctx, inner.where))
+        if via is None:
+            return [*inner.evidence, *annotation_evidence(helper, target, self.ctx, inner.where)]
+        found: list[tuple[Evidence, str]] = []
+        for evidence, weight in inner.evidence:  # only the helper's need for concrete values says something here
+            if evidence.kind is ArgKind.STATIC or weight == DOUBT:
+                kind, text, weight = via.needs(evidence.text, evidence.kind is ArgKind.STATIC)
+                found.append((Evidence(kind, text, evidence.line), weight))
+        return found
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         for side, other in ((node.left, node.right), (node.right, node.left)):
@@ -656,6 +728,19 @@ class _NameFinder(cst.CSTVisitor):
         return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
 
 
+def _in_every(found: list[list[tuple[Evidence, str]]], name: str) -> list[tuple[Evidence, str]]:
+    """The evidence of a helper with several defs, one per branch: a need for a concrete value
+    proves it static only when every def has one; in some alone, it is a doubt."""
+    if all(any(e.kind is ArgKind.STATIC for e, _ in evidence) for evidence in found):
+        return [item for evidence in found for item in evidence]
+    note = f" (not in every one of the {len(found)} definitions of `{name}`)"
+    return [
+        (Evidence(ArgKind.UNKNOWN, e.text + note, e.line), DOUBT) if e.kind is ArgKind.STATIC else (e, weight)
+        for evidence in found
+        for e, weight in evidence
+    ]
+
+
 def _bound_parameter(func: cst.FunctionDef, position: int, keyword: str | None) -> str | None:
     """The parameter of ``func`` that ``partial(func, ...)`` binds at its ``position`` or ``keyword``."""
     if keyword is not None:
@@ -761,7 +846,7 @@ def call_site_evidence(
     """What the value passed at one call site of the primal says about the argument."""
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
-    if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and value.value in ctx.helpers):
+    if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if _is_string_like(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
         return Evidence(ArgKind.STATIC, f"a constant is passed {at}", line), CALL_SITE
@@ -917,7 +1002,77 @@ def _once(evidence: Iterable[Evidence]) -> tuple[Evidence, ...]:
 
 
 def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
-    return {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+    """The functions the module defines in its own scope, by name: each def at its top level (the
+    last of a name), and a def inside a module-level ``if``, ``try`` or ``with`` (``if HAS_JAX:``)
+    whose name nothing else in the module's scope binds."""
+    return {name: defs[0] for name, defs in _module_defs(module).items() if len(defs) == 1}
+
+
+def module_variants(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
+    """The names bound to more than one def in the module's scope, one of them at least inside a
+    block (``if HAS_JAX: def f ... else: def f ...``): which one a call reaches is not known."""
+    return {name: defs for name, defs in _module_defs(module).items() if len(defs) > 1}
+
+
+def _module_defs(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
+    top: dict[str, cst.FunctionDef] = {}
+    nested: dict[str, list[cst.FunctionDef]] = {}
+    others: set[str] = set()
+    for stmt, in_block in _scope_statements(module.body):
+        if isinstance(stmt, cst.FunctionDef):
+            if in_block:
+                nested.setdefault(stmt.name.value, []).append(stmt)
+            else:
+                top[stmt.name.value] = stmt
+        else:
+            others.update(_names_bound_by(stmt))
+    found: dict[str, tuple[cst.FunctionDef, ...]] = {name: (func,) for name, func in top.items()}
+    for name, defs in nested.items():
+        if name in others:  # `try: from fast import f` / `except ImportError: def f ...`
+            found.pop(name, None)
+        else:
+            found[name] = (*((top[name],) if name in top else ()), *defs)
+    return found
+
+
+def _scope_statements(
+    statements: Sequence[cst.BaseStatement | cst.BaseSmallStatement], in_block: bool = False
+) -> Iterator[tuple[cst.BaseStatement | cst.BaseSmallStatement, bool]]:
+    """The statements run in the module's own scope (not in a def's or a class's), each with
+    whether it is inside a block."""
+    for stmt in statements:
+        yield stmt, in_block
+        if isinstance(stmt, (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)):
+            yield from _scope_statements(list(_block_statements(stmt)), True)
+
+
+def _block_statements(node: cst.CSTNode) -> Iterator[cst.BaseStatement | cst.BaseSmallStatement]:
+    for name in ("body", "handlers", "orelse", "finalbody"):
+        value = getattr(node, name, None)
+        for part in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(part, cst.BaseSuite):
+                yield from part.body
+            elif isinstance(part, cst.If):  # elif
+                yield part
+            elif isinstance(part, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+                yield from _block_statements(part)
+
+
+def _names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterator[str]:
+    """The names a statement other than a def binds in the scope it runs in (not inside it)."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        for small in stmt.body:
+            yield from _names_bound_by(small)
+    elif isinstance(stmt, cst.ClassDef):
+        yield stmt.name.value
+    elif isinstance(stmt, cst.For):
+        yield from target_names(stmt.target)
+    elif isinstance(stmt, cst.With):
+        for item in stmt.items:
+            if item.asname is not None:
+                yield from target_names(item.asname.name)
+    elif isinstance(stmt, cst.BaseSmallStatement):
+        yield from _small_bound_names(stmt)
 
 
 def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:
@@ -948,17 +1103,21 @@ def _bound_names(module: cst.Module) -> Iterator[str]:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             yield stmt.name.value
     for small in small_statements(module):
-        if isinstance(small, cst.Assign):
-            for target in small.targets:
-                yield from target_names(target.target)
-        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            yield from target_names(small.target)
-        elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
-            for alias in small.names:
-                bound = alias.asname.name if alias.asname is not None else alias.name
-                text = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
-                if text is not None:
-                    yield text.split(".")[0]
+        yield from _small_bound_names(small)
+
+
+def _small_bound_names(small: cst.BaseSmallStatement) -> Iterator[str]:
+    if isinstance(small, cst.Assign):
+        for target in small.targets:
+            yield from target_names(target.target)
+    elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+        yield from target_names(small.target)
+    elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+        for alias in small.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            text = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
+            if text is not None:
+                yield text.split(".")[0]
 
 
 def _override_matches(entry: str, full_name: str, info: ArgInfo) -> bool:

@@ -504,6 +504,19 @@ STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
         }
     )
 }
+# Callbacks into Python on the host, with the name of the parameter taking the host function. The
+# function runs when the compiled code runs, after tracing: a value it reads from around it (or that
+# `partial` binds) must be concrete then, while the operands passed to the callback are array data.
+HOST_CALLBACKS: dict[str, str] = {
+    "jax.pure_callback": "callback",
+    "jax.experimental.io_callback": "callback",
+    "jax.debug.callback": "callback",
+    "jax.experimental.host_callback.call": "callback_func",
+}
+# `jax.ffi.ffi_call(target, result_shape_dtypes)` returns a function taking `(*operands, **attributes)`:
+# the attributes become the custom call's static attributes, and a Tracer there fails ("Non-hashable
+# keyword argument to ffi_call").
+FFI_CALLS = frozenset({"jax.ffi.ffi_call", "jax.extend.ffi.ffi_call"})
 # `Primitive.bind(*operands, **params)`: the keywords are the primitive's parameters, which JAX
 # needs hashable (concrete); the positional operands are data. The receiver is a primitive when it
 # is made by one of these classes, or is one of JAX's own (`jax.lax.add_p`).
