@@ -642,8 +642,8 @@ def _signatures(code: str) -> list[str]:
             "a, b = res",
             "tuple[jax.Array, Any]",
             "tuple[jax.Array]",
-            ["def f_fwd(x, w) -> tuple[jax.Array, Any]:", "def f_bwd(res, g):"],
-            id="tuple layout: the residual's annotation and bwd's go, fwd's with an Any residual stays",
+            ["def f_fwd(x, w) -> tuple[jax.Array, Any]:", "def f_bwd(res, g) -> tuple[jax.Array, None]:"],
+            id="tuple layout, bwd's w unannotated: the residual's annotation goes, fwd's with an Any residual stays",
         ),
         pytest.param(
             "x",
@@ -696,6 +696,90 @@ def test_annotations_the_change_makes_wrong_go(
     assert _signatures(code) == expected
 
 
+@pytest.mark.parametrize(
+    ("residual", "res_param", "body", "fwd", "bwd", "expected"),
+    [
+        pytest.param(
+            "(x, x * w)",
+            "res: tuple[jax.Array, jax.Array]",
+            "a, b = res",
+            "tuple[jax.Array, tuple[jax.Array, jax.Array]]",
+            "tuple[jax.Array]",
+            [
+                "def f_fwd(x, w: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:",
+                "def f_bwd(res: tuple[jax.Array, jax.Array, jax.Array], g) -> tuple[jax.Array, None]:",
+            ],
+            id="tuple layout: the saved argument's type goes first",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: typing.Tuple[jax.Array, jax.Array]",
+            "a, b = res",
+            "Any",
+            "typing.Tuple[jax.Array]",
+            [
+                "def f_fwd(x, w: jax.Array) -> Any:",
+                "def f_bwd(res: typing.Tuple[jax.Array, jax.Array, jax.Array], g) -> typing.Tuple[jax.Array, None]:",
+            ],
+            id="the tuple keeps its spelling",
+        ),
+        pytest.param(
+            "x",
+            "res: jax.Array",
+            "y = res",
+            "tuple[jax.Array, jax.Array]",
+            "Any",
+            [
+                "def f_fwd(x, w: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:",
+                "def f_bwd(res: tuple[jax.Array, jax.Array], g) -> Any:",
+            ],
+            id="nested layout: the old type is the last item",
+        ),
+        pytest.param(
+            "x",
+            "res: jax.Array",
+            'jax.debug.print("{}", res)',
+            "Any",
+            "Any",
+            ["def f_fwd(x, w: jax.Array) -> Any:", "def f_bwd(residuals: tuple[jax.Array, jax.Array], g) -> Any:"],
+            id="renamed residual: its annotation follows it, updated",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: tuple[jax.Array, ...]",
+            "a, b = res",
+            "tuple[jax.Array, tuple[jax.Array, ...]]",
+            "tuple[jax.Array, jax.Array]",
+            ["def f_fwd(x, w: jax.Array):", "def f_bwd(res, g):"],
+            id="an ellipsis, or a cotangent count that differs: they go",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: Residuals",
+            "a, b = res",
+            "tuple[jax.Array, Residuals]",
+            "Any",
+            ["def f_fwd(x, w: jax.Array):", "def f_bwd(res, g) -> Any:"],
+            id="a tuple layout behind an alias: it goes",
+        ),
+    ],
+)
+def test_annotations_the_change_makes_wrong_are_updated_when_exact(
+    residual: str, res_param: str, body: str, fwd: str, bwd: str, expected: list[str]
+) -> None:
+    code = (
+        ANNOTATED.replace("RESIDUAL", residual)
+        .replace("RES_PARAM", res_param)
+        .replace("BODY", body)
+        .replace("FWD", fwd)
+        .replace("BWD", bwd)
+        .replace("def f_fwd(x, w)", "def f_fwd(x, w: jax.Array)")
+        .replace("def f_bwd(w, ", "def f_bwd(w: jax.Array, ")
+        .replace("import jax\n", "import typing\n\nimport jax\n", 1)
+    )
+    assert _signatures(code) == expected
+
+
 def test_unchanged_residual_keeps_its_annotation_and_fwd_s() -> None:
     code = """\
         import jax
@@ -719,7 +803,7 @@ def test_unchanged_residual_keeps_its_annotation_and_fwd_s() -> None:
         """
     assert _signatures(code) == [
         "def f_fwd(x, w) -> tuple[jax.Array, tuple[jax.Array]]:",
-        "def f_bwd(res: tuple[jax.Array], g: jax.Array):",
+        "def f_bwd(res: tuple[jax.Array], g: jax.Array) -> tuple[jax.Array, None]:",
     ]
 
 

@@ -10,7 +10,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
-from vjp_migrate.model import JitEdit, Layout, RewritePlan
+from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -526,7 +526,9 @@ class _Apply(cst.CSTTransformer):
         if id(original_node) not in self.retyped:
             return updated_node
         self._forget_names(updated_node.annotation)
-        return updated_node.with_changes(annotation=self.retyped[id(original_node)])
+        return updated_node.with_changes(
+            annotation=_annotation(updated_node.annotation, self.retyped[id(original_node)])
+        )
 
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""
@@ -538,7 +540,8 @@ class _Apply(cst.CSTTransformer):
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         if id(original_node) in self.retyped:
             self._forget_names(updated_node.returns)
-            updated_node = updated_node.with_changes(returns=self.retyped[id(original_node)])
+            returns = _annotation(updated_node.returns, self.retyped[id(original_node)])
+            updated_node = updated_node.with_changes(returns=returns)
         plan = self.bwds.get(id(original_node))
         if plan is None:
             return updated_node
@@ -586,6 +589,35 @@ class _Apply(cst.CSTTransformer):
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
         return params.with_changes(posonly_params=posonly, params=rest), lead
+
+
+def _annotation(old: cst.Annotation | None, new: cst.Annotation | TupleType | None) -> cst.Annotation | None:
+    """The annotation in place of ``old``: ``new``, or ``old`` with its type updated to ``new``."""
+    if not isinstance(new, TupleType):
+        return new
+    assert old is not None
+    return old.with_changes(annotation=_tuple_type(new))
+
+
+def _tuple_type(new: TupleType) -> cst.BaseExpression:
+    items = [_tuple_type(i) if isinstance(i, TupleType) else cst.Name("None") if i is None else i for i in new.items]
+    if new.old is None:
+        elements = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=_comma()) for i in items]
+        elements[-1] = elements[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return cst.Subscript(cst.parse_expression(new.spelling), elements)
+    original = list(new.old.slice)
+    kept = {id(e.slice.value): e for e in original if isinstance(e.slice, cst.Index)}
+    separators = [e.comma for e in original[:-1] if isinstance(e.comma, cst.Comma)]
+    separator = separators[0] if separators else _comma()
+    trailing = original[-1].comma if len(original) > 1 else cst.MaybeSentinel.DEFAULT
+    elements: list[cst.SubscriptElement] = []
+    for index, item in enumerate(items):
+        element = kept.get(id(item)) or cst.SubscriptElement(cst.Index(item.deep_clone()))
+        last = index == len(items) - 1
+        if last or element is not original[-1] or id(item) not in kept:
+            element = element.with_changes(comma=trailing if last else separator)
+        elements.append(element)
+    return new.old.with_changes(slice=elements)
 
 
 class _Comments(cst.CSTVisitor):
