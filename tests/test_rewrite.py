@@ -1137,3 +1137,14 @@ def test_no_comment_is_lost() -> None:
         (name, comment) for name, before, after in _before_after() for comment in _comments(before) - _comments(after)
     }
     assert lost == DELIBERATELY_CHANGED
+
+
+def test_an_item_added_to_a_multiline_tuple_does_not_copy_a_neighbour_s_comment() -> None:
+    code = (FIXTURES / "flat_residual_annotated" / "before.py").read_text()
+    code = code.replace(
+        "residuals: tuple[jax.Array, jax.Array, jax.Array],",
+        "residuals: tuple[\n        jax.Array,  # lhs\n        jax.Array,  # rhs\n        jax.Array,  # ids\n    ],",
+    ).replace("return dlhs, drhs, None", "return (\n        dlhs,  # d lhs\n        drhs,\n        None,\n    )")
+    out = fix_source(code).source
+    assert "tuple[\n        jax.Array,\n        jax.Array,  # lhs\n        jax.Array,  # rhs\n" in out, out
+    assert "        drhs,\n        None,\n        None,\n    )" in out and out.count("# d lhs") == 1, out

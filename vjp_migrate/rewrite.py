@@ -599,22 +599,31 @@ def _annotation(old: cst.Annotation | None, new: cst.Annotation | TupleType | No
     return old.with_changes(annotation=_tuple_type(new))
 
 
+def _uncommented(comma: cst.Comma) -> cst.Comma:
+    """A comma like ``comma`` for a new item: its line break, not the comment on its line."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        first = after.first_line.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+        return comma.with_changes(whitespace_after=after.with_changes(first_line=first, empty_lines=[]))
+    return comma
+
+
 def _tuple_type(new: TupleType) -> cst.BaseExpression:
     items = [_tuple_type(i) if isinstance(i, TupleType) else cst.Name("None") if i is None else i for i in new.items]
     if new.old is None:
-        elements = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=_comma()) for i in items]
-        elements[-1] = elements[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-        return cst.Subscript(cst.parse_expression(new.spelling), elements)
+        fresh = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=_comma()) for i in items]
+        fresh[-1] = fresh[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return cst.Subscript(cst.parse_expression(new.spelling), fresh)
     original = list(new.old.slice)
     kept = {id(e.slice.value): e for e in original if isinstance(e.slice, cst.Index)}
     separators = [e.comma for e in original[:-1] if isinstance(e.comma, cst.Comma)]
-    separator = separators[0] if separators else _comma()
+    separator = _uncommented(separators[0]) if separators else _comma()
     trailing = original[-1].comma if len(original) > 1 else cst.MaybeSentinel.DEFAULT
     elements: list[cst.SubscriptElement] = []
     for index, item in enumerate(items):
         element = kept.get(id(item)) or cst.SubscriptElement(cst.Index(item.deep_clone()))
         last = index == len(items) - 1
-        if last or element is not original[-1] or id(item) not in kept:
+        if last or element is original[-1] or id(item) not in kept:  # a new item, or a new last one
             element = element.with_changes(comma=trailing if last else separator)
         elements.append(element)
     return new.old.with_changes(slice=elements)
@@ -678,7 +687,7 @@ def _rebuild(original: Sequence[cst.BaseElement], items: Sequence[cst.BaseElemen
     ``(None, g)``, a multi-line tuple keeps its trailing comma).
     """
     separators = [e.comma for e in original[:-1] if isinstance(e.comma, cst.Comma)]
-    separator = separators[0] if separators else _comma()
+    separator = _uncommented(separators[0]) if separators else _comma()
     trailing = original[-1].comma if len(original) > 1 else cst.MaybeSentinel.DEFAULT
     result: list[cst.BaseElement] = []
     for index, item in enumerate(items):
