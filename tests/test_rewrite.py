@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import collections
+import io
 import textwrap
+import tokenize
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+from conftest import FIXTURES, fixture_cases, read_exact
 
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import DEFAULT_SELECT
@@ -519,9 +525,19 @@ f.defvjp(f_fwd, f_bwd)
             id="no second gap when the next statement has its own",
         ),
         pytest.param(
-            "import math\n\n# for the decorator\nfrom functools import partial\nimport jax\n",
+            "import math\n\n# partial for the decorator\nfrom functools import partial\nimport jax\n",
             "import math\n\nimport jax\n",
-            id="the comment above the import goes with it, the gap stays",
+            id="a comment above the import naming it goes with it, the gap stays",
+        ),
+        pytest.param(
+            "import math\n\n# Standard library\nfrom functools import partial\nimport os\nimport jax\n",
+            "import math\n\n# Standard library\nimport os\nimport jax\n",
+            id="a comment heading a group stays with the group",
+        ),
+        pytest.param(
+            "import jax\n\n# helpers\nfrom functools import partial\n\nimport math\n",
+            "import jax\n\nimport math\n",
+            id="a comment heading only the removed import goes with it",
         ),
         pytest.param(
             "import math\n\nfrom functools import partial\n# jax itself\nimport jax\n",
@@ -626,8 +642,8 @@ def _signatures(code: str) -> list[str]:
             "a, b = res",
             "tuple[jax.Array, Any]",
             "tuple[jax.Array]",
-            ["def f_fwd(x, w) -> tuple[jax.Array, Any]:", "def f_bwd(res, g):"],
-            id="tuple layout: the residual's annotation and bwd's go, fwd's with an Any residual stays",
+            ["def f_fwd(x, w) -> tuple[jax.Array, Any]:", "def f_bwd(res, g) -> tuple[jax.Array, None]:"],
+            id="tuple layout, bwd's w unannotated: the residual's annotation goes, fwd's with an Any residual stays",
         ),
         pytest.param(
             "x",
@@ -680,6 +696,90 @@ def test_annotations_the_change_makes_wrong_go(
     assert _signatures(code) == expected
 
 
+@pytest.mark.parametrize(
+    ("residual", "res_param", "body", "fwd", "bwd", "expected"),
+    [
+        pytest.param(
+            "(x, x * w)",
+            "res: tuple[jax.Array, jax.Array]",
+            "a, b = res",
+            "tuple[jax.Array, tuple[jax.Array, jax.Array]]",
+            "tuple[jax.Array]",
+            [
+                "def f_fwd(x, w: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array, jax.Array]]:",
+                "def f_bwd(res: tuple[jax.Array, jax.Array, jax.Array], g) -> tuple[jax.Array, None]:",
+            ],
+            id="tuple layout: the saved argument's type goes first",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: typing.Tuple[jax.Array, jax.Array]",
+            "a, b = res",
+            "Any",
+            "typing.Tuple[jax.Array]",
+            [
+                "def f_fwd(x, w: jax.Array) -> Any:",
+                "def f_bwd(res: typing.Tuple[jax.Array, jax.Array, jax.Array], g) -> typing.Tuple[jax.Array, None]:",
+            ],
+            id="the tuple keeps its spelling",
+        ),
+        pytest.param(
+            "x",
+            "res: jax.Array",
+            "y = res",
+            "tuple[jax.Array, jax.Array]",
+            "Any",
+            [
+                "def f_fwd(x, w: jax.Array) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:",
+                "def f_bwd(res: tuple[jax.Array, jax.Array], g) -> Any:",
+            ],
+            id="nested layout: the old type is the last item",
+        ),
+        pytest.param(
+            "x",
+            "res: jax.Array",
+            'jax.debug.print("{}", res)',
+            "Any",
+            "Any",
+            ["def f_fwd(x, w: jax.Array) -> Any:", "def f_bwd(residuals: tuple[jax.Array, jax.Array], g) -> Any:"],
+            id="renamed residual: its annotation follows it, updated",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: tuple[jax.Array, ...]",
+            "a, b = res",
+            "tuple[jax.Array, tuple[jax.Array, ...]]",
+            "tuple[jax.Array, jax.Array]",
+            ["def f_fwd(x, w: jax.Array):", "def f_bwd(res, g):"],
+            id="an ellipsis, or a cotangent count that differs: they go",
+        ),
+        pytest.param(
+            "(x, x * w)",
+            "res: Residuals",
+            "a, b = res",
+            "tuple[jax.Array, Residuals]",
+            "Any",
+            ["def f_fwd(x, w: jax.Array):", "def f_bwd(res, g) -> Any:"],
+            id="a tuple layout behind an alias: it goes",
+        ),
+    ],
+)
+def test_annotations_the_change_makes_wrong_are_updated_when_exact(
+    residual: str, res_param: str, body: str, fwd: str, bwd: str, expected: list[str]
+) -> None:
+    code = (
+        ANNOTATED.replace("RESIDUAL", residual)
+        .replace("RES_PARAM", res_param)
+        .replace("BODY", body)
+        .replace("FWD", fwd)
+        .replace("BWD", bwd)
+        .replace("def f_fwd(x, w)", "def f_fwd(x, w: jax.Array)")
+        .replace("def f_bwd(w, ", "def f_bwd(w: jax.Array, ")
+        .replace("import jax\n", "import typing\n\nimport jax\n", 1)
+    )
+    assert _signatures(code) == expected
+
+
 def test_unchanged_residual_keeps_its_annotation_and_fwd_s() -> None:
     code = """\
         import jax
@@ -703,7 +803,7 @@ def test_unchanged_residual_keeps_its_annotation_and_fwd_s() -> None:
         """
     assert _signatures(code) == [
         "def f_fwd(x, w) -> tuple[jax.Array, tuple[jax.Array]]:",
-        "def f_bwd(res: tuple[jax.Array], g: jax.Array):",
+        "def f_bwd(res: tuple[jax.Array], g: jax.Array) -> tuple[jax.Array, None]:",
     ]
 
 
@@ -847,3 +947,204 @@ f.defvjp(f_fwd, f_bwd)
 """
     out = fix(code)
     assert out.startswith("import jax\n") and "@jax.custom_vjp\ndef f(w, x):" in out
+
+
+QWIX_LIKE = """\
+import jax
+from functools import partial
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, act, offset):
+    return act(x) + offset
+
+
+def f_fwd(x, act, offset):
+    return f(x, act, offset), (x,)
+
+
+def f_bwd(
+    # Nondiff args passed from fwd pass
+    act,
+    offset,{own}
+    # Residuals from fwd pass
+    residuals,
+    g,
+):
+    (x,) = residuals
+    return (g * offset * jax.grad(act)(x),)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    "own,kept",
+    [
+        pytest.param("", "", id="the comment above the next parameter stays"),
+        pytest.param("  # added to the output", "    # added to the output\n", id="an own-line comment is kept"),
+        pytest.param("  # offset: added to the output", "", id="an own-line comment naming the parameter goes"),
+    ],
+)
+def test_a_removed_parameter_leaves_the_comments_about_other_code(own: str, kept: str) -> None:
+    out = fix(QWIX_LIKE.format(own=own))
+    expected = (
+        "    # Nondiff args passed from fwd pass\n    act,\n" + kept + "    # Residuals from fwd pass\n    residuals,\n"
+    )
+    assert expected in out, out
+
+
+def test_a_removed_first_parameter_leaves_its_comments_after_the_parenthesis() -> None:
+    out = fix(
+        """\
+        import jax
+
+        def f(x, w, act):
+            return act(x) * w
+
+        f = jax.custom_vjp(f, nondiff_argnums=(1, 2))
+
+        def f_fwd(x, w, act):
+            return f(x, w, act), None
+
+        def f_bwd(
+            # Nondiff args
+            w,  # w: the weights
+            # the activation
+            act,
+            _,
+            g,
+        ):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "def f_bwd(\n    # Nondiff args\n    # the activation\n    act,\n    w,\n    g,\n):" in out, out
+
+
+def test_comments_in_a_shrinking_argnums_tuple_stay_with_their_elements() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(
+            1,  # w: the weights
+            # the activation comes last
+            2,
+        ))
+        def f(x, w, act):
+            return act(x) * w
+
+        def f_fwd(x, w, act):
+            return f(x, w, act), None
+
+        def f_bwd(w, act, _, g):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "nondiff_argnums=(\n    # the activation comes last\n    2,\n))" in out, out
+
+
+def test_comments_of_a_decorator_that_collapses_go_above_it() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(
+            # differentiable in x only
+            jax.custom_vjp,
+            nondiff_argnums=(1,),  # w
+        )
+        def f(x, w):
+            return x * w
+
+        def f_fwd(x, w):
+            return f(x, w), None
+
+        def f_bwd(w, _, g):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "\n# differentiable in x only\n@jax.custom_vjp\ndef f(x, w):" in out, out
+
+
+def test_a_trimmed_import_keeps_the_comments_of_the_names_left() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import (
+            partial,  # partial for the rules
+            # reduce is for later
+            reduce,
+        )
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return reduce(max, [x]) * w
+
+        def f_fwd(x, w):
+            return f(x, w), None
+
+        def f_bwd(w, _, g):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "from functools import (\n    # reduce is for later\n    reduce,\n)\n" in out, out
+
+
+def _comments(code: str) -> collections.Counter[str]:
+    tokens = tokenize.generate_tokens(io.StringIO(code).readline)
+    return collections.Counter(t.string.rstrip() for t in tokens if t.type == tokenize.COMMENT)
+
+
+# The only comments a rewrite may drop, each by a rule of docs/rewrite-rules.md.
+DELIBERATELY_CHANGED = {
+    # section 2: a comment saying fwd saves nothing says what it saves now
+    ("seed_clip_gradient", "# no residual values to save"),
+    ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
+    # section 3: a `del` left with no name goes with the comment lines right above it
+    ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
+}
+PROBES = Path(__file__).parent / "data" / "probes"
+
+
+def _before_after() -> Iterator[tuple[str, str, str]]:
+    """(case, before, after) for every file a fixture changes, and every probe file."""
+    for case in fixture_cases():
+        if case.after is not None:
+            yield case.name, case.before, case.after
+    for folder in sorted(p for p in FIXTURES.iterdir() if (p / "after").is_dir()):
+        for after in sorted((folder / "after").rglob("*.py")):
+            before = folder / "before" / after.relative_to(folder / "after")
+            yield folder.name, read_exact(before), read_exact(after)
+    for probe in sorted(PROBES.glob("*.py")):
+        before = read_exact(probe)
+        yield probe.stem, before, fix_source(before, settings=Settings(DEFAULT_SELECT, True)).source
+
+
+def test_no_comment_is_lost() -> None:
+    lost = {
+        (name, comment) for name, before, after in _before_after() for comment in _comments(before) - _comments(after)
+    }
+    assert lost == DELIBERATELY_CHANGED
+
+
+def test_an_item_added_to_a_multiline_tuple_does_not_copy_a_neighbour_s_comment() -> None:
+    code = (FIXTURES / "flat_residual_annotated" / "before.py").read_text()
+    code = code.replace(
+        "residuals: tuple[jax.Array, jax.Array, jax.Array],",
+        "residuals: tuple[\n        jax.Array,  # lhs\n        jax.Array,  # rhs\n        jax.Array,  # ids\n    ],",
+    ).replace("return dlhs, drhs, None", "return (\n        dlhs,  # d lhs\n        drhs,\n        None,\n    )")
+    out = fix_source(code).source
+    assert "tuple[\n        jax.Array,\n        jax.Array,  # lhs\n        jax.Array,  # rhs\n" in out, out
+    assert "        drhs,\n        None,\n        None,\n    )" in out and out.count("# d lhs") == 1, out

@@ -175,6 +175,18 @@ class JitEdit:
 
 
 @dataclass(frozen=True)
+class TupleType:
+    """A tuple annotation the rewrite writes (docs/rewrite-rules.md, section 3h): ``items`` in
+    order, each an annotation of the module (written as it is), a nested TupleType or None (the
+    type `None`). ``old``: the subscript it changes, whose spelling, items and layout stay; else a
+    new ``spelling[...]`` (`tuple`, `Tuple`, `typing.Tuple`: the code of the subscripted name)."""
+
+    spelling: str
+    items: tuple[cst.BaseExpression | TupleType | None, ...]
+    old: cst.Subscript | None = None
+
+
+@dataclass(frozen=True)
 class RewritePlan:
     """What to change for one site; rewrite.py applies it, nothing else decides."""
 
@@ -200,8 +212,9 @@ class RewritePlan:
     jit_edits: tuple[JitEdit, ...] = ()
     bwd_def_name: str | None = None  # a bwd lambda becomes a def of this name before defvjp
     # Annotations the change would make wrong (docs/rewrite-rules.md, section 3h): a Param gets
-    # the new annotation, a FunctionDef the new return annotation (None: removed).
-    retyped: tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None], ...] = ()
+    # the new annotation, a FunctionDef the new return annotation (None: removed; a TupleType:
+    # its old annotation updated).
+    retyped: tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...] = ()
 
 
 @dataclass(frozen=True)

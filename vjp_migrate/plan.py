@@ -9,7 +9,17 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import ImportTable, dotted, target_names
-from vjp_migrate.model import ArgInfo, ArgKind, JitEdit, Layout, RewritePlan, Settings, SiteDecision, VjpSite
+from vjp_migrate.model import (
+    ArgInfo,
+    ArgKind,
+    JitEdit,
+    Layout,
+    RewritePlan,
+    Settings,
+    SiteDecision,
+    TupleType,
+    VjpSite,
+)
 from vjp_migrate.sites import body_statements, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
 
@@ -469,7 +479,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         ),
         jit_edits=edits,
         bwd_def_name=def_name,
-        retyped=_retyped(site, layout, saved_bwd),
+        retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots),
     )
 
 
@@ -490,19 +500,29 @@ def _fwd_type_holds(expr: cst.BaseExpression) -> bool:
 
 
 def _retyped(
-    site: VjpSite, layout: Layout, saved_bwd: tuple[str, ...]
-) -> tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None], ...]:
-    """The annotations the change would make wrong, and what replaces them (mostly nothing)."""
+    site: VjpSite,
+    layout: Layout,
+    saved_fwd: tuple[str, ...],
+    saved_bwd: tuple[str, ...],
+    unpack: cst.Assign | None,
+    slots: tuple[int, ...],
+) -> tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...]:
+    """The annotations the change makes wrong, and what replaces them: the updated type when it
+    is known exactly, else nothing (section 3h). ``unpack``: bwd's `a, b = res` (tuple layouts)."""
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
+    target = unpack.targets[0].target if unpack is not None else None
+    width = len(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else None
     fwd, bwd = site.fwd.node, site.bwd.node
-    edits: list[tuple[cst.Param | cst.FunctionDef, cst.Annotation | None]] = []
+    spelling = _tuple_spelling(fwd, bwd)
+    edits: list[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None]] = []
     fwd_changes = site.fwd.lambda_node is None and layout is not Layout.UNCHANGED
     if fwd_changes and fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation):
-        edits.append((fwd, None))
+        saved = _annotations(fwd, saved_fwd)
+        edits.append((fwd, _fwd_type(fwd.returns.annotation, layout, saved, width, spelling)))
     if site.bwd.lambda_node is not None:
         return tuple(edits)
     if bwd.returns is not None and not _holds_anything(bwd.returns.annotation, False):  # it gains None items
-        edits.append((bwd, None))
+        edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots)))
     params = [*bwd.params.posonly_params, *bwd.params.params]
     residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
     if layout is Layout.NONE and len(saved_bwd) == 1:  # the residual is that argument now
@@ -514,8 +534,93 @@ def _retyped(
         and residual.annotation is not None
         and not _holds_anything(residual.annotation.annotation, True)
     ):
-        edits.append((residual, None))
+        new = _residual_type(residual.annotation.annotation, layout, _annotations(bwd, saved_bwd), width, spelling)
+        edits.append((residual, new if isinstance(new, TupleType) else None))
     return tuple(edits)
+
+
+def _tuple_items(expr: cst.BaseExpression) -> tuple[str, list[cst.BaseExpression]] | None:
+    """`tuple[A, B]` (`Tuple`, `typing.Tuple`): its spelling and items, when each is one type."""
+    if not isinstance(expr, cst.Subscript) or (dotted(expr.value) or "").rsplit(".", 1)[-1] not in ("tuple", "Tuple"):
+        return None
+    items: list[cst.BaseExpression] = []
+    for element in expr.slice:
+        index = element.slice
+        if not isinstance(index, cst.Index) or index.star is not None or isinstance(index.value, cst.Ellipsis):
+            return None
+        items.append(index.value)
+    return dotted(expr.value) or "tuple", items
+
+
+def _tuple_spelling(fwd: cst.FunctionDef, bwd: cst.FunctionDef) -> str:
+    """How the rules spell a tuple type (`Tuple`, `typing.Tuple`), `tuple` when they do not."""
+    for func in (bwd, fwd):
+        for node in (func.returns, *(p.annotation for p in _param_nodes(func))):
+            found = _tuple_items(node.annotation) if node is not None else None
+            if found is not None:
+                return found[0]
+    return "tuple"
+
+
+def _param_nodes(func: cst.FunctionDef) -> list[cst.Param]:
+    return [*func.params.posonly_params, *func.params.params]
+
+
+def _annotations(func: cst.FunctionDef, names: tuple[str, ...]) -> list[cst.BaseExpression] | None:
+    """The annotations of the parameters ``names`` of ``func`` (None: one has none)."""
+    found = {p.name.value: p.annotation for p in _param_nodes(func)}
+    annotations = [found.get(n) for n in names]
+    return [a.annotation for a in annotations if a is not None] if all(annotations) else None
+
+
+def _residual_type(
+    old: cst.BaseExpression,
+    layout: Layout,
+    saved: list[cst.BaseExpression] | None,
+    width: int | None,
+    spelling: str,
+) -> cst.BaseExpression | TupleType | None:
+    """The residual's new type, from its old type ``old`` and the saved arguments' ``saved``;
+    None when it is not known exactly."""
+    if saved is None or isinstance(old, (cst.SimpleString, cst.ConcatenatedString)):
+        return None
+    if layout is Layout.NONE:
+        return saved[0] if len(saved) == 1 else TupleType(spelling, tuple(saved))
+    if layout in (Layout.TUPLE, Layout.VARIABLE):
+        found = _tuple_items(old)
+        if found is None or len(found[1]) != width:
+            return None
+        assert isinstance(old, cst.Subscript)
+        return TupleType(found[0], (*saved, *found[1]), old)
+    return TupleType(spelling, (*saved, old))
+
+
+def _fwd_type(
+    old: cst.BaseExpression,
+    layout: Layout,
+    saved: list[cst.BaseExpression] | None,
+    width: int | None,
+    spelling: str,
+) -> TupleType | None:
+    """fwd's `tuple[Out, R]` with the residual type ``R`` updated (None: not known exactly)."""
+    found = _tuple_items(old)
+    if found is None or len(found[1]) != 2:
+        return None
+    out, residual = found[1]
+    new = _residual_type(residual, layout, saved, width, spelling)
+    assert isinstance(old, cst.Subscript)
+    return TupleType(found[0], (out, new), old) if new is not None else None
+
+
+def _cotangents_type(site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...]) -> TupleType | None:
+    """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent."""
+    found = _tuple_items(old)
+    if found is None or not site.nondiff.complete or len(found[1]) != len(site.params) - len(site.nondiff.positions):
+        return None
+    assert isinstance(old, cst.Subscript)
+    items = iter(found[1])
+    new = tuple(None if k in slots else next(items) for k in range(len(found[1]) + len(slots)))
+    return TupleType(found[0], new, old)
 
 
 def _already_saved(

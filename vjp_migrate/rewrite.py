@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
 
 import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
-from vjp_migrate.model import JitEdit, Layout, RewritePlan
+from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -29,7 +30,18 @@ def _tuple_of(names: Sequence[str]) -> cst.BaseExpression:
     return cst.parse_expression("(" + ", ".join(names) + ")")
 
 
-def _positions_expr(original: cst.BaseExpression, kept: tuple[int, ...], as_list: bool) -> cst.BaseExpression:
+def _positions_expr(
+    original: cst.BaseExpression, kept: tuple[int, ...], as_list: bool, names: dict[int, str]
+) -> cst.BaseExpression:
+    """The positions ``kept``, in the spelling of ``original``. A tuple or list literal loses the
+    elements that go (its comments stay, section 1); anything else is written anew."""
+    if isinstance(original, (cst.Tuple, cst.List)):
+        values = [e.value.value if isinstance(e.value, cst.Integer) else None for e in original.elements]
+        numbers = [int(v, 0) for v in values if v is not None]
+        if len(numbers) == len(values) and set(kept) <= set(numbers):
+            return _literal_without(
+                original, lambda e: _gone_if(int(_text(e), 0) not in kept, names.get(int(_text(e), 0)))
+            )
     if isinstance(original, cst.Integer):
         return cst.Integer(str(kept[0]))
     text = ", ".join(map(str, kept))
@@ -44,6 +56,10 @@ def _names_expr(original: cst.BaseExpression, names: list[str]) -> cst.BaseExpre
         if isinstance(original, cst.SimpleString)
         else [e.value for e in getattr(original, "elements", ()) if isinstance(e.value, cst.SimpleString)]
     )
+    if isinstance(original, (cst.Tuple, cst.List)) and len(strings) == len(original.elements):
+        listed = {s.evaluated_value for s in strings if isinstance(s, cst.SimpleString)}
+        if set(names) <= listed:
+            return _literal_without(original, lambda e: _gone_if(_text(e) not in names, _text(e)))
     quote = strings[0].quote if strings else '"'
     text = ", ".join(f"{quote}{n}{quote}" for n in names)
     if isinstance(original, cst.SimpleString):
@@ -53,6 +69,117 @@ def _names_expr(original: cst.BaseExpression, names: list[str]) -> cst.BaseExpre
     return cst.parse_expression(f"({text},)" if len(names) == 1 else f"({text})")
 
 
+def _text(element: cst.BaseElement) -> str:
+    """The value of an int or string literal element."""
+    value = element.value
+    if isinstance(value, cst.SimpleString):
+        return str(value.evaluated_value)
+    assert isinstance(value, cst.Integer)
+    return value.value
+
+
+def _gone_if(goes: bool, name: str | None) -> set[str] | None:
+    """For ``without``: the names an item that goes stands for (None: it stays)."""
+    return ({name} if name else set()) if goes else None
+
+
+def _literal_without(
+    literal: cst.Tuple | cst.List, gone: Callable[[cst.Element], set[str] | None]
+) -> cst.Tuple | cst.List:
+    """A tuple/list literal without the elements ``keep`` rejects, in the author's order and
+    layout; a tuple left with one element gets its trailing comma."""
+    open_ws = literal.lpar[0].whitespace_after if isinstance(literal, cst.Tuple) and literal.lpar else None
+    if isinstance(literal, cst.List):
+        open_ws = literal.lbracket.whitespace_after
+    elements, lead = without([e for e in literal.elements if isinstance(e, cst.Element)], gone, open_ws)
+    if isinstance(literal, cst.Tuple) and len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma):
+        elements[0] = elements[0].with_changes(comma=cst.Comma())
+    if isinstance(literal, cst.List):
+        return literal.with_changes(elements=elements, lbracket=literal.lbracket.with_changes(whitespace_after=lead))
+    if literal.lpar and lead is not None:
+        lpar = [literal.lpar[0].with_changes(whitespace_after=lead), *literal.lpar[1:]]
+        return literal.with_changes(elements=elements, lpar=lpar)
+    return literal.with_changes(elements=elements)
+
+
+_Item = TypeVar("_Item", cst.Param, cst.Arg, cst.Element, cst.ImportAlias)
+_Whitespace = cst.BaseParenthesizableWhitespace
+
+
+def without(
+    items: Sequence[_Item], gone: Callable[[_Item], set[str] | None], lead: _Whitespace | None
+) -> tuple[list[_Item], _Whitespace | None]:
+    """``items`` without those for which ``gone`` gives the names they stand for, keeping every
+    comment about other code; and the new whitespace after the opening bracket (``lead``, the
+    old one; None when there is no bracket).
+
+    A removed item's comma took the line break after it, with the comment on its own line and
+    the comment lines below it, above the next item; these join the whitespace before the
+    removed item, so each comment line stays in front of the item it stood before. The comment
+    on the removed item's own line goes with it only when it names it (``names``).
+    """
+    kept: list[_Item] = []
+    before = lead  # the whitespace leading to the next item, with what removed items left
+    changed = False
+    for item in items:
+        names = gone(item)
+        if names is None:
+            if changed and kept:
+                kept[-1] = kept[-1].with_changes(comma=_comma_with(kept[-1].comma, before))
+            elif changed:
+                lead = before
+            kept.append(item)
+            before = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+            changed = False
+            continue
+        after = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+        before = _joined(before, after, names)
+        changed = True
+    if changed and kept:  # the last items went: the last kept one takes the last one's comma
+        last = items[-1].comma
+        if isinstance(last, cst.Comma):
+            kept[-1] = kept[-1].with_changes(comma=last.with_changes(whitespace_after=before))
+        elif _has_comment(before):
+            kept[-1] = kept[-1].with_changes(comma=_comma_with(kept[-1].comma, before))
+        else:
+            kept[-1] = kept[-1].with_changes(comma=last)
+            if isinstance(kept[-1], cst.Arg) and isinstance(items[-1], cst.Arg):
+                kept[-1] = kept[-1].with_changes(whitespace_after_arg=items[-1].whitespace_after_arg)
+    return kept, lead
+
+
+def _comma_with(comma: cst.Comma | cst.MaybeSentinel, whitespace: _Whitespace | None) -> cst.Comma | cst.MaybeSentinel:
+    if whitespace is None:
+        return comma
+    if isinstance(comma, cst.Comma):
+        return comma.with_changes(whitespace_after=whitespace)
+    return cst.Comma(whitespace_after=whitespace)
+
+
+def _has_comment(whitespace: _Whitespace | None) -> bool:
+    return isinstance(whitespace, cst.ParenthesizedWhitespace) and (
+        whitespace.first_line.comment is not None or any(line.comment for line in whitespace.empty_lines)
+    )
+
+
+def _joined(before: _Whitespace | None, after: _Whitespace | None, names: set[str]) -> _Whitespace | None:
+    """The whitespace in place of ``before`` + removed item + ``after`` (see ``without``)."""
+    if not isinstance(after, cst.ParenthesizedWhitespace):
+        return before
+    if not isinstance(before, cst.ParenthesizedWhitespace):  # the item shared a line with the one before
+        return after
+    lines = list(before.empty_lines)
+    own = after.first_line.comment
+    if own is not None and not _names_one_of(own.value, names):
+        lines.append(cst.EmptyLine(indent=before.indent, whitespace=before.last_line, comment=own))
+    lines.extend(after.empty_lines)
+    return after.with_changes(first_line=before.first_line, empty_lines=lines)
+
+
+def _names_one_of(comment: str, names: set[str]) -> bool:
+    return any(re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", comment) for name in names)
+
+
 def _fix_trailing(args: list[cst.Arg], template: Sequence[cst.Arg]) -> list[cst.Arg]:
     """After removing arguments, the last one takes the comma the original last one had."""
     if args and template:
@@ -60,24 +187,31 @@ def _fix_trailing(args: list[cst.Arg], template: Sequence[cst.Arg]) -> list[cst.
     return args
 
 
-def _new_options(plan: RewritePlan, originals: Sequence[cst.Arg], options: Sequence[cst.Arg]) -> list[cst.Arg]:
-    """The keyword arguments of custom_vjp/partial after the change (matched on the originals)."""
+def _new_args(plan: RewritePlan, originals: Sequence[cst.Arg], args: Sequence[cst.Arg]) -> list[cst.Arg]:
+    """The arguments of custom_vjp/partial after the change (matched on the originals); the
+    first one (the primal or `jax.custom_vjp`) always stays."""
     site = plan.site
     kept_names = [site.params[p] for p in plan.kept]
+    moved_names = {site.params[p] for p in plan.moved if p < len(site.params)}
+    at = dict(enumerate(site.params))
     result: list[cst.Arg] = []
-    for original, arg in zip(originals, options, strict=True):
+    gone: dict[int, set[str]] = {}
+    for original, arg in zip(originals, args, strict=True):
         if original is site.nondiff.argnums_arg:
-            old = arg.value
             listed = [p for p in plan.kept if p not in _named_positions(plan)]
-            if listed:
-                result.append(arg.with_changes(value=_positions_expr(old, tuple(listed), site.nondiff.as_list)))
+            if not listed:
+                gone[id(arg)] = {"nondiff_argnums", *moved_names}
+            else:
+                value = _positions_expr(arg.value, tuple(listed), site.nondiff.as_list, at)
+                arg = arg.with_changes(value=value)
         elif original is site.nondiff.argnames_arg:
             names = [n for n in kept_names if site.params.index(n) in _named_positions(plan)]
-            if names:
-                result.append(arg.with_changes(value=_names_expr(arg.value, names)))
-        else:
-            result.append(arg)
-    return _fix_trailing(result, options)
+            if not names:
+                gone[id(arg)] = {"nondiff_argnames", *moved_names}
+            else:
+                arg = arg.with_changes(value=_names_expr(arg.value, names))
+        result.append(arg)
+    return without(result, lambda a: gone.get(id(a)), None)[0]
 
 
 def _named_positions(plan: RewritePlan) -> set[int]:
@@ -128,11 +262,14 @@ class _Apply(cst.CSTTransformer):
         call, before = updated_node.decorator, original_node.decorator
         assert isinstance(call, cst.Call) and isinstance(before, cst.Call)
         self._forget_nondiff(plan)
-        options = _new_options(plan, before.args[1:], call.args[1:])
-        if options:
-            return updated_node.with_changes(decorator=call.with_changes(args=[call.args[0], *options]))
+        args = _new_args(plan, before.args, call.args)
+        if len(args) > 1:
+            return updated_node.with_changes(decorator=call.with_changes(args=args))
         self._forget(call.func)
-        return updated_node.with_changes(decorator=call.args[0].value)
+        above = _comment_lines(call.with_changes(args=args))  # `@partial(\n    # ...\n    jax.custom_vjp, ...)`
+        return updated_node.with_changes(
+            decorator=call.args[0].value, leading_lines=[*updated_node.leading_lines, *above]
+        )
 
     def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
         plan = self.carriers.get(id(original_node))
@@ -142,13 +279,12 @@ class _Apply(cst.CSTTransformer):
         if isinstance(updated_node.func, cst.Call):  # partial(jax.custom_vjp, ...)(f)
             inner, before = updated_node.func, original_node.func
             assert isinstance(before, cst.Call)
-            options = _new_options(plan, before.args[1:], inner.args[1:])
-            if options:
-                return updated_node.with_changes(func=inner.with_changes(args=[inner.args[0], *options]))
+            args = _new_args(plan, before.args, inner.args)
+            if len(args) > 1:
+                return updated_node.with_changes(func=inner.with_changes(args=args))
             self._forget(inner.func)
             return updated_node.with_changes(func=inner.args[0].value)
-        options = _new_options(plan, original_node.args[1:], updated_node.args[1:])
-        return updated_node.with_changes(args=_fix_trailing([updated_node.args[0], *options], updated_node.args))
+        return updated_node.with_changes(args=_new_args(plan, original_node.args, updated_node.args))
 
     def _jit_decorator(self, edit: JitEdit, node: cst.Decorator) -> cst.Decorator:
         call = node.decorator
@@ -159,7 +295,7 @@ class _Apply(cst.CSTTransformer):
             if keyword == "static_argnums":
                 if edit.static_argnums:
                     as_list = isinstance(arg.value, cst.List)  # jit's are int literals (sites.rule_decorators)
-                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums, as_list)))
+                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums, as_list, {})))
             elif keyword == "static_argnames":
                 if edit.static_argnames:
                     options.append(arg.with_changes(value=_names_expr(arg.value, list(edit.static_argnames))))
@@ -303,15 +439,16 @@ class _Apply(cst.CSTTransformer):
         if names is None:
             return updated_node
         target = updated_node.target
-        items = list(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else [cst.Element(target)]
-        kept = [e for e in items if not (isinstance(e.value, cst.Name) and e.value.value in names)]
-        if not kept:
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            return cst.RemoveFromParent() if isinstance(target, cst.Name) and target.value in names else updated_node
+        new = _literal_without(
+            target, lambda e: _gone_if(isinstance(e.value, cst.Name) and e.value.value in names, None)
+        )
+        if not new.elements:
             return cst.RemoveFromParent()
-        if len(kept) == 1 and not (isinstance(target, (cst.Tuple, cst.List)) and target.lpar):
-            return updated_node.with_changes(target=kept[0].value)
-        assert isinstance(target, (cst.Tuple, cst.List))
-        kept[-1] = kept[-1].with_changes(comma=target.elements[-1].comma)
-        return updated_node.with_changes(target=target.with_changes(elements=kept))
+        if len(new.elements) == 1 and not target.lpar and not isinstance(target, cst.List):
+            return updated_node.with_changes(target=new.elements[0].value)
+        return updated_node.with_changes(target=new)
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -370,7 +507,7 @@ class _Apply(cst.CSTTransformer):
         plan = self.bwd_lambdas.get(id(original_node))
         if plan is None:
             return updated_node
-        params = self._bwd_params(plan, updated_node.params)
+        params = self._bwd_params(plan, updated_node.params, None)[0]
         body = self._bwd_value(plan, updated_node.body)
         if plan.bwd_def_name is None:
             return updated_node.with_changes(params=params, body=body)
@@ -389,7 +526,9 @@ class _Apply(cst.CSTTransformer):
         if id(original_node) not in self.retyped:
             return updated_node
         self._forget_names(updated_node.annotation)
-        return updated_node.with_changes(annotation=self.retyped[id(original_node)])
+        return updated_node.with_changes(
+            annotation=_annotation(updated_node.annotation, self.retyped[id(original_node)])
+        )
 
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""
@@ -401,11 +540,13 @@ class _Apply(cst.CSTTransformer):
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         if id(original_node) in self.retyped:
             self._forget_names(updated_node.returns)
-            updated_node = updated_node.with_changes(returns=self.retyped[id(original_node)])
+            returns = _annotation(updated_node.returns, self.retyped[id(original_node)])
+            updated_node = updated_node.with_changes(returns=returns)
         plan = self.bwds.get(id(original_node))
         if plan is None:
             return updated_node
-        node = updated_node.with_changes(params=self._bwd_params(plan, updated_node.params))
+        params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
+        node = updated_node.with_changes(params=params, whitespace_before_params=lead)
         return self._with_unpack(plan, node)
 
     def _with_unpack(self, plan: RewritePlan, node: cst.FunctionDef) -> cst.FunctionDef:
@@ -422,19 +563,85 @@ class _Apply(cst.CSTTransformer):
             node = node.with_changes(body=body.with_changes(body=statements))
         return node
 
-    def _bwd_params(self, plan: RewritePlan, params: cst.Parameters) -> cst.Parameters:
+    def _bwd_params(
+        self, plan: RewritePlan, params: cst.Parameters, lead: _Whitespace | None
+    ) -> tuple[cst.Parameters, _Whitespace | None]:
+        """bwd's parameters without the moved ones (their comments kept, ``without``), the
+        residual renamed; and the new whitespace after the opening parenthesis (``lead``)."""
         assert plan.site.bwd is not None
         n_nondiff = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
         single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
         residual_name = plan.saved_bwd_names[0] if single else plan.residual_param
-        groups: list[list[cst.Param]] = [[], []]
-        for index, param in enumerate([*params.posonly_params, *params.params]):
-            group = groups[0 if index < len(params.posonly_params) else 1]
-            if index == n_nondiff:
-                group.append(param.with_changes(name=cst.Name(residual_name)))
-            elif param.name.value not in plan.moved_bwd_params:
-                group.append(param)
-        return params.with_changes(posonly_params=groups[0], params=groups[1])
+        every = [*params.posonly_params, *params.params]
+        every[n_nondiff] = every[n_nondiff].with_changes(name=cst.Name(residual_name))
+        moved = set(plan.moved_bwd_params)
+
+        def gone(param: cst.Param) -> set[str] | None:
+            return {param.name.value} if param is not every[n_nondiff] and param.name.value in moved else None
+
+        slash = params.posonly_ind
+        if not isinstance(slash, cst.ParamSlash) or not isinstance(slash.comma, cst.Comma):
+            rest, lead = without(every, gone, lead)
+            return params.with_changes(params=rest), lead
+        posonly, lead = without(every[: len(params.posonly_params)], gone, lead)
+        rest, after_slash = without(every[len(params.posonly_params) :], gone, slash.comma.whitespace_after)
+        if after_slash is not None:
+            slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
+        params = params.with_changes(posonly_ind=slash)
+        return params.with_changes(posonly_params=posonly, params=rest), lead
+
+
+def _annotation(old: cst.Annotation | None, new: cst.Annotation | TupleType | None) -> cst.Annotation | None:
+    """The annotation in place of ``old``: ``new``, or ``old`` with its type updated to ``new``."""
+    if not isinstance(new, TupleType):
+        return new
+    assert old is not None
+    return old.with_changes(annotation=_tuple_type(new))
+
+
+def _uncommented(comma: cst.Comma) -> cst.Comma:
+    """A comma like ``comma`` for a new item: its line break, not the comment on its line."""
+    after = comma.whitespace_after
+    if isinstance(after, cst.ParenthesizedWhitespace):
+        first = after.first_line.with_changes(whitespace=cst.SimpleWhitespace(""), comment=None)
+        return comma.with_changes(whitespace_after=after.with_changes(first_line=first, empty_lines=[]))
+    return comma
+
+
+def _tuple_type(new: TupleType) -> cst.BaseExpression:
+    items = [_tuple_type(i) if isinstance(i, TupleType) else cst.Name("None") if i is None else i for i in new.items]
+    if new.old is None:
+        fresh = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=_comma()) for i in items]
+        fresh[-1] = fresh[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        return cst.Subscript(cst.parse_expression(new.spelling), fresh)
+    original = list(new.old.slice)
+    kept = {id(e.slice.value): e for e in original if isinstance(e.slice, cst.Index)}
+    separators = [e.comma for e in original[:-1] if isinstance(e.comma, cst.Comma)]
+    separator = _uncommented(separators[0]) if separators else _comma()
+    trailing = original[-1].comma if len(original) > 1 else cst.MaybeSentinel.DEFAULT
+    elements: list[cst.SubscriptElement] = []
+    for index, item in enumerate(items):
+        element = kept.get(id(item)) or cst.SubscriptElement(cst.Index(item.deep_clone()))
+        last = index == len(items) - 1
+        if last or element is original[-1] or id(item) not in kept:  # a new item, or a new last one
+            element = element.with_changes(comma=trailing if last else separator)
+        elements.append(element)
+    return new.old.with_changes(slice=elements)
+
+
+class _Comments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: list[cst.Comment] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.found.append(node)
+
+
+def _comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
+    """The comments inside a node that goes, as lines to put above its statement."""
+    comments = _Comments()
+    node.visit(comments)
+    return [cst.EmptyLine(comment=c) for c in comments.found]
 
 
 def _saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
@@ -480,7 +687,7 @@ def _rebuild(original: Sequence[cst.BaseElement], items: Sequence[cst.BaseElemen
     ``(None, g)``, a multi-line tuple keeps its trailing comma).
     """
     separators = [e.comma for e in original[:-1] if isinstance(e.comma, cst.Comma)]
-    separator = separators[0] if separators else _comma()
+    separator = _uncommented(separators[0]) if separators else _comma()
     trailing = original[-1].comma if len(original) > 1 else cst.MaybeSentinel.DEFAULT
     result: list[cst.BaseElement] = []
     for index, item in enumerate(items):
@@ -571,21 +778,28 @@ class _DropImports(cst.CSTTransformer):
         body: list[cst.BaseStatement] = []
         kept = iter(new)
         gap: list[cst.EmptyLine] = []
+        heading: list[cst.EmptyLine] = []  # comment lines above the removed lines, since the last gap
         for stmt in old:
             if id(stmt) in self.emptied:
-                gap = gap or _blank_lead(stmt)
+                blank = _blank_lead(stmt)
+                gap = gap or blank
+                heading = [*([] if blank else heading), *_leading_lines(stmt)[len(blank) :]]
                 continue
             following = next(kept)
+            if heading and not _blank_lead(following) and _is_import(following) and not self._about_removed(heading):
+                following = following.with_changes(leading_lines=[*heading, *_leading_lines(following)])
             if gap and not _blank_lead(following):
                 following = following.with_changes(leading_lines=[*gap, *_leading_lines(following)])
             body.append(following)
-            gap = []
+            gap, heading = [], []
         return body
 
+    def _about_removed(self, lines: Sequence[cst.EmptyLine]) -> bool:
+        """Whether comment lines above removed imports name one of them (else they head a group)."""
+        return any(line.comment and _names_one_of(line.comment.value, self.names) for line in lines)
+
     def _keep(self, alias: cst.ImportAlias) -> bool:
-        bound = alias.asname.name if alias.asname else alias.name
-        local = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
-        return (local or "").split(".")[0] not in self.names
+        return _bound_name(alias).split(".")[0] not in self.names
 
     def drops(self, node: cst.BaseSmallStatement) -> bool:
         """Whether the import ``node`` loses a name."""
@@ -596,12 +810,17 @@ class _DropImports(cst.CSTTransformer):
     def _trim(
         self, node: cst.Import | cst.ImportFrom, names: Sequence[cst.ImportAlias]
     ) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
-        kept = [a for a in names if self._keep(a)]
-        if len(kept) == len(names):
+        if all(self._keep(a) for a in names):
             return node
+        lpar = node.lpar if isinstance(node, cst.ImportFrom) else None
+        lead = lpar.whitespace_after if lpar is not None else None
+        kept, lead = without(names, lambda a: None if self._keep(a) else {_bound_name(a)}, lead)
         if not kept:
             return cst.RemoveFromParent()
-        kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        if lpar is None:  # `import a, b` / `from m import a, b` take no trailing comma
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        elif lead is not None:
+            node = node.with_changes(lpar=lpar.with_changes(whitespace_after=lead))
         return node.with_changes(names=kept)
 
     def leave_ImportFrom(
@@ -613,6 +832,17 @@ class _DropImports(cst.CSTTransformer):
 
     def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
         return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
+
+
+def _is_import(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in stmt.body
+    )
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    bound = alias.asname.name if alias.asname else alias.name
+    return (dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None) or ""
 
 
 def _leading_lines(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
