@@ -84,3 +84,16 @@ def test_every_output_format_carries_the_reason(tmp_path: Path, fmt: str) -> Non
     if fmt == "sarif":
         (found,) = json.loads(result.stdout)["runs"][0]["results"]
         assert found["properties"]["fixSafety"] == "none" and "fixes" not in found
+
+
+def test_inconsistency_messages_count_in_the_singular() -> None:
+    code = (
+        "import jax\nfrom functools import partial\n\n"
+        "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, w):\n    return x * w\n\n"
+        "def f_fwd(x, w):\n    return f(x, w), None\n\n"
+        "def f_bwd(g):\n    return (g,)\n\n"
+        "f.defvjp(f_fwd, f_bwd)\n"
+    )
+    (found,) = check_source(code)
+    assert found.code == "VJP004"
+    assert "takes 1 parameter, but JAX calls it with 1 nondiff argument + " in found.message, found.message

@@ -238,6 +238,10 @@ def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: Im
     )
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
 def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     """The VJP004 detail for a rule whose shape does not fit its primal, if any."""
     fwd = site.fwd.node if site.fwd else None
@@ -250,7 +254,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     if beyond and not site.has_varargs:
         return (
             f"nondiff_argnums lists position {beyond[0]}, but `{_primal_name(site)}` takes "
-            f"{len(site.params)} positional parameter{'s' if len(site.params) != 1 else ''}"
+            f"{_count(len(site.params), 'positional parameter')}"
         )
     bwd_bound = site.bwd.bound_args if site.bwd else 0
     fwd_bound = site.fwd.bound_args if site.fwd else 0
@@ -258,15 +262,16 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         count = len(positional_params(bwd)) - bwd_bound
         if count != n_nondiff + 2:
             return (
-                f"bwd `{bwd.name.value}` takes {count} parameters, but JAX calls it with "
-                f"{n_nondiff} nondiff argument{'s' if n_nondiff != 1 else ''} + residuals + "
+                f"bwd `{bwd.name.value}` takes {_count(count, 'parameter')}, but JAX calls it with "
+                f"{_count(n_nondiff, 'nondiff argument')} + residuals + "
                 f"cotangent = {n_nondiff + 2}"
             )
     fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
     fwd_count = len(positional_params(fwd)) - fwd_bound if fwd is not None else 0
     if fwd is not None and not site.has_varargs and not fwd_varargs and fwd_count != len(site.params):
         return (
-            f"fwd `{fwd.name.value}` takes {fwd_count} parameters but the primal `{site.name}` takes {len(site.params)}"
+            f"fwd `{fwd.name.value}` takes {_count(fwd_count, 'parameter')} but the primal `{site.name}` "
+            f"takes {len(site.params)}"
         )
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)

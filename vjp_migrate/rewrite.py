@@ -30,18 +30,14 @@ def _tuple_of(names: Sequence[str]) -> cst.BaseExpression:
     return cst.parse_expression("(" + ", ".join(names) + ")")
 
 
-def _positions_expr(
-    original: cst.BaseExpression, kept: tuple[int, ...], as_list: bool, names: dict[int, str]
-) -> cst.BaseExpression:
+def _positions_expr(original: cst.BaseExpression, kept: tuple[int, ...], as_list: bool) -> cst.BaseExpression:
     """The positions ``kept``, in the spelling of ``original``. A tuple or list literal loses the
     elements that go (its comments stay, section 1); anything else is written anew."""
     if isinstance(original, (cst.Tuple, cst.List)):
         values = [e.value.value if isinstance(e.value, cst.Integer) else None for e in original.elements]
         numbers = [int(v, 0) for v in values if v is not None]
         if len(numbers) == len(values) and set(kept) <= set(numbers):
-            return _literal_without(
-                original, lambda e: _gone_if(int(_text(e), 0) not in kept, names.get(int(_text(e), 0)))
-            )
+            return _literal_without(original, lambda e: int(_text(e), 0) not in kept)
     if isinstance(original, cst.Integer):
         return cst.Integer(str(kept[0]))
     text = ", ".join(map(str, kept))
@@ -59,7 +55,7 @@ def _names_expr(original: cst.BaseExpression, names: list[str]) -> cst.BaseExpre
     if isinstance(original, (cst.Tuple, cst.List)) and len(strings) == len(original.elements):
         listed = {s.evaluated_value for s in strings if isinstance(s, cst.SimpleString)}
         if set(names) <= listed:
-            return _literal_without(original, lambda e: _gone_if(_text(e) not in names, _text(e)))
+            return _literal_without(original, lambda e: _text(e) not in names)
     quote = strings[0].quote if strings else '"'
     text = ", ".join(f"{quote}{n}{quote}" for n in names)
     if isinstance(original, cst.SimpleString):
@@ -78,15 +74,8 @@ def _text(element: cst.BaseElement) -> str:
     return value.value
 
 
-def _gone_if(goes: bool, name: str | None) -> set[str] | None:
-    """For ``without``: the names an item that goes stands for (None: it stays)."""
-    return ({name} if name else set()) if goes else None
-
-
-def _literal_without(
-    literal: cst.Tuple | cst.List, gone: Callable[[cst.Element], set[str] | None]
-) -> cst.Tuple | cst.List:
-    """A tuple/list literal without the elements ``keep`` rejects, in the author's order and
+def _literal_without(literal: cst.Tuple | cst.List, gone: Callable[[cst.Element], bool]) -> cst.Tuple | cst.List:
+    """A tuple/list literal without the elements that are ``gone``, in the author's order and
     layout; a tuple left with one element gets its trailing comma."""
     open_ws = literal.lpar[0].whitespace_after if isinstance(literal, cst.Tuple) and literal.lpar else None
     if isinstance(literal, cst.List):
@@ -107,23 +96,22 @@ _Whitespace = cst.BaseParenthesizableWhitespace
 
 
 def without(
-    items: Sequence[_Item], gone: Callable[[_Item], set[str] | None], lead: _Whitespace | None
+    items: Sequence[_Item], gone: Callable[[_Item], bool], lead: _Whitespace | None
 ) -> tuple[list[_Item], _Whitespace | None]:
-    """``items`` without those for which ``gone`` gives the names they stand for, keeping every
-    comment about other code; and the new whitespace after the opening bracket (``lead``, the
-    old one; None when there is no bracket).
+    """``items`` without those that are ``gone``, keeping every comment about other code; and
+    the new whitespace after the opening bracket (``lead``, the old one; None when there is no
+    bracket).
 
     A removed item's comma took the line break after it, with the comment on its own line and
     the comment lines below it, above the next item; these join the whitespace before the
     removed item, so each comment line stays in front of the item it stood before. The comment
-    on the removed item's own line goes with it only when it names it (``names``).
+    on the removed item's own line describes it and goes with it.
     """
     kept: list[_Item] = []
     before = lead  # the whitespace leading to the next item, with what removed items left
     changed = False
     for item in items:
-        names = gone(item)
-        if names is None:
+        if not gone(item):
             if changed and kept:
                 kept[-1] = kept[-1].with_changes(comma=_comma_with(kept[-1].comma, before))
             elif changed:
@@ -133,7 +121,7 @@ def without(
             changed = False
             continue
         after = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
-        before = _joined(before, after, names)
+        before = _joined(before, after)
         changed = True
     if changed and kept:  # the last items went: the last kept one takes the last one's comma
         last = items[-1].comma
@@ -162,17 +150,13 @@ def _has_comment(whitespace: _Whitespace | None) -> bool:
     )
 
 
-def _joined(before: _Whitespace | None, after: _Whitespace | None, names: set[str]) -> _Whitespace | None:
+def _joined(before: _Whitespace | None, after: _Whitespace | None) -> _Whitespace | None:
     """The whitespace in place of ``before`` + removed item + ``after`` (see ``without``)."""
     if not isinstance(after, cst.ParenthesizedWhitespace):
         return before
     if not isinstance(before, cst.ParenthesizedWhitespace):  # the item shared a line with the one before
         return after
-    lines = list(before.empty_lines)
-    own = after.first_line.comment
-    if own is not None and not _names_one_of(own.value, names):
-        lines.append(cst.EmptyLine(indent=before.indent, whitespace=before.last_line, comment=own))
-    lines.extend(after.empty_lines)
+    lines = [*before.empty_lines, *after.empty_lines]  # the comment on the item's own line is about it
     return after.with_changes(first_line=before.first_line, empty_lines=lines)
 
 
@@ -192,26 +176,24 @@ def _new_args(plan: RewritePlan, originals: Sequence[cst.Arg], args: Sequence[cs
     first one (the primal or `jax.custom_vjp`) always stays."""
     site = plan.site
     kept_names = [site.params[p] for p in plan.kept]
-    moved_names = {site.params[p] for p in plan.moved if p < len(site.params)}
-    at = dict(enumerate(site.params))
     result: list[cst.Arg] = []
-    gone: dict[int, set[str]] = {}
+    gone: set[int] = set()
     for original, arg in zip(originals, args, strict=True):
         if original is site.nondiff.argnums_arg:
             listed = [p for p in plan.kept if p not in _named_positions(plan)]
             if not listed:
-                gone[id(arg)] = {"nondiff_argnums", *moved_names}
+                gone.add(id(arg))
             else:
-                value = _positions_expr(arg.value, tuple(listed), site.nondiff.as_list, at)
+                value = _positions_expr(arg.value, tuple(listed), site.nondiff.as_list)
                 arg = arg.with_changes(value=value)
         elif original is site.nondiff.argnames_arg:
             names = [n for n in kept_names if site.params.index(n) in _named_positions(plan)]
             if not names:
-                gone[id(arg)] = {"nondiff_argnames", *moved_names}
+                gone.add(id(arg))
             else:
                 arg = arg.with_changes(value=_names_expr(arg.value, names))
         result.append(arg)
-    return without(result, lambda a: gone.get(id(a)), None)[0]
+    return without(result, lambda a: id(a) in gone, None)[0]
 
 
 def _named_positions(plan: RewritePlan) -> set[int]:
@@ -295,7 +277,7 @@ class _Apply(cst.CSTTransformer):
             if keyword == "static_argnums":
                 if edit.static_argnums:
                     as_list = isinstance(arg.value, cst.List)  # jit's are int literals (sites.rule_decorators)
-                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums, as_list, {})))
+                    options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums, as_list)))
             elif keyword == "static_argnames":
                 if edit.static_argnames:
                     options.append(arg.with_changes(value=_names_expr(arg.value, list(edit.static_argnames))))
@@ -441,9 +423,7 @@ class _Apply(cst.CSTTransformer):
         target = updated_node.target
         if not isinstance(target, (cst.Tuple, cst.List)):
             return cst.RemoveFromParent() if isinstance(target, cst.Name) and target.value in names else updated_node
-        new = _literal_without(
-            target, lambda e: _gone_if(isinstance(e.value, cst.Name) and e.value.value in names, None)
-        )
+        new = _literal_without(target, lambda e: isinstance(e.value, cst.Name) and e.value.value in names)
         if not new.elements:
             return cst.RemoveFromParent()
         if len(new.elements) == 1 and not target.lpar and not isinstance(target, cst.List):
@@ -576,8 +556,8 @@ class _Apply(cst.CSTTransformer):
         every[n_nondiff] = every[n_nondiff].with_changes(name=cst.Name(residual_name))
         moved = set(plan.moved_bwd_params)
 
-        def gone(param: cst.Param) -> set[str] | None:
-            return {param.name.value} if param is not every[n_nondiff] and param.name.value in moved else None
+        def gone(param: cst.Param) -> bool:
+            return param is not every[n_nondiff] and param.name.value in moved
 
         slash = params.posonly_ind
         if not isinstance(slash, cst.ParamSlash) or not isinstance(slash.comma, cst.Comma):
@@ -814,7 +794,7 @@ class _DropImports(cst.CSTTransformer):
             return node
         lpar = node.lpar if isinstance(node, cst.ImportFrom) else None
         lead = lpar.whitespace_after if lpar is not None else None
-        kept, lead = without(names, lambda a: None if self._keep(a) else {_bound_name(a)}, lead)
+        kept, lead = without(names, lambda a: not self._keep(a), lead)
         if not kept:
             return cst.RemoveFromParent()
         if lpar is None:  # `import a, b` / `from m import a, b` take no trailing comma
