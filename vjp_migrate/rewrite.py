@@ -374,9 +374,7 @@ class _Apply(cst.CSTTransformer):
             elements = _rebuild(value.elements, items)
             if isinstance(value, cst.List):
                 return value.with_changes(elements=elements)
-            return value.with_changes(
-                elements=elements, lpar=value.lpar or [cst.LeftParen()], rpar=value.rpar or [cst.RightParen()]
-            )
+            return value.with_changes(elements=elements)
         assert value is not None
         text = cst.Module([]).code_for_node(value)
         grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
