@@ -1044,6 +1044,31 @@ def test_an_ffi_calls_operand_is_array_data() -> None:
     assert classify(primal, "return (g * a,)")[0] is ArgKind.ARRAY
 
 
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines(f"call = jax.ffi.ffi_call('scale', {SHAPE})", "return call(x, a)"), id="local"),
+        pytest.param(f"return jax.ffi.ffi_call('scale', {SHAPE})(x, a[0], eps=1e-6)", id="in place"),
+        pytest.param("return scaled(x, a)", id="in a helper"),
+    ],
+)
+def test_an_ffi_operand_alone_is_array_data(primal: str) -> None:
+    # xspex's apec: the spectrum number only reaches the FFI call's operands; it was VJP002.
+    helper = f"def scaled(x, n):\n    call = jax.ffi.ffi_call('scale', {SHAPE})\n    return call(x, n, mode=1)\n"
+    kind, reasons, strong = classify(primal, "return (g,)", extra=helper)
+    assert (kind, strong) == (ArgKind.ARRAY, True), reasons
+    assert any("passed as an operand to `" in r and "ffi_call" in r for r in reasons), reasons
+
+
+def test_an_ffi_operand_can_be_a_tracer() -> None:
+    def scale(x: jax.Array, n: jax.Array) -> jax.Array:
+        call = jax.ffi.ffi_call("no_such_target", jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="sequential")
+        return call(x, n)  # type: ignore[no-any-return]
+
+    jax.jit(scale).lower(jnp.ones(3), jnp.int32(1))  # lowering needs no registered target
+    jax.jit(jax.vmap(scale, in_axes=(None, 0))).lower(jnp.ones(3), jnp.arange(2))
+
+
 def test_an_ffi_attribute_cannot_be_a_tracer() -> None:
     def scale(x: jax.Array, eps: float) -> jax.Array:
         return jax.ffi.ffi_call("no_such_target", jax.ShapeDtypeStruct(x.shape, x.dtype))(x, eps=eps)  # type: ignore[no-any-return]

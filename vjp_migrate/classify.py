@@ -317,6 +317,10 @@ class Uses(cst.CSTVisitor):
             if ffi is not None and (keyword is not None or arg.star == "**"):
                 self._ffi_attributes(node, ffi, arg)
                 continue
+            if ffi is not None and not arg.star and self._rooted(arg.value):
+                self._add(ArgKind.ARRAY, f"passed as an operand to {ffi}, which takes it as array data", node)
+                positional += 1
+                continue
             if self._rooted(arg.value) and not arg.star:
                 self._call_arg(node, positional if keyword is None else -1, keyword)
             elif not arg.star and (holder := self._packed(arg.value)) is not None:
