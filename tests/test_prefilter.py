@@ -314,6 +314,35 @@ NUMBER_VS_CALL_SITE = (
     + "y = attend(jnp.ones(3), jnp.float32(2.0))\n"
 )
 
+# xspex: a positional operand of the function `jax.ffi.ffi_call(...)` returns is array data.
+FFI_OPERAND = """\
+import jax
+from functools import partial
+
+def _impl(x, n):
+    call = jax.ffi.ffi_call("scale", jax.ShapeDtypeStruct(x.shape, x.dtype))
+    return call(x, n)
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, n):
+    return _impl(x, n)
+
+def f_fwd(x, n):
+    return _impl(x, n), None
+
+def f_bwd(n, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+FFI_IN_PLACE = FFI_OPERAND.replace(
+    '    call = jax.ffi.ffi_call("scale", jax.ShapeDtypeStruct(x.shape, x.dtype))\n    return call(x, n)',
+    '    return jax.ffi.ffi_call("scale", jax.ShapeDtypeStruct(x.shape, x.dtype))(x, n)',
+)
+
+FFI_ATTRIBUTE = FFI_OPERAND.replace("return call(x, n)", "return call(x, scale=n)")
+
 BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnums=(5,)").replace(
     "static_argnums=(0,)", "static_argnums=(1,)"
 )
@@ -384,6 +413,9 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
             True,
             id="rules that may come from a mapping",
         ),
+        pytest.param(FFI_OPERAND, True, id="an operand of a local FFI function"),
+        pytest.param(FFI_IN_PLACE, True, id="an operand of an FFI function called in place"),
+        pytest.param(FFI_ATTRIBUTE, False, id="an FFI attribute"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
@@ -406,6 +438,9 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(UNSEEN_PRIMAL, [], id="unseen primal"),
         pytest.param(UNSEEN_ARITHMETIC, ["VJP001"], id="unseen primal, arithmetic"),
         pytest.param(PACKED, ["VJP001"], id="packed in a local tuple"),
+        pytest.param(FFI_OPERAND, ["VJP001"], id="FFI operand"),
+        pytest.param(FFI_IN_PLACE, ["VJP001"], id="FFI operand, in place"),
+        pytest.param(FFI_ATTRIBUTE, [], id="FFI attribute"),
         pytest.param(NUMBER_VS_HELPER, [], id="a number against a helper's annotation"),
         pytest.param(NUMBER_VS_CALL_SITE, ["VJP001"], id="a number, but an array at a call site"),
         pytest.param(

@@ -94,6 +94,7 @@ class _Module:
     top: list[ast.stmt] = field(default_factory=list)  # _toplevel_statements
     top_defs: set[Func] = field(default_factory=set)
     defvjps: list[tuple[ast.Call, ast.expr]] | None = None  # every defvjp call and its owner
+    ffi_names: set[str] | None = None  # names bound anywhere to what an `ffi_call(...)` returns
 
 
 # Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
@@ -265,6 +266,23 @@ def _may_be_custom_vjp(m: _Module, expr: ast.expr) -> bool:
 
 def _may_be_array_function(m: _Module, func: ast.expr) -> bool:
     return any(q.startswith(ARRAY_MODULES) or q in ARRAY_TRANSFORMS or "tree" in q for q in _qualified(m, func))
+
+
+def _may_make_ffi_function(m: _Module, func: ast.expr) -> bool:
+    return any(q.rsplit(".", 1)[-1] == "ffi_call" for q in _qualified(m, func) | {_dotted(func) or ""})
+
+
+def _may_be_ffi_function(m: _Module, func: ast.expr) -> bool:
+    """``func`` may be a function ``jax.ffi.ffi_call(...)`` returns: called in place, or a name
+    bound anywhere to such a result (classify: a local bound to it once)."""
+    if isinstance(func, ast.Call):
+        return _may_make_ffi_function(m, func.func)
+    if not isinstance(func, ast.Name):
+        return False
+    if m.ffi_names is None:
+        made = (c for c in m.calls if _may_make_ffi_function(m, c.func))
+        m.ffi_names = {name for c in made for name in m.assigned.get(id(c), [])}
+    return func.id in m.ffi_names
 
 
 def _params(func: Func) -> list[ast.arg]:
@@ -606,8 +624,8 @@ class _ArrayUse:
         if _may_be_array_function(self.m, call.func):
             return True
         bind = isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
-        if bind and any(given is None for _, given in passed):
-            return True  # a positional argument of any `.bind` may be a primitive's operand
+        if (bind or _may_be_ffi_function(self.m, call.func)) and any(given is None for _, given in passed):
+            return True  # a positional argument of any `.bind` or FFI function may be an operand
         if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
             return False
         for helper in self.m.defs.get(call.func.id, []):
