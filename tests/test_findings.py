@@ -97,3 +97,13 @@ def test_inconsistency_messages_count_in_the_singular() -> None:
     (found,) = check_source(code)
     assert found.code == "VJP004"
     assert "takes 1 parameter, but JAX calls it with 1 nondiff argument + " in found.message, found.message
+
+
+def test_old_jax_partial_is_functools_partial() -> None:
+    # Pre-#4008 code, the code most likely to be broken, spelled it `jax.partial` (JAX's re-export).
+    code = (Path(__file__).parent.parent / "fixtures" / "seed_clip_gradient" / "before.py").read_text()
+    old = code.replace("from functools import partial\n", "").replace("@partial(", "@jax.partial(")
+    assert "@jax.partial(jax.custom_vjp" in old
+    assert [d.code for d in check_source(old)] == [d.code for d in check_source(code)] == ["VJP001", "VJP001"]
+    expected = (Path(__file__).parent.parent / "fixtures" / "seed_clip_gradient" / "after.py").read_text()
+    assert fix_source(old).source == expected

@@ -14,7 +14,7 @@ import libcst as cst
 CUSTOM_VJP = frozenset(
     {"jax.custom_vjp", "jax.custom_derivatives.custom_vjp", "jax._src.custom_derivatives.custom_vjp"}
 )
-PARTIAL = frozenset({"functools.partial"})
+PARTIAL = frozenset({"functools.partial", "jax.partial"})  # jax.partial: old JAX re-exported it
 JIT = frozenset({"jax.jit", "jax.api.jit"})
 _BUILTINS = frozenset(dir(builtins))
 

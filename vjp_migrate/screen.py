@@ -59,7 +59,7 @@ UNDERSTOOD = NEEDS_ARRAY | NEEDS_UNKNOWN | NEEDS_INCONSISTENCY
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
 ARRAY_TRANSFORMS = frozenset({"jax.vjp", "jax.jvp", "jax.linearize"})  # and any "tree" function
 JIT = frozenset({"jax.jit", "jax.api.jit"})
-PARTIAL = frozenset({"functools.partial"})
+PARTIAL = frozenset({"functools.partial", "jax.partial"})  # jax.partial: old JAX re-exported it
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
 # Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
 STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
