@@ -12,12 +12,25 @@ from helpers import parse
 from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
+from vjp_migrate import screen
 from vjp_migrate.classify import Context, classify_site
-from vjp_migrate.model import ArgKind
+from vjp_migrate.codes import DEFAULT_SELECT
+from vjp_migrate.model import ArgInfo, ArgKind, Settings
 from vjp_migrate.sites import find_sites
 from vjp_migrate.walk import index_of
 
 HEADER = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nfrom typing import Callable\n"
+
+
+def classified(code: str) -> ArgInfo:
+    """The one argument's ArgInfo; and, every time, the screen's soundness on this module: an
+    argument classify finds array data in is reported, so the screen must keep the module."""
+    module, imports = parse(code)
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    if info.kind is ArgKind.ARRAY:
+        assert screen.may_report(code, Settings(DEFAULT_SELECT)), f"the screen drops array data:\n{code}"
+    return info
 
 
 def classify(
@@ -28,9 +41,7 @@ def classify(
     code += f"def f_fwd({signature}):\n    return f(a, x), None\n"
     code += f"def f_bwd(a, _, g):\n    {bwd_body}\n"
     code += "f.defvjp(f_fwd, f_bwd)\n"
-    module, imports = parse(code)
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    info = classified(code)
     return info.kind, tuple(e.text for e in info.evidence), info.strong
 
 
@@ -211,9 +222,7 @@ def test_call_sites_decide() -> None:
         (array_caller, ArgKind.ARRAY, "an array is passed"),
         ("def use(x):\n    return f(lambda v: v, x)\n", ArgKind.STATIC, "a function is passed"),
     ):
-        module, imports = parse(module_code + extra)
-        (site,) = find_sites(module, imports)
-        (info,) = classify_site(site, module, Context.of(module, imports, lambda node: None))
+        info = classified(module_code + extra)
         assert info.kind is expected
         assert any(reason in e.text for e in info.evidence)
 
@@ -525,9 +534,7 @@ def test_jit_static_parameter_of_an_enclosing_function_passed_from_a_nested_one(
     code += "f.defvjp(f_fwd, f_bwd)\n"
     rebound = caller.replace("        return c + f", "        a = c\n        return c + f")
     for body, expected in ((caller, ArgKind.STATIC), (rebound, None)):
-        module, imports = parse(code + body)
-        (site,) = find_sites(module, imports)
-        (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+        info = classified(code + body)
         if expected is None:  # rebound in `step`: no longer the jit-static parameter
             assert info.kind is ArgKind.ARRAY
         else:
@@ -1083,9 +1090,7 @@ def _rule_jit_site(fwd_jit: str, bwd_jit: str) -> tuple[ArgKind, tuple[str, ...]
     code += f"{fwd_jit}def f_fwd(x, a):\n    return x * a, None\n"
     code += f"{bwd_jit}def f_bwd(a, _, g):\n    return (g * a,)\n"
     code += "f.defvjp(f_fwd, f_bwd)\n"
-    module, imports = parse(code)
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    info = classified(code)
     return info.kind, tuple(e.text for e in info.evidence)
 
 
