@@ -1147,3 +1147,23 @@ def test_an_item_added_to_a_multiline_tuple_does_not_copy_a_neighbour_s_comment(
     out = fix_source(code).source
     assert "tuple[\n        jax.Array,\n        jax.Array,  # lhs\n        jax.Array,  # rhs\n" in out, out
     assert "        drhs,\n        None,\n        None,\n    )" in out and out.count("# d lhs") == 1, out
+
+
+@pytest.mark.parametrize(
+    ("returned", "named"),
+    [
+        ("impl(\n        x,\n        w,\n        saving=True,\n    )", "impl(...)"),
+        ("(\n        impl(x, w),\n        x,\n        w,\n    )", "(impl(x, w), x, w,)"),
+    ],
+    ids=["call", "tuple"],
+)
+def test_a_multiline_fwd_return_is_named_on_one_line_in_the_message(returned: str, named: str) -> None:
+    code = (
+        "import jax\nfrom functools import partial\n\n"
+        "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, w):\n    return impl(x, w)\n\n"
+        f"def f_fwd(x, w):\n    return {returned}\n\n"
+        "def f_bwd(w, res, g):\n    return (g * w,)\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003"
+    assert finding.message.endswith(f"fwd `f_fwd` returns `{named}`, not an `(output, residuals)` pair")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -320,7 +321,15 @@ def _cotangent_slots(site: VjpSite, kept: tuple[int, ...], moved: tuple[int, ...
 
 
 def _code(node: cst.CSTNode | None) -> str:
-    return cst.Module([]).code_for_node(node) if node is not None else "nothing"
+    """The code of `node` for a one-line message: a call spread over lines is named by its function."""
+    if node is None:
+        return "nothing"
+    text = cst.Module([]).code_for_node(node)
+    if "\n" not in text:
+        return text
+    if isinstance(node, cst.Call):
+        return f"{_code(node.func)}(...)"
+    return re.sub(r"([([{]) | ([)\]}])", r"\1\2", " ".join(text.split()))
 
 
 def _starred_gap(
@@ -435,8 +444,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         if not (isinstance(value, cst.Tuple) and len(value.elements) == 2) or any(
             isinstance(e, cst.StarredElement) for e in value.elements
         ):
-            text = cst.Module([]).code_for_node(value) if value is not None else "nothing"
-            return f"fwd `{fwd.name.value}` returns `{text}`, not an `(output, residuals)` pair"
+            return f"fwd `{fwd.name.value}` returns `{_code(value)}`, not an `(output, residuals)` pair"
     if not fwd_returns:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
