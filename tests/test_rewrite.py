@@ -632,6 +632,16 @@ def _signatures(code: str) -> list[str]:
     return [line for line in fix(code).splitlines() if line.startswith("def f_")]
 
 
+def _annotated(residual: str, res_param: str, body: str, fwd: str, bwd: str) -> str:
+    return (
+        ANNOTATED.replace("RESIDUAL", residual)
+        .replace("RES_PARAM", res_param)
+        .replace("BODY", body)
+        .replace("FWD", fwd)
+        .replace("BWD", bwd)
+    )
+
+
 @pytest.mark.parametrize(
     ("residual", "res_param", "body", "fwd", "bwd", "expected"),
     [
@@ -685,14 +695,7 @@ def _signatures(code: str) -> list[str]:
 def test_annotations_the_change_makes_wrong_go(
     residual: str, res_param: str, body: str, fwd: str, bwd: str, expected: list[str]
 ) -> None:
-    code = (
-        ANNOTATED.replace("RESIDUAL", residual)
-        .replace("RES_PARAM", res_param)
-        .replace("BODY", body)
-        .replace("FWD", fwd)
-        .replace("BWD", bwd)
-    )
-    assert _signatures(code) == expected
+    assert _signatures(_annotated(residual, res_param, body, fwd, bwd)) == expected
 
 
 @pytest.mark.parametrize(
@@ -767,11 +770,7 @@ def test_annotations_the_change_makes_wrong_are_updated_when_exact(
     residual: str, res_param: str, body: str, fwd: str, bwd: str, expected: list[str]
 ) -> None:
     code = (
-        ANNOTATED.replace("RESIDUAL", residual)
-        .replace("RES_PARAM", res_param)
-        .replace("BODY", body)
-        .replace("FWD", fwd)
-        .replace("BWD", bwd)
+        _annotated(residual, res_param, body, fwd, bwd)
         .replace("def f_fwd(x, w)", "def f_fwd(x, w: jax.Array)")
         .replace("def f_bwd(w, ", "def f_bwd(w: jax.Array, ")
         .replace("import jax\n", "import typing\n\nimport jax\n", 1)
