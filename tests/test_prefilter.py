@@ -343,6 +343,28 @@ FFI_IN_PLACE = FFI_OPERAND.replace(
 
 FFI_ATTRIBUTE = FFI_OPERAND.replace("return call(x, n)", "return call(x, scale=n)")
 
+JIT_CALLER = """\
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(a, x):
+    return x * a
+
+def f_fwd(a, x):
+    return f(a, x), None
+
+def f_bwd(a, _, g):
+    return (g * a,)
+
+f.defvjp(f_fwd, f_bwd)
+
+@partial(jax.jit, static_argnums=(0,))
+def run(tol, y):
+    return f(tol, y)
+"""
+
 BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnums=(5,)").replace(
     "static_argnums=(0,)", "static_argnums=(1,)"
 )
@@ -413,6 +435,12 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
             True,
             id="rules that may come from a mapping",
         ),
+        pytest.param(
+            JIT_CALLER.replace("    return f(tol, y)", "    tol = tol / jnp.std(y)\n    return f(tol, y)"),
+            True,
+            id="a jit-static parameter the caller rebinds before passing it on",
+        ),
+        pytest.param(JIT_CALLER, False, id="a jit-static parameter passed on as it is"),
         pytest.param(FFI_OPERAND, True, id="an operand of a local FFI function"),
         pytest.param(FFI_IN_PLACE, True, id="an operand of an FFI function called in place"),
         pytest.param(FFI_ATTRIBUTE, False, id="an FFI attribute"),

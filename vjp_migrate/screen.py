@@ -894,9 +894,35 @@ class _StaticProof:
                 isinstance(value, ast.Name)
                 and value.id in caller_params
                 and caller_params.index(value.id) in _jit_static(self.m, caller)
+                and not _may_rebind(self.m, caller, value.id)
             ):
                 return True
         return False
+
+
+def _may_rebind(m: _Module, func: Func, name: str) -> bool:
+    """Anything in ``func`` (nested scopes too) may bind ``name`` again: then the value passed on
+    may be a Tracer made from the jit-static parameter (`scale = scale / jnp.std(x)`)."""
+    if id(func) not in m.bodies:
+        m.bodies[id(func)] = _own_nodes(m, func) + _nodes(m.nested[id(func)])
+    own = {id(p) for p in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
+    for node in m.bodies[id(func)]:
+        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
+            return True
+        bound = (
+            node.name
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler))
+            else node.arg
+            if isinstance(node, ast.arg) and id(node) not in own
+            else (node.asname or node.name.split(".")[0])
+            if isinstance(node, ast.alias)
+            else getattr(node, "name", None) or getattr(node, "rest", None)
+            if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.MatchMapping))
+            else None
+        )
+        if bound == name:
+            return True
+    return False
 
 
 def _rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
