@@ -1201,3 +1201,51 @@ def test_arithmetic_with_a_size_converted_by_int_is_no_array_use(size: str) -> N
     body = lines(f"tokens = {size}", "return dispatch(x, worst=tokens * a)")
     kind, _, _ = classify(body, extra="from kernels import dispatch\n")
     assert kind is ArgKind.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("primal", "reason"),
+    [
+        pytest.param(
+            "return odeint(lambda y, t: -y, x, jnp.ones(2), rtol=a)[-1]",
+            "passed as `rtol=` to `odeint`, which needs it hashable",
+            id="odeint rtol",
+        ),
+        pytest.param(
+            "return ode.odeint(lambda y, t: -y, x, jnp.ones(2), mxstep=a)[-1]",
+            "passed as `mxstep=` to `ode.odeint`",
+            id="odeint mxstep",
+        ),
+        pytest.param(
+            "return gmres(lambda v: 2 * v, x, restart=a)[0]",
+            "passed as a static setting (`restart=`) to `gmres`",
+            id="gmres restart",
+        ),
+    ],
+)
+def test_a_solver_setting_its_jit_or_python_needs_concrete_is_static(primal: str, reason: str) -> None:
+    # bwd's arithmetic on a tolerance made it a safe VJP001; the fix then broke jax.jit.
+    extra = "from jax.experimental import ode\nfrom jax.experimental.ode import odeint\n"
+    extra += "from jax.scipy.sparse.linalg import gmres\n"
+    kind, reasons, _ = classify(primal, "return (g * (10 * a),)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert any(reason in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(("keyword", "value"), [("rtol", 1e-6), ("atol", 1e-8), ("mxstep", 100), ("hmax", 1.0)])
+def test_odeints_settings_cannot_be_tracers(keyword: str, value: float) -> None:
+    from jax.experimental.ode import odeint
+
+    def solve(v: float) -> jax.Array:
+        return odeint(lambda y, t: -y, jnp.ones(2), jnp.array([0.0, 1.0]), **{keyword: v})  # type: ignore[no-any-return]
+
+    solve(value)
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.jit(solve)(value)
+
+
+def test_a_gmres_restart_cannot_be_a_tracer() -> None:
+    from jax.scipy.sparse.linalg import gmres
+
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(lambda n: gmres(lambda v: 2 * v, jnp.ones(2), restart=n)[0])(2)
