@@ -1251,17 +1251,21 @@ def test_a_gmres_restart_cannot_be_a_tracer() -> None:
         jax.jit(lambda n: gmres(lambda v: 2 * v, jnp.ones(2), restart=n)[0])(2)
 
 
+def _passed_on_after(rebind: str) -> str:
+    """A module whose jitted caller marks `tol` static, runs ``rebind``, then passes `tol` on."""
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * a\n"
+    code += "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g * a,)\n"
+    code += "f.defvjp(f_fwd, f_bwd)\n"
+    return code + f"@partial(jax.jit, static_argnums=(0,))\ndef run(tol, y):\n    {rebind}\n    return f(tol, y)\n"
+
+
 @pytest.mark.parametrize(
     "rebind",
     ["tol = tol / jnp.std(y)", "tol, y = jnp.asarray(tol), y * 2", "tol *= jnp.max(y)", "for tol in y:\n        pass"],
 )
 def test_a_jit_static_parameter_the_caller_rebinds_is_no_longer_static(rebind: str) -> None:
     # `scale = scale / jnp.std(x)` in the jitted caller passed a Tracer on as "a jit-static parameter".
-    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * a\n"
-    code += "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g * a,)\n"
-    code += "f.defvjp(f_fwd, f_bwd)\n"
-    code += f"@partial(jax.jit, static_argnums=(0,))\ndef run(tol, y):\n    {rebind}\n    return f(tol, y)\n"
-    module, imports = parse(code)
+    module, imports = parse(_passed_on_after(rebind))
     (site,) = find_sites(module, imports)
     (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
     assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
@@ -1270,11 +1274,7 @@ def test_a_jit_static_parameter_the_caller_rebinds_is_no_longer_static(rebind: s
 
 @pytest.mark.xfail(strict=True, reason="screen._call_site (the lead's) does not check that the caller rebinds it")
 def test_the_screen_keeps_a_rebound_jit_static_parameter() -> None:
-    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * a\n"
-    code += "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g * a,)\n"
-    code += "f.defvjp(f_fwd, f_bwd)\n"
-    code += "@partial(jax.jit, static_argnums=(0,))\ndef run(tol, y):\n    tol = tol / jnp.std(y)\n    return f(tol, y)\n"
-    assert classified(code).kind is ArgKind.ARRAY
+    assert classified(_passed_on_after("tol = tol / jnp.std(y)")).kind is ArgKind.ARRAY
 
 
 def test_a_static_argument_rebound_to_an_array_under_jit_is_a_tracer() -> None:
