@@ -1201,3 +1201,92 @@ def test_arithmetic_with_a_size_converted_by_int_is_no_array_use(size: str) -> N
     body = lines(f"tokens = {size}", "return dispatch(x, worst=tokens * a)")
     kind, _, _ = classify(body, extra="from kernels import dispatch\n")
     assert kind is ArgKind.UNKNOWN
+
+
+@pytest.mark.parametrize(
+    ("primal", "reason"),
+    [
+        pytest.param(
+            "return odeint(lambda y, t: -y, x, jnp.ones(2), rtol=a)[-1]",
+            "passed as `rtol=` to `odeint`, which needs it hashable",
+            id="odeint rtol",
+        ),
+        pytest.param(
+            "return ode.odeint(lambda y, t: -y, x, jnp.ones(2), mxstep=a)[-1]",
+            "passed as `mxstep=` to `ode.odeint`",
+            id="odeint mxstep",
+        ),
+        pytest.param(
+            "return gmres(lambda v: 2 * v, x, restart=a)[0]",
+            "passed as a static setting (`restart=`) to `gmres`",
+            id="gmres restart",
+        ),
+    ],
+)
+def test_a_solver_setting_its_jit_or_python_needs_concrete_is_static(primal: str, reason: str) -> None:
+    # bwd's arithmetic on a tolerance made it a safe VJP001; the fix then broke jax.jit.
+    extra = "from jax.experimental import ode\nfrom jax.experimental.ode import odeint\n"
+    extra += "from jax.scipy.sparse.linalg import gmres\n"
+    kind, reasons, _ = classify(primal, "return (g * (10 * a),)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert any(reason in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(("keyword", "value"), [("rtol", 1e-6), ("atol", 1e-8), ("mxstep", 100), ("hmax", 1.0)])
+def test_odeints_settings_cannot_be_tracers(keyword: str, value: float) -> None:
+    from jax.experimental.ode import odeint
+
+    def solve(v: float) -> jax.Array:
+        return odeint(lambda y, t: -y, jnp.ones(2), jnp.array([0.0, 1.0]), **{keyword: v})  # type: ignore[no-any-return]
+
+    solve(value)
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.jit(solve)(value)
+
+
+def test_a_gmres_restart_cannot_be_a_tracer() -> None:
+    from jax.scipy.sparse.linalg import gmres
+
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(lambda n: gmres(lambda v: 2 * v, jnp.ones(2), restart=n)[0])(2)
+
+
+def _passed_on_after(rebind: str) -> str:
+    """A module whose jitted caller marks `tol` static, runs ``rebind``, then passes `tol` on."""
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * a\n"
+    code += "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g * a,)\n"
+    code += "f.defvjp(f_fwd, f_bwd)\n"
+    return code + f"@partial(jax.jit, static_argnums=(0,))\ndef run(tol, y):\n    {rebind}\n    return f(tol, y)\n"
+
+
+@pytest.mark.parametrize(
+    "rebind",
+    ["tol = tol / jnp.std(y)", "tol, y = jnp.asarray(tol), y * 2", "tol *= jnp.max(y)", "for tol in y:\n        pass"],
+)
+def test_a_jit_static_parameter_the_caller_rebinds_is_no_longer_static(rebind: str) -> None:
+    # `scale = scale / jnp.std(x)` in the jitted caller passed a Tracer on as "a jit-static parameter".
+    module, imports = parse(_passed_on_after(rebind))
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+    assert not any("jit-static" in e.text for e in info.evidence)
+
+
+@pytest.mark.xfail(strict=True, reason="screen._call_site (the lead's) does not check that the caller rebinds it")
+def test_the_screen_keeps_a_rebound_jit_static_parameter() -> None:
+    assert classified(_passed_on_after("tol = tol / jnp.std(y)")).kind is ArgKind.ARRAY
+
+
+def test_a_static_argument_rebound_to_an_array_under_jit_is_a_tracer() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def scaled(scale: jax.Array, x: jax.Array) -> jax.Array:
+        return scale * x
+
+    scaled.defvjp(lambda s, x: (scaled(s, x), None), lambda s, _, g: (s * g,))
+
+    @functools.partial(jax.jit, static_argnums=(0,))
+    def run(scale: float, x: jax.Array) -> jax.Array:
+        return scaled(scale / jnp.std(x), x)  # type: ignore[arg-type]
+
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(lambda x: run(2.0, x).sum())(jnp.arange(3.0))

@@ -869,7 +869,7 @@ def call_site_evidence(
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
             params = (*positional_params(caller), *(p.name.value for p in caller.params.kwonly_params))
             if value.value in params:
-                if value.value in jit_static_names(caller, ctx.imports):
+                if not _rebound(caller, value.value, ctx) and value.value in jit_static_names(caller, ctx.imports):
                     return Evidence(
                         ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
                     ), CALL_SITE
@@ -877,6 +877,11 @@ def call_site_evidence(
             if value.value in _locals(caller, ctx).bindings:
                 break
     return None
+
+
+def _rebound(func: cst.FunctionDef, param: str, ctx: Context) -> bool:
+    """Whether the body of ``func`` assigns its parameter ``param`` (`scale = scale / x.std()`)."""
+    return any(not isinstance(b.node, cst.Param) for b in _locals(func, ctx).bindings.get(param, ()))
 
 
 class CallSites(cst.CSTVisitor):

@@ -426,7 +426,7 @@ LIBRARY_STATIC_KEYWORDS = frozenset(
         *("start_dimension", "stop_dimension", "assume_a", "trans", "unit_diagonal", "left_side"),
         *("transpose_a", "conjugate_a", "hermitian", "UPLO", "eigvals_only", "symmetrize", "implementation"),
         *("is_causal", "local_window_size", "window_shape", "batch_size", "return_sign", "assume_unique"),
-        *("invert", "copy", "s", "spatial_dims", "keep_dims", "replace", "independent"),
+        *("invert", "copy", "s", "spatial_dims", "keep_dims", "replace", "independent", "restart"),
     }
 )
 DATA_KEYWORDS = frozenset(
@@ -485,9 +485,11 @@ STATIC_CALLS = frozenset(
         f"{_PALLAS}.mosaic_gpu.CompilerParams",
     }
 )
-# Keywords of other jax calls that become hashable parameters of a primitive (a Tracer there
-# fails). Not `pallas_call`'s `grid`: Pallas TPU takes dynamic grid sizes.
+# Keywords of other jax calls that become hashable parameters of a primitive, or static arguments
+# of the jit inside the call (a Tracer there fails). Not `pallas_call`'s `grid`: Pallas TPU takes
+# dynamic grid sizes. odeint's tolerances are its jit's static arguments, unlike `rtol=` elsewhere.
 STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
+    "jax.experimental.ode.odeint": frozenset({"rtol", "atol", "mxstep", "hmax"}),
     PALLAS_CALL: frozenset(
         {
             "out_shape",
@@ -502,7 +504,7 @@ STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
             "cost_estimate",
             "backend",
         }
-    )
+    ),
 }
 # Callbacks into Python on the host, with the name of the parameter taking the host function. The
 # function runs when the compiled code runs, after tracing: a value it reads from around it (or that
