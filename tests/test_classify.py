@@ -1272,7 +1272,6 @@ def test_a_jit_static_parameter_the_caller_rebinds_is_no_longer_static(rebind: s
     assert not any("jit-static" in e.text for e in info.evidence)
 
 
-@pytest.mark.xfail(strict=True, reason="screen._call_site (the lead's) does not check that the caller rebinds it")
 def test_the_screen_keeps_a_rebound_jit_static_parameter() -> None:
     assert classified(_passed_on_after("tol = tol / jnp.std(y)")).kind is ArgKind.ARRAY
 
