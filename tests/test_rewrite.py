@@ -221,6 +221,30 @@ def test_known_length_starred_with_a_none_inside_its_span_goes_through_a_tempora
     assert "    grads = (*cts,)\n    return (*grads[:1], None, *grads[1:])\n" in out
 
 
+def test_a_none_after_every_cotangent_is_appended_without_slicing() -> None:
+    trailing = {"argnums": "(2,)", "params": "x, y, w"}
+    out = fix_source(_site("return f(x, y, w), (x, y)\n", "a, b = res\nreturn pull(g)\n", **trailing)).source
+    assert "    return (*pull(g), None)\n" in out and "grads" not in out
+    out = fix_source(
+        _site("return f(x, y, w), (x, y)\n", "a, b = res\nreturn tuple(g * v for v in (b, a))\n", **trailing)
+    ).source
+    assert "    return (*tuple(g * v for v in (b, a)), None)\n" in out and "grads" not in out
+
+
+def test_a_starred_item_of_unknown_length_may_stand_before_trailing_nones() -> None:
+    bwd = "a, b = res\ncts = pull(g)\nreturn (g * b, *cts)\n"
+    out = fix_source(_site("return f(x, y, w), (x, y)\n", bwd, argnums="(2,)", params="x, y, w")).source
+    assert "    return (g * b, *cts, None)\n" in out and "grads" not in out
+
+
+def test_a_call_returned_on_a_shared_line_takes_trailing_nones() -> None:
+    bwd = "a, b = res\nif a.ndim: return pull(g)\nreturn pull(-g)\n"
+    code = _site("return f(x, y, w), (x, y)\n", bwd, argnums="(2,)", params="x, y, w")
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    out = fix_source(code).source
+    assert "    if a.ndim: return (*pull(g), None)\n    return (*pull(-g), None)\n" in out
+
+
 def test_bare_return_in_bwd_is_reported() -> None:
     code = _site("return f(x, w, y), (x, y)\n", "a, b = res\nif a is None:\n    return\nreturn (g * w, g)\n")
     (finding,) = check_source(code)

@@ -354,12 +354,21 @@ def _starred_gap(
     return None, known
 
 
+def trailing_slots(slots: tuple[int, ...], total: int) -> bool:
+    """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing."""
+    return slots == tuple(range(total - len(slots), total))
+
+
 def _bwd_return_plan(
-    bwd: cst.FunctionDef, slots: tuple[int, ...], bindings: dict[str, list[cst.CSTNode]]
+    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int, bindings: dict[str, list[cst.CSTNode]]
 ) -> tuple[list[cst.Return], dict[str, int]] | str:
     """The returns that need their value stored first, and the starred lengths read; or a problem."""
     returns = _returns(bwd)
     leading = list(slots) == list(range(len(slots)))
+    if trailing_slots(slots, total):
+        if any(ret.value is None for ret in returns.returns):
+            return f"bwd `{bwd.name.value}` has a bare `return`"
+        return [], {}
     temp: list[cst.Return] = []
     known: dict[str, int] = {}
     name = bwd.name.value
@@ -449,7 +458,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
     bwd_bindings = _bindings(bwd)
-    returned = _bwd_return_plan(bwd, slots, bwd_bindings)
+    returned = _bwd_return_plan(bwd, slots, len(site.params) - len(kept), bwd_bindings)
     if isinstance(returned, str):
         return returned
     temp_returns, starred_lengths = returned

@@ -11,6 +11,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
+from vjp_migrate.plan import trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -349,6 +350,9 @@ class _Apply(cst.CSTTransformer):
 
     def _bwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
         slots = plan.none_slots
+        trailing = trailing_slots(slots, len(plan.site.params) - len(plan.kept))
+        if isinstance(value, (cst.Tuple, cst.List)) and trailing:
+            return value.with_changes(elements=_rebuild(value.elements, [*value.elements, *["None"] * len(slots)]))
         if isinstance(value, (cst.Tuple, cst.List)):
             known = dict(plan.starred_lengths)
             items: list[cst.BaseElement | str] = []
@@ -380,6 +384,8 @@ class _Apply(cst.CSTTransformer):
         grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
         if list(slots) == list(range(len(slots))):
             return cst.parse_expression("(" + ", ".join(["None"] * len(slots) + [f"*{grads}"]) + ")")
+        if trailing:
+            return cst.parse_expression("(" + ", ".join([f"*{grads}"] + ["None"] * len(slots)) + ")")
         parts: list[str] = []
         start = 0
         for count, slot in enumerate(slots):
