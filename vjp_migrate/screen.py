@@ -20,8 +20,8 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
 stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. A Python-number annotation
 classify surely sees (in the primal, fwd or bwd) leaves only an array passed at a call site able
-to make the argument ARRAY there, so the screen then looks at the calls alone. Codes the screen does not know
-keep every file, so new codes stay sound until they are taught here. The word sets below are
+to make the argument ARRAY there, so the screen then looks at the calls alone. Codes the screen
+does not know keep every file, so new codes stay sound until they are taught here. The word sets below are
 supersets of classify's (tests/test_prefilter.py checks that, and runs both over every fixture
 and every file of the installed JAX).
 """
@@ -906,23 +906,25 @@ def _may_rebind(m: _Module, func: Func, name: str) -> bool:
     if id(func) not in m.bodies:
         m.bodies[id(func)] = _own_nodes(m, func) + _nodes(m.nested[id(func)])
     own = {id(p) for p in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
-    for node in m.bodies[id(func)]:
-        if isinstance(node, ast.Name) and node.id == name and not isinstance(node.ctx, ast.Load):
-            return True
-        bound = (
-            node.name
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler))
-            else node.arg
-            if isinstance(node, ast.arg) and id(node) not in own
-            else (node.asname or node.name.split(".")[0])
-            if isinstance(node, ast.alias)
-            else getattr(node, "name", None) or getattr(node, "rest", None)
-            if isinstance(node, (ast.MatchAs, ast.MatchStar, ast.MatchMapping))
-            else None
-        )
-        if bound == name:
-            return True
-    return False
+    return any(_bound_name(node) == name for node in m.bodies[id(func)] if id(node) not in own)
+
+
+def _bound_name(node: ast.AST) -> str | None:
+    """The name ``node`` binds, if any (a store or del, a def or class, a parameter, an import,
+    an ``except ... as``, a match capture)."""
+    if isinstance(node, ast.Name):
+        return None if isinstance(node.ctx, ast.Load) else node.id
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.ExceptHandler)):
+        return node.name
+    if isinstance(node, ast.arg):
+        return node.arg
+    if isinstance(node, ast.alias):
+        return node.asname or node.name.split(".")[0]
+    if isinstance(node, (ast.MatchAs, ast.MatchStar)):
+        return node.name
+    if isinstance(node, ast.MatchMapping):
+        return node.rest
+    return None
 
 
 def _rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
