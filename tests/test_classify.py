@@ -656,6 +656,28 @@ def test_operands_of_a_primitives_bind_are_data() -> None:
 
 
 @pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param("return scale_p.bind(x, *a, factor=2.0)", id="a primitive's bind"),
+        pytest.param("return add_p.bind(*a)", id="jax's own primitive"),
+        pytest.param(
+            "call = jax.ffi.ffi_call('add', jax.ShapeDtypeStruct(x.shape, x.dtype))\n    return call(x, *a)",
+            id="an FFI function",
+        ),
+    ],
+)
+def test_a_sequence_unpacked_as_operands_is_data(primal: str) -> None:
+    # piton's exp_mean: `exp_mean_p.bind(a, b, *sparse_c)` (it was VJP002 with no reason)
+    extra = PRIMITIVE + "from jax.lax import add_p\n"
+    kind, reasons, strong = classify(primal, extra=extra)
+    assert (kind, strong) == (ArgKind.ARRAY, True), reasons
+    assert any("unpacked by `*` as operands to " in r for r in reasons), reasons
+    # and each item is an operand JAX traces
+    pair = [jnp.float32(1.0), jnp.float32(2.0)]
+    np.testing.assert_allclose(jax.jit(lambda xs: jax.lax.add_p.bind(*xs))(pair), 3.0)
+
+
+@pytest.mark.parametrize(
     ("expr", "kind"),
     [
         pytest.param("jax.lax.integer_pow_p.bind(x, y=a)", ArgKind.STATIC, id="jax's own primitive"),

@@ -321,6 +321,8 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.ARRAY, f"passed as an operand to {ffi}, which takes it as array data", node)
                 positional += 1
                 continue
+            if arg.star == "*" and self._rooted(arg.value):
+                self._unpacked_operands(node, ffi)
             if self._rooted(arg.value) and not arg.star:
                 self._call_arg(node, positional if keyword is None else -1, keyword)
             elif not arg.star and (holder := self._packed(arg.value)) is not None:
@@ -329,6 +331,14 @@ class Uses(cst.CSTVisitor):
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
             if arg.keyword is None:
                 positional += 1
+
+    def _unpacked_operands(self, call: cst.Call, ffi: str | None) -> None:
+        """``prim.bind(a, *xs)`` or an FFI call's ``*xs``: every item of the argument is an operand."""
+        func_text = dotted(call.func) or _code(call.func)
+        if ffi is None and not self._binds_primitive(call.func, self.ctx.imports.qualify(call.func)):
+            return
+        target = ffi or f"`{func_text}`"
+        self._add(ArgKind.ARRAY, f"unpacked by `*` as operands to {target}, which takes them as array data", call)
 
     def _kernel_of(self, call: cst.Call, method: str | None) -> None:
         """Keep the kernel a ``pallas_call`` is given, or the host function of a callback."""
