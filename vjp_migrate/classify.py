@@ -154,6 +154,16 @@ class Via:
             return ArgKind.STATIC, f"{NEEDED} {self.text}{use}", STRONG
         return ArgKind.UNKNOWN, f"{MAYBE_NEEDED} {self.text}{use}", DOUBT
 
+    def carried(self, found: Iterable[tuple[Evidence, str]]) -> list[tuple[Evidence, str]]:
+        """What a helper's evidence about the value says about the argument: only its need for
+        concrete values (or a doubt) carries back through the value."""
+        carried: list[tuple[Evidence, str]] = []
+        for evidence, weight in found:
+            if evidence.kind is ArgKind.STATIC or weight == DOUBT:
+                kind, text, weight = self.needs(evidence.text, evidence.kind is ArgKind.STATIC)
+                carried.append((Evidence(kind, text, evidence.line), weight))
+        return carried
+
 
 @dataclass(frozen=True)
 class Context:
@@ -334,10 +344,9 @@ class Uses(cst.CSTVisitor):
 
     def _unpacked_operands(self, call: cst.Call, ffi: str | None) -> None:
         """``prim.bind(a, *xs)`` or an FFI call's ``*xs``: every item of the argument is an operand."""
-        func_text = dotted(call.func) or _code(call.func)
         if ffi is None and not self._binds_primitive(call.func, self.ctx.imports.qualify(call.func)):
             return
-        target = ffi or f"`{func_text}`"
+        target = ffi or f"`{dotted(call.func) or _code(call.func)}`"
         self._add(ArgKind.ARRAY, f"unpacked by `*` as operands to {target}, which takes them as array data", call)
 
     def _kernel_of(self, call: cst.Call, method: str | None) -> None:
@@ -361,9 +370,9 @@ class Uses(cst.CSTVisitor):
         or through a local bound to it once; None if it is not one."""
         made, local = func, None
         if isinstance(func, cst.Name) and func.value not in self.names:
-            bound = self.bindings.get(func.value, [])
-            if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
-                made, local = bound[0].values[0], func.value
+            once = self._value_once(func.value)
+            if once is not None:
+                made, local = once, func.value
         if not isinstance(made, cst.Call) or self.ctx.imports.qualify(made.func) not in FFI_CALLS:
             return None
         ffi_call = dotted(made.func)
@@ -387,9 +396,15 @@ class Uses(cst.CSTVisitor):
         if self._holds(expr):
             return ""
         if isinstance(expr, cst.Name) and expr.value not in self.names:
-            bound = self.bindings.get(expr.value, [])
-            if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
-                return expr.value if self._holds(bound[0].values[0]) else None
+            once = self._value_once(expr.value)
+            return expr.value if once is not None and self._holds(once) else None
+        return None
+
+    def _value_once(self, name: str) -> cst.BaseExpression | None:
+        """The one value a local bound once is bound to (``xs = (x, a)``); None otherwise."""
+        bound = self.bindings.get(name, [])
+        if len(bound) == 1 and bound[0].values is not None and len(bound[0].values) == 1:
+            return bound[0].values[0]
         return None
 
     def _holds(self, expr: cst.BaseExpression) -> bool:
@@ -509,13 +524,10 @@ class Uses(cst.CSTVisitor):
         where = f"`{name}` (bound by `{func_text}` in {self.where})"
         inner = Uses.of(helper, target, self.ctx, where, self.depth + 1)
         found = [*inner.evidence, *annotation_evidence(helper, target, self.ctx, where)]
-        for evidence, weight in found:
-            if via is not None:
-                if evidence.kind is ArgKind.STATIC or weight == DOUBT:
-                    kind, text, weight = via.needs(evidence.text, evidence.kind is ArgKind.STATIC)
-                    self.evidence.append((Evidence(kind, text, evidence.line), weight))
-            elif evidence.kind is not ArgKind.ARRAY:  # array use waits for what the partial is called with
-                self.evidence.append((evidence, weight))
+        if via is not None:
+            self.evidence.extend(via.carried(found))
+        else:  # array use waits for what the partial is called with
+            self.evidence.extend((e, weight) for e, weight in found if e.kind is not ArgKind.ARRAY)
 
     def _captured(self, kernel: cst.BaseExpression, what: str) -> None:
         """The argument (or a value from it) read inside a kernel (or host function) defined here,
@@ -541,10 +553,8 @@ class Uses(cst.CSTVisitor):
         for kernel, what in self.kernels:
             if kernel is call:
                 return what
-            if isinstance(kernel, cst.Name):
-                bound = self.bindings.get(kernel.value, [])
-                if len(bound) == 1 and bound[0].values is not None and bound[0].values[0] is call:
-                    return what
+            if isinstance(kernel, cst.Name) and self._value_once(kernel.value) is call:
+                return what
         return None
 
     def _binds_primitive(self, func: cst.BaseExpression, qname: str | None) -> bool:
@@ -619,12 +629,7 @@ class Uses(cst.CSTVisitor):
         inner = Uses.of(helper, target, self.ctx, f"helper `{func_text}` (called from {self.where})", self.depth + 1)
         if via is None:
             return [*inner.evidence, *annotation_evidence(helper, target, self.ctx, inner.where)]
-        found: list[tuple[Evidence, str]] = []
-        for evidence, weight in inner.evidence:  # only the helper's need for concrete values says something here
-            if evidence.kind is ArgKind.STATIC or weight == DOUBT:
-                kind, text, weight = via.needs(evidence.text, evidence.kind is ArgKind.STATIC)
-                found.append((Evidence(kind, text, evidence.line), weight))
-        return found
+        return via.carried(inner.evidence)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         for side, other in ((node.left, node.right), (node.right, node.left)):

@@ -545,7 +545,7 @@ def _retyped(
         return tuple(edits)
     if bwd.returns is not None and not _holds_anything(bwd.returns.annotation, False):  # it gains None items
         edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots)))
-    params = [*bwd.params.posonly_params, *bwd.params.params]
+    params = _param_nodes(bwd)
     residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
     if layout is Layout.NONE and len(saved_bwd) == 1:  # the residual is that argument now
         moved = next(p for p in params if p.name.value == saved_bwd[0])
