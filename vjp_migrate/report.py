@@ -131,7 +131,7 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
     for d in remaining:
         _print(_finding_lines(d, show_reasons), stream)
     done = changed if diff else [r for r in changed if r.written]
-    refused = [r for r in changed if r not in done]  # not written: their errors say why
+    refused = [] if diff else [r for r in changed if not r.written]  # not written: their errors say why
     verb = "Would fix" if diff else "Fixed"
     left = f", {len(remaining)} remaining" if remaining else ""
     if refused:
