@@ -39,7 +39,8 @@ _exclude = click.option(
 _force_exclude = click.option(
     "--force-exclude",
     is_flag=True,
-    help="Also skip files named on the command line that the exclude patterns match (for pre-commit).",
+    help="Also skip files named on the command line (and the --stdin-filename) that the exclude patterns match "
+    "(for pre-commit and editors).",
 )
 _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
 
@@ -289,11 +290,11 @@ def fix(
 def _stdin_output(data: bytes, result: FileResult, diff: bool) -> bytes | str:
     """What `fix -` prints: the migrated source in the input's own bytes (encoding cookie, BOM), or
     its diff. An editor may put this in place of its buffer, so a source that cannot be processed
-    comes back unchanged."""
+    (or that --force-exclude skips) comes back unchanged."""
     from vjp_migrate import report
     from vjp_migrate.model import Status
 
-    if result.status is Status.FAILED:
+    if result.status is not Status.OK:
         return "" if diff else data
     if diff:
         return report.unified_diff(result) if result.changed else ""
