@@ -114,6 +114,12 @@ def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextI
         _print([("ok", f"All checks passed ({files}).")], stream)
 
 
+def print_findings(diagnostics: Sequence[Diagnostic], show_reasons: bool, stream: TextIO | None = None) -> None:
+    """The findings as print_check shows them, without its summary (`--quiet`)."""
+    for d in diagnostics:
+        _print(_finding_lines(d, show_reasons), stream or sys.stdout)
+
+
 def unified_diff(result: FileResult) -> str:
     old = (result.old_text or "").splitlines(keepends=True)
     new = (result.new_text or "").splitlines(keepends=True)
