@@ -219,7 +219,10 @@ def check(
 @_config
 @_isolated
 @click.option(
-    "--interactive", "-i", is_flag=True, help="Show each site's change and ask: apply it (y), skip it (n), stop (q)."
+    "--interactive",
+    "-i",
+    is_flag=True,
+    help="Show each site's change and ask: apply it (y), skip it (n), stop (q, or the end of input).",
 )
 @_jobs
 @click.option(
@@ -263,7 +266,14 @@ def fix(
             raise click.UsageError("--interactive needs files (it reads answers from the terminal)")
 
         def ask(question: str) -> str:
-            return str(click.prompt(question, default="n"))
+            try:
+                return str(click.prompt(question, default="n"))
+            except click.Abort as abort:
+                # click turns both Ctrl-C and the end of input into Abort; the original is its context.
+                if isinstance(abort.__context__, EOFError):
+                    click.echo()  # end the prompt's line
+                    raise EOFError from None
+                raise
 
         results = _guarded(lambda: review(paths, options, click.echo, ask, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
