@@ -126,6 +126,8 @@ _cache_dir = click.option(
     type=click.Choice(["text", "concise", "json", "github", "sarif", "junit"]),
     default="text",
     show_default=True,
+    help="text for people; concise (flake8's lines), json, github, sarif or junit for machines "
+    "(a file that could not be processed is an entry too: E902 or invalid-syntax).",
 )
 @_reasons
 @_quiet
