@@ -220,3 +220,21 @@ def test_command_list_reads_whole_sentences() -> None:
         _name, summary = line.split(maxsplit=1)
         assert not summary.endswith(("...", "e.g.", "(e.g.")), line
         assert summary.endswith("."), line
+
+
+def test_quiet_prints_the_findings_and_nothing_else(tree: Path, tmp_path: Path) -> None:
+    """-q/--quiet, as ruff's: the findings (and diffs), no summary line; errors still on stderr."""
+    (tree / "broken.py").write_text("def f(:\n", encoding="utf-8")
+    code, out, err = run("check", "-q", str(tree), str(tree / "broken.py"))
+    assert code == 2
+    lines = out.splitlines()
+    assert len(lines) == 2 and all(": VJP001 " in line for line in lines)
+    assert err == f"{tree / 'broken.py'}: error: syntax error at line 1, column 7: invalid syntax\n"
+    assert run("check", "--quiet", str(tree / "pkg" / "ok.py")) == (0, "", "")
+    code, out, _ = run("fix", "--diff", "-q", str(tree))
+    assert code == 1 and out.startswith("--- ") and "Would fix" not in out
+    baseline = tmp_path / "baseline.json"
+    code, out, err = run("check", "-q", "--write-baseline", str(baseline), str(tree / "pkg"))
+    assert (code, len(out.splitlines()), err) == (0, 2, "")  # no "Recorded 2 findings" line
+    assert run("fix", "-q", str(tree / "pkg")) == (0, "", "")
+    assert "return x, (lo, hi)" in (tree / "pkg" / "seed.py").read_text(encoding="utf-8")

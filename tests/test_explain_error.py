@@ -145,3 +145,84 @@ def test_pytest_traceback(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> No
     lines = out.splitlines()
     assert lines[0].startswith("mypkg/ops.py:8:5: custom_vjp `clip_gradient` received a JAX Tracer")
     assert lines[1] == "  called at tests/test_ops.py:6: f = jax.jit(jax.grad(lambda lo, x: clip_gradient(lo, 1.0, x)))"
+
+
+def installed(tmp_path: Path) -> Path:
+    """mylib installed (not editable) in a virtualenv's site-packages: mylib.api calls the custom_vjp
+    defined in mylib._ops; mylib re-exports both."""
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "mylib").mkdir(parents=True)
+    (site / "mylib" / "__init__.py").write_text(
+        "from ._ops import clip_gradient\nfrom .api import loss\n", encoding="utf-8"
+    )
+    (site / "mylib" / "_ops.py").write_text(SEED, encoding="utf-8")
+    (site / "mylib" / "api.py").write_text(
+        "import jax\nfrom ._ops import clip_gradient\n\n\ndef loss(lo, hi, x):\n    return clip_gradient(lo, hi, x).sum()\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "project").mkdir()
+    return site
+
+
+def test_frames_in_an_installed_package_are_followed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    site = installed(tmp_path)
+    script = tmp_path / "project" / "train.py"
+    script.write_text("import jax, mylib\n\njax.jit(mylib.loss)(0.0, 1.0, 2.0)\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "project")
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{script}", line 3, in <module>\n'
+        "    jax.jit(mylib.loss)(0.0, 1.0, 2.0)\n"
+        f'  File "{site / "mylib" / "api.py"}", line 6, in loss\n'
+        "    return clip_gradient(lo, hi, x).sum()\n" + ERROR
+    )
+    code, out = run(text)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == (
+        f"{site / 'mylib' / '_ops.py'}:8:5: custom_vjp `clip_gradient` received a JAX Tracer in a position "
+        "listed in nondiff_argnums"
+    )
+    assert lines[1] == f"  called at {site / 'mylib' / 'api.py'}:6: return clip_gradient(lo, hi, x).sum()"
+    assert "installed package" in out and "vjp-migrate fix" not in out
+    assert "+@jax.custom_vjp" in out
+
+
+def test_an_installed_package_the_caller_imports(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The traceback ends at the caller (JAX drops its frames): the import is followed into the
+    site-packages of the traceback (here: the one its pytest frames are in)."""
+    site = installed(tmp_path)
+    test_file = tmp_path / "project" / "test_ops.py"
+    test_file.write_text("import mylib\n\n\ndef test_grad():\n    mylib.clip_gradient(0.0, 1.0, 2.0)\n")
+    monkeypatch.chdir(tmp_path / "project")
+    text = (
+        "Traceback (most recent call last):\n"
+        f'  File "{site / "_pytest" / "python.py"}", line 157, in pytest_pyfunc_call\n'
+        "    result = testfunction(**testargs)\n"
+        f'  File "{test_file}", line 5, in test_grad\n'
+        "    mylib.clip_gradient(0.0, 1.0, 2.0)\n" + ERROR
+    )
+    code, out = run(text)
+    assert code == 0, out
+    assert out.startswith(f"{site / 'mylib' / '_ops.py'}:8:5: custom_vjp `clip_gradient`")
+
+
+def test_the_running_pythons_site_packages_when_the_traceback_names_none(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from vjp_migrate import explain_error
+
+    site = installed(tmp_path)
+    monkeypatch.setattr(explain_error, "_environment_sites", lambda: [site])
+    script = tmp_path / "project" / "train.py"
+    call = "loss = jax.jit(lambda lo, x: mylib.clip_gradient(lo, 1.0, x))"
+    script.write_text(f"import jax, mylib\n\n{call}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path / "project")
+    text = f'Traceback (most recent call last):\n  File "{script}", line 3, in <lambda>\n    {call}\n' + ERROR
+    code, out = run(text)
+    assert code == 0, out
+    assert out.startswith(f"{site / 'mylib' / '_ops.py'}:8:5: custom_vjp `clip_gradient`")
+    # Found only because it is called: an installed custom_vjp is never the lone-candidate guess.
+    script.write_text(f"import jax, mylib\n\n{call.replace('mylib.clip_gradient', 'f')}\n", encoding="utf-8")
+    code, out = run(text.replace("mylib.clip_gradient", "f"))
+    assert code == 1, out

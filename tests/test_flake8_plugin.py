@@ -52,3 +52,36 @@ def test_the_plugin_imports_neither_jax_nor_rich(tmp_path: Path) -> None:
     result = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, timeout=60)
     assert "VJP001" in result.stdout
     assert result.stdout.splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize(
+    "table, reason",
+    [
+        pytest.param("selct = ['VJP']", "unknown key(s) in [tool.vjp-migrate]: selct", id="unknown key"),
+        pytest.param("select = ['VJP9']", "unknown rule selector", id="unknown code"),
+        pytest.param("select = [", "not valid TOML", id="bad TOML"),
+    ],
+)
+def test_a_bad_configuration_stops_flake8_with_one_line(tmp_path: Path, table: str, reason: str) -> None:
+    """As flake8 reports its own configuration errors: once, one line naming the file, no traceback."""
+    (tmp_path / "pyproject.toml").write_text(f"[tool.vjp-migrate]\n{table}\n", encoding="utf-8")
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text(SEED, encoding="utf-8")
+    (tmp_path / "plain.py").write_text("x = 1\n", encoding="utf-8")
+    for named in (["a.py", "b.py", "c.py"], ["plain.py"], ["."]):
+        result = flake8(*named, cwd=tmp_path)
+        assert result.returncode == 1
+        assert "Traceback" not in result.stdout + result.stderr
+        (line,) = [text for text in result.stdout.splitlines() if "pyproject.toml" in text]
+        assert line.startswith(f"{tmp_path / 'pyproject.toml'}: ") and reason in line
+        assert "VJP001" not in result.stdout
+
+
+def test_a_bad_configuration_below_the_named_folder_is_reported_once(tmp_path: Path) -> None:
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "pyproject.toml").write_text("[tool.vjp-migrate]\nselct = 1\n", encoding="utf-8")
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / "sub" / name).write_text(SEED, encoding="utf-8")
+    result = flake8(".", cwd=tmp_path)
+    assert result.returncode == 1 and "Traceback" not in result.stdout + result.stderr
+    assert result.stdout.count("unknown key(s) in [tool.vjp-migrate]: selct") == 1

@@ -26,10 +26,11 @@ def check(tmp_path: Path, fmt: str, *extra: str) -> tuple[int, str]:
     return result.exit_code, result.stdout
 
 
-def test_concise_is_one_line_per_finding(tmp_path: Path) -> None:
+def test_concise_is_one_line_per_finding_and_per_bad_file(tmp_path: Path) -> None:
     code, out = check(tmp_path, "concise")
     assert code == 2  # broken.py
     assert out.splitlines() == [
+        f"{tmp_path / 'broken.py'}:1:19: invalid-syntax: '(' was never closed",
         f"{tmp_path / 'seed.py'}:8:19: VJP001 `lo` (position 0) of custom_vjp `clip_gradient` is array-valued but "
         "listed in nondiff_argnums; it raises UnexpectedTracerError under jit/vmap/grad",
         f"{tmp_path / 'seed.py'}:8:23: VJP001 `hi` (position 1) of custom_vjp `clip_gradient` is array-valued but "
@@ -40,7 +41,9 @@ def test_concise_is_one_line_per_finding(tmp_path: Path) -> None:
 def test_github_workflow_commands(tmp_path: Path) -> None:
     _, out = check(tmp_path, "github")
     lines = out.splitlines()
-    assert lines[0].startswith(f"::error file={tmp_path / 'broken.py'},title=vjp-migrate::syntax error")
+    assert lines[0].startswith(
+        f"::error file={tmp_path / 'broken.py'},line=1,col=19,title=invalid-syntax::syntax error"
+    )
     assert lines[1] == (
         f"::error file={tmp_path / 'seed.py'},line=8,col=19,endLine=8,endColumn=21,title=VJP001::"
         "`lo` (position 0) of custom_vjp `clip_gradient` is array-valued but listed in nondiff_argnums; "
@@ -53,8 +56,14 @@ def test_sarif_is_valid_and_carries_rules_and_fixes(tmp_path: Path) -> None:
     log = json.loads(out)
     jsonschema.Draft4Validator(SCHEMA).validate(log)
     run = log["runs"][0]
-    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == ["VJP001", "VJP002", "VJP003", "VJP004"]
-    first = run["results"][0]
+    assert [r["id"] for r in run["tool"]["driver"]["rules"]] == [
+        "VJP001",
+        "VJP002",
+        "VJP003",
+        "VJP004",
+        "invalid-syntax",  # broken.py
+    ]
+    first = run["results"][1]
     assert first["ruleId"] == "VJP001" and first["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
     (change,) = first["fixes"][0]["artifactChanges"]
     # Applying the replacements to the original text gives what `fix` writes.
@@ -99,3 +108,49 @@ def test_sarif_uris_are_percent_encoded(tmp_path: Path, monkeypatch: pytest.Monk
         for location in r["locations"]
     }
     assert uris == {"my%20models/clip%231.py"}
+
+
+def test_files_that_could_not_be_processed_are_entries_too(tmp_path: Path) -> None:
+    """As ruff reports them: E902 at 1:1 for a file it cannot read or decode, invalid-syntax at the
+    error; so CI sees them in the machine-readable output, besides the stderr line and exit 2."""
+    (tmp_path / "binary.py").write_bytes(b"\x00nondiff_argnums")
+    code, out = check(tmp_path, "json")
+    assert code == 2
+    entries = [(e["code"], Path(e["path"]).name, e["line"], e["column"], e["message"]) for e in json.loads(out)]
+    assert entries[:2] == [
+        ("E902", "binary.py", 1, 1, "binary file (contains NUL bytes)"),
+        ("invalid-syntax", "broken.py", 1, 19, "'(' was never closed"),
+    ]
+    assert [e[0] for e in entries[2:]] == ["VJP001", "VJP001"]
+    error = json.loads(out)[0]
+    assert set(error) == set(json.loads(out)[2]) - {"cell", "also_touches"}  # the findings' keys
+    assert (error["function"], error["argument"], error["fixable"], error["fix_safety"]) == (None, None, False, "none")
+
+    _, out = check(tmp_path, "concise")
+    assert out.splitlines()[:2] == [
+        f"{tmp_path / 'binary.py'}:1:1: E902 binary file (contains NUL bytes)",
+        f"{tmp_path / 'broken.py'}:1:19: invalid-syntax: '(' was never closed",
+    ]
+    _, out = check(tmp_path, "github")
+    assert out.splitlines()[:2] == [
+        f"::error file={tmp_path / 'binary.py'},title=E902::binary file (contains NUL bytes)",
+        f"::error file={tmp_path / 'broken.py'},line=1,col=19,title=invalid-syntax::"
+        "syntax error at line 1, column 19: '(' was never closed",
+    ]
+    _, out = check(tmp_path, "sarif")
+    log = json.loads(out)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    run = log["runs"][0]
+    rules = [r["id"] for r in run["tool"]["driver"]["rules"]]
+    located = [
+        (r["ruleId"], rules[r["ruleIndex"]], r["locations"][0]["physicalLocation"]["region"]["startLine"])
+        for r in run["results"]
+    ]
+    assert located == [("E902", "E902", 1), ("invalid-syntax", "invalid-syntax", 1), *[("VJP001", "VJP001", 8)] * 2]
+    assert len(run["invocations"][0]["toolExecutionNotifications"]) == 2
+
+    result = CliRunner().invoke(main, ["check", "--output-format", "json", str(tmp_path)], catch_exceptions=False)
+    assert result.stderr.splitlines() == [
+        f"{tmp_path / 'binary.py'}: error: binary file (contains NUL bytes)",
+        f"{tmp_path / 'broken.py'}: error: syntax error at line 1, column 19: '(' was never closed",
+    ]

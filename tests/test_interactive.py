@@ -93,3 +93,29 @@ def test_a_notebook_is_not_skipped_silently(tmp_path: Path) -> None:
         f"vjp-migrate: {target}: notebooks are not reviewed site by site; "
         f"`vjp-migrate fix --diff {target}` shows their change\n"
     )
+
+
+@pytest.mark.parametrize(
+    "answers, first_fixed",
+    [
+        pytest.param("", False, id="no answer at all"),
+        pytest.param("y\n", True, id="after one answer"),
+    ],
+)
+def test_end_of_input_stops_and_applies_nothing_more(tmp_path: Path, answers: str, first_fixed: bool) -> None:
+    """End of input means q: what was accepted is written, nothing more, and the run ends cleanly."""
+    target = tmp_path / "two.py"
+    target.write_text(TWO, encoding="utf-8")
+    other = tmp_path / "zzz.py"
+    other.write_text(SEED, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(tmp_path)], input=answers, catch_exceptions=False)
+    assert "Aborted!" not in result.output
+    assert result.stderr == "vjp-migrate: end of input: stopped; nothing more is applied\n"
+    assert result.stdout.count("Apply this change?") == answers.count("\n") + 1
+    text = target.read_text(encoding="utf-8")
+    assert ("def clip_gradient_bwd(res, g):" in text) is first_fixed
+    assert "def other_bwd(res, g):" not in text
+    assert other.read_text(encoding="utf-8") == SEED  # never asked about
+    summary = "Fixed 2 findings in 1 file, 2 remaining." if first_fixed else "Fixed 0 findings in 0 files, 4 remaining."
+    assert result.stdout.endswith(summary + "\n")
+    assert result.exit_code == 1  # findings remain, as after q

@@ -7,7 +7,9 @@ source in its own bytes (encoding cookie, BOM, newlines), unchanged when it cann
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 from conftest import ROOT
 from test_notebook import notebook_text
@@ -93,3 +95,20 @@ def test_stdin_cannot_be_mixed_with_files() -> None:
         code, out, err = run(command, "-", str(ROOT / "examples"), stdin=SEED.encode())
         assert (code, out) == (2, b"")
         assert "Error: - (read stdin) cannot be combined with other paths" in err
+
+
+def test_force_exclude_applies_to_the_stdin_filename(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """As in ruff: an excluded --stdin-filename gets no findings, and `fix -` passes the source through."""
+    (tmp_path / "pyproject.toml").write_text("[tool.vjp-migrate]\nexclude = ['generated']\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    named = ("--force-exclude", "--stdin-filename", "generated/seed.py", "-")
+    code, out, err = run("check", "--output-format", "json", *named, stdin=SEED.encode())
+    assert (code, json.loads(out), err) == (0, [], "")
+    code, out, err = run("fix", *named, stdin=b"\xef\xbb\xbf" + SEED.encode())
+    assert (code, out, err) == (0, b"\xef\xbb\xbf" + SEED.encode(), "")
+    code, out, err = run("fix", "--diff", *named, stdin=SEED.encode())
+    assert (code, out, err) == (0, b"", "")
+    code, out, _ = run(
+        "check", "--output-format", "concise", "--stdin-filename", "generated/seed.py", "-", stdin=SEED.encode()
+    )
+    assert code == 1  # without --force-exclude, the name is checked like a file named on the command line

@@ -39,7 +39,11 @@ _exclude = click.option(
 _force_exclude = click.option(
     "--force-exclude",
     is_flag=True,
-    help="Also skip files named on the command line that the exclude patterns match (for pre-commit).",
+    help="Also skip files named on the command line (and the --stdin-filename) that the exclude patterns match "
+    "(for pre-commit and editors).",
+)
+_quiet = click.option(
+    "--quiet", "-q", is_flag=True, help="Print the findings (and diffs) only: no summary, no progress bar."
 )
 _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
 
@@ -122,8 +126,11 @@ _cache_dir = click.option(
     type=click.Choice(["text", "concise", "json", "github", "sarif", "junit"]),
     default="text",
     show_default=True,
+    help="text for people; concise (flake8's lines), json, github, sarif or junit for machines "
+    "(a file that could not be processed is an entry too: E902 or invalid-syntax).",
 )
 @_reasons
+@_quiet
 @_stdin_name
 @_exclude
 @_force_exclude
@@ -146,6 +153,7 @@ def check(
     ignore: tuple[str, ...],
     output_format: str,
     show_reasons: bool,
+    quiet: bool,
     stdin_filename: str,
     exclude: tuple[str, ...],
     force_exclude: bool,
@@ -170,20 +178,24 @@ def check(
         results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
         done = sum(len(r.diagnostics) for r in results if r.written)
-        click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
+        if not quiet:
+            click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
         sys.exit(EXIT_ERROR if any(r.status.value == "failed" for r in results) else EXIT_CLEAN)
     from vjp_migrate.api import Execution, execution
 
     how = Execution(jobs, None if no_cache else cache_dir, project_cache=not no_cache and cache_dir is None)
-    with report.progress(enabled=output_format == "text") as tick, execution(how):
+    with report.progress(enabled=output_format == "text" and not quiet) as tick, execution(how):
         results = _guarded(lambda: runs.check(request, output_format == "sarif", tick, _notice))  # type: ignore[arg-type]
     if write_baseline is not None:
         from vjp_migrate.baseline import write_baseline as write
 
         count = _guarded(lambda: write(results, write_baseline))
-        click.echo(f"Recorded {count} finding{'s' if count != 1 else ''} in {write_baseline}.", err=True)
+        if not quiet:
+            click.echo(f"Recorded {count} finding{'s' if count != 1 else ''} in {write_baseline}.", err=True)
     report.print_errors(results)
-    if output_format == "text":
+    if output_format == "text" and quiet:
+        report.print_findings([d for r in results for d in r.diagnostics], show_reasons)
+    elif output_format == "text":
         report.print_check(results, show_reasons)
     else:
         sys.stdout.write(report.render_machine(results, output_format))
@@ -202,13 +214,17 @@ def check(
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was changed.")
 @_reasons
+@_quiet
 @_stdin_name
 @_exclude
 @_force_exclude
 @_config
 @_isolated
 @click.option(
-    "--interactive", "-i", is_flag=True, help="Show each site's change and ask: apply it (y), skip it (n), stop (q)."
+    "--interactive",
+    "-i",
+    is_flag=True,
+    help="Show each site's change and ask: apply it (y), skip it (n), stop (q, or the end of input).",
 )
 @_jobs
 @click.option(
@@ -230,6 +246,7 @@ def fix(
     exit_zero: bool,
     exit_non_zero_on_fix: bool,
     show_reasons: bool,
+    quiet: bool,
     stdin_filename: str,
     exclude: tuple[str, ...],
     force_exclude: bool,
@@ -251,11 +268,18 @@ def fix(
             raise click.UsageError("--interactive needs files (it reads answers from the terminal)")
 
         def ask(question: str) -> str:
-            return str(click.prompt(question, default="n"))
+            try:
+                return str(click.prompt(question, default="n"))
+            except click.Abort as abort:
+                # click turns both Ctrl-C and the end of input into Abort; the original is its context.
+                if isinstance(abort.__context__, EOFError):
+                    click.echo()  # end the prompt's line
+                    raise EOFError from None
+                raise
 
         results = _guarded(lambda: review(paths, options, click.echo, ask, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
-        report.print_fix(results, False, show_reasons)
+        _print_fix(results, False, show_reasons, quiet)
     elif paths == (Path("-"),):
         request = _request(paths, options, stdin_filename)
         (result,) = _guarded(lambda: runs.fix(request, write=False))  # type: ignore[arg-type]
@@ -268,7 +292,7 @@ def fix(
         from vjp_migrate.api import Execution, execution
 
         write_now = not diff and not verify_rewrites  # with --verify: plan, prove, then write
-        with report.progress() as tick, execution(Execution(jobs)):
+        with report.progress(enabled=not quiet) as tick, execution(Execution(jobs)):
             request = _request(paths, options, stdin_filename)
             results = _guarded(lambda: runs.fix(request, write_now, tick, _notice, not diff))  # type: ignore[arg-type]
         if verify_rewrites and not diff:
@@ -276,7 +300,7 @@ def fix(
 
             results = runs.write_verified(results, VerifyOptions(examples=verify_examples))
         report.print_errors(results)
-        report.print_fix(results, diff, show_reasons)
+        _print_fix(results, diff, show_reasons, quiet)
     if any(r.status.value == "failed" for r in results):
         sys.exit(EXIT_ERROR)
     changed = any(r.changed for r in results)
@@ -286,14 +310,27 @@ def fix(
     sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
 
 
+def _print_fix(results: list[FileResult], diff: bool, show_reasons: bool, quiet: bool) -> None:
+    from vjp_migrate import report
+
+    if not quiet:
+        report.print_fix(results, diff, show_reasons)
+        return
+    if diff:
+        for result in results:
+            if result.changed:
+                sys.stdout.write(report.unified_diff(result))
+    report.print_findings([d for r in results for d in r.remaining], show_reasons)
+
+
 def _stdin_output(data: bytes, result: FileResult, diff: bool) -> bytes | str:
     """What `fix -` prints: the migrated source in the input's own bytes (encoding cookie, BOM), or
     its diff. An editor may put this in place of its buffer, so a source that cannot be processed
-    comes back unchanged."""
+    (or that --force-exclude skips) comes back unchanged."""
     from vjp_migrate import report
     from vjp_migrate.model import Status
 
-    if result.status is Status.FAILED:
+    if result.status is not Status.OK:
         return "" if diff else data
     if diff:
         return report.unified_diff(result) if result.changed else ""

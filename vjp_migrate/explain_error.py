@@ -1,11 +1,15 @@
 """`explain-error`: from JAX's "Tracer ... nondiff_argnums" traceback to the definition and its fix.
 
-The error does not name the function, so the traceback's frames in user code are read: the
-innermost frame whose line calls a custom_vjp defined in one of those files is the culprit.
+The error does not name the function, so the traceback's frames are read (the user's files and
+installed packages; JAX's own and the standard library's are skipped): the innermost frame whose
+line calls a custom_vjp defined in one of those files, or in a module they import, is the culprit.
+Imports are resolved on disk only (nothing is imported or run), against the calling file's
+package, the current folder, `src/` and the site-packages folders the traceback names.
 """
 
 from __future__ import annotations
 
+import ast
 import difflib
 import os
 import re
@@ -26,7 +30,10 @@ PYTEST_FRAME = re.compile(r"^(?P<file>[^\s\"'][^:\n]*\.py):(?P<line>\d+):(?: (?P
 PYTEST_ERROR_PREFIX = re.compile(r"^E {3}", re.M)
 FOLLOWED_IMPORTS = 2  # the calling file's imports, and theirs (a package's __init__ re-exporting a module)
 MAX_FILES = 200
-LIBRARY_PARTS = ("site-packages", "dist-packages", "/jax/_src/", "/jaxlib/", "<frozen", "/lib/python3")
+INSTALLED = ("site-packages", "dist-packages")
+JAX_PACKAGES = frozenset({"jax", "jaxlib"})  # the error is raised there; never the culprit
+# Outside site-packages: a JAX checkout, the standard library, frozen modules.
+NOT_SEARCHED = ("/jax/_src/", "/jaxlib/", "<frozen", "/lib/python3")
 EVERYTHING = Settings(frozenset(BY_CODE), unsafe_fixes=True)
 
 
@@ -69,14 +76,50 @@ def _source_line(file: str, line: int) -> str:
     return ""
 
 
+def _installed_root(file: str) -> Path | None:
+    """The site-packages (or dist-packages) folder ``file`` is installed in, if any."""
+    parts = Path(file).parts
+    for i in range(len(parts) - 1, 0, -1):
+        if parts[i] in INSTALLED:
+            return Path(*parts[: i + 1])
+    return None
+
+
+def _top_level(file: str, installed: Path) -> Path:
+    """The installed package (or single module) ``file`` belongs to."""
+    parts = Path(file).relative_to(installed).parts
+    return installed / parts[0] if parts else installed
+
+
+def _searched(file: str) -> bool:
+    """Whether ``file`` may hold the user's custom_vjp: not JAX's, not the standard library's."""
+    installed = _installed_root(file)
+    if installed is not None:
+        return _top_level(file, installed).name not in JAX_PACKAGES
+    return not any(part in file.replace(os.sep, "/") for part in NOT_SEARCHED)
+
+
 def _user_files(found: list[Frame]) -> list[str]:
     files: list[str] = []
     for frame in reversed(found):  # innermost first
-        if any(part in frame.file.replace(os.sep, "/") for part in LIBRARY_PARTS):
-            continue
-        if frame.file not in files and os.path.isfile(frame.file):
+        if _searched(frame.file) and frame.file not in files and os.path.isfile(frame.file):
             files.append(frame.file)
     return files
+
+
+def _site_folders(found: list[Frame]) -> list[Path]:
+    """The site-packages folders the traceback's frames are in (the environment that ran the code);
+    when it names none (JAX drops its own frames), the running Python's, where vjp-migrate is
+    usually installed beside the project."""
+    named = [root for frame in found if (root := _installed_root(frame.file)) is not None]
+    return list(dict.fromkeys(named or _environment_sites()))
+
+
+def _environment_sites() -> list[Path]:
+    import sysconfig
+
+    paths = sysconfig.get_paths()
+    return [Path(paths[key]) for key in ("purelib", "platlib") if key in paths]
 
 
 def _package_root(file: Path) -> Path:
@@ -100,15 +143,28 @@ def _module_files(dotted: str, roots: list[Path]) -> list[Path]:
     return found
 
 
-def _imported_files(file: Path) -> list[Path]:
-    """The project files ``file`` imports from, found on disk beside it (never imported or run)."""
-    import ast
-
+def _imported_files(file: Path, sites: list[Path]) -> list[Path]:
+    """The files ``file`` imports from, found on disk (never imported or run): beside it, in the
+    current folder's project, in the site-packages folders ``sites``. An installed file's
+    imports are followed within its own package only, and only when it mentions jax or is a
+    package's __init__."""
     try:
-        tree = ast.parse(file.read_bytes())
+        data = file.read_bytes()
+        installed = _installed_root(str(file))
+        if installed is not None and b"jax" not in data and file.name != "__init__.py":
+            return []  # pytest's, pluggy's... frames; a package's __init__ may re-export
+        tree = ast.parse(data)
     except (OSError, SyntaxError, ValueError, RecursionError, MemoryError):
         return []
-    roots = list(dict.fromkeys([_package_root(file), file.parent, Path.cwd(), Path.cwd() / "src"]))
+    if installed is not None:
+        package = _top_level(str(file), installed)
+        return [f for f in _imports(tree, file, [installed]) if package in f.parents]
+    roots = [_package_root(file), file.parent, Path.cwd(), Path.cwd() / "src", *sites]
+    return _imports(tree, file, list(dict.fromkeys(roots)))
+
+
+def _imports(tree: ast.AST, file: Path, roots: list[Path]) -> list[Path]:
+    """The files of the modules ``tree`` imports, under ``roots`` (relative ones: from ``file``)."""
     found: list[Path] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
@@ -141,15 +197,15 @@ def _candidate_files(found: list[Frame]) -> list[str]:
     """The traceback's user files, then the project files they import (the custom_vjp called in a
     test or script is usually defined in a module of the package it imports)."""
     files = _user_files(found)
+    sites = _site_folders(found)
     seen = {os.path.abspath(f) for f in files}
     layer = [Path(f) for f in files]
     for _ in range(FOLLOWED_IMPORTS):
         following: list[Path] = []
         for file in layer:
-            for imported in _imported_files(file):
+            for imported in _imported_files(file, sites):
                 absolute = os.path.abspath(imported)
-                library = any(part in absolute.replace(os.sep, "/") for part in LIBRARY_PARTS)
-                if absolute not in seen and not library and len(seen) < MAX_FILES:
+                if absolute not in seen and _searched(absolute) and len(seen) < MAX_FILES:
                     seen.add(absolute)
                     following.append(imported)
         files += [_shown(f) for f in following]
@@ -180,9 +236,15 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
     if decision.plan is not None:
         new = apply_plans(module, [decision.plan]).code
         diff = difflib.unified_diff(module.code.splitlines(True), new.splitlines(True), path, path)
+        how = (
+            "`vjp-migrate fix --unsafe-fixes --select ALL` applies it"
+            if _installed_root(path) is None
+            else "this file belongs to an installed package: migrate the package's own source, "
+            "or report it to its maintainers"
+        )
         lines += [
             "",
-            "The migration (`vjp-migrate fix --unsafe-fixes --select ALL` applies it):",
+            f"The migration ({how}):",
             "".join(diff).rstrip("\n"),
         ]
     elif decision.problem:
@@ -226,8 +288,9 @@ def explain_traceback(text: str) -> Outcome:
             name = decision.site.name.split(".")[-1]
             if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(|\.{re.escape(name)}\s*\(", frame.code):
                 return Outcome(_describe(decision, file, module, frame), 0)
-    if len(analysed) == 1:
-        file, decision, module = analysed[0]
+    own = [entry for entry in analysed if _installed_root(entry[0]) is None]
+    if len(own) == 1:  # the project's only custom_vjp (an installed one must be seen called)
+        file, decision, module = own[0]
         return Outcome(_describe(decision, file, module, None), 0)
     files = ", ".join(_user_files(found)) or "none readable"
     return Outcome(

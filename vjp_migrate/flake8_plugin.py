@@ -3,15 +3,38 @@
 It reports exactly what `vjp-migrate check` reports for the file (same configuration, positions
 and messages). Files that do not mention `nondiff_arg` return before anything else is imported,
 so the plugin adds almost nothing to a flake8 run; neither JAX nor rich is ever imported.
+
+A `[tool.vjp-migrate]` table that cannot be used stops flake8 the way its own configuration
+errors do (ExecutionError: "There was a critical error during execution of Flake8:" and the
+one-line reason), once: the tables above the named paths are read before any file is checked,
+and one found below them stops the run at the first file it applies to.
 """
 
 from __future__ import annotations
 
+import argparse
 import ast
 from collections.abc import Iterator, Sequence
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from vjp_migrate import __version__
+
+if TYPE_CHECKING:
+    from vjp_migrate.model import Settings
+
+STDIN = ("-", "stdin")
+
+
+def _settings(filename: str) -> Settings:
+    from vjp_migrate.config import ConfigError, settings_for
+
+    try:
+        return settings_for(Path(filename if filename not in STDIN else "."))
+    except ConfigError as error:
+        from flake8.exceptions import ExecutionError  # type: ignore[import-untyped]
+
+        raise ExecutionError(str(error)) from None
 
 
 class Plugin:
@@ -23,19 +46,23 @@ class Plugin:
         self.filename = filename
         self.lines = lines
 
+    @classmethod
+    def parse_options(cls, option_manager: object, options: argparse.Namespace, args: Sequence[str]) -> None:
+        """Read the configuration of the named paths once, before flake8 checks any file."""
+        named = [Path(name if name not in STDIN else ".") for name in options.filenames or ["."]]
+        for folder in dict.fromkeys(path if path.is_dir() else path.parent for path in named):
+            _settings(str(folder))
+
     def run(self) -> Iterator[tuple[int, int, str, type[Any]]]:
         text = "".join(self.lines)
         if "nondiff_arg" not in text:
             return
-        from pathlib import Path
-
         from vjp_migrate.api import analyze
-        from vjp_migrate.config import ConfigError, settings_for
         from vjp_migrate.screen import may_report
         from vjp_migrate.source import SourceError
 
+        settings = _settings(self.filename)
         try:
-            settings = settings_for(Path(self.filename if self.filename not in ("-", "stdin") else "."))
             if not may_report(text, settings, self.tree):  # the ast screen, as `check` runs it: no LibCST
                 return
             from vjp_migrate.project import Project
@@ -43,7 +70,7 @@ class Plugin:
             # One file at a time: a rule imported from another file is VJP003 naming its module.
             project = Project.for_file(Path(self.filename))
             diagnostics = analyze(text, self.filename, settings, project=project).diagnostics
-        except (SourceError, ConfigError):  # flake8 reports syntax errors itself (E999)
+        except SourceError:  # flake8 reports syntax errors itself (E999)
             return
         for d in diagnostics:
             yield d.line, d.column - 1, f"{d.code} {d.message}", type(self)

@@ -1,13 +1,19 @@
-"""Stage 13b: results -> CI formats: GitHub workflow commands, SARIF 2.1.0, JUnit XML.
+"""Stage 13b: results -> machine formats: concise, JSON, GitHub workflow commands, SARIF 2.1.0, JUnit XML.
 
 Plain data in, one string out; no colour, no rich. The rule metadata comes from codes.py.
+
+A file that could not be processed is an entry too, as ruff reports it: `E902` at 1:1 (it
+could not be read, decoded or analysed) or `invalid-syntax` at the syntax error. Neither is a
+rule: they cannot be selected or ignored, and the run still exits 2.
 """
 
 from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
 from xml.etree import ElementTree as ET
@@ -15,8 +21,89 @@ from xml.etree import ElementTree as ET
 from vjp_migrate.codes import BY_CODE, CODES, explain
 from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
 
+IO_ERROR, SYNTAX_ERROR = "E902", "invalid-syntax"
+_SYNTAX_REASON = re.compile(r"syntax error at line (?P<line>\d+)(?:, column (?P<column>\d+))?: (?P<message>.*)")
+_ERROR_RULES = {
+    IO_ERROR: ("io-error", "A file that could not be read, decoded or analysed; the message says why."),
+    SYNTAX_ERROR: ("invalid-syntax", "A file that is not valid Python; the location is the syntax error."),
+}
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 INFORMATION_URI = "https://github.com/vjp-migrate/vjp-migrate"
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A file that could not be processed, as the machine formats report it."""
+
+    code: str
+    path: str
+    line: int
+    column: int
+    message: str
+    reason: str  # the whole one-line reason, as on stderr
+
+
+def problem(result: FileResult) -> Problem:
+    """The entry for a FAILED result: its syntax error's position (source.check_syntax's reason), else 1:1."""
+    reason = result.reason or ""
+    found = _SYNTAX_REASON.fullmatch(reason)
+    if found is None:
+        return Problem(IO_ERROR, str(result.path), 1, 1, reason, reason)
+    column = int(found["column"] or 1)
+    return Problem(SYNTAX_ERROR, str(result.path), int(found["line"]), column, found["message"], reason)
+
+
+def _problems(results: Sequence[FileResult]) -> dict[int, Problem]:
+    return {i: problem(r) for i, r in enumerate(results) if r.status is Status.FAILED}
+
+
+def _problem_json(p: Problem) -> dict[str, object]:
+    """The same keys as a finding's entry (report.diagnostic_json), so readers need no special case."""
+    return {
+        "code": p.code,
+        "message": p.message,
+        "path": p.path,
+        "line": p.line,
+        "column": p.column,
+        "end_line": p.line,
+        "end_column": p.column,
+        "function": None,
+        "argument": None,
+        "index": None,
+        "fixable": False,
+        "fix_safety": FixSafety.NONE.value,
+        "reasons": [],
+    }
+
+
+def render_json(results: Sequence[FileResult]) -> str:
+    """A JSON array: each file's problem or findings, in the order of the results."""
+    from vjp_migrate.report import diagnostic_json
+
+    problems = _problems(results)
+    entries = [
+        entry
+        for i, r in enumerate(results)
+        for entry in ([_problem_json(problems[i])] if i in problems else [])
+        + [diagnostic_json(d) for d in r.diagnostics]
+    ]
+    return json.dumps(entries, indent=2) + "\n"
+
+
+def render_concise(results: Sequence[FileResult]) -> str:
+    """flake8's `path:line:col: CODE message`, a line per finding and per problem (ruff's
+    `invalid-syntax:`, a name and no code, is followed by a colon)."""
+    from vjp_migrate.report import concise_line
+
+    problems = _problems(results)
+    lines = []
+    for i, r in enumerate(results):
+        if i in problems:
+            p = problems[i]
+            code = f"{p.code}:" if p.code == SYNTAX_ERROR else p.code
+            lines.append(f"{p.path}:{p.line}:{p.column}: {code} {p.message}")
+        lines.extend(concise_line(d) for d in r.diagnostics)
+    return "".join(line + "\n" for line in lines)
 
 
 def _escape_data(text: str) -> str:
@@ -32,8 +119,9 @@ def render_github(results: Sequence[FileResult]) -> str:
     out = []
     for result in results:
         if result.status is Status.FAILED:
-            where = _escape_property(str(result.path))
-            out.append(f"::error file={where},title=vjp-migrate::{_escape_data(result.reason or '')}")
+            p = problem(result)
+            where = _escape_property(p.path) + (f",line={p.line},col={p.column}" if p.code == SYNTAX_ERROR else "")
+            out.append(f"::error file={where},title={p.code}::{_escape_data(p.reason)}")
         for d in result.diagnostics:
             props = (
                 f"file={_escape_property(d.path)},line={d.line},col={d.column},"
@@ -108,18 +196,39 @@ def _sarif_result(d: Diagnostic, index: int, fix: list[dict[str, object]] | None
     return result
 
 
+def _sarif_problem(p: Problem, index: int) -> dict[str, object]:
+    region = {"startLine": p.line, "startColumn": p.column}
+    return {
+        "ruleId": p.code,
+        "ruleIndex": index,
+        "level": "error",
+        "message": {"text": p.message},
+        "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(p.path)}, "region": region}}],
+    }
+
+
 def render_sarif(results: Sequence[FileResult]) -> str:
     """A SARIF 2.1.0 log: every rule's metadata, one result per finding, fixes when known.
 
     A fix is attached when the results carry the migrated text (`fix --diff` style runs); it
-    covers the whole file's migration, since sites in one file are rewritten together.
+    covers the whole file's migration, since sites in one file are rewritten together. A file
+    that could not be processed is a result (as ruff reports it, for code scanning) and a
+    tool execution notification (the run was not successful).
     """
     from vjp_migrate import __version__
 
     index = {c.code: i for i, c in enumerate(CODES)}
+    rules = [_rule(c.code) for c in CODES]
     sarif_results: list[dict[str, object]] = []
     notifications = []
     for r in results:
+        if r.status is Status.FAILED:
+            p = problem(r)
+            if p.code not in index:
+                index[p.code] = len(rules)
+                name, text = _ERROR_RULES[p.code]
+                rules.append({"id": p.code, "name": name, "shortDescription": {"text": text}})
+            sarif_results.append(_sarif_problem(p, index[p.code]))
         fix = None
         if (
             r.new_text is not None
@@ -144,7 +253,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
                 "name": "vjp-migrate",
                 "version": __version__,
                 "informationUri": INFORMATION_URI,
-                "rules": [_rule(c.code) for c in CODES],
+                "rules": rules,
             }
         },
         "invocations": [{"executionSuccessful": not notifications, "toolExecutionNotifications": notifications}],
@@ -161,7 +270,8 @@ def render_junit(results: Sequence[FileResult]) -> str:
     for r in results:
         if r.status is Status.FAILED:
             case = ET.SubElement(suite, "testcase", classname=str(r.path), name=str(r.path))
-            ET.SubElement(case, "error", message=r.reason or "", type="error").text = f"{r.path}: error: {r.reason}"
+            kind = problem(r).code
+            ET.SubElement(case, "error", message=r.reason or "", type=kind).text = f"{r.path}: error: {r.reason}"
             tests, errors = tests + 1, errors + 1
             continue
         if not r.diagnostics:

@@ -1,7 +1,7 @@
 """`fix --interactive`: show each site's change and apply only the accepted ones (y/n/q), as Fixit does.
 
-Input and output are injected (``show`` prints, ``ask`` returns the answer), so this module
-never touches the terminal itself.
+Input and output are injected (``show`` prints, ``ask`` returns the answer, or raises EOFError
+at the end of input, which counts as q), so this module never touches the terminal itself.
 """
 
 from __future__ import annotations
@@ -21,10 +21,12 @@ from vjp_migrate.source import SourceError, check_syntax, decode, encode
 Show = Callable[[str], None]
 Ask = Callable[[str], str]
 QUESTION = "Apply this change? [y]es / [n]o / [q]uit"
+ENDED = "end of input: stopped; nothing more is applied"
+_END = "end"  # the answer that stands for the end of input
 
 
 class _Quit(Exception):
-    pass
+    """q was answered (args: the file's result, and whether it was the end of input)."""
 
 
 def _diff(old: str, new: str, name: str) -> str:
@@ -34,13 +36,17 @@ def _diff(old: str, new: str, name: str) -> str:
 
 def _answer(ask: Ask) -> str:
     while True:
-        answer = ask(QUESTION).strip().lower()[:1]
+        try:
+            answer = ask(QUESTION).strip().lower()[:1]
+        except EOFError:
+            return _END
         if answer in ("y", "n", "q"):
             return answer
 
 
 def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: bool = True) -> FileResult:
-    """Ask about each site of one file; write the accepted ones. Raises _Quit after writing on q.
+    """Ask about each site of one file; write the accepted ones. Raises _Quit after writing on q
+    or at the end of input.
 
     A file found by walking a folder is read only when it mentions a word the selected codes
     need, as `fix` reads it (so a syntax error in an unrelated file is no error).
@@ -57,14 +63,14 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
     from vjp_migrate.rewrite import apply_plans
 
     accepted: list[RewritePlan] = []
-    quit_now = False
+    quit_now = ended = False
     for group in plan_groups(plans):  # users of a shared fwd/bwd are applied together
         single = apply_plans(analysis.module, group).code  # type: ignore[arg-type]
         names = ", ".join(f"`{plan.site.qualname}`" for plan in group)
         show(f"{path}: custom_vjp {names}\n" + _diff(source.text, single, str(path)))
         answer = _answer(ask)
-        if answer == "q":
-            quit_now = True
+        if answer in ("q", _END):
+            quit_now, ended = True, answer == _END
             break
         if answer == "y":
             accepted.extend(group)
@@ -84,7 +90,7 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
         written=new_text != source.text,
     )
     if quit_now:
-        raise _Quit(result)
+        raise _Quit(result, ended)
     return result
 
 
@@ -118,6 +124,8 @@ def review(
                 results.append(review_file(candidate.path, group.settings, show, ask, candidate.explicit))
             except _Quit as stop:
                 results.append(stop.args[0])
+                if stop.args[1]:
+                    (notice or show)(ENDED)
                 return results
             except (SourceError, OSError) as error:
                 results.append(api.failed_result(candidate.path, error))

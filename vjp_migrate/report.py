@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import difflib
-import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Sequence
@@ -38,10 +37,6 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         **({"cell": d.cell} if d.cell is not None else {}),
         **({"also_touches": list(d.also_touches)} if d.also_touches else {}),
     }
-
-
-def render_json(results: Sequence[FileResult]) -> str:
-    return json.dumps([diagnostic_json(d) for r in results for d in r.diagnostics], indent=2) + "\n"
 
 
 def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
@@ -114,6 +109,12 @@ def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextI
         _print([("ok", f"All checks passed ({files}).")], stream)
 
 
+def print_findings(diagnostics: Sequence[Diagnostic], show_reasons: bool, stream: TextIO | None = None) -> None:
+    """The findings as print_check shows them, without its summary (`--quiet`)."""
+    for d in diagnostics:
+        _print(_finding_lines(d, show_reasons), stream or sys.stdout)
+
+
 def unified_diff(result: FileResult) -> str:
     old = (result.old_text or "").splitlines(keepends=True)
     new = (result.new_text or "").splitlines(keepends=True)
@@ -155,8 +156,8 @@ def render_machine(results: Sequence[FileResult], output_format: str) -> str:
     from vjp_migrate import formats
 
     renderers = {
-        "concise": lambda: "".join(concise_line(d) + "\n" for r in results for d in r.diagnostics),
-        "json": lambda: render_json(results),
+        "concise": lambda: formats.render_concise(results),
+        "json": lambda: formats.render_json(results),
         "github": lambda: formats.render_github(results),
         "sarif": lambda: formats.render_sarif(results),
         "junit": lambda: formats.render_junit(results),

@@ -37,6 +37,14 @@ def _stdin_group_path(request: Request) -> Path:
     return Path(request.stdin_filename) if request.stdin_filename != "-" else Path("-")
 
 
+def _stdin_group(request: Request) -> Group | FileResult:
+    """The configuration for the source read from stdin; or, when ``--force-exclude`` skips its
+    ``--stdin-filename`` (as ruff does), the SKIPPED result that stands for it."""
+    path = _stdin_group_path(request)
+    (group,) = groups([path], request.options)
+    return group if group.paths else FileResult(path, Status.SKIPPED, "excluded")
+
+
 def _apply_baseline(results: list[FileResult], baseline: Path | None) -> list[FileResult]:
     if baseline is None:
         return results
@@ -72,7 +80,9 @@ def check(
     finished (nothing is written) but gets a warning to ``notice`` (see api.fix_paths).
     """
     if request.stdin is not None:
-        (group,) = groups([_stdin_group_path(request)], request.options)
+        group = _stdin_group(request)
+        if isinstance(group, FileResult):
+            return [group]
         if with_fixes:
             one = api.fix_stdin(request.stdin, request.stdin_filename, group.settings)
         else:
@@ -101,7 +111,9 @@ def fix(
     see api.fix_paths; otherwise each gets a warning.
     """
     if request.stdin is not None:
-        (group,) = groups([_stdin_group_path(request)], request.options)
+        group = _stdin_group(request)
+        if isinstance(group, FileResult):
+            return [group]
         return [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
     if not (write if recover_first is None else recover_first):
         _warn_pending(request.paths, notice)
