@@ -1190,3 +1190,90 @@ def test_a_multiline_fwd_return_is_named_on_one_line_in_the_message(returned: st
     (finding,) = check_source(code)
     assert finding.code == "VJP003"
     assert finding.message.endswith(f"fwd `f_fwd` returns `{named}`, not an `(output, residuals)` pair")
+
+
+def test_a_one_element_tuple_written_one_item_per_line_gains_items_on_their_own_lines() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return x * w
+
+        def f_fwd(x, w):
+            return f(x, w), (
+                x,  # the input
+            )
+
+        def f_bwd(w, res, g):
+            (x,) = res
+            return (
+                g * w,  # dx
+            )
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "    return f(x, w), (\n        w,\n        x,  # the input\n    )\n" in out
+    assert "    return (\n        g * w,  # dx\n        None,\n    )\n" in out
+
+
+def test_a_new_item_goes_above_the_comment_lines_of_the_item_after_it() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w, b):
+            return x * w + b
+
+        def f_fwd(x, w, b):
+            return f(x, w, b), (
+                # the input
+                x,
+            )
+
+        def f_bwd(w, res, g):
+            (x,) = res
+            return (
+                g * w,  # dx
+                # db
+                g,
+            )  # done
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "    return f(x, w, b), (\n        w,\n        # the input\n        x,\n    )\n" in out
+    assert "    return (\n        g * w,  # dx\n        None,\n        # db\n        g,\n    )  # done\n" in out
+
+
+def test_removing_the_first_parameter_leaves_no_blank_line_after_the_bracket() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return x * w
+
+        def f_fwd(x, w):
+            return f(x, w), None
+
+        def f_bwd(
+            w,  # the weights
+
+            # residuals
+            res,
+            g,
+        ):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "def f_bwd(\n    # residuals\n    w,\n    g,\n):\n" in out
