@@ -1140,6 +1140,8 @@ DELIBERATELY_CHANGED = {
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
+    # section 3: the comment on a removed parameter's own line describes it and goes with it
+    ("multiline_items_keep_comments", "# the gate logits: sigmoid is recomputed"),
 }
 
 
@@ -1277,3 +1279,21 @@ def test_removing_the_first_parameter_leaves_no_blank_line_after_the_bracket() -
         """
     )
     assert "def f_bwd(\n    # residuals\n    w,\n    g,\n):\n" in out
+
+
+def test_rules_with_defaults_after_the_arguments_jax_passes_fit_and_are_migrated() -> None:
+    # JAX calls bwd(w, res, g) and fwd(x, w, y): a parameter with a default after those is legal.
+    code = _site("return f(x, w, y), (x, y)\n", "a, b = res\nreturn (g * b * w, g * a * w)\n")
+    code = code.replace("def f_bwd(w, res, g):", "def f_bwd(w, res, g, scale=1.0):")
+    code = code.replace("def f_fwd(x, w, y):", "def f_fwd(x, w, y, debug=False):")
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    out = fix_source(code).source
+    assert "def f_bwd(res, g, scale=1.0):\n    w, a, b = res\n    return (g * b * w, None, g * a * w)\n" in out
+
+
+def test_rules_needing_more_arguments_than_jax_passes_are_inconsistent() -> None:
+    code = _site("return f(x, w, y), (x, y)\n", "return (g, g)\n").replace(
+        "def f_bwd(w, res, g):", "def f_bwd(w, res, g, h, k=1):"
+    )
+    (found,) = check_source(code)
+    assert found.code == "VJP004" and "bwd `f_bwd` takes 4 to 5 parameters, but JAX calls it" in found.message
