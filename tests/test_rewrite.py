@@ -1297,3 +1297,20 @@ def test_rules_needing_more_arguments_than_jax_passes_are_inconsistent() -> None
     )
     (found,) = check_source(code)
     assert found.code == "VJP004" and "bwd `f_bwd` takes 4 to 5 parameters, but JAX calls it" in found.message
+
+
+def test_each_tuple_a_conditional_expression_returns_gains_its_nones() -> None:
+    bwd = "a, b = res\nreturn (g * b, g * a) if a.ndim else [g, g] if b.ndim else (g * w, g)\n"
+    out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd)).source
+    assert "    return (g * b, None, g * a) if a.ndim else [g, None, g] if b.ndim else (g * w, None, g)\n" in out
+    trailing = {"argnums": "(2,)", "params": "x, y, w"}
+    out = fix_source(
+        _site("return f(x, y, w), (x, y)\n", "a, b = res\nreturn (g,) * 2 if a.ndim else (g, g)\n", **trailing)
+    )
+    assert "    return (*((g,) * 2 if a.ndim else (g, g)), None)\n" in out.source  # not every branch a literal
+
+
+def test_a_conditional_expression_with_a_starred_branch_is_stored_first() -> None:
+    bwd = "a, b = res\nreturn (*pull(g),) if a.ndim else (g, g)\n"
+    out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd)).source
+    assert "    grads = (*pull(g),) if a.ndim else (g, g)\n    return (*grads[:1], None, *grads[1:])\n" in out

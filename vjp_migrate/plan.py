@@ -364,6 +364,23 @@ def _starred_gap(
     return None, known
 
 
+def literal_branches(value: cst.BaseExpression) -> list[cst.Tuple | cst.List] | None:
+    """The tuple/list literals a conditional expression returns (`(a,) if c else (b,)`, nested too),
+    each of which gains its Nones; None when ``value`` is no such conditional."""
+    if not isinstance(value, cst.IfExp):
+        return None
+    branches: list[cst.Tuple | cst.List] = []
+    for branch in (value.body, value.orelse):
+        inner = literal_branches(branch)
+        if inner is not None:
+            branches.extend(inner)
+        elif isinstance(branch, (cst.Tuple, cst.List)):
+            branches.append(branch)
+        else:
+            return None
+    return branches
+
+
 def trailing_slots(slots: tuple[int, ...], total: int) -> bool:
     """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing."""
     return slots == tuple(range(total - len(slots), total))
@@ -386,6 +403,12 @@ def _bwd_return_plan(
         value = ret.value
         if value is None:
             return f"bwd `{name}` has a bare `return`"
+        branches = literal_branches(value)
+        gaps = [_starred_gap(branch, slots, bindings) for branch in branches or ()]
+        if branches is not None and all(starred is None for starred, _ in gaps):
+            for _, lengths in gaps:
+                known.update(lengths)
+            continue
         if isinstance(value, (cst.Tuple, cst.List)):
             starred, lengths = _starred_gap(value, slots, bindings)
             known.update(lengths)

@@ -12,7 +12,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
-from vjp_migrate.plan import trailing_slots
+from vjp_migrate.plan import literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -363,6 +363,10 @@ class _Apply(cst.CSTTransformer):
     # --- bwd -----------------------------------------------------------------------------------
 
     def _bwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
+        if isinstance(value, cst.IfExp) and literal_branches(value) is not None:  # (a,) if c else (b,)
+            return value.with_changes(
+                body=self._bwd_value(plan, value.body), orelse=self._bwd_value(plan, value.orelse)
+            )
         slots = plan.none_slots
         trailing = trailing_slots(slots, len(plan.site.params) - len(plan.kept))
         if isinstance(value, (cst.Tuple, cst.List)) and trailing:
