@@ -1314,3 +1314,19 @@ def test_a_conditional_expression_with_a_starred_branch_is_stored_first() -> Non
     bwd = "a, b = res\nreturn (*pull(g),) if a.ndim else (g, g)\n"
     out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd)).source
     assert "    grads = (*pull(g),) if a.ndim else (g, g)\n    return (*grads[:1], None, *grads[1:])\n" in out
+
+
+@pytest.mark.parametrize(
+    ("signature", "migrated"),
+    [
+        ("w, res, g, /", "res, g, /"),
+        ("w, /, res, g", "res, g"),
+        ("w, res, /, g", "res, /, g"),
+    ],
+)
+def test_positional_only_bwd_parameters(signature: str, migrated: str) -> None:
+    # `(w, res, g, /)` was `(w, res, g, /, res, g, )`; a `/` with nothing before it goes.
+    code = _site("return f(x, w, y), (x, y)\n", "a, b = res\nreturn (g * b * w, g * a * w)\n")
+    code = code.replace("def f_bwd(w, res, g):", f"def f_bwd({signature}):")
+    out = fix_source(code).source
+    assert f"def f_bwd({migrated}):\n    w, a, b = res\n    return (g * b * w, None, g * a * w)\n" in out, out

@@ -579,11 +579,14 @@ class _Apply(cst.CSTTransformer):
             return param is not every[n_nondiff] and param.name.value in moved
 
         slash = params.posonly_ind
-        if not isinstance(slash, cst.ParamSlash) or not isinstance(slash.comma, cst.Comma):
-            rest, lead = without(every, gone, lead)
-            return params.with_changes(params=rest), lead
-        posonly, lead = without(every[: len(params.posonly_params)], gone, lead)
-        rest, after_slash = without(every[len(params.posonly_params) :], gone, slash.comma.whitespace_after)
+        n_posonly = len(params.posonly_params)
+        if not isinstance(slash, cst.ParamSlash) or all(gone(p) for p in every[:n_posonly]):
+            rest, lead = without(every, gone, lead)  # no `/`, or nothing left before it: it goes
+            return params.with_changes(posonly_params=[], posonly_ind=cst.MaybeSentinel.DEFAULT, params=rest), lead
+        posonly, lead = without(every[:n_posonly], gone, lead)
+        if not isinstance(slash.comma, cst.Comma):  # `(w, res, g, /)`
+            return params.with_changes(posonly_params=posonly, params=every[n_posonly:]), lead
+        rest, after_slash = without(every[n_posonly:], gone, slash.comma.whitespace_after)
         if after_slash is not None:
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
