@@ -1140,6 +1140,8 @@ DELIBERATELY_CHANGED = {
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
+    # section 3: the comment on a removed parameter's own line describes it and goes with it
+    ("multiline_items_keep_comments", "# the gate logits: sigmoid is recomputed"),
 }
 
 
@@ -1190,3 +1192,141 @@ def test_a_multiline_fwd_return_is_named_on_one_line_in_the_message(returned: st
     (finding,) = check_source(code)
     assert finding.code == "VJP003"
     assert finding.message.endswith(f"fwd `f_fwd` returns `{named}`, not an `(output, residuals)` pair")
+
+
+def test_a_one_element_tuple_written_one_item_per_line_gains_items_on_their_own_lines() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return x * w
+
+        def f_fwd(x, w):
+            return f(x, w), (
+                x,  # the input
+            )
+
+        def f_bwd(w, res, g):
+            (x,) = res
+            return (
+                g * w,  # dx
+            )
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "    return f(x, w), (\n        w,\n        x,  # the input\n    )\n" in out
+    assert "    return (\n        g * w,  # dx\n        None,\n    )\n" in out
+
+
+def test_a_new_item_goes_above_the_comment_lines_of_the_item_after_it() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w, b):
+            return x * w + b
+
+        def f_fwd(x, w, b):
+            return f(x, w, b), (
+                # the input
+                x,
+            )
+
+        def f_bwd(w, res, g):
+            (x,) = res
+            return (
+                g * w,  # dx
+                # db
+                g,
+            )  # done
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "    return f(x, w, b), (\n        w,\n        # the input\n        x,\n    )\n" in out
+    assert "    return (\n        g * w,  # dx\n        None,\n        # db\n        g,\n    )  # done\n" in out
+
+
+def test_removing_the_first_parameter_leaves_no_blank_line_after_the_bracket() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w):
+            return x * w
+
+        def f_fwd(x, w):
+            return f(x, w), None
+
+        def f_bwd(
+            w,  # the weights
+
+            # residuals
+            res,
+            g,
+        ):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "def f_bwd(\n    # residuals\n    w,\n    g,\n):\n" in out
+
+
+def test_rules_with_defaults_after_the_arguments_jax_passes_fit_and_are_migrated() -> None:
+    # JAX calls bwd(w, res, g) and fwd(x, w, y): a parameter with a default after those is legal.
+    code = _site("return f(x, w, y), (x, y)\n", "a, b = res\nreturn (g * b * w, g * a * w)\n")
+    code = code.replace("def f_bwd(w, res, g):", "def f_bwd(w, res, g, scale=1.0):")
+    code = code.replace("def f_fwd(x, w, y):", "def f_fwd(x, w, y, debug=False):")
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    out = fix_source(code).source
+    assert "def f_bwd(res, g, scale=1.0):\n    w, a, b = res\n    return (g * b * w, None, g * a * w)\n" in out
+
+
+def test_rules_needing_more_arguments_than_jax_passes_are_inconsistent() -> None:
+    code = _site("return f(x, w, y), (x, y)\n", "return (g, g)\n").replace(
+        "def f_bwd(w, res, g):", "def f_bwd(w, res, g, h, k=1):"
+    )
+    (found,) = check_source(code)
+    assert found.code == "VJP004" and "bwd `f_bwd` takes 4 to 5 parameters, but JAX calls it" in found.message
+
+
+def test_each_tuple_a_conditional_expression_returns_gains_its_nones() -> None:
+    bwd = "a, b = res\nreturn (g * b, g * a) if a.ndim else [g, g] if b.ndim else (g * w, g)\n"
+    out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd)).source
+    assert "    return (g * b, None, g * a) if a.ndim else [g, None, g] if b.ndim else (g * w, None, g)\n" in out
+    trailing = {"argnums": "(2,)", "params": "x, y, w"}
+    out = fix_source(
+        _site("return f(x, y, w), (x, y)\n", "a, b = res\nreturn (g,) * 2 if a.ndim else (g, g)\n", **trailing)
+    )
+    assert "    return (*((g,) * 2 if a.ndim else (g, g)), None)\n" in out.source  # not every branch a literal
+
+
+def test_a_conditional_expression_with_a_starred_branch_is_stored_first() -> None:
+    bwd = "a, b = res\nreturn (*pull(g),) if a.ndim else (g, g)\n"
+    out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd)).source
+    assert "    grads = (*pull(g),) if a.ndim else (g, g)\n    return (*grads[:1], None, *grads[1:])\n" in out
+
+
+@pytest.mark.parametrize(
+    ("signature", "migrated"),
+    [
+        ("w, res, g, /", "res, g, /"),
+        ("w, /, res, g", "res, g"),
+        ("w, res, /, g", "res, /, g"),
+    ],
+)
+def test_positional_only_bwd_parameters(signature: str, migrated: str) -> None:
+    # `(w, res, g, /)` was `(w, res, g, /, res, g, )`; a `/` with nothing before it goes.
+    code = _site("return f(x, w, y), (x, y)\n", "a, b = res\nreturn (g * b * w, g * a * w)\n")
+    code = code.replace("def f_bwd(w, res, g):", f"def f_bwd({signature}):")
+    out = fix_source(code).source
+    assert f"def f_bwd({migrated}):\n    w, a, b = res\n    return (g * b * w, None, g * a * w)\n" in out, out

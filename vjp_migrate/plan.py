@@ -260,26 +260,36 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     bwd_bound = site.bwd.bound_args if site.bwd else 0
     fwd_bound = site.fwd.bound_args if site.fwd else 0
     if bwd is not None and not isinstance(bwd.params.star_arg, cst.Param):
-        count = len(positional_params(bwd)) - bwd_bound
-        if count != n_nondiff + 2:
+        least, most = _arity(bwd, bwd_bound)
+        if not least <= n_nondiff + 2 <= most:
             return (
-                f"bwd `{bwd.name.value}` takes {_count(count, 'parameter')}, but JAX calls it with "
+                f"bwd `{bwd.name.value}` takes {_count_range(least, most)}, but JAX calls it with "
                 f"{_count(n_nondiff, 'nondiff argument')} + residuals + "
                 f"cotangent = {n_nondiff + 2}"
             )
     fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
-    fwd_count = len(positional_params(fwd)) - fwd_bound if fwd is not None else 0
-    if fwd is not None and not site.has_varargs and not fwd_varargs and fwd_count != len(site.params):
+    least, most = _arity(fwd, fwd_bound) if fwd is not None else (0, 0)
+    if fwd is not None and not site.has_varargs and not fwd_varargs and not least <= len(site.params) <= most:
         return (
-            f"fwd `{fwd.name.value}` takes {_count(fwd_count, 'parameter')} but the primal `{site.name}` "
+            f"fwd `{fwd.name.value}` takes {_count_range(least, most)} but the primal `{site.name}` "
             f"takes {len(site.params)}"
         )
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
-        params = positional_params(bwd)
-        cotangent = params[-1] if params else ""
+        params = positional_params(bwd)[bwd_bound:]
+        cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
         if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value; JAX needs a tuple with one cotangent per argument"
     return None
+
+
+def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
+    """How few and how many positional arguments ``func`` accepts after ``bound`` ones (defaults)."""
+    params = (*func.params.posonly_params, *func.params.params)[bound:]
+    return sum(1 for p in params if p.default is None), len(params)
+
+
+def _count_range(least: int, most: int) -> str:
+    return _count(most, "parameter") if least == most else f"{least} to {most} parameters"
 
 
 def _primal_name(site: VjpSite) -> str:
@@ -354,6 +364,23 @@ def _starred_gap(
     return None, known
 
 
+def literal_branches(value: cst.BaseExpression) -> list[cst.Tuple | cst.List] | None:
+    """The tuple/list literals a conditional expression returns (`(a,) if c else (b,)`, nested too),
+    each of which gains its Nones; None when ``value`` is no such conditional."""
+    if not isinstance(value, cst.IfExp):
+        return None
+    branches: list[cst.Tuple | cst.List] = []
+    for branch in (value.body, value.orelse):
+        inner = literal_branches(branch)
+        if inner is not None:
+            branches.extend(inner)
+        elif isinstance(branch, (cst.Tuple, cst.List)):
+            branches.append(branch)
+        else:
+            return None
+    return branches
+
+
 def trailing_slots(slots: tuple[int, ...], total: int) -> bool:
     """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing."""
     return slots == tuple(range(total - len(slots), total))
@@ -376,6 +403,12 @@ def _bwd_return_plan(
         value = ret.value
         if value is None:
             return f"bwd `{name}` has a bare `return`"
+        branches = literal_branches(value)
+        gaps = [_starred_gap(branch, slots, bindings) for branch in branches or ()]
+        if branches is not None and all(starred is None for starred, _ in gaps):
+            for _, lengths in gaps:
+                known.update(lengths)
+            continue
         if isinstance(value, (cst.Tuple, cst.List)):
             starred, lengths = _starred_gap(value, slots, bindings)
             known.update(lengths)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Callable, Iterator, Sequence
 from typing import TypeVar
@@ -11,7 +12,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
-from vjp_migrate.plan import trailing_slots
+from vjp_migrate.plan import literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -94,6 +95,8 @@ def _literal_without(literal: cst.Tuple | cst.List, gone: Callable[[cst.Element]
 
 _Item = TypeVar("_Item", cst.Param, cst.Arg, cst.Element, cst.ImportAlias)
 _Whitespace = cst.BaseParenthesizableWhitespace
+_Break = cst.ParenthesizedWhitespace
+_Literal = cst.Tuple | cst.List
 
 
 def without(
@@ -116,7 +119,7 @@ def without(
             if changed and kept:
                 kept[-1] = kept[-1].with_changes(comma=_comma_with(kept[-1].comma, before))
             elif changed:
-                lead = before
+                lead = _no_blank_start(before)
             kept.append(item)
             before = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
             changed = False
@@ -143,6 +146,17 @@ def _comma_with(comma: cst.Comma | cst.MaybeSentinel, whitespace: _Whitespace | 
     if isinstance(comma, cst.Comma):
         return comma.with_changes(whitespace_after=whitespace)
     return cst.Comma(whitespace_after=whitespace)
+
+
+def _no_blank_start(whitespace: _Whitespace | None) -> _Whitespace | None:
+    """The whitespace after an opening bracket without blank lines right below it (they set the
+    removed first items apart from the rest)."""
+    if not isinstance(whitespace, cst.ParenthesizedWhitespace):
+        return whitespace
+    lines = list(whitespace.empty_lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return whitespace.with_changes(empty_lines=lines)
 
 
 def _has_comment(whitespace: _Whitespace | None) -> bool:
@@ -349,10 +363,14 @@ class _Apply(cst.CSTTransformer):
     # --- bwd -----------------------------------------------------------------------------------
 
     def _bwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
+        if isinstance(value, cst.IfExp) and literal_branches(value) is not None:  # (a,) if c else (b,)
+            return value.with_changes(
+                body=self._bwd_value(plan, value.body), orelse=self._bwd_value(plan, value.orelse)
+            )
         slots = plan.none_slots
         trailing = trailing_slots(slots, len(plan.site.params) - len(plan.kept))
         if isinstance(value, (cst.Tuple, cst.List)) and trailing:
-            return value.with_changes(elements=_rebuild(value.elements, [*value.elements, *["None"] * len(slots)]))
+            return _with_items(value, [*value.elements, *["None"] * len(slots)])
         if isinstance(value, (cst.Tuple, cst.List)):
             known = dict(plan.starred_lengths)
             items: list[cst.BaseElement | str] = []
@@ -375,10 +393,7 @@ class _Apply(cst.CSTTransformer):
                 while slot in slots:
                     items.append("None")
                     slot += 1
-            elements = _rebuild(value.elements, items)
-            if isinstance(value, cst.List):
-                return value.with_changes(elements=elements)
-            return value.with_changes(elements=elements)
+            return _with_items(value, items)
         assert value is not None
         text = cst.Module([]).code_for_node(value)
         grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
@@ -564,11 +579,14 @@ class _Apply(cst.CSTTransformer):
             return param is not every[n_nondiff] and param.name.value in moved
 
         slash = params.posonly_ind
-        if not isinstance(slash, cst.ParamSlash) or not isinstance(slash.comma, cst.Comma):
-            rest, lead = without(every, gone, lead)
-            return params.with_changes(params=rest), lead
-        posonly, lead = without(every[: len(params.posonly_params)], gone, lead)
-        rest, after_slash = without(every[len(params.posonly_params) :], gone, slash.comma.whitespace_after)
+        n_posonly = len(params.posonly_params)
+        if not isinstance(slash, cst.ParamSlash) or all(gone(p) for p in every[:n_posonly]):
+            rest, lead = without(every, gone, lead)  # no `/`, or nothing left before it: it goes
+            return params.with_changes(posonly_params=[], posonly_ind=cst.MaybeSentinel.DEFAULT, params=rest), lead
+        posonly, lead = without(every[:n_posonly], gone, lead)
+        if not isinstance(slash.comma, cst.Comma):  # `(w, res, g, /)`
+            return params.with_changes(posonly_params=posonly, params=every[n_posonly:]), lead
+        rest, after_slash = without(every[n_posonly:], gone, slash.comma.whitespace_after)
         if after_slash is not None:
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
@@ -685,8 +703,61 @@ def _rebuild(original: Sequence[cst.BaseElement], items: Sequence[cst.BaseElemen
     return result
 
 
-def _prepend(node: cst.Tuple | cst.List, names: Sequence[str]) -> cst.Tuple | cst.List:
-    return node.with_changes(elements=_rebuild(node.elements, [*names, *node.elements]))
+def _prepend(node: _Literal, names: Sequence[str]) -> _Literal:
+    return _with_items(node, [*names, *node.elements])
+
+
+def _with_items(node: _Literal, items: Sequence[cst.BaseElement | str]) -> _Literal:
+    """``node`` holding ``items`` (its own elements and new names), in the original's layout."""
+    brackets = _one_per_line(node)
+    if brackets is None:
+        return node.with_changes(elements=_rebuild(node.elements, items))
+    opening, closing = brackets
+    old = list(node.elements)
+    # The comment lines above each element, and the rest of each element's own line.
+    above = {id(old[0]): opening.empty_lines}
+    own_line = {id(old[-1]): closing.first_line}
+    for element, following in itertools.pairwise(old):
+        assert isinstance(element.comma, cst.Comma) and isinstance(element.comma.whitespace_after, _Break)
+        above[id(following)] = element.comma.whitespace_after.empty_lines
+        own_line[id(element)] = element.comma.whitespace_after.first_line
+    elements = [cst.Element(cst.Name(item)) if isinstance(item, str) else item for item in items]
+    laid: list[cst.BaseElement] = []
+    for element, following in itertools.pairwise(elements):
+        comma = element.comma if isinstance(element.comma, cst.Comma) else cst.Comma()
+        line_break = opening.with_changes(
+            first_line=own_line.get(id(element), cst.TrailingWhitespace()), empty_lines=above.get(id(following), [])
+        )
+        laid.append(element.with_changes(comma=comma.with_changes(whitespace_after=line_break)))
+    laid.append(elements[-1].with_changes(comma=old[-1].comma))
+    opening = opening.with_changes(empty_lines=above.get(id(elements[0]), []))
+    closing = closing.with_changes(first_line=own_line.get(id(elements[-1]), cst.TrailingWhitespace()))
+    if isinstance(node, cst.List):
+        return node.with_changes(
+            elements=laid,
+            lbracket=node.lbracket.with_changes(whitespace_after=opening),
+            rbracket=node.rbracket.with_changes(whitespace_before=closing),
+        )
+    return node.with_changes(
+        elements=laid,
+        lpar=[node.lpar[0].with_changes(whitespace_after=opening)],
+        rpar=[node.rpar[0].with_changes(whitespace_before=closing)],
+    )
+
+
+def _one_per_line(node: _Literal) -> tuple[_Break, _Break] | None:
+    """The line breaks after the opening and before the closing bracket of a literal written one
+    element per line (black's "magic trailing comma" layout), or None for any other layout."""
+    if isinstance(node, cst.List):
+        opening, closing = node.lbracket.whitespace_after, node.rbracket.whitespace_before
+    elif len(node.lpar) == 1 and node.elements:
+        opening, closing = node.lpar[0].whitespace_after, node.rpar[0].whitespace_before
+    else:
+        return None
+    separators = [e.comma.whitespace_after if isinstance(e.comma, cst.Comma) else None for e in node.elements[:-1]]
+    if isinstance(opening, _Break) and isinstance(closing, _Break) and all(isinstance(s, _Break) for s in separators):
+        return opening, closing
+    return None
 
 
 class _NameUses(cst.CSTVisitor):
