@@ -261,6 +261,28 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
+KEY_HOLDER = """\
+from functools import partial
+import jax
+from jax import random as jr
+
+def draw(x, streams):
+    return jr.uniform(streams.keys.rounding, x.shape)
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, streams):
+    return x + draw(x, streams)
+
+def f_fwd(x, streams):
+    return f(x, streams), None
+
+def f_bwd(streams, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
 UNSEEN_PRIMAL = """\
 import jax
 import jax.numpy as jnp
@@ -444,6 +466,8 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
         pytest.param(FFI_OPERAND, True, id="an operand of a local FFI function"),
         pytest.param(FFI_IN_PLACE, True, id="an operand of an FFI function called in place"),
         pytest.param(FFI_ATTRIBUTE, False, id="an FFI attribute"),
+        pytest.param(KEY_HOLDER, True, id="a field passed as the key of a jax.random function"),
+        pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), False, id="a field passed elsewhere"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],

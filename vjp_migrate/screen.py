@@ -11,7 +11,8 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
-  module or positionally to any ``.bind`` (a primitive's operand), has an array-like annotation, or a call of
+  module or positionally to any ``.bind`` (a primitive's operand), has an attribute passed to a
+  ``jax.random`` function (a holder of PRNG keys), has an array-like annotation, or a call of
   the site passes an array-module result;
 - a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
   the right name has the wrong arity, or the bwd of a one-argument primal returns something that
@@ -581,6 +582,16 @@ class _ArrayUse:
         root = _root(expr) if expr is not None else None
         return isinstance(root, ast.Name) and root.id in names
 
+    def _passes_a_field(self, call: ast.Call, names: set[str]) -> bool:
+        """An argument of the call reads an attribute of the name (``p.key``, ``p.keys.dropout``)."""
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(value, ast.Attribute):
+                while isinstance(value, ast.Attribute):
+                    value = value.value
+                if isinstance(value, ast.Name) and value.id in names:
+                    return True
+        return False
+
     def _holds(self, expr: ast.expr, names: set[str]) -> bool:
         """A tuple or list literal with the name (or one holding it) among its elements."""
         return isinstance(expr, (ast.Tuple, ast.List)) and any(
@@ -606,6 +617,10 @@ class _ArrayUse:
         return False
 
     def _call(self, call: ast.Call, names: set[str], depth: int) -> bool:
+        if self._passes_a_field(call, names) and any(
+            q.startswith("jax.random.") for q in _qualified(self.m, call.func)
+        ):
+            return True  # `jax.random.uniform(p.key, ...)`: the argument holds PRNG keys (classify)
         passed: list[tuple[int | None, str | None]] = []  # (position, keyword) of each use
         position: int | None = 0
         for arg in call.args:
