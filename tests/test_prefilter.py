@@ -283,6 +283,26 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
+RULES_ON_AN_ALIAS = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _clip(x, bound):
+    return x
+
+clip = _clip
+
+def clip_fwd(x, bound):
+    return clip(x, bound), None
+
+def clip_bwd(bound, _, g):
+    return (g * bound,)
+
+clip.defvjp(clip_fwd, clip_bwd)
+"""
+
+
 UNSEEN_PRIMAL = """\
 import jax
 import jax.numpy as jnp
@@ -467,6 +487,7 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
         pytest.param(FFI_IN_PLACE, True, id="an operand of an FFI function called in place"),
         pytest.param(FFI_ATTRIBUTE, False, id="an FFI attribute"),
         pytest.param(KEY_HOLDER, True, id="a field passed as the key of a jax.random function"),
+        pytest.param(RULES_ON_AN_ALIAS, True, id="rules attached through an alias"),
         pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), False, id="a field passed elsewhere"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),

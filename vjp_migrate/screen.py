@@ -86,6 +86,7 @@ class _Module:
     calls: list[ast.Call] = field(default_factory=list)
     decorated: dict[int, Func | None] = field(default_factory=dict)  # id(decorator) -> def
     assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> (dotted) name targets
+    renamed: list[tuple[str, list[str]]] = field(default_factory=list)  # `a = b`, any scope: ("b", ["a"])
     jit_static: dict[int, set[int]] = field(default_factory=dict)  # id(def) -> _jit_static
     caller: dict[int, Func | None] = field(default_factory=dict)  # id(call) -> innermost def
     encoded_lines: list[bytes] | None = None
@@ -192,6 +193,8 @@ def _index(tree: ast.Module, text: str) -> _Module:
                     decorated[id(decorator)] = None
             elif isinstance(node, ast.Assign):
                 assigned[id(node.value)] = [t for t in map(_dotted, node.targets) if t is not None]
+                if isinstance(node.value, ast.Name):
+                    m.renamed.append((node.value.id, assigned[id(node.value)]))
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 for local, bound in import_bindings(node):
                     aliases.setdefault(local, set()).add(bound)
@@ -407,10 +410,25 @@ def _defvjp_calls(m: _Module, site: _Site) -> Iterator[ast.Call]:
     last part of the owner's name)."""
     if m.defvjps is None:
         m.defvjps = [(c, owner) for c in m.calls if (owner := _defvjp_owner(c.func)) is not None]
+    names = _known_as(m, site)
     for call, owner in m.defvjps:
         name = _dotted(owner)
-        if name is not None and name.rsplit(".", 1)[-1] in site.names:
+        if name is not None and name.rsplit(".", 1)[-1] in names:
             yield call
+
+
+def _known_as(m: _Module, site: _Site) -> set[str]:
+    """The site's names and every name bound to one of them (``clip = _clip``: sites.py follows a
+    module-level alias to its defvjp), in any scope."""
+    names = set(site.names)
+    grown = True
+    while grown:
+        before = len(names)
+        for value, targets in m.renamed:
+            if value in names:
+                names.update(t.rsplit(".", 1)[-1] for t in targets)
+        grown = len(names) > before
+    return names
 
 
 def _defvjp_owner(func: ast.expr) -> ast.expr | None:
@@ -660,9 +678,10 @@ class _ArrayUse:
 
 
 def _call_site_may_pass_array(m: _Module, site: _Site) -> bool:
+    names = _known_as(m, site)
     for call in m.calls:
         name = _dotted(call.func)
-        if name is None or name.rsplit(".", 1)[-1] not in site.names:
+        if name is None or name.rsplit(".", 1)[-1] not in names:
             continue
         values: Iterable[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
         if any(isinstance(v, ast.Call) and _may_be_array_function(m, v.func) for v in values):
