@@ -51,6 +51,7 @@ from vjp_migrate.vocabulary import (
     is_metadata_function,
     is_size_function,
     library_use,
+    takes_random_key,
 )
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -339,8 +340,34 @@ class Uses(cst.CSTVisitor):
                 self._call_packed(node, positional if keyword is None else -1, keyword, holder)
             elif not arg.star and (via := self._via(arg.value)) is not None:
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
+            elif not arg.star and (attribute := self._attribute_read(arg.value)) is not None:
+                self._key_attribute(node, positional if keyword is None else -1, keyword, attribute)
             if arg.keyword is None:
                 positional += 1
+
+    def _attribute_read(self, expr: cst.BaseExpression) -> str | None:
+        """``.batch_key`` when ``expr`` reads an attribute of the argument itself (``p.batch_key``,
+        ``p.keys.dropout``) that is not metadata; None otherwise."""
+        attributes: list[str] = []
+        while isinstance(expr, cst.Attribute):
+            attributes.append(expr.attr.value)
+            expr = expr.value
+        if not attributes or not isinstance(expr, cst.Name) or expr.value not in self.names:
+            return None
+        if METADATA_ATTRIBUTES & set(attributes):
+            return None
+        return "." + ".".join(reversed(attributes))
+
+    def _key_attribute(self, call: cst.Call, position: int, keyword: str | None, attribute: str) -> None:
+        """A PRNG key read from the argument (``jax.random.uniform(p.batch_key, ...)``): the argument
+        holds key arrays, which are made and split as the program runs. Whether it is a pytree JAX
+        takes as a regular argument (a plain object is not) is not seen: never a safe fix."""
+        qname = self.ctx.imports.qualify(call.func)
+        if qname is None or not takes_random_key(qname, position, keyword):
+            return
+        func_text = dotted(call.func) or _code(call.func)
+        text = f"has its attribute `{attribute}` passed as the PRNG key to `{func_text}`"
+        self._add(ArgKind.ARRAY, text, call, weight=WEAK)
 
     def _unpacked_operands(self, call: cst.Call, ffi: str | None) -> None:
         """``prim.bind(a, *xs)`` or an FFI call's ``*xs``: every item of the argument is an operand."""

@@ -442,6 +442,15 @@ DATA_KEYWORDS = frozenset(
 )
 # Keywords that take arrays in one function and flags in others (``lower=``).
 _DATA_KEYWORDS_OF = {"jax.random.truncated_normal": frozenset({"lower", "upper"})}
+# jax.random functions whose first argument is a seed or raw key bits, not a key.
+_RANDOM_SEEDERS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.wrap_key_data"})
+
+
+def takes_random_key(qname: str, position: int, keyword: str | None) -> bool:
+    """Whether the ``jax.random`` function ``qname`` takes a PRNG key at that place."""
+    if not qname.startswith("jax.random.") or qname in _RANDOM_SEEDERS:
+        return False
+    return keyword == "key" if keyword is not None else position == 0
 
 
 def library_use(qname: str, position: int, keyword: str | None) -> str:
