@@ -1393,3 +1393,29 @@ def test_a_key_holder_in_nondiff_argnums_fails_under_jit_and_works_as_a_regular_
         jax.jit(jax.grad(lambda x, k: before(x, k).sum()))(x, keys)
     grad = jax.jit(jax.grad(lambda x, k: after(x, k).sum()))(x, keys)
     np.testing.assert_allclose(grad, jax.grad(lambda x: before(x, keys).sum())(x))
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        "return jax.tree_util.tree_unflatten(a, [x])",
+        "return jax.tree_util.tree_unflatten(treedef=a, leaves=[x])",
+        "return jax.tree.unflatten(a, [x])",
+    ],
+)
+def test_a_tree_structure_is_static(primal: str) -> None:
+    # probjax's adaptive odeint: its `drift_treedef` was VJP002 ("not analysed").
+    kind, reasons, _ = classify(primal)
+    assert kind is ArgKind.STATIC
+    assert any("passed as the tree structure to" in r for r in reasons), reasons
+
+
+def test_the_leaves_given_to_tree_unflatten_say_nothing_static() -> None:
+    kind, reasons, _ = classify("return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(x), [a])")
+    assert kind is not ArgKind.STATIC, reasons
+
+
+def test_a_tree_structure_cannot_be_a_tracer() -> None:
+    treedef = jax.tree_util.tree_structure((1.0, 2.0))
+    with pytest.raises(TypeError, match="PyTreeDef"):
+        jax.jit(lambda t: t)(treedef)

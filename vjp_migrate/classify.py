@@ -45,6 +45,7 @@ from vjp_migrate.vocabulary import (
     STATIC_CALLS,
     STATIC_KEYWORDS,
     STATIC_KEYWORDS_OF,
+    STATIC_PLACES_OF,
     VALUE_BUILTINS,
     VALUE_METHODS,
     is_jax_primitive,
@@ -480,6 +481,9 @@ class Uses(cst.CSTVisitor):
         elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
             text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
             self._add(ArgKind.STATIC, text, call, via=via)
+        elif qname in STATIC_PLACES_OF and (position, keyword) in _places(STATIC_PLACES_OF[qname]):
+            text = f"passed as the tree structure to `{func_text}` (a PyTreeDef, never a Tracer)"
+            self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in HOST_CONVERSIONS:
             self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call, via=via)
         elif qname in JAX_TRANSFORMS:
@@ -800,6 +804,12 @@ def _code(expr: cst.BaseExpression, limit: int = 60) -> str:
     """An expression's code on one line, cut short when long."""
     code = " ".join(cst.Module([]).code_for_node(expr).split())
     return code if len(code) <= limit else code[: limit - 3] + "..."
+
+
+def _places(place: tuple[int, str]) -> tuple[tuple[int, None], tuple[int, str]]:
+    """The (position, keyword) pairs that reach one parameter: positionally, or by its name."""
+    position, name = place
+    return (position, None), (-1, name)
 
 
 def _place(position: int, keyword: str | None) -> str:

@@ -515,6 +515,12 @@ STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
         }
     ),
 }
+# Places of other jax calls that take a description, never a value: the tree structure
+# `tree_unflatten` rebuilds a pytree from (a PyTreeDef is no JAX type, so never a Tracer).
+STATIC_PLACES_OF: dict[str, tuple[int, str]] = {
+    "jax.tree_util.tree_unflatten": (0, "treedef"),
+    "jax.tree.unflatten": (0, "treedef"),
+}
 # Callbacks into Python on the host, with the name of the parameter taking the host function. The
 # function runs when the compiled code runs, after tracing: a value it reads from around it (or that
 # `partial` binds) must be concrete then, while the operands passed to the callback are array data.
