@@ -1419,3 +1419,35 @@ def test_a_tree_structure_cannot_be_a_tracer() -> None:
     treedef = jax.tree_util.tree_structure((1.0, 2.0))
     with pytest.raises(TypeError, match="PyTreeDef"):
         jax.jit(lambda t: t)(treedef)
+
+
+# Places that take an int JAX needs concrete (a population or bin count) or an array as data.
+SIZE_OR_DATA = [
+    ("jax.random.permutation(jax.random.key(0), a) + x[0, 0]", 5, jnp.arange(5.0)),
+    ("jax.random.choice(jax.random.key(0), a, (2,)) + x[0, 0]", 5, jnp.arange(5.0)),
+    ("jnp.histogram(x, a)[0]", 4, jnp.array([0.0, 0.3, 0.9])),
+    ("jnp.histogram(x, bins=a)[0]", 4, jnp.array([0.0, 0.3, 0.9])),
+    ("jnp.histogram2d(x[0], x[1], a)[0]", 2, jnp.array([0.0, 0.5, 1.0])),
+]
+
+
+@pytest.mark.parametrize(("expr", "count", "array"), SIZE_OR_DATA, ids=[e for e, _, _ in SIZE_OR_DATA])
+def test_a_place_taking_a_concrete_count_or_an_array_is_never_a_safe_fix(
+    expr: str, count: int, array: jax.Array
+) -> None:
+    # `jax.random.choice(key, n_rows, ...)` was array data: a safe VJP001 whose rewrite broke jax.jit.
+    for primal in (f"return {expr}", f"return {expr} * a"):
+        kind, reasons, _ = classify(primal)
+        assert kind is ArgKind.UNKNOWN, reasons
+        assert any("which takes a concrete int or an array there" in r for r in reasons), reasons
+    function = eval(f"lambda x, a: {expr}", {"jax": jax, "jnp": jnp})
+    function(X, count)
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(function)(X, count)
+    assert jnp.allclose(jax.jit(function)(X, array), function(X, array))
+
+
+def test_a_count_computed_from_the_argument_for_such_a_place_is_a_doubt() -> None:
+    kind, reasons, _ = classify("return jax.random.permutation(jax.random.key(0), a + 1) + x")
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert any("may be needed concretely through `a + 1`" in r for r in reasons), reasons

@@ -39,6 +39,7 @@ from vjp_migrate.vocabulary import (
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
     SIZE_NAMES,
+    SIZE_OR_DATA,
     STATIC,
     STATIC_ANNOTATION_NAMES,
     STATIC_BUILTINS,
@@ -48,6 +49,7 @@ from vjp_migrate.vocabulary import (
     STATIC_PLACES_OF,
     VALUE_BUILTINS,
     VALUE_METHODS,
+    at_place,
     is_jax_primitive,
     is_metadata_function,
     is_size_function,
@@ -481,7 +483,7 @@ class Uses(cst.CSTVisitor):
         elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
             text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
             self._add(ArgKind.STATIC, text, call, via=via)
-        elif qname in STATIC_PLACES_OF and (position, keyword) in _places(STATIC_PLACES_OF[qname]):
+        elif qname in STATIC_PLACES_OF and at_place(STATIC_PLACES_OF[qname], position, keyword):
             text = f"passed as the tree structure to `{func_text}` (a PyTreeDef, never a Tracer)"
             self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in HOST_CONVERSIONS:
@@ -508,6 +510,8 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.STATIC, f"{NEEDED} by host NumPy's `{func_text}`", call, via=via)
             elif use == DATA:
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
+            elif use == SIZE_OR_DATA:
+                self._size_or_data(call, func_text, position, keyword, via)
             elif via is None:
                 place = _place(position, keyword)
                 text = (
@@ -517,6 +521,18 @@ class Uses(cst.CSTVisitor):
                 self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
+
+    def _size_or_data(
+        self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None
+    ) -> None:
+        """A place taking an int it needs concretely or an array as data (``permutation(key, n)``):
+        whichever the argument is, no array evidence elsewhere makes its migration safe."""
+        use = f"passed as {_place(position, keyword)} to `{func_text}`, which takes a concrete int or an array there"
+        if via is not None:
+            kind, text, weight = via.needs(use, certain=False)
+        else:
+            kind, text, weight = ArgKind.UNKNOWN, use, DOUBT
+        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(call)), weight))
 
     def judge_kernels(self) -> None:
         """Once the body is walked: judge each value bound by ``partial`` where the function it is
@@ -804,12 +820,6 @@ def _code(expr: cst.BaseExpression, limit: int = 60) -> str:
     """An expression's code on one line, cut short when long."""
     code = " ".join(cst.Module([]).code_for_node(expr).split())
     return code if len(code) <= limit else code[: limit - 3] + "..."
-
-
-def _places(place: tuple[int, str]) -> tuple[tuple[int, None], tuple[int, str]]:
-    """The (position, keyword) pairs that reach one parameter: positionally, or by its name."""
-    position, name = place
-    return (position, None), (-1, name)
 
 
 def _place(position: int, keyword: str | None) -> str:
