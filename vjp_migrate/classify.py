@@ -39,18 +39,22 @@ from vjp_migrate.vocabulary import (
     SCALAR_ANNOTATION_NAMES,
     SHAPE_METHODS,
     SIZE_NAMES,
+    SIZE_OR_DATA,
     STATIC,
     STATIC_ANNOTATION_NAMES,
     STATIC_BUILTINS,
     STATIC_CALLS,
     STATIC_KEYWORDS,
     STATIC_KEYWORDS_OF,
+    STATIC_PLACES_OF,
     VALUE_BUILTINS,
     VALUE_METHODS,
+    at_place,
     is_jax_primitive,
     is_metadata_function,
     is_size_function,
     library_use,
+    takes_random_key,
 )
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -339,8 +343,34 @@ class Uses(cst.CSTVisitor):
                 self._call_packed(node, positional if keyword is None else -1, keyword, holder)
             elif not arg.star and (via := self._via(arg.value)) is not None:
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
+            elif not arg.star and (attribute := self._attribute_read(arg.value)) is not None:
+                self._key_attribute(node, positional if keyword is None else -1, keyword, attribute)
             if arg.keyword is None:
                 positional += 1
+
+    def _attribute_read(self, expr: cst.BaseExpression) -> str | None:
+        """``.batch_key`` when ``expr`` reads an attribute of the argument itself (``p.batch_key``,
+        ``p.keys.dropout``) that is not metadata; None otherwise."""
+        attributes: list[str] = []
+        while isinstance(expr, cst.Attribute):
+            attributes.append(expr.attr.value)
+            expr = expr.value
+        if not attributes or not isinstance(expr, cst.Name) or expr.value not in self.names:
+            return None
+        if METADATA_ATTRIBUTES & set(attributes):
+            return None
+        return "." + ".".join(reversed(attributes))
+
+    def _key_attribute(self, call: cst.Call, position: int, keyword: str | None, attribute: str) -> None:
+        """A PRNG key read from the argument (``jax.random.uniform(p.batch_key, ...)``): the argument
+        holds key arrays, which are made and split as the program runs. Whether it is a pytree JAX
+        takes as a regular argument (a plain object is not) is not seen: never a safe fix."""
+        qname = self.ctx.imports.qualify(call.func)
+        if qname is None or not takes_random_key(qname, position, keyword):
+            return
+        func_text = dotted(call.func) or _code(call.func)
+        text = f"has its attribute `{attribute}` passed as the PRNG key to `{func_text}`"
+        self._add(ArgKind.ARRAY, text, call, weight=WEAK)
 
     def _unpacked_operands(self, call: cst.Call, ffi: str | None) -> None:
         """``prim.bind(a, *xs)`` or an FFI call's ``*xs``: every item of the argument is an operand."""
@@ -453,6 +483,9 @@ class Uses(cst.CSTVisitor):
         elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
             text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
             self._add(ArgKind.STATIC, text, call, via=via)
+        elif qname in STATIC_PLACES_OF and at_place(STATIC_PLACES_OF[qname], position, keyword):
+            text = f"passed as the tree structure to `{func_text}` (a PyTreeDef, never a Tracer)"
+            self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in HOST_CONVERSIONS:
             self._add(ArgKind.STATIC, f"converted to a concrete NumPy value by `{func_text}`", call, via=via)
         elif qname in JAX_TRANSFORMS:
@@ -477,6 +510,8 @@ class Uses(cst.CSTVisitor):
                 self._add(ArgKind.STATIC, f"{NEEDED} by host NumPy's `{func_text}`", call, via=via)
             elif use == DATA:
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
+            elif use == SIZE_OR_DATA:
+                self._size_or_data(call, func_text, position, keyword, via)
             elif via is None:
                 place = _place(position, keyword)
                 text = (
@@ -486,6 +521,18 @@ class Uses(cst.CSTVisitor):
                 self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
         elif not qname.startswith("builtins.") and via is None:
             self._opaque(call, func_text)
+
+    def _size_or_data(
+        self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None
+    ) -> None:
+        """A place taking an int it needs concretely or an array as data (``permutation(key, n)``):
+        whichever the argument is, no array evidence elsewhere makes its migration safe."""
+        use = f"passed as {_place(position, keyword)} to `{func_text}`, which takes a concrete int or an array there"
+        if via is not None:
+            kind, text, weight = via.needs(use, certain=False)
+        else:
+            kind, text, weight = ArgKind.UNKNOWN, use, DOUBT
+        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(call)), weight))
 
     def judge_kernels(self) -> None:
         """Once the body is walked: judge each value bound by ``partial`` where the function it is

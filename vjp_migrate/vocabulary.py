@@ -132,6 +132,17 @@ STATIC_KEYWORDS = frozenset(
 # would turn every static place it misses into a fix that breaks working code). Tables are keyed
 # by the function's last name, or by its qualified name where two modules differ.
 STATIC, CALLABLE, DATA, UNSURE = "static", "callable", "data", "unsure"
+# A place that takes an int it needs concretely or an array as data: `permutation(key, n)` shuffles
+# `arange(n)`, `permutation(key, x)` shuffles x; `histogram(x, bins)` takes a bin count or edges.
+SIZE_OR_DATA = "size or data"
+_SIZE_OR_DATA_PLACES: dict[str, tuple[int, str]] = {
+    "jax.random.choice": (1, "a"),
+    "jax.random.permutation": (1, "x"),
+    "jax.numpy.histogram": (1, "bins"),
+    "jax.numpy.histogram_bin_edges": (1, "bins"),
+    "jax.numpy.histogramdd": (1, "bins"),
+    "jax.numpy.histogram2d": (2, "bins"),
+}
 # Functions whose second argument (position 1) is an axis, size, k, decimals, dtype...
 _SECOND_STATIC = (
     "sum",
@@ -442,14 +453,32 @@ DATA_KEYWORDS = frozenset(
 )
 # Keywords that take arrays in one function and flags in others (``lower=``).
 _DATA_KEYWORDS_OF = {"jax.random.truncated_normal": frozenset({"lower", "upper"})}
+# jax.random functions whose first argument is a seed or raw key bits, not a key.
+_RANDOM_SEEDERS = frozenset({"jax.random.PRNGKey", "jax.random.key", "jax.random.wrap_key_data"})
+
+
+def takes_random_key(qname: str, position: int, keyword: str | None) -> bool:
+    """Whether the ``jax.random`` function ``qname`` takes a PRNG key at that place."""
+    if not qname.startswith("jax.random.") or qname in _RANDOM_SEEDERS:
+        return False
+    return keyword == "key" if keyword is not None else position == 0
+
+
+def at_place(place: tuple[int, str], position: int, keyword: str | None) -> bool:
+    """Whether an argument given at ``position`` (or as ``keyword=``) reaches the parameter at
+    ``place``, a (position, name) pair."""
+    return keyword == place[1] if keyword is not None else position == place[0]
 
 
 def library_use(qname: str, position: int, keyword: str | None) -> str:
-    """How the array-library function ``qname`` takes an argument: STATIC, CALLABLE, DATA or UNSURE.
+    """How the array-library function ``qname`` takes an argument: STATIC, CALLABLE, DATA,
+    SIZE_OR_DATA or UNSURE.
 
     ``position`` counts positional arguments from 0; it is negative for arguments after a ``*``.
     """
     last = qname.rsplit(".", 1)[-1]
+    if qname in _SIZE_OR_DATA_PLACES and at_place(_SIZE_OR_DATA_PLACES[qname], position, keyword):
+        return SIZE_OR_DATA
     if keyword is not None:
         if "fun" in keyword:
             return CALLABLE
@@ -505,6 +534,12 @@ STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
             "backend",
         }
     ),
+}
+# Places of other jax calls that take a description, never a value: the tree structure
+# `tree_unflatten` rebuilds a pytree from (a PyTreeDef is no JAX type, so never a Tracer).
+STATIC_PLACES_OF: dict[str, tuple[int, str]] = {
+    "jax.tree_util.tree_unflatten": (0, "treedef"),
+    "jax.tree.unflatten": (0, "treedef"),
 }
 # Callbacks into Python on the host, with the name of the parameter taking the host function. The
 # function runs when the compiled code runs, after tracing: a value it reads from around it (or that
