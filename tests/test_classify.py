@@ -1360,11 +1360,6 @@ def test_other_attributes_in_jax_random_say_nothing(use: str) -> None:
     assert not any("PRNG key" in e.text for e in info.evidence), info.evidence
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="screen.py: _ArrayUse._call counts only arguments rooted at the name (`_root`), not "
-    "`keys.batch_key` passed as the key of a jax.random function, so the screen drops the module",
-)
 def test_the_screen_keeps_an_argument_holding_a_prng_key() -> None:
     assert classified(_key_holder_module("jax.random.uniform(keys.batch_key, x.shape)")).kind is ArgKind.ARRAY
 

@@ -104,24 +104,14 @@ def test_every_supported_spelling_passes_both_cheap_stages(header: str) -> None:
 # --- the structural screen: soundness ---------------------------------------------------------
 
 
-# Fixtures the screen drops though they have findings, each held by a strict xfail below: the
-# entry goes when the screen keeps the fixture.
-SCREEN_GAPS = frozenset({"prng_key_holder_moved/before.py"})
-
-
 @pytest.mark.parametrize("select", SELECTIONS)
 def test_screen_keeps_every_fixture_with_a_finding(select: frozenset[str]) -> None:
     for name, text in _fixture_texts():
         settings = Settings(select)
-        if name not in SCREEN_GAPS and _findings(text, name, settings):
+        if _findings(text, name, settings):
             assert screen.may_report(text, settings), f"the screen dropped {name}, which has findings"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="screen.py: _ArrayUse._call counts only arguments rooted at the name, not `streams.rounding` "
-    "passed as the key of a jax.random function (classify: an argument holding a PRNG key is array data)",
-)
 def test_screen_keeps_the_fixture_whose_argument_holds_a_prng_key() -> None:
     text = (FIXTURES / "prng_key_holder_moved" / "before.py").read_text(encoding="utf-8")
     assert _findings(text, "before.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
@@ -532,6 +522,8 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(FFI_ATTRIBUTE, [], id="FFI attribute"),
         pytest.param(NUMBER_VS_HELPER, [], id="a number against a helper's annotation"),
         pytest.param(NUMBER_VS_CALL_SITE, ["VJP001"], id="a number, but an array at a call site"),
+        pytest.param(KEY_HOLDER, ["VJP001"], id="a field passed as a PRNG key"),
+        pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), [], id="a field passed elsewhere"),
         pytest.param(
             NUMBER_VS_HELPER.replace("attend_bwd(scale: float,", "attend_bwd(scale,"), ["VJP001"], id="helper"
         ),
