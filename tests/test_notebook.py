@@ -120,3 +120,34 @@ def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
     code, _ = run("check", str(tmp_path / "bad.ipynb"))
     assert code == 2
+
+
+BROKEN_CELLS = [
+    ("markdown", "# A notebook whose third cell does not parse"),
+    ("code", "import jax\nfrom functools import partial"),
+    ("code", "x = 1\n\n@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, y:\n    return x"),
+]
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+def test_a_syntax_error_is_located_by_cell_as_findings_are(tmp_path: Path, command: str) -> None:
+    path = tmp_path / "broken.ipynb"
+    path.write_text(notebook_text(BROKEN_CELLS), encoding="utf-8")
+    result = CliRunner().invoke(main, [command, str(path)])
+    assert result.exit_code == 2
+    # line 4 of the second code cell (cell 3 of the notebook, as ruff and Jupyter count them)
+    assert f"{path}: error: syntax error at cell 3, line 4, column 6: '(' was never closed" in result.stderr
+    assert path.read_text(encoding="utf-8") == notebook_text(BROKEN_CELLS)
+
+
+def test_machine_formats_give_a_syntax_error_its_cell(tmp_path: Path) -> None:
+    path = tmp_path / "broken.ipynb"
+    path.write_text(notebook_text(BROKEN_CELLS), encoding="utf-8")
+    (entry,) = json.loads(CliRunner().invoke(main, ["check", "--output-format", "json", str(path)]).stdout)
+    assert (entry["code"], entry["cell"], entry["line"], entry["column"]) == ("invalid-syntax", 3, 4, 6)
+    concise = CliRunner().invoke(main, ["check", "--output-format", "concise", str(path)]).stdout
+    assert concise == f"{path}:cell 3:4:6: invalid-syntax: '(' was never closed\n"
+    sarif = json.loads(CliRunner().invoke(main, ["check", "--output-format", "sarif", str(path)]).stdout)
+    (result,) = sarif["runs"][0]["results"]
+    assert result["properties"] == {"cell": 3}
+    assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 4, "startColumn": 6}

@@ -22,7 +22,9 @@ from vjp_migrate.codes import BY_CODE, CODES, explain
 from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
 
 IO_ERROR, SYNTAX_ERROR = "E902", "invalid-syntax"
-_SYNTAX_REASON = re.compile(r"syntax error at line (?P<line>\d+)(?:, column (?P<column>\d+))?: (?P<message>.*)")
+_SYNTAX_REASON = re.compile(
+    r"syntax error at (?:cell (?P<cell>\d+), )?line (?P<line>\d+)(?:, column (?P<column>\d+))?: (?P<message>.*)"
+)
 _ERROR_RULES = {
     IO_ERROR: ("io-error", "A file that could not be read, decoded or analysed; the message says why."),
     SYNTAX_ERROR: ("invalid-syntax", "A file that is not valid Python; the location is the syntax error."),
@@ -41,6 +43,12 @@ class Problem:
     column: int
     message: str
     reason: str  # the whole one-line reason, as on stderr
+    cell: int | None = None  # in a notebook: the code cell (1-based) the line is counted in
+
+    def location(self) -> str:
+        """``path:line:col``, or ``path:cell N:line:col`` (report.location's form for findings)."""
+        cell = f":cell {self.cell}" if self.cell is not None else ""
+        return f"{self.path}{cell}:{self.line}:{self.column}"
 
 
 def problem(result: FileResult) -> Problem:
@@ -50,7 +58,8 @@ def problem(result: FileResult) -> Problem:
     if found is None:
         return Problem(IO_ERROR, str(result.path), 1, 1, reason, reason)
     column = int(found["column"] or 1)
-    return Problem(SYNTAX_ERROR, str(result.path), int(found["line"]), column, found["message"], reason)
+    cell = int(found["cell"]) if found["cell"] else None
+    return Problem(SYNTAX_ERROR, str(result.path), int(found["line"]), column, found["message"], reason, cell)
 
 
 def _problems(results: Sequence[FileResult]) -> dict[int, Problem]:
@@ -73,6 +82,7 @@ def _problem_json(p: Problem) -> dict[str, object]:
         "fixable": False,
         "fix_safety": FixSafety.NONE.value,
         "reasons": [],
+        **({"cell": p.cell} if p.cell is not None else {}),
     }
 
 
@@ -101,7 +111,7 @@ def render_concise(results: Sequence[FileResult]) -> str:
         if i in problems:
             p = problems[i]
             code = f"{p.code}:" if p.code == SYNTAX_ERROR else p.code
-            lines.append(f"{p.path}:{p.line}:{p.column}: {code} {p.message}")
+            lines.append(f"{p.location()}: {code} {p.message}")
         lines.extend(concise_line(d) for d in r.diagnostics)
     return "".join(line + "\n" for line in lines)
 
@@ -204,6 +214,7 @@ def _sarif_problem(p: Problem, index: int) -> dict[str, object]:
         "level": "error",
         "message": {"text": p.message},
         "locations": [{"physicalLocation": {"artifactLocation": {"uri": _uri(p.path)}, "region": region}}],
+        **({"properties": {"cell": p.cell}} if p.cell is not None else {}),
     }
 
 

@@ -21,6 +21,7 @@ from vjp_migrate.source import SourceError
 SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
 SEPARATOR_LINE = re.compile(r"^__vjp_migrate_cell__\((\d+)\)\n", re.M)
 PLACEHOLDER = "__vjp_migrate_magic_{}__"
+SYNTAX_ERROR = re.compile(r"syntax error at line (\d+)((?:, column \d+)?: )")  # source.check_syntax's reason
 MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|[\w.]+\s*=\s*[%!]|[\w.]+\?{1,2}$|\?)")
 
 
@@ -107,11 +108,27 @@ def write(notebook: Notebook, code: str) -> str:
     return text + "\n" if notebook.trailing_newline else text
 
 
+def _cell_of(notebook: Notebook, line: int) -> tuple[int, int]:
+    """The cell (0-based index) holding a line of the joined code, and that cell's first line."""
+    number = max((n for n, start in notebook.cell_starts.items() if start <= line), default=0)
+    return number, notebook.cell_starts.get(number, 1)
+
+
 def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
     """A diagnostic with its line made relative to its cell (and the cell, 1-based, recorded)."""
-    number = max((n for n, start in notebook.cell_starts.items() if start <= d.line), default=0)
-    start = notebook.cell_starts.get(number, 1)
+    number, start = _cell_of(notebook, d.line)
     return dataclasses.replace(d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1)
+
+
+def _located_error(notebook: Notebook, error: SourceError) -> SourceError:
+    """A syntax error located by cell, as findings are (`syntax error at cell 2, line 3, column 6: ...`)."""
+    reason = str(error)
+    found = SYNTAX_ERROR.match(reason)
+    if found is None:
+        return error
+    number, start = _cell_of(notebook, int(found[1]))
+    line = int(found[1]) - start + 1
+    return SourceError(f"syntax error at cell {number + 1}, line {line}{found[2]}{reason[found.end() :]}")
 
 
 def add_noqa(raw: str, diagnostics: Sequence[Diagnostic]) -> str:
@@ -133,7 +150,10 @@ def check_notebook(raw: str, path: str, settings: Settings) -> tuple[Diagnostic,
     from vjp_migrate.api import analyze
 
     notebook = read(raw)
-    analysis = analyze(notebook.code, path, settings, parse_anyway=True)
+    try:
+        analysis = analyze(notebook.code, path, settings, parse_anyway=True)
+    except SourceError as error:
+        raise _located_error(notebook, error) from None
     return tuple(locate(notebook, d) for d in analysis.diagnostics)
 
 
@@ -142,7 +162,10 @@ def fix_notebook(raw: str, path: str, settings: Settings) -> FixResult:
     from vjp_migrate.api import fix_source
 
     notebook = read(raw)
-    result = fix_source(notebook.code, path=path, settings=settings)
+    try:
+        result = fix_source(notebook.code, path=path, settings=settings)
+    except SourceError as error:
+        raise _located_error(notebook, error) from None
     new_raw = write(notebook, result.source) if result.changed else raw
     return FixResult(
         new_raw,
