@@ -117,10 +117,31 @@ class ExampleRun:
             out = self.pair.before(*self.args)
             self.cotangent = random_like(out, np.random.default_rng([self.seed, self.index]))
             self.reference = self.probe(self.pair.before, (), self.diff)(())
+            again = self.probe(self.pair.before, (), self.diff)(())
         except Exception as exc:  # the user's code: anything can happen
             self.add("before", CheckStatus.ERROR, detail=f"BEFORE does not run on this example: {error_text(exc)}")
             return False
-        return True
+        return self._deterministic(again)
+
+    def _deterministic(self, again: tuple[Any, Any]) -> bool:
+        """BEFORE run twice on the example must agree, or no difference from AFTER means anything."""
+        assert self.reference is not None
+        out = compare_trees(self.reference[0], again[0], self.rtol, self.atol)
+        cts = compare_trees(self.reference[1], again[1], self.rtol, self.atol, self.labels(self.diff))
+        bad = out if not out.ok else cts
+        if bad.ok:
+            return True
+        self.add(
+            "before",
+            CheckStatus.ERROR,
+            where=bad.where,
+            max_abs_err=bad.max_abs,
+            max_rel_err=bad.max_rel,
+            detail="BEFORE is not deterministic: two runs of this example differ, so AFTER cannot be compared "
+            "with it (make its randomness explicit, e.g. a jax.random key argument)",
+        )
+        self.reference = None
+        return False
 
     def eager(self) -> bool:
         """Primal outputs and cotangents of the originally differentiable arguments."""
