@@ -37,6 +37,10 @@ def _is_complex(dtype: Any) -> bool:
     return bool(jax.numpy.issubdtype(dtype, jax.numpy.complexfloating))
 
 
+def _eps(dtype: np.dtype) -> float:
+    return float(jax.numpy.finfo(dtype).eps)  # type: ignore[no-untyped-call]
+
+
 def _real_itemsize(dtype: np.dtype) -> int:
     return dtype.itemsize // 2 if _is_complex(dtype) else dtype.itemsize
 
@@ -46,7 +50,7 @@ def tolerance(dtype: Any, rtol: float | None, atol: float | None) -> tuple[float
     dtype = np.dtype(dtype)
     if is_inexact(dtype):
         default_rtol, default_atol = _DEFAULTS.get(_real_itemsize(dtype), (1e-5, 1e-6))
-        eps = float(jax.numpy.finfo(dtype).eps)
+        eps = _eps(dtype)
         default_rtol, default_atol = max(default_rtol, 4 * eps), max(default_atol, eps)
     else:
         default_rtol, default_atol = 0.0, 0.0
@@ -129,7 +133,7 @@ def _least_precise(a: np.dtype, b: np.dtype) -> np.dtype:
     inexact = [d for d in (a, b) if is_inexact(d)]
     if not inexact:
         return a
-    return max(inexact, key=lambda d: float(jax.numpy.finfo(d).eps))
+    return max(inexact, key=_eps)
 
 
 def _label(path: tuple[Any, ...], labels: tuple[str, ...] | None) -> str:
