@@ -1,8 +1,11 @@
 """verify on inputs that are easy to get wrong in the verifier itself: bfloat16, an example
-that leaves a defaulted argument out, a BEFORE that is not deterministic (real JAX on CPU)."""
+that leaves a defaulted argument out, a BEFORE that is not deterministic, and --emit-tests
+with PRNG keys, complex values and large arrays (real JAX on CPU)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -52,3 +55,26 @@ def test_each_problem_is_one_line_however_long(report: VerifyReport) -> None:
     noisy = [line for line in lines if "not deterministic" in line]
     assert len(noisy) == 1 and noisy[0].startswith("noisy: before, example #0")
     assert noisy[0].rstrip().endswith("a jax.random key argument)")
+
+
+def test_emitted_tests_write_keys_check_imaginary_parts_and_leave_large_arrays_out(tmp_path: Path) -> None:
+    emit = EDGE.parent / "emit"
+    out = tmp_path / "proofs"
+    options = VerifyOptions(examples=emit / "examples.py", emit_tests=out)
+    report = verify_files(emit / "before.py", emit / "after.py", options)
+    assert not report.errors, render_report(report)
+    assert _row(report, "cscale").verdict is Verdict.MISMATCH  # wrong in the imaginary part only
+    assert "jax.random.wrap_key_data(" in (out / "test_vjp_after_dropout.py").read_text()
+    shift = out / "test_vjp_after_shift.py"
+    assert "# example #0 left out: an array of 40,000 values is too large" in shift.read_text()
+    assert shift.stat().st_size < 20_000
+    done = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env={"PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"},
+    )
+    failed = sorted({line.split("::")[0].rpartition("/")[2] for line in done.stdout.splitlines() if "FAILED" in line})
+    assert failed == ["test_vjp_after_cscale.py"], done.stdout
+    assert "2 failed, 7 passed" in done.stdout, done.stdout

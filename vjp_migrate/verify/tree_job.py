@@ -130,6 +130,8 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
             if emit is not None:
                 from vjp_migrate.verify.emit import emit_test
 
+                progress("step", f"{row['name']}: the writing of its test (--emit-tests)")
+
                 report["emitted"].append(emit_test(result, before_path, after_path, emit))
     if not any_pair and not report["errors"]:
         report["warnings"].append("no custom_vjp function is affected by the differences between BEFORE and AFTER")

@@ -173,6 +173,8 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
         if emit is not None:
             from vjp_migrate.verify.emit import emit_test
 
+            progress("step", f"{result.pair.name}: the writing of its test (--emit-tests)")
+
             report["emitted"].append(emit_test(result, before_path, after_path, emit))
     return report
 
