@@ -12,6 +12,12 @@ from vjp_migrate.verify.loading import load_module, locate
 DATA = Path(__file__).parent / "data" / "verify"
 
 
+def _bf16(values: list[float]) -> np.ndarray:
+    import ml_dtypes
+
+    return np.asarray(values, dtype=ml_dtypes.bfloat16)
+
+
 def test_before_and_after_load_as_separate_module_objects_with_relative_imports() -> None:
     path = DATA / "pkg" / "clipper" / "ops.py"
     assert locate(path).module_name == "clipper.ops"
@@ -32,12 +38,27 @@ def test_before_and_after_load_as_separate_module_objects_with_relative_imports(
         pytest.param(np.array([np.nan]), np.array([np.nan]), True, id="nan equals nan"),
         pytest.param(np.array([1, 2]), np.array([1, 3]), False, id="ints compare exactly"),
         pytest.param((1.0, 2.0), (1.0,), False, id="structure differs"),
+        pytest.param(_bf16([1.0, 3.0]), _bf16([1.0, 3.0 + 2**-6]), True, id="bfloat16 one ulp apart"),
+        pytest.param(_bf16([1.0, 3.0]), _bf16([1.0, 3.25]), False, id="bfloat16 beyond tolerance"),
+        pytest.param(_bf16([np.nan]), _bf16([1.0]), False, id="bfloat16 nan against a number"),
+        pytest.param(np.complex64([1 + 1j]), np.complex64([1 + 1.01j]), False, id="complex imaginary part differs"),
+        pytest.param((np.float32(1.0), None), (np.float32(1.0), np.float32(2.0)), False, id="None against a value"),
+        pytest.param((np.float32(1.0), np.float32(2.0)), (np.float32(1.0), None), False, id="a value against None"),
     ],
 )
 def test_compare_trees(expected: object, actual: object, ok: bool) -> None:
     from vjp_migrate.verify.compare import compare_trees
 
     assert compare_trees(expected, actual, None, None).ok is ok
+
+
+def test_random_cotangents_of_bfloat16_outputs_are_bfloat16_not_float0() -> None:
+    import jax.numpy as jnp
+
+    from vjp_migrate.verify.compare import random_like
+
+    cotangent = random_like(_bf16([1.0, 2.0]), np.random.default_rng(0))
+    assert cotangent.dtype == jnp.bfloat16 and bool(jnp.any(cotangent != 0))
 
 
 def test_synthesis_uses_call_site_literals_and_refuses_to_guess_callables() -> None:

@@ -17,10 +17,13 @@ import numpy as np
 from jax import lax
 
 from vjp_migrate.verify.compare import Comparison, all_zero, compare_trees, random_like
-from vjp_migrate.verify.model import CheckOutcome, CheckStatus
+from vjp_migrate.verify.model import CheckOutcome, CheckStatus, progress
 from vjp_migrate.verify.pairing import VjpPair
 
 Probe = Callable[[tuple[Any, ...]], tuple[Any, Any]]
+
+# What the user's code may raise inside a check: a sys.exit() there fails the check, not the run.
+USER_ERRORS = (Exception, SystemExit)
 
 
 def error_text(exc: BaseException) -> str:
@@ -117,17 +120,38 @@ class ExampleRun:
             out = self.pair.before(*self.args)
             self.cotangent = random_like(out, np.random.default_rng([self.seed, self.index]))
             self.reference = self.probe(self.pair.before, (), self.diff)(())
-        except Exception as exc:  # the user's code: anything can happen
+            again = self.probe(self.pair.before, (), self.diff)(())
+        except USER_ERRORS as exc:  # the user's code: anything can happen
             self.add("before", CheckStatus.ERROR, detail=f"BEFORE does not run on this example: {error_text(exc)}")
             return False
-        return True
+        return self._deterministic(again)
+
+    def _deterministic(self, again: tuple[Any, Any]) -> bool:
+        """BEFORE run twice on the example must agree, or no difference from AFTER means anything."""
+        assert self.reference is not None
+        out = compare_trees(self.reference[0], again[0], self.rtol, self.atol)
+        cts = compare_trees(self.reference[1], again[1], self.rtol, self.atol, self.labels(self.diff))
+        bad = out if not out.ok else cts
+        if bad.ok:
+            return True
+        self.add(
+            "before",
+            CheckStatus.ERROR,
+            where=bad.where,
+            max_abs_err=bad.max_abs,
+            max_rel_err=bad.max_rel,
+            detail="BEFORE is not deterministic: two runs of this example differ, so AFTER cannot be compared "
+            "with it (make its randomness explicit, e.g. a jax.random key argument)",
+        )
+        self.reference = None
+        return False
 
     def eager(self) -> bool:
         """Primal outputs and cotangents of the originally differentiable arguments."""
         assert self.reference is not None
         try:
             self.after_eager = self.probe(self.pair.after, (), self.diff)(())
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add("primal", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return False
         out = compare_trees(self.reference[0], self.after_eager[0], self.rtol, self.atol, None, True)
@@ -144,7 +168,7 @@ class ExampleRun:
             return
         try:
             _, cts = self.probe(self.pair.after, (), self.dynamic)(())
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add("moved cotangents", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
         for position, ct in zip(self.dynamic, cts, strict=False):
@@ -167,7 +191,7 @@ class ExampleRun:
         assert self.reference is not None
         try:
             got = run(self.probe(self.pair.after, self.dynamic, self.diff), self.values(self.dynamic))
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add(check, CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
         self.compare(check, self.reference, got)
@@ -179,7 +203,7 @@ class ExampleRun:
             return
         try:
             jax.jit(self.probe(self.pair.before, self.dynamic, self.diff))(self.values(self.dynamic))
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add("before jit", CheckStatus.EXPECTED_FAILURE, detail=error_text(exc))
             return
         self.add("before jit", CheckStatus.PASS, detail="BEFORE also works with traced arguments")
@@ -192,13 +216,13 @@ class ExampleRun:
             return
         try:
             expected = [self._before_at(batched, m, members[0]) for m in members]
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add("vmap", CheckStatus.ERROR, detail=f"BEFORE does not run on the batch: {error_text(exc)}")
             return
         try:
             stacked = jax.tree_util.tree_map(lambda *xs: jax.numpy.stack([jax.numpy.asarray(x) for x in xs]), *members)
             got = jax.vmap(self.probe(self.pair.after, batched, self.diff))(stacked)
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add("vmap", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
         for i, reference in enumerate(expected):
@@ -232,14 +256,14 @@ class ExampleRun:
 
         try:
             expected = second(self.pair.before)
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add(
                 "grad of grad", CheckStatus.NOT_APPLICABLE, detail=f"BEFORE does not support it: {error_text(exc)}"
             )
             return
         try:
             got = second(self.pair.after)
-        except Exception as exc:
+        except USER_ERRORS as exc:
             self.add("grad of grad", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
             return
         self.add_comparison("grad of grad", compare_trees(expected, got, self.rtol, self.atol, self.labels(diff)))
@@ -268,15 +292,23 @@ def run_cond(probe: Probe, values: tuple[Any, ...]) -> tuple[Any, Any]:
 
 def check_example(run: ExampleRun, members: list[tuple[Any, ...]]) -> None:
     """Every check of one example, in order; stops early when the baseline cannot run."""
+    step = f"{run.pair.name}, example #{run.index} on {run.backend}"
+    progress("step", f"{step}: BEFORE")
     if not run.baseline():
         return
+    progress("step", f"{step}: AFTER")
     run.eager()
     if run.after_eager is None:  # AFTER raised: every other check would say the same
         return
-    run.moved_zero()
-    run.transformed("jit", run_jit)
-    run.before_traced()
-    run.vmap(members)
-    run.transformed("scan", run_scan)
-    run.transformed("cond", run_cond)
-    run.second_order()
+    checks: list[tuple[str, Callable[[], None]]] = [
+        ("moved cotangents", run.moved_zero),
+        ("jit", lambda: run.transformed("jit", run_jit)),
+        ("BEFORE under jit", run.before_traced),
+        ("vmap", lambda: run.vmap(members)),
+        ("scan", lambda: run.transformed("scan", run_scan)),
+        ("cond", lambda: run.transformed("cond", run_cond)),
+        ("grad of grad", run.second_order),
+    ]
+    for name, check in checks:
+        progress("step", f"{step}: {name}")
+        check()

@@ -10,7 +10,9 @@ from typing import Any
 import jax
 import numpy as np
 
-# (rtol, atol) by dtype itemsize for inexact dtypes; integers and bools compare exactly.
+# (rtol, atol) by dtype itemsize for inexact dtypes; integers and bools compare exactly. A
+# dtype with fewer mantissa bits than its size suggests (bfloat16, the float8s) gets at
+# least 4 ulps relative and 1 ulp absolute (its eps).
 _DEFAULTS = {2: (1e-2, 1e-3), 4: (1e-5, 1e-6), 8: (1e-9, 1e-12), 16: (1e-9, 1e-12)}
 
 
@@ -25,12 +27,31 @@ class Comparison:
     detail: str = ""
 
 
+def is_inexact(dtype: Any) -> bool:
+    """Floating or complex, including the ml_dtypes ones (bfloat16, float8_*) whose numpy
+    kind is "V"; float0 and PRNG key dtypes are not."""
+    return bool(jax.numpy.issubdtype(dtype, jax.numpy.inexact))
+
+
+def _is_complex(dtype: Any) -> bool:
+    return bool(jax.numpy.issubdtype(dtype, jax.numpy.complexfloating))
+
+
+def _eps(dtype: np.dtype) -> float:
+    return float(jax.numpy.finfo(dtype).eps)  # type: ignore[no-untyped-call]
+
+
+def _real_itemsize(dtype: np.dtype) -> int:
+    return dtype.itemsize // 2 if _is_complex(dtype) else dtype.itemsize
+
+
 def tolerance(dtype: Any, rtol: float | None, atol: float | None) -> tuple[float, float]:
     """``--rtol/--atol`` when given, else a default for ``dtype``."""
     dtype = np.dtype(dtype)
-    if dtype.kind in "fc":
-        size = dtype.itemsize // 2 if dtype.kind == "c" else dtype.itemsize
-        default_rtol, default_atol = _DEFAULTS.get(size, (1e-5, 1e-6))
+    if is_inexact(dtype):
+        default_rtol, default_atol = _DEFAULTS.get(_real_itemsize(dtype), (1e-5, 1e-6))
+        eps = _eps(dtype)
+        default_rtol, default_atol = max(default_rtol, 4 * eps), max(default_atol, eps)
     else:
         default_rtol, default_atol = 0.0, 0.0
     return (default_rtol if rtol is None else rtol, default_atol if atol is None else atol)
@@ -56,7 +77,10 @@ def compare_trees(
     leaves: list[Comparison] = []
     for (path, e), (_, a) in zip(exp_leaves, act_leaves, strict=False):
         where = _label(path, labels)
-        if e is None or a is None or _is_float0(e) or _is_float0(a):
+        if (e is None) != (a is None):
+            got, wanted = ("None", "a value") if a is None else ("a value", "None")
+            return Comparison(False, float("inf"), float("inf"), where, f"{got} where BEFORE gives {wanted}")
+        if e is None or _is_float0(e) or _is_float0(a):
             continue
         e_arr, a_arr = np.asarray(e), np.asarray(a)
         if e_arr.shape != a_arr.shape:
@@ -75,13 +99,17 @@ def compare_trees(
     return Comparison(not failing, max(c.max_abs for c in leaves), max(c.max_rel for c in leaves), worst.where)
 
 
+def _is_number(dtype: np.dtype) -> bool:
+    return dtype.kind in "biu" or is_inexact(dtype)
+
+
 def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float | None, where: str) -> Comparison:
-    if e.dtype.kind not in "biufc" or a.dtype.kind not in "biufc":
+    if not _is_number(e.dtype) or not _is_number(a.dtype):
         same = bool(np.array_equal(e, a))
         return Comparison(same, 0.0 if same else float("inf"), 0.0 if same else float("inf"), where)
     r, t = tolerance(_least_precise(e.dtype, a.dtype), rtol, atol)
-    e64 = e.astype(np.complex128 if e.dtype.kind == "c" else np.float64)
-    a64 = a.astype(np.complex128 if a.dtype.kind == "c" else np.float64)
+    e64 = e.astype(np.complex128 if _is_complex(e.dtype) else np.float64)
+    a64 = a.astype(np.complex128 if _is_complex(a.dtype) else np.float64)
     if e64.size == 0:
         return Comparison(True, 0.0, 0.0, where)
     nan_mismatch = np.isnan(e64) != np.isnan(a64)
@@ -98,14 +126,14 @@ def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float 
 
 def _kind(dtype: np.dtype) -> str:
     # float32 vs float64 is not a difference: a Python scalar argument may come back as either
-    return "f" if dtype.kind in "fc" else "i" if dtype.kind in "iu" else dtype.kind
+    return "f" if is_inexact(dtype) else "i" if dtype.kind in "iu" else dtype.kind
 
 
 def _least_precise(a: np.dtype, b: np.dtype) -> np.dtype:
-    inexact = [d for d in (a, b) if d.kind in "fc"]
+    inexact = [d for d in (a, b) if is_inexact(d)]
     if not inexact:
         return a
-    return min(inexact, key=lambda d: d.itemsize // (2 if d.kind == "c" else 1))
+    return max(inexact, key=_eps)
 
 
 def _label(path: tuple[Any, ...], labels: tuple[str, ...] | None) -> str:
@@ -124,10 +152,10 @@ def random_like(tree: Any, rng: np.random.Generator) -> Any:
     def leaf(x: Any) -> Any:
         dtype = np.dtype(getattr(x, "dtype", np.asarray(x).dtype))
         shape = np.shape(x)
-        if dtype == jax.dtypes.float0 or dtype.kind not in "fc":
+        if not is_inexact(dtype):
             return np.zeros(shape, dtype=jax.dtypes.float0)
         values = rng.standard_normal(shape)
-        if dtype.kind == "c":
+        if _is_complex(dtype):
             values = values + 1j * rng.standard_normal(shape)
         return jax.numpy.asarray(values, dtype=dtype)
 

@@ -45,7 +45,8 @@ MODULE = importlib.import_module({module!r})
 FUNCTION = {name!r}
 DIFFERENTIABLE = {diff!r}  # positions whose cotangents must match BEFORE
 MIGRATED = {moved!r}  # positions that left nondiff_argnums
-RTOL, ATOL = {rtol!r}, {atol!r}
+RTOL, ATOL = {rtol!r}, {atol!r}  # None: by dtype, as vjp-migrate verify compared
+_DEFAULTS = {{2: (1e-2, 1e-3), 4: (1e-5, 1e-6), 8: (1e-9, 1e-12), 16: (1e-9, 1e-12)}}
 
 
 def _ref(ref):
@@ -78,6 +79,22 @@ def _probe(fn, args, traced, wrt, cotangent):
     return run
 
 
+def _tolerance(dtype):
+    if not jnp.issubdtype(dtype, jnp.inexact):
+        rtol, atol = 0.0, 0.0
+    else:
+        size = dtype.itemsize // 2 if jnp.issubdtype(dtype, jnp.complexfloating) else dtype.itemsize
+        rtol, atol = _DEFAULTS.get(size, (1e-5, 1e-6))
+        eps = float(jnp.finfo(dtype).eps)
+        rtol, atol = max(rtol, 4 * eps), max(atol, eps)
+    return (rtol if RTOL is None else RTOL), (atol if ATOL is None else ATOL)
+
+
+def _number(x):
+    x = np.asarray(x)
+    return x.astype(np.complex128 if jnp.issubdtype(x.dtype, jnp.complexfloating) else np.float64)
+
+
 def _assert_close(expected, actual):
     is_none = lambda x: x is None  # noqa: E731
     expected_leaves = jax.tree_util.tree_leaves(expected, is_leaf=is_none)
@@ -85,7 +102,8 @@ def _assert_close(expected, actual):
     assert len(expected_leaves) == len(actual_leaves)
     for e, a in zip(expected_leaves, actual_leaves):
         if e is not None:
-            np.testing.assert_allclose(np.asarray(a, np.float64), np.asarray(e, np.float64), rtol=RTOL, atol=ATOL)
+            rtol, atol = _tolerance(np.asarray(e).dtype)
+            np.testing.assert_allclose(_number(a), _number(e), rtol=rtol, atol=atol)
 
 '''
 
@@ -134,6 +152,11 @@ class _NotLiteral(Exception):
     pass
 
 
+# An array with more values than this is not written into a test file (it would be megabytes
+# of source): its example is left out, with a comment saying so.
+MAX_VALUES = 10_000
+
+
 def literal(value: Any, module_names: frozenset[str]) -> str:
     """Python source that rebuilds ``value`` (raises _NotLiteral when it cannot)."""
     if value is None or isinstance(value, (bool, int, str)):
@@ -142,8 +165,16 @@ def literal(value: Any, module_names: frozenset[str]) -> str:
         return repr(value) if math.isfinite(value) else f"float({str(value)!r})"
     if isinstance(value, complex):
         return repr(value)
+    if isinstance(value, jax.Array) and jax.numpy.issubdtype(value.dtype, jax.dtypes.prng_key):
+        impl = str(jax.random.key_impl(value))
+        data = literal(np.asarray(jax.random.key_data(value)), module_names)
+        return f"jax.random.wrap_key_data({data}, impl={impl!r})"
     if isinstance(value, (np.ndarray, np.generic, jax.Array)):
         array = np.asarray(value)
+        if array.size > MAX_VALUES:
+            raise _NotLiteral(
+                f"an array of {array.size:,} values is too large to write as source (over {MAX_VALUES:,})"
+            )
         if array.dtype == jax.dtypes.float0:
             return "None"
         dtype = str(array.dtype)
@@ -171,7 +202,7 @@ def literal(value: Any, module_names: frozenset[str]) -> str:
         if module in module_names or module.rpartition(".")[2].startswith("__vjp_migrate_"):
             return f"_ref(f'{{MODULE.__name__}}:{qualname}')"
         return f"_ref({module + ':' + qualname!r})"
-    raise _NotLiteral(type(value).__name__)
+    raise _NotLiteral(f"a {type(value).__name__} argument cannot be written as source")
 
 
 def emit_test(result: Any, before_path: Path, after_path: Path, emit_dir: Path) -> dict[str, str]:
@@ -181,8 +212,8 @@ def emit_test(result: Any, before_path: Path, after_path: Path, emit_dir: Path) 
     names = frozenset({location.module_name, locate(before_path).module_name})
     runs = [r for r in result.runs if r.reference is not None and r.backend == (result.runs[0].backend)]
     nargs = len(result.inputs.examples[0]) if result.inputs.examples else len(pair.params)
-    rtol = 1e-5 if result.runs and result.runs[0].rtol is None else result.runs[0].rtol if result.runs else 1e-5
-    atol = 1e-6 if result.runs and result.runs[0].atol is None else result.runs[0].atol if result.runs else 1e-6
+    rtol = result.runs[0].rtol if result.runs else None
+    atol = result.runs[0].atol if result.runs else None
     header = _HEADER.format(
         name=pair.name,
         before=before_path,
@@ -206,7 +237,9 @@ def emit_test(result: Any, before_path: Path, after_path: Path, emit_dir: Path) 
                 f"        cotangents={literal(run.reference[1], names)},\n    ),"
             )
         except _NotLiteral as exc:
-            entry = f"    # example #{run.index} left out: a {exc} argument cannot be written as source"
+            entry = f"    # example #{run.index} left out: {exc}"
+        except Exception as exc:  # a value whose conversion fails must not cost the whole report
+            entry = f"    # example #{run.index} left out: {type(exc).__name__} while writing it as source"
         entries.append(entry)
     written = [e for e in entries if not e.lstrip().startswith("#")]
     if written:

@@ -5,6 +5,7 @@ an ``--examples`` file, a ``record`` recording, or synthesis (``synth.py``).
 from __future__ import annotations
 
 import importlib
+import inspect
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from vjp_migrate.verify.loading import load_module, locate
-from vjp_migrate.verify.pairing import VjpPair
+from vjp_migrate.verify.pairing import VjpPair, primal_of
 from vjp_migrate.verify.synth import synthesize
 from vjp_migrate.verify.values import Recording, UnsupportedValue, decode, read_recording
 
@@ -93,6 +94,20 @@ def recorded_examples(
     return tuple(out)
 
 
+def with_defaults(pair: VjpPair, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``args`` completed with the defaults of the positional parameters it leaves out, so
+    every position (a migrated argument with a default, say) has a value to trace."""
+    try:
+        parameters = list(inspect.signature(primal_of(pair.before)).parameters.values())
+    except (TypeError, ValueError):
+        return args
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    missing = positional[len(args) :]
+    if not missing or any(p.default is inspect.Parameter.empty for p in missing):
+        return args  # too few arguments: BEFORE's own error will say so
+    return (*args, *(p.default for p in missing))
+
+
 def gather(
     pair: VjpPair,
     module: types.ModuleType,
@@ -105,11 +120,11 @@ def gather(
 ) -> Inputs:
     """Pick the inputs for one function; ``runs`` says why a candidate fails on BEFORE (or None)."""
     if examples is not None and pair.name in examples:
-        return Inputs("examples", tuple(examples[pair.name]))
+        return Inputs("examples", tuple(with_defaults(pair, args) for args in examples[pair.name]))
     if recording is not None:
         found = recorded_examples(recording, pair, before_path, module, seed)
         if found:
-            return Inputs("recorded", found)
+            return Inputs("recorded", tuple(with_defaults(pair, args) for args in found))
     candidates, note = synthesize(pair, module, source, seed)
     working, failures = [], []
     for candidate in candidates:

@@ -12,11 +12,31 @@ import importlib
 import importlib.machinery
 import importlib.util
 import linecache
+import os
 import sys
+import sysconfig
+import traceback
 import types
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+_OWN_CODE = str(Path(__file__).resolve().parent.parent) + os.sep
+_LIBRARIES = tuple({sysconfig.get_paths()[k] + os.sep for k in ("stdlib", "purelib", "platlib")})
+
+
+def exception_line(exc: BaseException) -> str:
+    """``TypeName: first line of the message (path, line N)``, the place being the innermost
+    frame of the user's code (not vjp_migrate's, not the import machinery's): one line."""
+    message = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    if isinstance(exc, SyntaxError):
+        return text  # its message already names the file and the line
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(("<", _OWN_CODE))]
+    users = [f for f in frames if not f.filename.startswith(_LIBRARIES)] or frames
+    if users:
+        text += f" ({users[-1].filename}, line {users[-1].lineno})"
+    return text[:500]
 
 
 @dataclass(frozen=True)
@@ -125,7 +145,7 @@ def load_tree(
             try:
                 module = importlib.import_module(name)
             except BaseException as exc:
-                errors[name] = f"{type(exc).__name__}: {exc}"
+                errors[name] = exception_line(exc)
                 continue
             if not _inside(module, root):
                 errors[name] = f"a module named {name} is already loaded from {getattr(module, '__file__', '?')}"

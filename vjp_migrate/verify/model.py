@@ -9,9 +9,40 @@ from __future__ import annotations
 
 import enum
 import json
+import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
+
+# A line the worker writes on stderr before it runs user code: "<PROGRESS>job\t<text>" when
+# it starts a BEFORE/AFTER pair, "<PROGRESS>step\t<text>" for each step of it. The parent
+# reads the last ones to say where a timeout or a crash happened.
+PROGRESS = "\x1evjp-migrate-verify:"
+_last_progress: dict[str, str] = {}
+
+
+def progress(kind: str, text: str) -> None:
+    """Announce (on stderr, and for ``last_step``) what the worker is about to run."""
+    if kind == "job":
+        _last_progress.clear()
+    _last_progress[kind] = text
+    sys.stderr.write(f"{PROGRESS}{kind}\t{text}\n")
+    sys.stderr.flush()
+
+
+def where_stopped(markers: dict[str, str]) -> str:
+    """'while running STEP (JOB)' from the last progress markers, or ''."""
+    step, job = markers.get("step"), markers.get("job")
+    if step and job:
+        return f" while running {step} ({job})"
+    if step or job:
+        return f" while running {step or job}"
+    return ""
+
+
+def last_step() -> str:
+    """``where_stopped`` of this process's own last markers (for the worker's fatal errors)."""
+    return where_stopped(_last_progress)
 
 
 class Verdict(enum.Enum):

@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import io
+from typing import TYPE_CHECKING
 
 from vjp_migrate.verify.model import FunctionRow, Verdict, VerifyReport
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 _STYLE = {
     Verdict.EQUAL: "green",
@@ -64,25 +68,29 @@ def render(report: VerifyReport, fmt: str = "text") -> str:
     for row in report.rows:
         _details(console, row)
     for warning in report.warnings:
-        console.print(f"warning: {warning}", markup=False)
+        _line(console, f"warning: {warning}")
     for error in report.errors:
-        console.print(f"error: {error}", markup=False)
+        _line(console, f"error: {error}")
     for path in report.emitted:
-        console.print(f"wrote {path}", markup=False)
-    console.print(_summary(report), markup=False)
+        _line(console, f"wrote {path}")
+    _line(console, _summary(report))
     return "".join(line.rstrip() + "\n" for line in buffer.getvalue().splitlines())
 
 
-def _details(console: object, row: FunctionRow, limit: int = 2) -> None:
+def _line(console: Console, text: str) -> None:
+    """One message, one line however long (a wrapped line is not one a script can grep)."""
+    console.print(text, markup=False, highlight=False, soft_wrap=True)
+
+
+def _details(console: Console, row: FunctionRow, limit: int = 2) -> None:
     problems = row.problems
     for problem in problems[:limit]:
-        console.print(f"{row.name}: {problem.describe()}", markup=False)  # type: ignore[attr-defined]
+        _line(console, f"{row.name}: {problem.describe()}")
     if len(problems) > limit:
-        more = f"{row.name}: ... and {len(problems) - limit} more (see --output-format json)"
-        console.print(more, markup=False)  # type: ignore[attr-defined]
+        _line(console, f"{row.name}: ... and {len(problems) - limit} more (see --output-format json)")
     notes = [c for c in row.checks if c.check.startswith("custom_vjp3") and c.status.value == "n/a"]
     for note in notes[:1]:
-        console.print(f"{row.name}: {note.describe()}", markup=False)  # type: ignore[attr-defined]
+        _line(console, f"{row.name}: {note.describe()}")
 
 
 def _summary(report: VerifyReport) -> str:

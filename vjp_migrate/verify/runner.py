@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import vjp_migrate
-from vjp_migrate.verify.model import FunctionRow, VerifyOptions, VerifyReport
+from vjp_migrate.verify.model import PROGRESS, FunctionRow, VerifyOptions, VerifyReport, where_stopped
 
 MISSING_JAX = "JAX is not installed: verification needs it. Install it with: pip install 'vjp-migrate[verify]'"
 
@@ -95,18 +96,47 @@ def run_requests(
             env=worker_env(),
             check=False,
         )
-    except subprocess.TimeoutExpired:
-        return _failed(labels, options, f"timed out after {options.timeout:g}s (raise --timeout)")
+    except subprocess.TimeoutExpired as exc:
+        where = where_stopped(_markers(exc.stderr))
+        return _failed(labels, options, f"timed out after {exc.timeout:g}s{where}; raise --timeout if it is only slow")
     except OSError as exc:
         return _failed(labels, options, f"could not start the worker: {exc}")
     try:
         answer = json.loads(done.stdout)
     except json.JSONDecodeError:
-        tail = "\n".join(done.stderr.strip().splitlines()[-15:])
-        return _failed(labels, options, f"the worker crashed (exit {done.returncode}):\n{tail}")
+        return _failed(labels, options, _crash(done.returncode, done.stderr))
     if "fatal" in answer:
         return _failed(labels, options, answer["fatal"])
     return [_report(data, options) for data in answer["reports"]]
+
+
+def _markers(stderr: str | bytes | None) -> dict[str, str]:
+    """The last progress markers (``model.progress``) in the worker's stderr."""
+    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr or ""
+    markers: dict[str, str] = {}
+    for line in text.split("\n"):  # not splitlines(): the marker's \x1e is a line break to it
+        kind, _, what = line.partition(PROGRESS)[2].partition("\t")
+        if line.startswith(PROGRESS) and what:
+            if kind == "job":
+                markers.clear()
+            markers[kind] = what
+    return markers
+
+
+def _crash(returncode: int, stderr: str) -> str:
+    """One line: how the worker died, and where (or its last words when it died starting)."""
+    if returncode < 0:
+        try:
+            how = f"killed by {signal.Signals(-returncode).name}"
+        except ValueError:
+            how = f"killed by signal {-returncode}"
+    else:
+        how = f"exit {returncode}"
+    where = where_stopped(_markers(stderr))
+    if not where:
+        said = [line.strip() for line in stderr.split("\n") if line.strip() and not line.startswith(PROGRESS)]
+        where = f": {said[-1][:300]}" if said else ""
+    return f"the worker crashed ({how}){where}"
 
 
 def _report(data: dict[str, Any], options: VerifyOptions) -> VerifyReport:

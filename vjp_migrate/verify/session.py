@@ -13,10 +13,10 @@ from typing import Any
 import jax
 import numpy as np
 
-from vjp_migrate.verify.checks import ExampleRun, check_example, error_text, run_jit
+from vjp_migrate.verify.checks import USER_ERRORS, ExampleRun, check_example, error_text, run_jit
 from vjp_migrate.verify.compare import compare_trees
 from vjp_migrate.verify.inputs import Inputs, gather
-from vjp_migrate.verify.model import CheckOutcome, CheckStatus, FunctionRow, Verdict, VerifyOptions
+from vjp_migrate.verify.model import CheckOutcome, CheckStatus, FunctionRow, Verdict, VerifyOptions, progress
 from vjp_migrate.verify.pairing import VjpPair
 
 
@@ -122,6 +122,7 @@ def verify_pair(
         trial = ExampleRun(pair, args, 0, backends[0], options.rtol, options.atol, options.seed)
         return None if trial.baseline() else trial.outcomes[-1].detail
 
+    progress("step", f"{pair.name}: the search for inputs")
     inputs = gather(pair, before_module, before_path, before_source, examples, recording, runs, options.seed)
     result = PairResult(pair, inputs)
     per_backend: dict[str, list[ExampleRun]] = {}
@@ -132,7 +133,7 @@ def verify_pair(
                 try:
                     batched = pair.moved or run.dynamic
                     check_example(run, _members(inputs.examples, index, batched))
-                except Exception as exc:  # a bug in a check must not hide the others
+                except USER_ERRORS as exc:  # a bug in a check must not hide the others
                     run.add("checks", CheckStatus.ERROR, detail=error_text(exc))
                 result.runs.append(run)
                 per_backend.setdefault(backend, []).append(run)
@@ -183,10 +184,11 @@ def vjp3_recheck(
             r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.NOT_APPLICABLE, detail="not in this JAX"))
         return
     jax.config.update("jax_custom_vjp3", True)  # type: ignore[no-untyped-call]
+    progress("step", "the import of AFTER with jax_custom_vjp3")
     try:
         try:
             found = reload([r.pair.name for r in todo if r.pair.name.endswith("()")])
-        except Exception as exc:
+        except USER_ERRORS as exc:
             for r in todo:
                 r.extra.append(
                     CheckOutcome("custom_vjp3", CheckStatus.FAIL, detail=f"AFTER does not import: {error_text(exc)}")
@@ -201,6 +203,7 @@ def vjp3_recheck(
             pair = replace(r.pair, after=found[r.pair.name])
             first_backend = r.runs[0].backend if r.runs else ""
             for done in (d for d in r.runs if d.backend == first_backend and d.reference is not None):
+                progress("step", f"{pair.name}, example #{done.index}: custom_vjp3")
                 # BEFORE's reference and cotangent from the main pass are reused as they are.
                 run = ExampleRun(pair, done.args, done.index, "", options.rtol, options.atol, options.seed)
                 run.reference, run.cotangent = done.reference, done.cotangent

@@ -56,7 +56,8 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
     import jax
 
     from vjp_migrate.verify.inputs import load_examples, load_recording
-    from vjp_migrate.verify.loading import load_tree
+    from vjp_migrate.verify.loading import exception_line, load_tree
+    from vjp_migrate.verify.model import progress
     from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
     from vjp_migrate.verify.session import PairResult, verify_pair, vjp3_recheck
     from vjp_migrate.verify.worker import new_report, start_report
@@ -66,18 +67,21 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
     relative = {m["name"]: m["relative"] for m in job["modules"]}
     names = list(relative)
     report = new_report(job["before"]["label"], job["after"]["label"], job.get("warnings"))
+    progress("job", f"{report['before']} -> {report['after']}")
     if not start_report(report, options.device):
         return report
     backends = report["backends"]
+    progress("step", "the loading of the inputs")
     try:
         examples_path = Path(job["examples"]) if job.get("examples") else options.examples
         examples = load_examples(examples_path) if examples_path else {}
         recording = load_recording(options.inputs) if options.inputs else None
     except BaseException as exc:
-        report["errors"].append(f"could not load the inputs: {type(exc).__name__}: {exc}")
+        report["errors"].append(f"could not load the inputs: {exception_line(exc)}")
         return report
     loaded: dict[str, dict[str, types.ModuleType]] = {}
     for role, root in roots.items():
+        progress("step", f"the import of {role.upper()}")
         loaded[role], errors = load_tree(root, package, names)
         for name, error in errors.items():
             report["errors"].append(f"could not import {role.upper()} {name} ({root / relative[name]}): {error}")
@@ -90,7 +94,7 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
                 find_custom_vjps(loaded[role][name], jax.custom_vjp, factories[name]) for role in ("before", "after")
             )
         except BaseException as exc:
-            report["errors"].append(f"{name}: could not call a factory named in the examples: {exc}")
+            report["errors"].append(f"{name}: could not call a factory named in the examples: {exception_line(exc)}")
     per_module, warnings = _per_module(examples, {n: set(b) | set(a) for n, (b, a) in found.items()})
     report["warnings"].extend(warnings)
 
@@ -125,6 +129,8 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
                 report["warnings"].append(f"{row['name']}: not verified (no inputs): {result.inputs.note}")
             if emit is not None:
                 from vjp_migrate.verify.emit import emit_test
+
+                progress("step", f"{row['name']}: the writing of its test (--emit-tests)")
 
                 report["emitted"].append(emit_test(result, before_path, after_path, emit))
     if not any_pair and not report["errors"]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import sys
-import traceback
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,10 @@ def main() -> int:
     try:
         answer = run_request(request)
     except BaseException as exc:  # report, never crash silently
-        answer = {"fatal": f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}"}
+        from vjp_migrate.verify.loading import exception_line
+        from vjp_migrate.verify.model import last_step
+
+        answer = {"fatal": f"the verifier stopped: {exception_line(exc)}{last_step()}"}
     with os.fdopen(answer_fd, "w", encoding="utf-8") as out:
         json.dump(answer, out)
     return 0
@@ -116,23 +118,27 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     """Verify one BEFORE/AFTER pair; a report dict (and emitted test texts when asked)."""
     import jax
 
-    from vjp_migrate.verify.loading import load_module
+    from vjp_migrate.verify.loading import exception_line, load_module
+    from vjp_migrate.verify.model import progress
     from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
 
     before_path, after_path = Path(job["before"]["path"]), Path(job["after"]["path"])
     report = new_report(job["before"].get("label", str(before_path)), job["after"].get("label", str(after_path)))
+    progress("job", f"{report['before']} -> {report['after']}")
     if not start_report(report, options.device):
         return report
     backends = report["backends"]
     modules = []
     for role, path in (("before", before_path), ("after", after_path)):
+        progress("step", f"the import of {role.upper()}")
         try:
             modules.append(load_module(path, role, job[role].get("source")))
         except BaseException as exc:
-            report["errors"].append(f"could not import {role.upper()} ({path}): {type(exc).__name__}: {exc}")
+            report["errors"].append(f"could not import {role.upper()} ({path}): {exception_line(exc)}")
             return report
     before, after = modules
     before_source = job["before"].get("source") or before_path.read_text(encoding="utf-8")
+    progress("step", "the loading of the inputs")
     try:
         from vjp_migrate.verify.inputs import load_examples, load_recording
 
@@ -140,14 +146,15 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
         examples = load_examples(examples_path) if examples_path else None
         recording = load_recording(options.inputs) if options.inputs else None
     except BaseException as exc:
-        report["errors"].append(f"could not load the inputs: {type(exc).__name__}: {exc}")
+        report["errors"].append(f"could not load the inputs: {exception_line(exc)}")
         return report
     factories = [name for name in (examples or {}) if name.endswith("()")]
+    progress("step", "the factories named in the examples")
     try:
         found_before = find_custom_vjps(before, jax.custom_vjp, factories)
         found_after = find_custom_vjps(after, jax.custom_vjp, factories)
     except BaseException as exc:
-        report["errors"].append(f"could not call a factory named in the examples: {type(exc).__name__}: {exc}")
+        report["errors"].append(f"could not call a factory named in the examples: {exception_line(exc)}")
         return report
     pairs, warnings = pair_functions(found_before, found_after)
     report["warnings"].extend(warnings)
@@ -165,6 +172,8 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
             report["warnings"].append(f"{result.pair.name}: not verified (no inputs): {result.inputs.note}")
         if emit is not None:
             from vjp_migrate.verify.emit import emit_test
+
+            progress("step", f"{result.pair.name}: the writing of its test (--emit-tests)")
 
             report["emitted"].append(emit_test(result, before_path, after_path, emit))
     return report

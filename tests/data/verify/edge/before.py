@@ -1,0 +1,72 @@
+"""Migrations that are easy to get wrong in the verifier itself (tests/test_verify_edges.py)."""
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def scale_bf16(s, x):
+    return x * s
+
+
+def scale_bf16_fwd(s, x):
+    return x * s, None
+
+
+def scale_bf16_bwd(s, _, g):
+    return (g * s,)
+
+
+scale_bf16.defvjp(scale_bf16_fwd, scale_bf16_bwd)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def scale_bf16_wrong(s, x):
+    return x * s
+
+
+def scale_bf16_wrong_fwd(s, x):
+    return x * s, None
+
+
+def scale_bf16_wrong_bwd(s, _, g):
+    return (g * s,)
+
+
+scale_bf16_wrong.defvjp(scale_bf16_wrong_fwd, scale_bf16_wrong_bwd)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def soft_clip(x, limit=2.0):
+    return jnp.tanh(x / limit) * limit
+
+
+def soft_clip_fwd(x, limit=2.0):
+    t = jnp.tanh(x / limit)
+    return t * limit, t
+
+
+def soft_clip_bwd(limit, t, g):
+    return (g * (1 - t**2),)
+
+
+soft_clip.defvjp(soft_clip_fwd, soft_clip_bwd)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def noisy(s, x):
+    return x * s + np.random.standard_normal() * 1e-3
+
+
+def noisy_fwd(s, x):
+    return noisy(s, x), None
+
+
+def noisy_bwd(s, _, g):
+    return (g * s,)
+
+
+noisy.defvjp(noisy_fwd, noisy_bwd)
