@@ -59,3 +59,59 @@ def test_fix_help_says_multi_file_migrations_are_proven_as_one_group() -> None:
     help_text = " ".join(result.output.split())
     assert "Prove each file's rewrite, and each multi-file migration as one group" in help_text
     assert "written all or none" in help_text
+
+
+def test_fix_verify_says_what_it_proved(tmp_path: Path) -> None:
+    import jax
+
+    path = tmp_path / "seed.py"
+    path.write_text(BEFORE, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "--verify", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert (
+        f"Verified before writing (JAX {jax.__version__}, {jax.default_backend()}): 1 custom_vjp function gives "
+        "equal outputs and cotangents, and runs under jit and vmap." in result.stdout
+    )
+    path.write_text(BEFORE, encoding="utf-8")
+    quiet = CliRunner().invoke(main, ["fix", "--verify", "--quiet", str(path)], catch_exceptions=False)
+    assert quiet.exit_code == 0 and "Verified" not in quiet.stdout
+    assert path.read_text(encoding="utf-8") == AFTER
+
+
+NO_INPUTS = """\
+from functools import partial
+
+import jax
+
+
+class Box:
+    def __init__(self, v):
+        self.v = v
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def scale(box, s):
+    return box.v * s
+
+
+def scale_fwd(box, s):
+    return scale(box, s), None
+
+
+def scale_bwd(s, _, g):
+    return (Box(g * s),)
+
+
+scale.defvjp(scale_fwd, scale_bwd)
+"""
+
+
+def test_fix_verify_names_a_rewrite_it_could_not_run(tmp_path: Path) -> None:
+    # verify synthesizes no Box: the rewrite is written (not refused), and the run says it is unproven
+    path = tmp_path / "box.py"
+    path.write_text(NO_INPUTS, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "--verify", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert path.read_text(encoding="utf-8") != NO_INPUTS
+    assert "written without proof, no inputs to run `scale` (give examples: docs/verify.md)." in result.stdout
+    assert "gives equal" not in result.stdout

@@ -298,9 +298,12 @@ def fix(
         if verify_rewrites and not diff:
             from vjp_migrate.verify import VerifyOptions
 
-            results = runs.write_verified(results, VerifyOptions(examples=verify_examples))
+            proof = runs.Proof()
+            results = runs.write_verified(results, VerifyOptions(examples=verify_examples), proof)
         report.print_errors(results)
         _print_fix(results, diff, show_reasons, quiet)
+        if verify_rewrites and not diff and not quiet and (proven := proof.summary()):
+            click.echo(proven)
     if any(r.status.value == "failed" for r in results):
         sys.exit(EXIT_ERROR)
     changed = any(r.changed for r in results)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -19,6 +19,7 @@ from vjp_migrate.model import FileResult, Status
 if TYPE_CHECKING:
     from vjp_migrate.transaction import FileChange
     from vjp_migrate.verify import VerifyOptions, VerifyReport
+    from vjp_migrate.verify.model import FunctionRow
     from vjp_migrate.verify.trees import Staged
 
 Progress = Callable[[int, int], None] | None
@@ -166,7 +167,44 @@ def _multi_file(results: list[FileResult]) -> dict[Path, set[Path]]:
     return groups
 
 
-def write_verified(planned: list[FileResult], verify_options: object) -> list[FileResult]:
+@dataclass
+class Proof:
+    """What `fix --verify` proved about the rewrites that passed: verify's rows for them."""
+
+    rows: list[FunctionRow] = field(default_factory=list)
+    backends: set[str] = field(default_factory=set)
+    jax_version: str | None = None
+
+    def take(self, report: VerifyReport) -> None:
+        self.rows.extend(report.rows)
+        self.backends.update(report.backends)
+        self.jax_version = report.jax_version or self.jax_version
+
+    def summary(self) -> str | None:
+        """One line: how many functions were proven, with what, and which had no inputs to run."""
+        from vjp_migrate.verify.model import Verdict
+
+        equal = [r for r in self.rows if r.verdict is Verdict.EQUAL]
+        unproven = sorted({r.name for r in self.rows if r.verdict is Verdict.NOT_VERIFIED})
+        if not equal and not unproven:
+            return None
+        used = [f"JAX {self.jax_version}"] if self.jax_version else []
+        used += sorted(self.backends)
+        where = f" ({', '.join(used)})" if used else ""
+        parts = []
+        if equal:
+            n, one = len(equal), len(equal) == 1
+            part = f"{n} custom_vjp function{'' if one else 's'} give{'s' if one else ''} equal outputs and cotangents"
+            if all(r.jit == r.vmap == "ok" for r in equal):
+                part += f", and run{'s' if one else ''} under jit and vmap"
+            parts.append(part)
+        if unproven:
+            names = ", ".join(f"`{name}`" for name in unproven)
+            parts.append(f"written without proof, no inputs to run {names} (give examples: docs/verify.md)")
+        return f"Verified before writing{where}: {'; '.join(parts)}."
+
+
+def write_verified(planned: list[FileResult], verify_options: object, proof: Proof | None = None) -> list[FileResult]:
     """Verify each planned rewrite with real JAX, write the ones that verify, refuse the rest.
 
     ``planned`` comes from ``fix(..., write=False)``. A file whose rewrite shows a mismatch or
@@ -183,15 +221,18 @@ def write_verified(planned: list[FileResult], verify_options: object) -> list[Fi
     for result in planned:
         if result.path in pending and result.path not in decided:
             group = [pending[p] for p in sorted(together[result.path]) if p in pending]
-            decided.update((r.path, r) for r in _write_group(group, verify_options))
+            decided.update((r.path, r) for r in _write_group(group, verify_options, proof))
     results: list[FileResult] = []
     for result in planned:
         if result.path in decided or not _rewrites(result):
             results.append(decided.get(result.path, result))
             continue
         assert result.old_text is not None and result.new_text is not None
-        why = _failure(verify_sources(result.old_text, result.new_text, result.path, verify_options))
+        report = verify_sources(result.old_text, result.new_text, result.path, verify_options)
+        why = _failure(report)
         if why is None:
+            if proof is not None:
+                proof.take(report)
             results.append(api.write_result(result))
         else:
             results.append(dataclasses.replace(result, status=Status.FAILED, reason=f"{_NOT_WRITTEN}: {why}"))
@@ -219,7 +260,7 @@ def _failure(report: VerifyReport, staged: Staged | None = None) -> str | None:
     return why
 
 
-def _write_group(group: list[FileResult], verify_options: VerifyOptions) -> list[FileResult]:
+def _write_group(group: list[FileResult], verify_options: VerifyOptions, proof: Proof | None) -> list[FileResult]:
     """Prove the files of one multi-file migration together; write all of them, or none."""
     import tempfile
 
@@ -236,9 +277,12 @@ def _write_group(group: list[FileResult], verify_options: VerifyOptions) -> list
         except (ValueError, OSError) as error:
             why: str | None = f"could not copy the project to import it: {error}"
         else:
-            why = _failure(verify_trees(staged.before, staged.after, verify_options), staged)
+            report = verify_trees(staged.before, staged.after, verify_options)
+            why = _failure(report, staged)
     if why is not None:
         return _refused(group, f"{_NOT_WRITTEN}: {why}")
+    if proof is not None:
+        proof.take(report)
     return api.write_all(Outcome(group, [changes]))
 
 
