@@ -309,6 +309,25 @@ clip.defvjp(clip_fwd, clip_bwd)
 """
 
 
+JITTED_RULE = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, cfg):
+    return x
+
+@jax.jit
+def f_fwd(x, cfg):
+    return f(x, cfg), None
+
+def f_bwd(cfg, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
 UNSEEN_PRIMAL = """\
 import jax
 import jax.numpy as jnp
@@ -494,6 +513,15 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
         pytest.param(FFI_ATTRIBUTE, False, id="an FFI attribute"),
         pytest.param(KEY_HOLDER, True, id="a field passed as the key of a jax.random function"),
         pytest.param(RULES_ON_AN_ALIAS, True, id="rules attached through an alias"),
+        pytest.param(JITTED_RULE, True, id="a rule under jax.jit traces the argument"),
+        pytest.param(JITTED_RULE.replace("@jax.jit\n", ""), False, id="the same rule without jax.jit"),
+        pytest.param(
+            JITTED_RULE.replace("@jax.jit", "@partial(jit, donate_argnums=0)").replace(
+                "import jax\n", "import jax\nfrom jax import jit\n"
+            ),
+            True,
+            id="a rule under an imported jit",
+        ),
         pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), False, id="a field passed elsewhere"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),

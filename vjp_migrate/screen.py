@@ -710,15 +710,32 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
                 passes_array = _call_site_may_pass_array(m, site)
             if passes_array:
                 return True
+            roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
+            if any(_may_be_jitted(m, func) for func, _ in roles):
+                return True  # classify: an argument a jax.jit traces is a JAX value (unless it marks it static)
             if proof.scalar(primal, index, order):
                 continue  # then only an array passed at a call site makes it ARRAY (classify._decide)
-            roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
             if any(uses.param(func, at) for func, at in roles):
                 return True
         if settings.select & NEEDS_INCONSISTENCY and any(
             _may_be_inconsistent(m, primal, positions, f, b) for f in fwds for b in bwds
         ):
             return True
+    return False
+
+
+def _may_be_jitted(m: _Module, func: Func) -> bool:
+    """A decorator of ``func`` may be a ``jax.jit`` (``@jax.jit``, ``@partial(jax.jit, ...)``,
+    ``@jax.jit(...)``, under any alias)."""
+    for decorator in func.decorator_list:
+        parts = [decorator]
+        if isinstance(decorator, ast.Call):
+            parts += [decorator.func, *decorator.args[:1]]
+        for part in parts:
+            if isinstance(part, (ast.Name, ast.Attribute)) and any(
+                q == "jit" or q.endswith(".jit") for q in _qualified(m, part) | {_dotted(part) or ""}
+            ):
+                return True
     return False
 
 
