@@ -15,7 +15,7 @@ from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import body_statements, jit_static_names, positional_params
+from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_decorators
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -1002,8 +1002,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
+        primal_jit = rule_decorators(site.primal, ctx.imports)[0] if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
-            ("the primal", site.primal, index, None)
+            ("the primal", site.primal, index, primal_jit)
         ]
         if site.fwd is not None and site.fwd.node is not None:
             roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
@@ -1014,9 +1015,19 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             if func is None or position >= len(params):
                 continue
             where = f"{role} `{func.name.value}`"
-            if jit is not None and _jit_marks(jit, position, params[position]):
-                text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
-                evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
+            if jit is not None and _jit_marks(jit, position, params):
+                if func is not site.primal:  # the primal's is "static in a stacked jax.jit" above
+                    text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
+                    evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
+            elif jit is not None and (jit.static_argnums is None or jit.static_argnames is None):
+                text = f"the jax.jit of {where} names its static arguments by other than literals: it may be one"
+                evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(jit.decorator)), DOUBT))
+            elif jit is not None:
+                # A string, callable or object there is no valid jit argument, and a concrete use
+                # inside fails on the Tracer: it is a JAX value, used as one (None and a tuple of
+                # ints pass too: weak).
+                text = f"traced by the jax.jit of {where}, which does not mark it static"
+                evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
             evidence.extend(annotation_evidence(func, params[position], ctx, where))
         for call, callers in calls:
@@ -1028,9 +1039,11 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     return infos
 
 
-def _jit_marks(jit: JitSpec, position: int, name: str) -> bool:
-    """Whether a rule's jax.jit marks its parameter at ``position`` (called ``name``) static."""
-    return position in (jit.static_argnums or ()) or name in (jit.static_argnames or ())
+def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
+    """Whether a function's jax.jit marks its parameter at ``position`` static (a negative
+    ``static_argnums`` counts from the end)."""
+    numbers = jit.static_argnums or ()
+    return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
 
 
 def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:
