@@ -1547,3 +1547,62 @@ def test_a_negative_static_argnums_marks_the_last_argument_static() -> None:
     assert float(jax.grad(moved)(1.0, 2.0)) == 2.0
     with pytest.raises(ValueError, match="Non-hashable static arguments"):
         jax.jit(jax.grad(moved))(1.0, 2.0)
+
+
+ENUMS = (
+    "import enum\nfrom enum import IntEnum\n"
+    "class Mode(enum.Enum):\n    FAST = 'fast'\n    EXACT = 'exact'\n"
+    "class Fancy(Mode):\n    pass\n"
+    "class Level(IntEnum):\n    LOW = 1\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("test", "enum"),
+    [
+        pytest.param("a is Mode.FAST", "Mode", id="is"),
+        pytest.param("a is not Mode.FAST", "Mode", id="is not"),
+        pytest.param("a == Mode.EXACT", "Mode", id="=="),
+        pytest.param("Fancy.FAST != a", "Fancy", id="a subclass, on the left"),
+    ],
+)
+def test_an_argument_compared_with_a_member_of_a_module_enum_is_static(test: str, enum: str) -> None:
+    # TransformerEngine's `if softmax_type is SoftmaxType.SCALED_MASKED:` left `softmax_type`
+    # unknown with no reason at all (`is` tests say nothing, for `x is None`).
+    kind, reasons, _ = classify(f"return jnp.where({test}, x, 2 * x)", extra=ENUMS)
+    assert kind is ArgKind.STATIC
+    assert f"compared with a member of the enum `{enum}` in the primal `f`" in reasons
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        pytest.param("a == Level.LOW", id="an IntEnum: its members are ints"),
+        pytest.param("a == Other.FAST", id="an imported class"),
+        pytest.param("a == mode.FAST", id="a lower-case name"),
+    ],
+)
+def test_other_attribute_comparisons_say_nothing_static(test: str) -> None:
+    code = ENUMS + "from elsewhere import Other\n"
+    kind, reasons, _ = classify(f"return x * ({test})", extra=code)
+    assert kind is ArgKind.ARRAY, reasons
+    assert not any("enum" in r for r in reasons)
+
+
+def test_an_enum_member_is_no_regular_argument_of_a_custom_vjp() -> None:
+    import enum
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    def scale(mode: Mode, x: jax.Array) -> jax.Array:
+        return x * 2.0 if mode is Mode.FAST else x
+
+    kept = jax.custom_vjp(scale, nondiff_argnums=(0,))
+    kept.defvjp(lambda mode, x: (scale(mode, x), None), lambda mode, _, g: (g * 2.0 if mode is Mode.FAST else g,))
+    assert float(jax.jit(jax.grad(kept, argnums=1), static_argnums=0)(Mode.FAST, 1.0)) == 2.0
+    moved = jax.custom_vjp(scale)
+    moved.defvjp(lambda mode, x: (scale(mode, x), mode), lambda mode, g: (None, g * 2.0))
+    with pytest.raises(TypeError):
+        jax.grad(moved, argnums=1)(Mode.FAST, 1.0)
+    assert not bool(jnp.ones(2) == Mode.FAST)  # an array is never a member: the branch silently flips

@@ -27,6 +27,7 @@ from vjp_migrate.vocabulary import (
     CONTAINER_ANNOTATION_NAMES,
     CONTAINER_METHODS,
     DATA,
+    ENUM_CLASSES,
     FFI_CALLS,
     HOST_ARRAY_ANNOTATIONS,
     HOST_CALLBACKS,
@@ -185,12 +186,21 @@ class Context:
     primitives: frozenset[str] = frozenset()
     # Names bound to several defs, in the branches of a module-level `if` or `try`.
     variants: dict[str, tuple[cst.FunctionDef, ...]] = field(default_factory=dict)
+    # Module-level classes that are enums whose members are no numbers (not `IntEnum`/`IntFlag`).
+    enums: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
-        """The context of one module: its helpers and primitives read from it."""
+        """The context of one module: its helpers, primitives and enums read from it."""
         primitives = module_primitives(module, imports)
-        return cls(imports, module_helpers(module), line_of, primitives=primitives, variants=module_variants(module))
+        return cls(
+            imports,
+            module_helpers(module),
+            line_of,
+            primitives=primitives,
+            variants=module_variants(module),
+            enums=module_enums(module, imports),
+        )
 
     def definitions(self, name: str) -> tuple[cst.FunctionDef, ...]:
         """The defs a call of ``name`` may reach: its helper, or every variant; none if neither."""
@@ -725,12 +735,22 @@ class Uses(cst.CSTVisitor):
             if any(_is_string_like(o) for o in operands) and (via := self._via(node)) is not None:
                 self._add(ArgKind.STATIC, "compared with a string", node, via=via)
             return
+        if (enum := next(filter(None, map(self._enum_of_member, operands)), None)) is not None:
+            self._add(ArgKind.STATIC, f"compared with a member of the enum `{enum}`", node)
+            return
         if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
             return  # `x is None` says nothing: optional arrays are common
         if any(_is_string_like(o) for o in operands):
             self._add(ArgKind.STATIC, "compared with a string", node)
         else:
             self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
+
+    def _enum_of_member(self, expr: cst.BaseExpression) -> str | None:
+        """``Mode`` for ``Mode.FAST``, a member of an enum of the module (a Tracer is never one,
+        and JAX cannot compare one with it)."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in self.ctx.enums:
+            return expr.value.value
+        return None
 
     def _control(self, test: cst.BaseExpression, node: cst.CSTNode, what: str) -> None:
         if self._mentions(test):
@@ -1157,6 +1177,29 @@ def _names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterato
                 yield from target_names(item.asname.name)
     elif isinstance(stmt, cst.BaseSmallStatement):
         yield from _small_bound_names(stmt)
+
+
+def module_enums(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The classes the module defines at its top level that derive (through each other too) from
+    ``enum.Enum``, ``StrEnum`` or ``Flag``: not ``IntEnum``/``IntFlag``, whose members are ints that
+    a comparison with an array would broadcast against."""
+    classes = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)}
+    enums: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, node in classes.items():
+            if name not in enums and any(
+                imports.qualify(base.value) in ENUM_CLASSES
+                or (isinstance(base.value, cst.Name) and base.value.value in enums)
+                for base in node.bases
+            ):
+                enums.add(name)
+                changed = True
+    counts: dict[str, int] = {}
+    for bound in _bound_names(module):
+        counts[bound] = counts.get(bound, 0) + 1
+    return frozenset(name for name in enums if counts.get(name) == 1)
 
 
 def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:
