@@ -1137,11 +1137,10 @@ def test_an_argument_a_rules_jit_marks_static_is_static(fwd_jit: str, bwd_jit: s
     "fwd_jit",
     [
         pytest.param("@partial(jax.jit, static_argnums=0)\n", id="another position"),
-        pytest.param("@partial(jax.jit, static_argnums=STATIC)\n", id="not a literal"),
         pytest.param("@jax.jit\n", id="no static arguments"),
     ],
 )
-def test_a_rules_jit_that_does_not_mark_the_argument_says_nothing(fwd_jit: str) -> None:
+def test_a_rules_jit_that_does_not_mark_the_argument_leaves_it_array_data(fwd_jit: str) -> None:
     assert _rule_jit_site(fwd_jit, "")[0] is ArgKind.ARRAY
 
 
@@ -1446,3 +1445,164 @@ def test_a_count_computed_from_the_argument_for_such_a_place_is_a_doubt() -> Non
     kind, reasons, _ = classify("return jax.random.permutation(jax.random.key(0), a + 1) + x")
     assert kind is ArgKind.UNKNOWN, reasons
     assert any("may be needed concretely through `a + 1`" in r for r in reasons), reasons
+
+
+def _jitted_rule_site(fwd_jit: str = "", primal_jit: str = "", bwd_jit: str = "") -> str:
+    """`a` reaches only `kernel`, a function of another module: no use of it says anything."""
+    code = HEADER + "from kernels import kernel\n"
+    code += f"@partial(jax.custom_vjp, nondiff_argnums=(1,))\n{primal_jit}def f(x, a):\n    return kernel(x, a)\n"
+    code += f"{fwd_jit}def f_fwd(x, a):\n    return kernel(x, a), x\n"
+    code += f"{bwd_jit}def f_bwd(a, x, g):\n    return (kernel(g, a),)\n"
+    return code + "f.defvjp(f_fwd, f_bwd)\n"
+
+
+@pytest.mark.parametrize(
+    ("jits", "role"),
+    [
+        pytest.param({"fwd_jit": "@jax.jit\n"}, "fwd `f_fwd`", id="fwd"),
+        pytest.param({"bwd_jit": "@jax.jit\n"}, "bwd `f_bwd`", id="bwd"),
+        pytest.param({"primal_jit": "@jax.jit\n"}, "the primal `f`", id="stacked on the primal"),
+        pytest.param({"fwd_jit": "@partial(jax.jit, static_argnums=0)\n"}, "fwd `f_fwd`", id="another position"),
+        pytest.param({"fwd_jit": '@partial(jax.jit, static_argnames=("x",))\n'}, "fwd `f_fwd`", id="another name"),
+    ],
+)
+def test_an_argument_a_jit_traces_is_a_jax_value(jits: dict[str, str], role: str) -> None:
+    # `a` used to be unknown ("passed to `kernel`, which is not analysed"). Through a jit that
+    # does not mark it static it is a Tracer in that function: no string, callable or object,
+    # and nothing there needs it concrete. None or a tuple of ints pass too: weak, never a safe fix.
+    info = _unscreened(_jitted_rule_site(**jits))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, False), info.evidence
+    assert f"traced by the jax.jit of {role}, which does not mark it static" in [e.text for e in info.evidence]
+
+
+@pytest.mark.parametrize(
+    "fwd_jit",
+    [
+        pytest.param("@partial(jax.jit, static_argnums=STATIC)\n", id="not a literal"),
+        pytest.param("@partial(jax.jit, static_argnames=NAMES)\n", id="names not a literal"),
+    ],
+)
+def test_a_jit_whose_static_arguments_are_not_literals_is_never_a_safe_fix(fwd_jit: str) -> None:
+    # `static_argnums=STATIC` may mark `a`: arithmetic in every function used to make it a safe fix.
+    kind, reasons = _rule_jit_site(fwd_jit, "")
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert "the jax.jit of fwd `f_fwd` names its static arguments by other than literals: it may be one" in reasons
+    assert _unscreened(_jitted_rule_site(fwd_jit=fwd_jit)).kind is ArgKind.UNKNOWN
+
+
+def test_concrete_uses_elsewhere_still_make_a_jit_traced_argument_static() -> None:
+    code = _jitted_rule_site(fwd_jit="@jax.jit\n").replace("return (kernel(g, a),)", "return (g * len(range(a)),)")
+    info = _unscreened(code)
+    assert info.kind is ArgKind.STATIC, info.evidence
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="screen.py must keep a module whose nondiff argument reaches a jax.jit-decorated fwd, bwd or "
+    "primal (plain `@jax.jit`, or `jax.jit`/`partial(jax.jit, ...)` with literal static_argnums/"
+    "static_argnames not marking that position or name)",
+)
+def test_the_screen_keeps_an_argument_a_jit_traces() -> None:
+    assert classified(_jitted_rule_site(fwd_jit="@jax.jit\n")).kind is ArgKind.ARRAY
+
+
+@pytest.mark.parametrize(
+    ("value", "error"),
+    [
+        pytest.param("mode", TypeError, id="string"),
+        pytest.param(jnp.sin, TypeError, id="callable"),
+        pytest.param(3, TypeError, id="int used as a shape"),
+    ],
+)
+def test_a_jitted_fwd_rejects_a_static_setting_in_nondiff_argnums(value: object, error: type[Exception]) -> None:
+    f = jax.custom_vjp(lambda x, s: x * 2.0, nondiff_argnums=(1,))
+    fwd = jax.jit(lambda x, s: (x * 2.0 + jnp.zeros(s).sum() if isinstance(value, int) else x * 2.0, None))
+    f.defvjp(fwd, lambda s, _, g: (g * 2.0,))
+    with pytest.raises(error):
+        jax.grad(f)(1.0, value)
+
+
+def test_a_value_a_jitted_fwd_takes_works_as_a_regular_argument() -> None:
+    before = jax.custom_vjp(lambda x, s: x * s, nondiff_argnums=(1,))
+    before.defvjp(jax.jit(lambda x, s: (x * s, None)), lambda s, _, g: (g * s,))
+    after = jax.custom_vjp(lambda x, s: x * s)
+    after.defvjp(jax.jit(lambda x, s: (x * s, s)), lambda s, g: (g * s, None))
+    assert float(jax.grad(before)(1.0, 3.0)) == float(jax.grad(after)(1.0, 3.0)) == 3.0
+    assert float(jax.jit(jax.grad(after))(1.0, 3.0)) == 3.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(before))(1.0, 3.0)
+
+
+def test_a_negative_static_argnums_of_a_rules_jit_is_never_a_safe_fix() -> None:
+    # `static_argnums=-1` (no literal the site parser reads) said nothing: arithmetic made `a`
+    # array data and a safe fix, a needless rewrite of working code, since that jit never takes a
+    # Tracer there (the JAX check below).
+    kind, reasons = _rule_jit_site("@partial(jax.jit, static_argnums=-1)\n", "")
+    assert kind is ArgKind.UNKNOWN, reasons
+
+
+def test_a_negative_static_argnums_marks_the_last_argument_static() -> None:
+    moved = jax.custom_vjp(lambda x, a: x * a)
+    moved.defvjp(jax.jit(lambda x, a: (x * a, a), static_argnums=-1), lambda a, g: (g * a, None))
+    assert float(jax.grad(moved)(1.0, 2.0)) == 2.0
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.jit(jax.grad(moved))(1.0, 2.0)
+
+
+ENUMS = (
+    "import enum\nfrom enum import IntEnum\n"
+    "class Mode(enum.Enum):\n    FAST = 'fast'\n    EXACT = 'exact'\n"
+    "class Fancy(Mode):\n    pass\n"
+    "class Level(IntEnum):\n    LOW = 1\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("test", "enum"),
+    [
+        pytest.param("a is Mode.FAST", "Mode", id="is"),
+        pytest.param("a is not Mode.FAST", "Mode", id="is not"),
+        pytest.param("a == Mode.EXACT", "Mode", id="=="),
+        pytest.param("Fancy.FAST != a", "Fancy", id="a subclass, on the left"),
+    ],
+)
+def test_an_argument_compared_with_a_member_of_a_module_enum_is_static(test: str, enum: str) -> None:
+    # TransformerEngine's `if softmax_type is SoftmaxType.SCALED_MASKED:` left `softmax_type`
+    # unknown with no reason at all (`is` tests say nothing, for `x is None`).
+    kind, reasons, _ = classify(f"return jnp.where({test}, x, 2 * x)", extra=ENUMS)
+    assert kind is ArgKind.STATIC
+    assert f"compared with a member of the enum `{enum}` in the primal `f`" in reasons
+
+
+@pytest.mark.parametrize(
+    "test",
+    [
+        pytest.param("a == Level.LOW", id="an IntEnum: its members are ints"),
+        pytest.param("a == Other.FAST", id="an imported class"),
+        pytest.param("a == mode.FAST", id="a lower-case name"),
+    ],
+)
+def test_other_attribute_comparisons_say_nothing_static(test: str) -> None:
+    code = ENUMS + "from elsewhere import Other\n"
+    kind, reasons, _ = classify(f"return x * ({test})", extra=code)
+    assert kind is ArgKind.ARRAY, reasons
+    assert not any("enum" in r for r in reasons)
+
+
+def test_an_enum_member_is_no_regular_argument_of_a_custom_vjp() -> None:
+    import enum
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    def scale(mode: Mode, x: jax.Array) -> jax.Array:
+        return x * 2.0 if mode is Mode.FAST else x
+
+    kept = jax.custom_vjp(scale, nondiff_argnums=(0,))
+    kept.defvjp(lambda mode, x: (scale(mode, x), None), lambda mode, _, g: (g * 2.0 if mode is Mode.FAST else g,))
+    assert float(jax.jit(jax.grad(kept, argnums=1), static_argnums=0)(Mode.FAST, 1.0)) == 2.0
+    moved = jax.custom_vjp(scale)
+    moved.defvjp(lambda mode, x: (scale(mode, x), mode), lambda mode, g: (None, g * 2.0))
+    with pytest.raises(TypeError):
+        jax.grad(moved, argnums=1)(Mode.FAST, 1.0)
+    assert not bool(jnp.ones(2) == Mode.FAST)  # an array is never a member: the branch silently flips

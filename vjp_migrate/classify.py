@@ -15,7 +15,7 @@ from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import body_statements, jit_static_names, positional_params
+from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_decorators
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -27,6 +27,7 @@ from vjp_migrate.vocabulary import (
     CONTAINER_ANNOTATION_NAMES,
     CONTAINER_METHODS,
     DATA,
+    ENUM_CLASSES,
     FFI_CALLS,
     HOST_ARRAY_ANNOTATIONS,
     HOST_CALLBACKS,
@@ -185,12 +186,21 @@ class Context:
     primitives: frozenset[str] = frozenset()
     # Names bound to several defs, in the branches of a module-level `if` or `try`.
     variants: dict[str, tuple[cst.FunctionDef, ...]] = field(default_factory=dict)
+    # Module-level classes that are enums whose members are no numbers (not `IntEnum`/`IntFlag`).
+    enums: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
-        """The context of one module: its helpers and primitives read from it."""
+        """The context of one module: its helpers, primitives and enums read from it."""
         primitives = module_primitives(module, imports)
-        return cls(imports, module_helpers(module), line_of, primitives=primitives, variants=module_variants(module))
+        return cls(
+            imports,
+            module_helpers(module),
+            line_of,
+            primitives=primitives,
+            variants=module_variants(module),
+            enums=module_enums(module, imports),
+        )
 
     def definitions(self, name: str) -> tuple[cst.FunctionDef, ...]:
         """The defs a call of ``name`` may reach: its helper, or every variant; none if neither."""
@@ -725,12 +735,22 @@ class Uses(cst.CSTVisitor):
             if any(_is_string_like(o) for o in operands) and (via := self._via(node)) is not None:
                 self._add(ArgKind.STATIC, "compared with a string", node, via=via)
             return
+        if (enum := next(filter(None, map(self._enum_of_member, operands)), None)) is not None:
+            self._add(ArgKind.STATIC, f"compared with a member of the enum `{enum}`", node)
+            return
         if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
             return  # `x is None` says nothing: optional arrays are common
         if any(_is_string_like(o) for o in operands):
             self._add(ArgKind.STATIC, "compared with a string", node)
         else:
             self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
+
+    def _enum_of_member(self, expr: cst.BaseExpression) -> str | None:
+        """``Mode`` for ``Mode.FAST``, a member of an enum of the module (a Tracer is never one,
+        and JAX cannot compare one with it)."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in self.ctx.enums:
+            return expr.value.value
+        return None
 
     def _control(self, test: cst.BaseExpression, node: cst.CSTNode, what: str) -> None:
         if self._mentions(test):
@@ -1002,8 +1022,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
+        primal_jit = rule_decorators(site.primal, ctx.imports)[0] if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
-            ("the primal", site.primal, index, None)
+            ("the primal", site.primal, index, primal_jit)
         ]
         if site.fwd is not None and site.fwd.node is not None:
             roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
@@ -1014,9 +1035,19 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             if func is None or position >= len(params):
                 continue
             where = f"{role} `{func.name.value}`"
-            if jit is not None and _jit_marks(jit, position, params[position]):
-                text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
-                evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
+            if jit is not None and _jit_marks(jit, position, params):
+                if func is not site.primal:  # the primal's is "static in a stacked jax.jit" above
+                    text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
+                    evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
+            elif jit is not None and (jit.static_argnums is None or jit.static_argnames is None):
+                text = f"the jax.jit of {where} names its static arguments by other than literals: it may be one"
+                evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(jit.decorator)), DOUBT))
+            elif jit is not None:
+                # A string, callable or object there is no valid jit argument, and a concrete use
+                # inside fails on the Tracer: it is a JAX value, used as one (None and a tuple of
+                # ints pass too: weak).
+                text = f"traced by the jax.jit of {where}, which does not mark it static"
+                evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
             evidence.extend(annotation_evidence(func, params[position], ctx, where))
         for call, callers in calls:
@@ -1028,9 +1059,11 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     return infos
 
 
-def _jit_marks(jit: JitSpec, position: int, name: str) -> bool:
-    """Whether a rule's jax.jit marks its parameter at ``position`` (called ``name``) static."""
-    return position in (jit.static_argnums or ()) or name in (jit.static_argnames or ())
+def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
+    """Whether a function's jax.jit marks its parameter at ``position`` static (a negative
+    ``static_argnums`` counts from the end)."""
+    numbers = jit.static_argnums or ()
+    return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
 
 
 def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:
@@ -1144,6 +1177,29 @@ def _names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterato
                 yield from target_names(item.asname.name)
     elif isinstance(stmt, cst.BaseSmallStatement):
         yield from _small_bound_names(stmt)
+
+
+def module_enums(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The classes the module defines at its top level that derive (through each other too) from
+    ``enum.Enum``, ``StrEnum`` or ``Flag``: not ``IntEnum``/``IntFlag``, whose members are ints that
+    a comparison with an array would broadcast against."""
+    classes = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)}
+    enums: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, node in classes.items():
+            if name not in enums and any(
+                imports.qualify(base.value) in ENUM_CLASSES
+                or (isinstance(base.value, cst.Name) and base.value.value in enums)
+                for base in node.bases
+            ):
+                enums.add(name)
+                changed = True
+    counts: dict[str, int] = {}
+    for bound in _bound_names(module):
+        counts[bound] = counts.get(bound, 0) + 1
+    return frozenset(name for name in enums if counts.get(name) == 1)
 
 
 def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:

@@ -559,6 +559,9 @@ FFI_CALLS = frozenset({"jax.ffi.ffi_call", "jax.extend.ffi.ffi_call"})
 # is made by one of these classes, or is one of JAX's own (`jax.lax.add_p`).
 PRIMITIVE_CLASSES = frozenset({"jax.extend.core.Primitive", "jax.core.Primitive", "jax._src.core.Primitive"})
 
+# Enum bases whose members are no numbers: a Tracer is never one of them (`IntEnum`, `IntFlag` left out).
+ENUM_CLASSES = frozenset({"enum.Enum", "enum.StrEnum", "enum.Flag"})
+
 
 def is_jax_primitive(qname: str) -> bool:
     """A primitive JAX itself defines: ``jax.<module>.<name>_p`` (``jax.lax.psum_p``)."""
