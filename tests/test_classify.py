@@ -1496,12 +1496,6 @@ def test_concrete_uses_elsewhere_still_make_a_jit_traced_argument_static() -> No
     assert info.kind is ArgKind.STATIC, info.evidence
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="screen.py must keep a module whose nondiff argument reaches a jax.jit-decorated fwd, bwd or "
-    "primal (plain `@jax.jit`, or `jax.jit`/`partial(jax.jit, ...)` with literal static_argnums/"
-    "static_argnames not marking that position or name)",
-)
 def test_the_screen_keeps_an_argument_a_jit_traces() -> None:
     assert classified(_jitted_rule_site(fwd_jit="@jax.jit\n")).kind is ArgKind.ARRAY
 

@@ -550,6 +550,8 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(FFI_ATTRIBUTE, [], id="FFI attribute"),
         pytest.param(NUMBER_VS_HELPER, [], id="a number against a helper's annotation"),
         pytest.param(NUMBER_VS_CALL_SITE, ["VJP001"], id="a number, but an array at a call site"),
+        pytest.param(JITTED_RULE, ["VJP001"], id="a rule under jax.jit"),
+        pytest.param(JITTED_RULE.replace("@jax.jit\n", ""), [], id="the rule without jax.jit"),
         pytest.param(KEY_HOLDER, ["VJP001"], id="a field passed as a PRNG key"),
         pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), [], id="a field passed elsewhere"),
         pytest.param(
