@@ -1330,3 +1330,45 @@ def test_positional_only_bwd_parameters(signature: str, migrated: str) -> None:
     code = code.replace("def f_bwd(w, res, g):", f"def f_bwd({signature}):")
     out = fix_source(code).source
     assert f"def f_bwd({migrated}):\n    w, a, b = res\n    return (g * b * w, None, g * a * w)\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("fwd", "unpack", "residual", "new_unpack"),
+    [
+        pytest.param(
+            "parts = (x, y)\nreturn f(x, w, y), (*parts, x, y)\n",
+            "s, c, a, b = res",
+            "(w, *parts, x, y)",
+            "w, s, c, a, b = res",
+            id="a starred item first",
+        ),
+        pytest.param(
+            "parts = (x, y)\nreturn f(x, w, y), (x, *parts)\n",
+            "a, b, c = res",
+            "(w, x, *parts)",
+            "w, a, b, c = res",
+            id="a starred item last",
+        ),
+        pytest.param(
+            "parts = pull(x)\nreturn f(x, w, y), (*parts,)\n",
+            "(a, b) = res",
+            "(w, *parts)",
+            "(w, a, b) = res",
+            id="only a starred item",
+        ),
+    ],
+)
+def test_a_residual_tuple_with_starred_items_gains_the_saved_arguments_first(
+    fwd: str, unpack: str, residual: str, new_unpack: str
+) -> None:
+    out = fix_source(_site(fwd, f"{unpack}\nreturn (g * a * w, g * b * w)\n")).source
+    assert f"return f(x, w, y), {residual}\n" in out
+    assert f"def f_bwd(res, g):\n    {new_unpack}\n" in out
+
+
+def test_a_starred_residual_hides_where_an_already_saved_argument_is() -> None:
+    # `(*pre, w, *post)` is three items wide like `a, _, c`, but w may be anywhere: not reused.
+    fwd = "pre = ()\npost = (x, y)\nreturn f(x, w, y), (*pre, w, *post)\n"
+    out = fix_source(_site(fwd, "a, _, c = res\nreturn (g * a * w, g * c * w)\n")).source
+    assert "return f(x, w, y), (w, *pre, w, *post)\n" in out
+    assert "def f_bwd(res, g):\n    w, a, _, c = res\n" in out

@@ -706,7 +706,10 @@ def _already_saved(
         if isinstance(r.value, cst.Tuple)
     ]
     if len(tuples) != len(fwd_returns) or not all(
-        isinstance(t, cst.Tuple) and len(t.elements) == len(target.elements) for t in tuples
+        isinstance(t, cst.Tuple)
+        and len(t.elements) == len(target.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in t.elements)  # positions unknown
+        for t in tuples
     ):
         return {}
     found: dict[int, cst.Name] = {}
@@ -794,15 +797,19 @@ def _layout(
     if unpack is None:
         return Layout.GENERAL, _fresh(taken), residual if residual_used else "_", None
     target = unpack.targets[0].target
-    if isinstance(target, (cst.Tuple, cst.List)) and all(
-        isinstance(v, cst.Tuple)
-        and v.lpar
-        and len(v.elements) == len(target.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in v.elements)
-        for v in values
-    ):
+    if isinstance(target, (cst.Tuple, cst.List)) and all(_fills(v, len(target.elements)) for v in values):
         return Layout.TUPLE, residual, residual, unpack
     return Layout.BOUND, residual, residual, unpack
+
+
+def _fills(value: cst.BaseExpression, width: int) -> bool:
+    """Whether ``value`` is a tuple literal that an unpack target of ``width`` names takes apart:
+    as many items, or starred items (`(*parts, x)`) that may make up the difference. Saved items
+    put first in both stay exact whatever the starred items hold."""
+    if not isinstance(value, cst.Tuple) or not value.lpar:
+        return False
+    starred = sum(isinstance(e, cst.StarredElement) for e in value.elements)
+    return len(value.elements) - starred <= width if starred else len(value.elements) == width
 
 
 def _plain_target(target: cst.BaseExpression) -> bool:
