@@ -1372,3 +1372,72 @@ def test_a_starred_residual_hides_where_an_already_saved_argument_is() -> None:
     out = fix_source(_site(fwd, "a, _, c = res\nreturn (g * a * w, g * c * w)\n")).source
     assert "return f(x, w, y), (w, *pre, w, *post)\n" in out
     assert "def f_bwd(res, g):\n    w, a, _, c = res\n" in out
+
+
+WRAPPED = """\
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def f(x, y, w):
+    return x * y * w
+
+def f_fwd(x, y, w):
+    return f(x, y, w), {residual}
+
+def f_bwd(w, res, g):
+    {unpack} = res
+    return {cotangents}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("residual", "unpack", "cotangents", "expected"),
+    [
+        pytest.param(
+            "(jnp.sin(x), jnp.cos(y),\n        x, y)",
+            "(s, c,\n        a, b)",
+            "(g * b * c * w,\n        g * a * s * w)",
+            [
+                "(w, jnp.sin(x), jnp.cos(y),\n        x, y)",
+                "    (w, s, c,\n        a, b) = res",
+                "(g * b * c * w,\n        g * a * s * w, None)",
+            ],
+            id="items filling their lines",
+        ),
+        pytest.param(
+            "(x,\n        y)",
+            "(a,\n        b)",
+            "[g * b * w,\n        g * a * w]",
+            ["(w, x,\n        y)", "    (w, a,\n        b) = res", "[g * b * w,\n        g * a * w, None]"],
+            id="one item a line under a hanging indent",
+        ),
+        pytest.param(
+            "(x,  # the input\n        y)",
+            "a, b",
+            "(g * b * w,  # dx\n        g * a * w)",
+            ["(w, x,  # the input\n        y)", "(g * b * w,  # dx\n        g * a * w, None)"],
+            id="comments at the line ends",
+        ),
+        pytest.param(
+            "(x,\n                        y)",
+            "(a,\n     b)",
+            "(g * b * w,\n            g * a * w)",
+            [
+                "(w,\n                        x,\n                        y)",
+                "    (w,\n     a,\n     b) = res",
+                "(g * b * w,\n            g * a * w,\n            None)",
+            ],
+            id="one item a line under the first one",
+        ),
+    ],
+)
+def test_new_items_keep_the_wrapping_of_a_tuple(
+    residual: str, unpack: str, cotangents: str, expected: list[str]
+) -> None:
+    out = fix(WRAPPED.format(residual=residual, unpack=unpack, cotangents=cotangents))
+    for text in expected:
+        assert text in out
