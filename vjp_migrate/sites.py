@@ -316,7 +316,7 @@ class SiteFinder:
         """An unseen primal has fwd's signature: the parameter names and nondiff_argnames read there."""
         fwd = site.fwd
         if fwd is None or fwd.node is None:
-            return site  # nothing names the arguments: no argument can be judged
+            return _signature_from_bwd(site)
         params = positional_params(fwd.node)[fwd.bound_args :]
         assert isinstance(site.carrier, cst.Call)
         call = site.carrier
@@ -443,6 +443,22 @@ class SiteFinder:
             name, index = f"{wanted}_{index}", index + 1
         self.names.add(name)
         return name
+
+
+def _signature_from_bwd(site: VjpSite) -> VjpSite:
+    """An unseen primal and an unresolved fwd: bwd still names the nondiff arguments (its leading
+    parameters, in ascending position order), so they can be judged; the other positions are
+    unnamed (""). Nothing is named when bwd is unresolved or does not take them all."""
+    bwd, positions = site.bwd, site.nondiff.positions
+    if bwd is None or bwd.node is None or not positions or not site.nondiff.complete or site.nondiff.argnames_arg:
+        return site
+    names = positional_params(bwd.node)[bwd.bound_args :]
+    if len(names) < len(positions) + 2 or min(positions) < 0:
+        return site  # inconsistent (VJP004) or unreadable positions
+    params = [""] * (max(positions) + 1)
+    for order, position in enumerate(positions):
+        params[position] = names[order]
+    return replace(site, params=tuple(params))
 
 
 def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
