@@ -1441,3 +1441,30 @@ def test_new_items_keep_the_wrapping_of_a_tuple(
     out = fix(WRAPPED.format(residual=residual, unpack=unpack, cotangents=cotangents))
     for text in expected:
         assert text in out
+
+
+def test_keyword_only_bwd_parameters_with_defaults_stay_after_the_new_ones() -> None:
+    # JAX passes bwd's arguments by position: parameters after `*` keep their defaults.
+    bwd = "c = res[0]\nreturn (g * c * w * scale, g * w)\n"
+    out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd).replace("(w, res, g)", "(w, res, g, *, scale=1.0)"))
+    assert "def f_bwd(residuals, g, *, scale=1.0):\n    w, res = residuals\n" in out.source
+    taken = _site("return f(x, w, y), (x, y)\n", bwd.replace("scale", "residuals"))
+    out = fix_source(taken.replace("(w, res, g)", "(w, res, g, *, residuals=1.0, **res_)"))
+    assert "def f_bwd(res2, g, *, residuals=1.0, **res_):\n    w, res = res2\n" in out.source
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        pytest.param(
+            "(w, res, g, *, scale)",
+            "bwd `f_bwd` has a keyword-only parameter `scale` without a default, which JAX never passes",
+            id="keyword-only without a default",
+        ),
+        pytest.param("(w, *rest)", "bwd `f_bwd` takes *rest", id="star args"),
+    ],
+)
+def test_bwd_parameters_jax_cannot_fill_by_position_are_named(params: str, problem: str) -> None:
+    code = _site("return f(x, w, y), (x, y)\n", "return (g * w, g)\n").replace("(w, res, g)", params)
+    (found,) = check_source(code)
+    assert found.code == "VJP003" and found.message.endswith(problem)
