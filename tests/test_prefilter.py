@@ -118,6 +118,34 @@ def test_screen_keeps_the_fixture_whose_argument_holds_a_prng_key() -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+def test_screen_keeps_a_site_whose_rules_are_attached_through_an_alias() -> None:
+    # The array use is in bwd only, which the screen reaches through the defvjp call alone
+    # (fixture defvjp_on_alias has one in the primal too, so the screen keeps that file).
+    text = textwrap.dedent(
+        """\
+        import jax
+        import jax.numpy as jnp
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def _clip_gradient(x, bound):
+            return x
+
+        clip_gradient = _clip_gradient
+
+        def _clip_gradient_fwd(x, bound):
+            return x, None
+
+        def _clip_gradient_bwd(bound, _, g):
+            return (jnp.clip(g, -bound, bound),)
+
+        clip_gradient.defvjp(_clip_gradient_fwd, _clip_gradient_bwd)
+        """
+    )
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 def test_screen_keeps_every_installed_jax_file_with_a_finding() -> None:
     # With VJP002 selected the screen keeps every file with a site, so the default codes are the
     # selection where it drops the most, and the one to prove.

@@ -1330,3 +1330,141 @@ def test_positional_only_bwd_parameters(signature: str, migrated: str) -> None:
     code = code.replace("def f_bwd(w, res, g):", f"def f_bwd({signature}):")
     out = fix_source(code).source
     assert f"def f_bwd({migrated}):\n    w, a, b = res\n    return (g * b * w, None, g * a * w)\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("fwd", "unpack", "residual", "new_unpack"),
+    [
+        pytest.param(
+            "parts = (x, y)\nreturn f(x, w, y), (*parts, x, y)\n",
+            "s, c, a, b = res",
+            "(w, *parts, x, y)",
+            "w, s, c, a, b = res",
+            id="a starred item first",
+        ),
+        pytest.param(
+            "parts = (x, y)\nreturn f(x, w, y), (x, *parts)\n",
+            "a, b, c = res",
+            "(w, x, *parts)",
+            "w, a, b, c = res",
+            id="a starred item last",
+        ),
+        pytest.param(
+            "parts = pull(x)\nreturn f(x, w, y), (*parts,)\n",
+            "(a, b) = res",
+            "(w, *parts)",
+            "(w, a, b) = res",
+            id="only a starred item",
+        ),
+    ],
+)
+def test_a_residual_tuple_with_starred_items_gains_the_saved_arguments_first(
+    fwd: str, unpack: str, residual: str, new_unpack: str
+) -> None:
+    out = fix_source(_site(fwd, f"{unpack}\nreturn (g * a * w, g * b * w)\n")).source
+    assert f"return f(x, w, y), {residual}\n" in out
+    assert f"def f_bwd(res, g):\n    {new_unpack}\n" in out
+
+
+def test_a_starred_residual_hides_where_an_already_saved_argument_is() -> None:
+    # `(*pre, w, *post)` is three items wide like `a, _, c`, but w may be anywhere: not reused.
+    fwd = "pre = ()\npost = (x, y)\nreturn f(x, w, y), (*pre, w, *post)\n"
+    out = fix_source(_site(fwd, "a, _, c = res\nreturn (g * a * w, g * c * w)\n")).source
+    assert "return f(x, w, y), (w, *pre, w, *post)\n" in out
+    assert "def f_bwd(res, g):\n    w, a, _, c = res\n" in out
+
+
+WRAPPED = """\
+import jax
+import jax.numpy as jnp
+from functools import partial
+
+@partial(jax.custom_vjp, nondiff_argnums=(2,))
+def f(x, y, w):
+    return x * y * w
+
+def f_fwd(x, y, w):
+    return f(x, y, w), {residual}
+
+def f_bwd(w, res, g):
+    {unpack} = res
+    return {cotangents}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("residual", "unpack", "cotangents", "expected"),
+    [
+        pytest.param(
+            "(jnp.sin(x), jnp.cos(y),\n        x, y)",
+            "(s, c,\n        a, b)",
+            "(g * b * c * w,\n        g * a * s * w)",
+            [
+                "(w, jnp.sin(x), jnp.cos(y),\n        x, y)",
+                "    (w, s, c,\n        a, b) = res",
+                "(g * b * c * w,\n        g * a * s * w, None)",
+            ],
+            id="items filling their lines",
+        ),
+        pytest.param(
+            "(x,\n        y)",
+            "(a,\n        b)",
+            "[g * b * w,\n        g * a * w]",
+            ["(w, x,\n        y)", "    (w, a,\n        b) = res", "[g * b * w,\n        g * a * w, None]"],
+            id="one item a line under a hanging indent",
+        ),
+        pytest.param(
+            "(x,  # the input\n        y)",
+            "a, b",
+            "(g * b * w,  # dx\n        g * a * w)",
+            ["(w, x,  # the input\n        y)", "(g * b * w,  # dx\n        g * a * w, None)"],
+            id="comments at the line ends",
+        ),
+        pytest.param(
+            "(x,\n                        y)",
+            "(a,\n     b)",
+            "(g * b * w,\n            g * a * w)",
+            [
+                "(w,\n                        x,\n                        y)",
+                "    (w,\n     a,\n     b) = res",
+                "(g * b * w,\n            g * a * w,\n            None)",
+            ],
+            id="one item a line under the first one",
+        ),
+    ],
+)
+def test_new_items_keep_the_wrapping_of_a_tuple(
+    residual: str, unpack: str, cotangents: str, expected: list[str]
+) -> None:
+    out = fix(WRAPPED.format(residual=residual, unpack=unpack, cotangents=cotangents))
+    for text in expected:
+        assert text in out
+
+
+def test_keyword_only_bwd_parameters_with_defaults_stay_after_the_new_ones() -> None:
+    # JAX passes bwd's arguments by position: parameters after `*` keep their defaults.
+    bwd = "c = res[0]\nreturn (g * c * w * scale, g * w)\n"
+    out = fix_source(_site("return f(x, w, y), (x, y)\n", bwd).replace("(w, res, g)", "(w, res, g, *, scale=1.0)"))
+    assert "def f_bwd(residuals, g, *, scale=1.0):\n    w, res = residuals\n" in out.source
+    taken = _site("return f(x, w, y), (x, y)\n", bwd.replace("scale", "residuals"))
+    out = fix_source(taken.replace("(w, res, g)", "(w, res, g, *, residuals=1.0, **res_)"))
+    assert "def f_bwd(res2, g, *, residuals=1.0, **res_):\n    w, res = res2\n" in out.source
+
+
+@pytest.mark.parametrize(
+    ("params", "problem"),
+    [
+        pytest.param(
+            "(w, res, g, *, scale)",
+            "bwd `f_bwd` has a keyword-only parameter `scale` without a default, which JAX never passes",
+            id="keyword-only without a default",
+        ),
+        pytest.param("(w, *rest)", "bwd `f_bwd` takes *rest", id="star args"),
+    ],
+)
+def test_bwd_parameters_jax_cannot_fill_by_position_are_named(params: str, problem: str) -> None:
+    code = _site("return f(x, w, y), (x, y)\n", "return (g * w, g)\n").replace("(w, res, g)", params)
+    (found,) = check_source(code)
+    assert found.code == "VJP003" and found.message.endswith(problem)

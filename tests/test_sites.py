@@ -326,3 +326,68 @@ def test_bwd_arity_is_not_judged_when_a_position_is_unknown() -> None:
     assert [d.code for d in check_source(code, settings=Settings(frozenset(BY_CODE)))] == []
     wrong = code.replace("nondiff_argnames=('mode',)", "nondiff_argnames=()")
     assert [d.code for d in check_source(wrong, settings=Settings(frozenset(BY_CODE)))] == ["VJP004"]
+
+
+ALIASED = """\
+import jax
+from functools import partial
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def _f(a, b):
+    return a * b
+f = _f
+def f_fwd(a, b):
+    return f(a, b), None
+def f_bwd(a, _, g):
+    return (g * a,)
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "problem"),
+    [
+        pytest.param(ALIASED, None, id="alias bound once at module level"),
+        pytest.param(ALIASED.replace("f = _f\n", "f = g = _f\n"), None, id="one of two targets"),
+        pytest.param(
+            ALIASED.replace("f.defvjp(", "if DEBUG:\n    f = jax.jit(f)\nf.defvjp("),
+            "`f.defvjp(fwd, bwd)` is called on `f`, bound to `_f`, but `f` is bound more than once",
+            id="alias bound twice",
+        ),
+        pytest.param(
+            ALIASED.replace("f = _f\n", "f = _f\nfor f in ():\n    pass\n"),
+            "but `f` is bound more than once",
+            id="alias rebound by a loop",
+        ),
+        pytest.param(
+            ALIASED.replace("f = _f\n", "f = _f\ndef reset():\n    global f\n    f = None\n"),
+            "but `f` is bound more than once",
+            id="alias rebound through global",
+        ),
+        pytest.param(
+            ALIASED.replace("f = _f\n", "f = _f\nfrom other import _f\n"),
+            "but `_f` is bound more than once",
+            id="primal name rebound",
+        ),
+        pytest.param(
+            ALIASED.replace("f = _f\n", "f = _g\n"), "no `_f.defvjp(fwd, bwd)` call was found", id="alias of another"
+        ),
+        pytest.param(
+            ALIASED.replace("f = _f\n", "def scope():\n    f = _f\n"),
+            "no `_f.defvjp(fwd, bwd)` call was found",
+            id="alias bound in a function",
+        ),
+    ],
+)
+def test_defvjp_through_a_module_level_alias(code: str, problem: str | None) -> None:
+    (site,) = sites_of(code)
+    if problem is None:
+        assert site.problem is None and site.defvjp is not None
+        assert site.bwd is not None and site.bwd.node is not None and site.bwd.node.name.value == "f_bwd"
+    else:
+        assert site.problem is not None and problem in site.problem
+
+
+def test_defvjp_on_the_primal_used_through_an_alias_is_migrated() -> None:
+    code = ALIASED.replace("f.defvjp(", "_f.defvjp(")
+    (site,) = sites_of(code)
+    assert site.problem is None and site.defvjp is not None

@@ -127,11 +127,31 @@ def test_fwd_through_partial_gives_the_parameters_after_the_bound_ones() -> None
     assert site.params == ("x", "lo")
 
 
-def test_without_a_resolvable_fwd_nothing_names_the_arguments() -> None:
+def test_without_a_resolvable_fwd_bwd_names_the_arguments() -> None:
+    # bwd takes the nondiff arguments first, in ascending position order: `lo` is position 1.
     code = module_with("impl").replace("f.defvjp(f_fwd, f_bwd)", "f.defvjp(other_module.fwd, f_bwd)")
     (site,) = sites_of(code)
+    assert (site.params, site.has_varargs) == (("", "lo"), True)
+    (found,) = check_source(code)
+    assert (found.code, found.argument, found.index) == ("VJP003", "lo", 1)
+    assert found.message.endswith(
+        "cannot be rewritten automatically: fwd `other_module.fwd` is imported from `other_module`"
+    )
+
+
+@pytest.mark.parametrize(
+    ("defvjp", "codes"),
+    [
+        pytest.param("f.defvjp(other_module.fwd, other_module.bwd)", [], id="bwd unresolved too"),
+        pytest.param("f.defvjp(other_module.fwd, f_bwd_short)", ["VJP004"], id="bwd too short to name them"),
+    ],
+)
+def test_without_resolvable_rules_nothing_names_the_arguments(defvjp: str, codes: list[str]) -> None:
+    code = module_with("impl").replace("f.defvjp(f_fwd, f_bwd)", defvjp)
+    code += "\ndef f_bwd_short(g):\n    return (g,)\n"
+    (site,) = sites_of(code)
     assert (site.params, site.has_varargs) == ((), True)
-    assert check_source(code, settings=ALL) == []
+    assert [d.code for d in check_source(code, settings=ALL)] == codes
 
 
 def test_without_defvjp_nothing_is_reported() -> None:
@@ -353,7 +373,7 @@ def test_explain_error_points_at_the_primal_expression(tmp_path: Path) -> None:
         pytest.param("*impls", "f.defvjp(f_fwd, f_bwd)", [], id="starred primal: no site"),
         pytest.param("impl", "f.defvjp(lambda x, lo: (x * lo, None), f_bwd)", ["VJP001"], id="lambda fwd"),
         pytest.param("impl", "f.defvjp(fwd_varargs, f_bwd)", [], id="fwd taking *args names nothing"),
-        pytest.param("impl", "f.defvjp(partial(f_fwd, k=1), f_bwd)", [], id="fwd partial with a keyword"),
+        pytest.param("impl", "f.defvjp(partial(f_fwd, k=1), f_bwd)", ["VJP003"], id="fwd partial with a keyword"),
         pytest.param("lambda *a: a[0]", "f.defvjp(f_fwd, f_bwd)", [], id="lambda primal taking *args"),
         pytest.param("SomeClass", "f.defvjp(f_fwd, f_bwd)", ["VJP001"], id="a class"),
     ],

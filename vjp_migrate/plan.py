@@ -461,8 +461,14 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     # A functools.partial binds the leading parameters; JAX's arguments fill the rest.
     fwd_params = positional_params(fwd)[site.fwd.bound_args :]
     bwd_params = positional_params(bwd)[site.bwd.bound_args :]
-    if isinstance(bwd.params.star_arg, cst.Param) or bwd.params.kwonly_params:
-        return f"bwd `{bwd.name.value}` takes *args or keyword-only parameters"
+    if isinstance(bwd.params.star_arg, cst.Param):
+        return f"bwd `{bwd.name.value}` takes *{bwd.params.star_arg.name.value}"
+    required = [p.name.value for p in bwd.params.kwonly_params if p.default is None]
+    if required:  # JAX passes bwd's arguments by position: a call would raise TypeError
+        return (
+            f"bwd `{bwd.name.value}` has a keyword-only parameter `{required[0]}` without a default, "
+            "which JAX never passes"
+        )
     order = site.nondiff.positions
     kept = tuple(p for p in order if p not in moved)
     moved_bwd = tuple(bwd_params[order.index(p)] for p in moved)
@@ -496,7 +502,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return returned
     temp_returns, starred_lengths = returned
     residual = bwd_params[len(order)]
-    taken = set(bwd_names.counts) | (set(positional_params(bwd)) - {residual})
+    taken = set(bwd_names.counts) | (_param_names(bwd) - {residual})
     layout, new_param, old_name, unpack = _layout(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
     needs_unpack = layout in (Layout.NONE, Layout.GENERAL) and new_param != saved_bwd[0]
     def_name = site.bwd.def_name if needs_unpack and site.bwd.lambda_node is not None else None
@@ -617,6 +623,13 @@ def _tuple_spelling(fwd: cst.FunctionDef, bwd: cst.FunctionDef) -> str:
     return "tuple"
 
 
+def _param_names(func: cst.FunctionDef) -> set[str]:
+    """Every parameter name of ``func``: positional, keyword-only, `*args` and `**kwargs`."""
+    params = func.params
+    every = (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg)
+    return {p.name.value for p in every if isinstance(p, cst.Param)}
+
+
 def _param_nodes(func: cst.FunctionDef) -> list[cst.Param]:
     return [*func.params.posonly_params, *func.params.params]
 
@@ -706,7 +719,10 @@ def _already_saved(
         if isinstance(r.value, cst.Tuple)
     ]
     if len(tuples) != len(fwd_returns) or not all(
-        isinstance(t, cst.Tuple) and len(t.elements) == len(target.elements) for t in tuples
+        isinstance(t, cst.Tuple)
+        and len(t.elements) == len(target.elements)
+        and not any(isinstance(e, cst.StarredElement) for e in t.elements)  # positions unknown
+        for t in tuples
     ):
         return {}
     found: dict[int, cst.Name] = {}
@@ -794,15 +810,19 @@ def _layout(
     if unpack is None:
         return Layout.GENERAL, _fresh(taken), residual if residual_used else "_", None
     target = unpack.targets[0].target
-    if isinstance(target, (cst.Tuple, cst.List)) and all(
-        isinstance(v, cst.Tuple)
-        and v.lpar
-        and len(v.elements) == len(target.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in v.elements)
-        for v in values
-    ):
+    if isinstance(target, (cst.Tuple, cst.List)) and all(_fills(v, len(target.elements)) for v in values):
         return Layout.TUPLE, residual, residual, unpack
     return Layout.BOUND, residual, residual, unpack
+
+
+def _fills(value: cst.BaseExpression, width: int) -> bool:
+    """Whether ``value`` is a tuple literal that an unpack target of ``width`` names takes apart:
+    as many items, or starred items (`(*parts, x)`) that may make up the difference. Saved items
+    put first in both stay exact whatever the starred items hold."""
+    if not isinstance(value, cst.Tuple) or not value.lpar:
+        return False
+    starred = sum(isinstance(e, cst.StarredElement) for e in value.elements)
+    return len(value.elements) - starred <= width if starred else len(value.elements) == width
 
 
 def _plain_target(target: cst.BaseExpression) -> bool:

@@ -246,6 +246,22 @@ class _Apply(cst.CSTTransformer):
         self.retyped = {id(node): annotation for p in plans for node, annotation in p.retyped}
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
+        self.index = walk.index_of(module)
+
+    def _wraps(self, original: cst.BaseExpression | None) -> bool:
+        """Whether ``original`` is a literal of the module whose items fill its lines and wrap
+        (`(a, b,\n    c)`, `(x,\n    y)` under a hanging indent), not one item per line (items
+        under the first one, or black's layout): a new item then joins its neighbour's line."""
+        if not isinstance(original, (cst.Tuple, cst.List)) or not original.elements or _one_per_line(original):
+            return False
+        if not self.index.covers(original):
+            return False
+        elements = original.elements
+        breaks = [isinstance(e.comma, cst.Comma) and isinstance(e.comma.whitespace_after, _Break) for e in elements]
+        if not any(breaks[:-1]):
+            return False
+        first = self.index.span(elements[0])[1]
+        return not all(breaks[:-1]) or any(self.index.span(e)[1] != first for e in elements[1:])
 
     # --- the primal's decorator or call --------------------------------------------------------
 
@@ -322,15 +338,15 @@ class _Apply(cst.CSTTransformer):
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         plan = self.fwd_returns.get(id(original_node))
         if plan is not None and plan.layout not in (Layout.UNCHANGED, Layout.VARIABLE):
-            return updated_node.with_changes(value=self._fwd_value(plan, updated_node.value))
+            return updated_node.with_changes(value=self._fwd_value(plan, updated_node.value, original_node.value))
         plan = self.temp_returns.get(id(original_node))
         if plan is not None:
             assert updated_node.value is not None
             self.temp_values[id(original_node)] = (plan.temp_name, updated_node.value)
-            return updated_node.with_changes(value=self._bwd_value(plan, cst.Name(plan.temp_name)))
+            return updated_node.with_changes(value=self._bwd_value(plan, cst.Name(plan.temp_name), None))
         plan = self.bwd_returns.get(id(original_node))
         if plan is not None:
-            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value))
+            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
         return updated_node
 
     def _store_first(
@@ -347,30 +363,39 @@ class _Apply(cst.CSTTransformer):
         )
         return cst.FlattenSentinel([assign, updated_node.with_changes(leading_lines=[])])
 
-    def _fwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
-        assert isinstance(value, cst.Tuple)
+    def _fwd_value(
+        self, plan: RewritePlan, value: cst.BaseExpression | None, original: cst.BaseExpression | None
+    ) -> cst.BaseExpression:
+        """``original``: the same value in the module (``value`` may have changed below it)."""
+        assert isinstance(value, cst.Tuple) and isinstance(original, cst.Tuple)
         out, old = value.elements
         saved = plan.saved_fwd_names
         if plan.layout is Layout.NONE:
             residual = _tuple_of(saved)
         elif plan.layout is Layout.TUPLE:
             assert isinstance(old.value, cst.Tuple)
-            residual = _prepend(old.value, saved)
+            residual = _prepend(old.value, saved, self._wraps(original.elements[1].value))
         else:
             residual = cst.Tuple(_rebuild([cst.Element(old.value)], [*saved, cst.Element(old.value)]))
         return value.with_changes(elements=[out, old.with_changes(value=residual)])
 
     # --- bwd -----------------------------------------------------------------------------------
 
-    def _bwd_value(self, plan: RewritePlan, value: cst.BaseExpression | None) -> cst.BaseExpression:
+    def _bwd_value(
+        self, plan: RewritePlan, value: cst.BaseExpression | None, original: cst.BaseExpression | None
+    ) -> cst.BaseExpression:
+        """``original``: the same value in the module (None for a temporary's name)."""
         if isinstance(value, cst.IfExp) and literal_branches(value) is not None:  # (a,) if c else (b,)
+            assert isinstance(original, cst.IfExp)
             return value.with_changes(
-                body=self._bwd_value(plan, value.body), orelse=self._bwd_value(plan, value.orelse)
+                body=self._bwd_value(plan, value.body, original.body),
+                orelse=self._bwd_value(plan, value.orelse, original.orelse),
             )
         slots = plan.none_slots
         trailing = trailing_slots(slots, len(plan.site.params) - len(plan.kept))
+        wraps = self._wraps(original)
         if isinstance(value, (cst.Tuple, cst.List)) and trailing:
-            return _with_items(value, [*value.elements, *["None"] * len(slots)])
+            return _with_items(value, [*value.elements, *["None"] * len(slots)], wraps)
         if isinstance(value, (cst.Tuple, cst.List)):
             known = dict(plan.starred_lengths)
             items: list[cst.BaseElement | str] = []
@@ -393,7 +418,7 @@ class _Apply(cst.CSTTransformer):
                 while slot in slots:
                     items.append("None")
                     slot += 1
-            return _with_items(value, items)
+            return _with_items(value, items, wraps)
         assert value is not None
         text = cst.Module([]).code_for_node(value)
         grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
@@ -416,7 +441,8 @@ class _Apply(cst.CSTTransformer):
         plan = self.fwd_assigns.get(id(original_node))
         if plan is not None:
             assert isinstance(updated_node.value, (cst.Tuple, cst.List))
-            return updated_node.with_changes(value=_prepend(updated_node.value, plan.saved_fwd_names))
+            wraps = self._wraps(original_node.value)
+            return updated_node.with_changes(value=_prepend(updated_node.value, plan.saved_fwd_names, wraps))
         plan = self.unpacks.get(id(original_node))
         if plan is None:
             return updated_node
@@ -430,7 +456,7 @@ class _Apply(cst.CSTTransformer):
             )
         else:
             assert isinstance(target, (cst.Tuple, cst.List))
-            new_target = _prepend(target, plan.saved_bwd_names)
+            new_target = _prepend(target, plan.saved_bwd_names, self._wraps(original_node.targets[0].target))
         return updated_node.with_changes(targets=[updated_node.targets[0].with_changes(target=new_target)])
 
     # --- bwd's `del`s and unpack targets, lambdas ----------------------------------------------
@@ -502,12 +528,12 @@ class _Apply(cst.CSTTransformer):
         if plan is not None:
             if plan.layout is Layout.UNCHANGED:
                 return updated_node
-            return updated_node.with_changes(body=self._fwd_value(plan, updated_node.body))
+            return updated_node.with_changes(body=self._fwd_value(plan, updated_node.body, original_node.body))
         plan = self.bwd_lambdas.get(id(original_node))
         if plan is None:
             return updated_node
         params = self._bwd_params(plan, updated_node.params, None)[0]
-        body = self._bwd_value(plan, updated_node.body)
+        body = self._bwd_value(plan, updated_node.body, original_node.body)
         if plan.bwd_def_name is None:
             return updated_node.with_changes(params=params, body=body)
         empty = cst.Module([])
@@ -681,15 +707,18 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
     )
 
 
-def _rebuild(original: Sequence[cst.BaseElement], items: Sequence[cst.BaseElement | str]) -> list[cst.BaseElement]:
+def _rebuild(
+    original: Sequence[cst.BaseElement], items: Sequence[cst.BaseElement | str], wraps: bool = False
+) -> list[cst.BaseElement]:
     """Elements for a tuple/list that gains names, with commas in the original's style.
 
-    New items take the separator the original uses between elements; the last item keeps the
+    New items take the separator the original uses between elements (a plain `, ` when its
+    items ``wraps``: they join the line of the item next to them); the last item keeps the
     original's trailing comma only when the original had several elements (``(g,)`` becomes
     ``(None, g)``, a multi-line tuple keeps its trailing comma).
     """
     separators = [e.comma for e in original[:-1] if isinstance(e.comma, cst.Comma)]
-    separator = _uncommented(separators[0]) if separators else _comma()
+    separator = _uncommented(separators[0]) if separators and not wraps else _comma()
     trailing = original[-1].comma if len(original) > 1 else cst.MaybeSentinel.DEFAULT
     result: list[cst.BaseElement] = []
     for index, item in enumerate(items):
@@ -703,15 +732,16 @@ def _rebuild(original: Sequence[cst.BaseElement], items: Sequence[cst.BaseElemen
     return result
 
 
-def _prepend(node: _Literal, names: Sequence[str]) -> _Literal:
-    return _with_items(node, [*names, *node.elements])
+def _prepend(node: _Literal, names: Sequence[str], wraps: bool) -> _Literal:
+    return _with_items(node, [*names, *node.elements], wraps)
 
 
-def _with_items(node: _Literal, items: Sequence[cst.BaseElement | str]) -> _Literal:
-    """``node`` holding ``items`` (its own elements and new names), in the original's layout."""
+def _with_items(node: _Literal, items: Sequence[cst.BaseElement | str], wraps: bool) -> _Literal:
+    """``node`` holding ``items`` (its own elements and new names), in the original's layout
+    (``wraps``: see ``_Apply._wraps``)."""
     brackets = _one_per_line(node)
     if brackets is None:
-        return node.with_changes(elements=_rebuild(node.elements, items))
+        return node.with_changes(elements=_rebuild(node.elements, items, wraps))
     opening, closing = brackets
     old = list(node.elements)
     # The comment lines above each element, and the rest of each element's own line.

@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted
+from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import FunctionRef, JitSpec, NondiffSpec, VjpSite
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 
@@ -99,6 +99,7 @@ class SiteFinder:
         self.imported_rule = imported_rule
         self.constants = self._module_constants()
         self.names: set[str] | None = None  # every name the module uses, once needed
+        self.bindings: dict[str, int] | None = None  # module-level binding counts, once needed
 
     def _module_constants(self) -> dict[str, cst.BaseExpression]:
         constants: dict[str, cst.BaseExpression] = {}
@@ -294,9 +295,13 @@ class SiteFinder:
     # --- linking defvjp ----------------------------------------------------------------------
 
     def _attach_rules(self, site: VjpSite, scope: Scope) -> VjpSite:
-        found = self._find_defvjp(site, scope)
+        found: tuple[cst.Call, Scope] | str | None = self._find_defvjp(site, scope)
+        if found is None and scope.parent is None:
+            found = self._defvjp_through_alias(site, scope)
         if found is None:
             return replace(site, problem=f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope")
+        if isinstance(found, str):
+            return replace(site, problem=found)
         call, call_scope = found
         fwd_expr = _rule_arg(call, 0, "fwd")
         bwd_expr = _rule_arg(call, 1, "bwd")
@@ -311,7 +316,7 @@ class SiteFinder:
         """An unseen primal has fwd's signature: the parameter names and nondiff_argnames read there."""
         fwd = site.fwd
         if fwd is None or fwd.node is None:
-            return site  # nothing names the arguments: no argument can be judged
+            return _signature_from_bwd(site)
         params = positional_params(fwd.node)[fwd.bound_args :]
         assert isinstance(site.carrier, cst.Call)
         call = site.carrier
@@ -341,6 +346,46 @@ class SiteFinder:
                     if isinstance(call, cst.Call) and self._defvjp_owner(call.func) == owner:
                         return call, where
         return None
+
+    def _defvjp_through_alias(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | str | None:
+        """``clip.defvjp(...)`` after ``clip = f`` at module level: the rules of ``f``, when
+        both names are bound once there (else which function gets them cannot be told)."""
+        aliases = {
+            target.value: small
+            for stmt in scope_statements(scope.statements)
+            if isinstance(stmt, cst.SimpleStatementLine)
+            for small in stmt.body
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Name) and small.value.value == site.name
+            for target in (t.target for t in small.targets)
+            if isinstance(target, cst.Name)
+        }
+        for stmt in scope_statements(scope.statements):
+            for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+                call = small.value if isinstance(small, cst.Expr) else None
+                alias = self._defvjp_owner(call.func) if isinstance(call, cst.Call) else None
+                if alias not in aliases:
+                    continue
+                assert isinstance(call, cst.Call) and alias is not None
+                twice = [n for n in (alias, site.name) if self._module_bindings().get(n, 0) != 1]
+                if twice:
+                    return (
+                        f"`{alias}.defvjp(fwd, bwd)` is called on `{alias}`, bound to `{site.name}`, but "
+                        f"`{twice[0]}` is bound more than once, so which function gets these rules cannot be told"
+                    )
+                return call, scope
+        return None
+
+    def _module_bindings(self) -> dict[str, int]:
+        """How many times each name is bound at module level (a `global` statement counts twice)."""
+        if self.bindings is None:
+            counter = _ModuleBindings()
+            self.module.visit(counter)
+            for small in small_statements(self.module):
+                if isinstance(small, cst.Global):
+                    for item in small.names:
+                        counter.add(item.name.value, 2)
+            self.bindings = counter.counts
+        return self.bindings
 
     def _defvjp_owner(self, func: cst.BaseExpression) -> str | None:
         """``f`` for ``f.defvjp`` and for ``getattr(f, "defvjp")``."""
@@ -400,6 +445,22 @@ class SiteFinder:
         return name
 
 
+def _signature_from_bwd(site: VjpSite) -> VjpSite:
+    """An unseen primal and an unresolved fwd: bwd still names the nondiff arguments (its leading
+    parameters, in ascending position order), so they can be judged; the other positions are
+    unnamed (""). Nothing is named when bwd is unresolved or does not take them all."""
+    bwd, positions = site.bwd, site.nondiff.positions
+    if bwd is None or bwd.node is None or not positions or not site.nondiff.complete or site.nondiff.argnames_arg:
+        return site
+    names = positional_params(bwd.node)[bwd.bound_args :]
+    if len(names) < len(positions) + 2 or min(positions) < 0:
+        return site  # inconsistent (VJP004) or unreadable positions
+    params = [""] * (max(positions) + 1)
+    for order, position in enumerate(positions):
+        params[position] = names[order]
+    return replace(site, params=tuple(params))
+
+
 def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
     body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(expr.body)])])
     view = cst.FunctionDef(name=cst.Name("lambda"), params=expr.params, body=body)
@@ -426,6 +487,55 @@ class _AllNames(cst.CSTVisitor):
 
     def visit_Name(self, node: cst.Name) -> None:
         self.names.add(node.value)
+
+
+class _ModuleBindings(cst.CSTVisitor):
+    """How many constructs bind each name in the module's own scope (not inside defs or classes)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+
+    def add(self, name: str, times: int = 1) -> None:
+        self.counts[name] = self.counts.get(name, 0) + times
+
+    def _targets(self, target: cst.CSTNode) -> None:
+        for name in target_names(target):
+            self.add(name)
+
+    def _named(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        self.add(node.name.value)
+        return False
+
+    visit_FunctionDef = _named
+    visit_ClassDef = _named
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
+        self._targets(node.target)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._targets(node.target)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._targets(node.target)
+
+    def visit_For(self, node: cst.For) -> None:
+        self._targets(node.target)
+
+    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
+        self._targets(node.target)
+
+    def visit_AsName(self, node: cst.AsName) -> None:  # import ... as, with ... as, except ... as
+        self._targets(node.name)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:
+            self.add((dotted(node.name) or "").split(".")[0])
+
+    def visit_Del(self, node: cst.Del) -> None:
+        self._targets(node.target)
 
 
 def _rule_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
