@@ -1600,3 +1600,35 @@ def test_an_enum_member_is_no_regular_argument_of_a_custom_vjp() -> None:
     with pytest.raises(TypeError):
         jax.grad(moved, argnums=1)(Mode.FAST, 1.0)
     assert not bool(jnp.ones(2) == Mode.FAST)  # an array is never a member: the branch silently flips
+
+
+ONE_LINE_RULES = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(s, x):
+    return x
+
+def f_fwd(s, x): return f(s, x), None
+
+def f_bwd(s, _, g): return (BWD,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("bwd", "kind"),
+    [
+        pytest.param("g * s", ArgKind.ARRAY, id="arithmetic"),
+        pytest.param("sum(g for _ in range(s))", ArgKind.STATIC, id="range"),
+        pytest.param("g", ArgKind.UNKNOWN, id="no use"),
+    ],
+)
+def test_a_one_line_rule_is_read(bwd: str, kind: ArgKind) -> None:
+    # `def f_bwd(s, _, g): return (g * s,)` has a suite for a body, not a block: it was never read
+    info = classified(ONE_LINE_RULES.replace("BWD", bwd))
+    assert info.kind is kind, info.evidence
+    if kind is not ArgKind.UNKNOWN:
+        assert any("bwd `f_bwd`" in e.text for e in info.evidence), info.evidence

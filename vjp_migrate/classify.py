@@ -208,6 +208,12 @@ class Context:
         return (helper,) if helper is not None else self.variants.get(name, ())
 
 
+def _own_body(func: cst.FunctionDef) -> Sequence[cst.BaseStatement | cst.SimpleStatementSuite]:
+    """What to read of a function: its block's statements, or the suite of a one-line def
+    (`def f_bwd(w, _, g): return (g * w,)`)."""
+    return [func.body] if isinstance(func.body, cst.SimpleStatementSuite) else body_statements(func)
+
+
 def _locals(func: cst.FunctionDef, ctx: Context) -> Locals:
     found = ctx.locals.get((id(func), id(ctx.imports)))
     if found is None:
@@ -215,7 +221,7 @@ def _locals(func: cst.FunctionDef, ctx: Context) -> Locals:
         def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
             return list(value_names(expr, ctx.imports))
 
-        statements = body_statements(func)
+        statements = _own_body(func)
         found = ctx.locals[id(func), id(ctx.imports)] = locals_of(statements, _all_params(func.params), sources)
     return found
 
@@ -246,7 +252,7 @@ class Uses(cst.CSTVisitor):
         found = _locals(func, ctx)
         uses = cls({name}, ctx, where, depth, found.derived({name}))
         uses.bindings = found.bindings
-        for stmt in body_statements(func):
+        for stmt in _own_body(func):
             walk.visit(stmt, uses)
         uses.judge_kernels()
         return uses

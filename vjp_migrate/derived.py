@@ -191,7 +191,9 @@ class Locals:
         return found
 
 
-def locals_of(statements: Sequence[cst.BaseStatement], params: Iterable[cst.Param], sources: Sources) -> Locals:
+def locals_of(
+    statements: Sequence[cst.BaseStatement | cst.SimpleStatementSuite], params: Iterable[cst.Param], sources: Sources
+) -> Locals:
     finder = _Bindings()
     for stmt in statements:
         walk.visit(stmt, finder)
