@@ -151,3 +151,14 @@ def test_machine_formats_give_a_syntax_error_its_cell(tmp_path: Path) -> None:
     (result,) = sarif["runs"][0]["results"]
     assert result["properties"] == {"cell": 3}
     assert result["locations"][0]["physicalLocation"]["region"] == {"startLine": 4, "startColumn": 6}
+
+
+def test_reasons_are_located_by_cell_too(tmp_path: Path) -> None:
+    # the primal's cell holds the finding; bwd's arithmetic is in a later cell
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook_text(CELLS), encoding="utf-8")
+    (finding,) = json.loads(CliRunner().invoke(main, ["check", "--output-format", "json", str(path)]).stdout)[:1]
+    bwd = [r for r in finding["reasons"] if "bwd `clip_gradient_bwd`" in r["text"]]
+    assert bwd and all((r["cell"], r["line"]) == (5, 5) for r in bwd), finding["reasons"]
+    text = CliRunner().invoke(main, ["check", "--show-reasons", str(path)]).stdout
+    assert "in bwd `clip_gradient_bwd` (cell 5, line 5)" in text

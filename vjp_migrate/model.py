@@ -42,6 +42,7 @@ class Evidence:
     kind: ArgKind
     text: str
     line: int | None = None
+    cell: int | None = None  # notebooks: the 1-based cell the line is counted in
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from vjp_migrate.model import Diagnostic, FixResult, Settings
+from vjp_migrate.model import Diagnostic, Evidence, FixResult, Settings
 from vjp_migrate.source import SourceError
 
 SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
@@ -117,7 +117,17 @@ def _cell_of(notebook: Notebook, line: int) -> tuple[int, int]:
 def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
     """A diagnostic with its line made relative to its cell (and the cell, 1-based, recorded)."""
     number, start = _cell_of(notebook, d.line)
-    return dataclasses.replace(d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1)
+    reasons = tuple(_located_reason(notebook, e) for e in d.reasons)
+    return dataclasses.replace(
+        d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1, reasons=reasons
+    )
+
+
+def _located_reason(notebook: Notebook, evidence: Evidence) -> Evidence:
+    if evidence.line is None:
+        return evidence
+    number, start = _cell_of(notebook, evidence.line)
+    return dataclasses.replace(evidence, line=evidence.line - start + 1, cell=number + 1)
 
 
 def _located_error(notebook: Notebook, error: SourceError) -> SourceError:

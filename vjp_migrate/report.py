@@ -33,7 +33,10 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         "index": d.index,
         "fixable": d.fixable,
         "fix_safety": d.fix_safety.value,
-        "reasons": [{"kind": e.kind.value, "text": e.text, "line": e.line} for e in d.reasons],
+        "reasons": [
+            {"kind": e.kind.value, "text": e.text, "line": e.line, **({"cell": e.cell} if e.cell is not None else {})}
+            for e in d.reasons
+        ],
         **({"cell": d.cell} if d.cell is not None else {}),
         **({"also_touches": list(d.also_touches)} if d.also_touches else {}),
     }
@@ -49,6 +52,8 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     if show_reasons:
         for reason in d.reasons:
             where = f" (line {reason.line})" if reason.line else ""
+            if reason.line and reason.cell is not None and reason.cell != d.cell:
+                where = f" (cell {reason.cell}, line {reason.line})"
             lines.append(("reason", f"\n    {d.argument}: {reason.kind.value} — {reason.text}{where}"))
     return lines
 
