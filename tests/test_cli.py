@@ -103,7 +103,12 @@ def test_fix_diff_writes_nothing_and_exits_1(tree: Path) -> None:
 
 
 def test_exit_non_zero_on_fix_and_exit_zero(tree: Path, tmp_path: Path) -> None:
+    assert run("fix", "--diff", "--exit-zero", str(tree))[0] == 0  # as in ruff, --exit-zero wins
     assert run("fix", "--exit-non-zero-on-fix", str(tree))[0] == 1
+    again = tmp_path / "again.py"
+    again.write_text(SEED, encoding="utf-8")
+    assert run("fix", "--exit-non-zero-on-fix", "--exit-zero", str(again))[0] == 0
+    assert again.read_text(encoding="utf-8") != SEED
     unknown = tmp_path / "unknown.py"
     unknown.write_text(SEED.replace("jnp.clip(g, lo, hi)", "helper(g, lo, hi)"), encoding="utf-8")
     assert run("fix", "--select", "VJP002", str(unknown))[0] == 1  # unsafe fix not applied

@@ -211,7 +211,9 @@ def check(
 @_ignore
 @click.option("--diff", is_flag=True, help="Print a unified diff, write nothing, exit 1 if anything would change.")
 @click.option("--unsafe-fixes/--no-unsafe-fixes", default=None, help="Also apply fixes marked unsafe.")
-@click.option("--exit-zero", is_flag=True, help="Exit 0 even when findings remain.")
+@click.option(
+    "--exit-zero", is_flag=True, help="Exit 0 even when findings remain (over --diff and --exit-non-zero-on-fix too)."
+)
 @click.option("--exit-non-zero-on-fix", is_flag=True, help="Exit 1 when any file was changed.")
 @_reasons
 @_quiet
@@ -306,11 +308,13 @@ def fix(
             click.echo(proven)
     if any(r.status.value == "failed" for r in results):
         sys.exit(EXIT_ERROR)
+    if exit_zero:  # as ruff's: it wins over --diff and --exit-non-zero-on-fix too
+        sys.exit(EXIT_CLEAN)
     changed = any(r.changed for r in results)
     remaining = any(r.remaining for r in results)
     if (diff and changed) or (exit_non_zero_on_fix and changed):
         sys.exit(EXIT_FINDINGS)
-    sys.exit(EXIT_FINDINGS if remaining and not exit_zero else EXIT_CLEAN)
+    sys.exit(EXIT_FINDINGS if remaining else EXIT_CLEAN)
 
 
 def _print_fix(results: list[FileResult], diff: bool, show_reasons: bool, quiet: bool) -> None:
