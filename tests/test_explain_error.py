@@ -49,6 +49,17 @@ def test_points_at_the_definition_and_prints_the_migration(tmp_path: Path) -> No
     assert lines[1] == f"  called at {model}:20: return clip_gradient(lo, hi, x).sum()"
     assert lines[2].startswith("  `lo` (position 0): array-valued")
     assert "+@jax.custom_vjp" in out and "+def clip_gradient_bwd(res, g):" in out
+    # a safe fix of array data: the plain fix of that one file applies it
+    assert f"The migration (`vjp-migrate fix {model}` applies it):" in out
+
+
+def test_the_fix_command_asks_for_unsafe_fixes_only_when_the_migration_needs_them(tmp_path: Path) -> None:
+    model = tmp_path / "model.py"
+    unknown = SEED.replace("jnp.clip(g, lo, hi)", "helper(g, lo, hi)")  # lo, hi: VJP002, no safe fix
+    model.write_text(unknown + "\n\ndef loss(lo, hi, x):\n    return clip_gradient(lo, hi, x).sum()\n", encoding="utf-8")
+    code, out = run(traceback_for(model))
+    assert code == 0
+    assert f"The migration (`vjp-migrate fix --unsafe-fixes --select ALL {model}` applies it):" in out
 
 
 def test_text_without_the_error_exits_2() -> None:

@@ -13,11 +13,12 @@ import ast
 import difflib
 import os
 import re
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from vjp_migrate.codes import BY_CODE
-from vjp_migrate.model import ArgKind, Settings, SiteDecision
+from vjp_migrate.model import ArgInfo, ArgKind, Settings, SiteDecision
 
 ERROR = (
     "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position "
@@ -213,6 +214,16 @@ def _candidate_files(found: list[Frame]) -> list[str]:
     return files
 
 
+def _fix_command(suspects: list[ArgInfo], path: str) -> str:
+    """The narrowest `fix` that makes this migration: the plain one when it is a safe fix of
+    array data, else with the unsafe fixes (and VJP002's arguments) it needs, on this file only."""
+    if all(i.kind is ArgKind.ARRAY and i.strong for i in suspects):
+        return f"vjp-migrate fix {shlex.quote(path)}"
+    if all(i.kind is ArgKind.ARRAY for i in suspects):
+        return f"vjp-migrate fix --unsafe-fixes {shlex.quote(path)}"
+    return f"vjp-migrate fix --unsafe-fixes --select ALL {shlex.quote(path)}"
+
+
 def _describe(decision: SiteDecision, path: str, module: object, caller: Frame | None) -> str:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
@@ -237,7 +248,7 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
         new = apply_plans(module, [decision.plan]).code
         diff = difflib.unified_diff(module.code.splitlines(True), new.splitlines(True), path, path)
         how = (
-            "`vjp-migrate fix --unsafe-fixes --select ALL` applies it"
+            f"`{_fix_command(suspects, path)}` applies it"
             if _installed_root(path) is None
             else "this file belongs to an installed package: migrate the package's own source, "
             "or report it to its maintainers"

@@ -113,7 +113,7 @@ class VjpSite:
     jit_static: frozenset[int]  # positions a stacked jax.jit treats as static
     problem: str | None = None  # a reason the rules cannot be rewritten (VJP003)
     # Call forms whose primal is no def of the module (lambda included): the expression passed
-    # to custom_vjp. Findings and `# noqa` then anchor on the call, not on a def.
+    # to custom_vjp. Findings and noqa comments then anchor on the call, not on a def.
     primal_expr: cst.BaseExpression | None = None
 
     @property
