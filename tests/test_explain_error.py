@@ -56,7 +56,9 @@ def test_points_at_the_definition_and_prints_the_migration(tmp_path: Path) -> No
 def test_the_fix_command_asks_for_unsafe_fixes_only_when_the_migration_needs_them(tmp_path: Path) -> None:
     model = tmp_path / "model.py"
     unknown = SEED.replace("jnp.clip(g, lo, hi)", "helper(g, lo, hi)")  # lo, hi: VJP002, no safe fix
-    model.write_text(unknown + "\n\ndef loss(lo, hi, x):\n    return clip_gradient(lo, hi, x).sum()\n", encoding="utf-8")
+    model.write_text(
+        unknown + "\n\ndef loss(lo, hi, x):\n    return clip_gradient(lo, hi, x).sum()\n", encoding="utf-8"
+    )
     code, out = run(traceback_for(model))
     assert code == 0
     assert f"The migration (`vjp-migrate fix --unsafe-fixes --select ALL {model}` applies it):" in out
