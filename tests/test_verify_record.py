@@ -82,3 +82,39 @@ def test_record_with_nothing_recorded_exits_2(tmp_path: Path) -> None:
     result = record([sys.executable, "-c", "print('no jax here')"], tmp_path / "out.npz", capture=True)
     assert result.exit_code == 2
     assert not (tmp_path / "out.npz").exists()
+
+
+HANGS_AFTER_A_CALL = """\
+import time
+from functools import partial
+
+import jax
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def scale(s, x):
+    return s * x
+
+
+scale.defvjp(lambda s, x: (scale(s, x), None), lambda s, _, g: (s * g,))
+scale(2.0, 3.0)
+print("called", flush=True)
+time.sleep(600)
+"""
+
+
+def test_a_timed_out_command_keeps_what_it_recorded(tmp_path: Path) -> None:
+    # the command is ended with SIGTERM, so the recorder writes before it dies (SIGKILL lost it all)
+    script = tmp_path / "hangs.py"
+    script.write_text(HANGS_AFTER_A_CALL, encoding="utf-8")
+    result = record([sys.executable, str(script)], tmp_path / "out.npz", timeout=20, capture=True)
+    assert result.command_status is None and result.exit_code == 2
+    assert result.message.startswith("the command timed out after 20s; recorded 1 call(s) of 1 custom_vjp")
+    (function,) = read_recording(tmp_path / "out.npz").functions
+    assert function.qualname == "scale" and len(function.calls) == 1
+
+
+def test_a_timed_out_command_that_recorded_nothing_says_it_timed_out(tmp_path: Path) -> None:
+    result = record([sys.executable, "-c", "import time; time.sleep(600)"], tmp_path / "out.npz", timeout=1)
+    assert result.exit_code == 2
+    assert result.message == "the command timed out after 1s; no custom_vjp call was recorded"

@@ -39,6 +39,27 @@ class RecordResult:
         return 0 if self.calls else 2
 
 
+TERMINATE_GRACE = 10.0  # seconds a timed-out command has, after SIGTERM, to write what it recorded
+
+
+def _run(command: list[str], env: dict[str, str], cwd: Path | None, timeout: float | None, capture: bool) -> int:
+    """The command's exit status; TimeoutExpired once it ran too long. Ended by SIGTERM first,
+    so the recorder inside it writes what it has (a SIGKILL would lose it), then killed."""
+    pipe = subprocess.PIPE if capture else None
+    with subprocess.Popen(command, env=env, cwd=cwd, stdout=pipe, stderr=pipe) as process:
+        try:
+            process.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+            try:
+                process.communicate(timeout=TERMINATE_GRACE)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.communicate()
+            raise
+        return process.returncode
+
+
 def record(
     command: list[str],
     out: Path,
@@ -56,9 +77,9 @@ def record(
         env["VJP_MIGRATE_RECORD_DIR"] = parts_dir
         env["VJP_MIGRATE_RECORD_MAX"] = str(max_calls)
         status: int | None
+        problem = ""
         try:
-            done = subprocess.run(command, env=env, cwd=cwd, timeout=timeout, capture_output=capture, check=False)
-            status = done.returncode
+            status = _run(command, env, cwd, timeout, capture)
         except subprocess.TimeoutExpired:
             status = None
             problem = f"the command timed out after {timeout:g}s"
@@ -66,7 +87,9 @@ def record(
             return RecordResult(out, None, 0, 0, f"could not run {command[0]!r}: {exc}")
         parts = sorted(Path(parts_dir).glob("part-*.npz"))
         if not parts:
-            return RecordResult(out, status, 0, 0, "no custom_vjp call was recorded (did the command import jax?)")
+            nothing = "no custom_vjp call was recorded"
+            why = f"{problem}; {nothing}" if problem else f"{nothing} (did the command import jax?)"
+            return RecordResult(out, status, 0, 0, why)
         calls = merge_parts(parts, out, max_calls)
     functions = len(read_recording(out).functions)
     message = f"recorded {calls} call(s) of {functions} custom_vjp function(s) into {out}"

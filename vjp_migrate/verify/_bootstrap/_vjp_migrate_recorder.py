@@ -18,6 +18,7 @@ import importlib.machinery
 import inspect
 import json
 import os
+import signal
 import sys
 import threading
 from typing import Any
@@ -234,9 +235,20 @@ class _Finder(importlib.abc.MetaPathFinder):
         return spec
 
 
+def _on_terminate(signum: int, frame: Any) -> None:
+    """`record --timeout` ends the command with SIGTERM: keep what was recorded, then die of it."""
+    try:
+        _write()
+    finally:
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+
+
 def install() -> None:
     """Patch ``jax.custom_vjp.__call__`` now or as soon as jax is imported."""
     atexit.register(_write)
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # never over the command's own handler
+        signal.signal(signal.SIGTERM, _on_terminate)
     if "jax" in sys.modules:
         _patch(sys.modules["jax"])
     else:
