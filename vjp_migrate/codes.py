@@ -116,8 +116,8 @@ CODES: tuple[Code, ...] = (
             "or a local that holds their values on some paths only is needed concretely."
         ),
         why=(
-            "If such an argument is ever an array, the function fails under jit/vmap with "
-            "UnexpectedTracerError. " + _TRACER_WHY.split(". ", 1)[1]
+            "The tool cannot tell whether such an argument is ever an array; if it is, the site is broken. "
+            + _TRACER_WHY
         ),
         example=_BEFORE.replace("jnp.clip(g, lo, hi)", "my_clip(g, lo, hi)"),
         use_instead=_AFTER.replace("jnp.clip(g, lo, hi)", "my_clip(g, lo, hi)"),
@@ -144,7 +144,7 @@ CODES: tuple[Code, ...] = (
             "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd imported "
             "from a module that is not among the files checked, a fwd/bwd shared by custom_vjp "
             "functions that would change it "
-            "differently, a bwd with a decorator other than jax.jit, a partial binding keywords, "
+            "differently, a bwd with a decorator other than jax.jit or staticmethod, a partial binding keywords, "
             "nondiff_argnums given by a variable, fwd rebinding the argument, and similar."
         ),
         why=_TRACER_WHY,
