@@ -169,6 +169,11 @@ def test_array_uses(primal: str, bwd: str, reason: str) -> None:
         pytest.param("a: str, x", ArgKind.STATIC, id="str"),
         pytest.param("a: tuple[int, ...], x", ArgKind.STATIC, id="shape tuple"),
         pytest.param("a='relu', x=None", ArgKind.STATIC, id="string default"),
+        pytest.param("a=(1, 16), x=None", ArgKind.STATIC, id="a tuple of ints default"),
+        pytest.param("a=[2, 3], x=None", ArgKind.STATIC, id="a list of ints default"),
+        pytest.param("a=(), x=None", ArgKind.UNKNOWN, id="an empty tuple default"),
+        pytest.param("a=(0.5, 2.0), x=None", ArgKind.UNKNOWN, id="a tuple of floats default"),
+        pytest.param("a=(-1, 16), x=None", ArgKind.UNKNOWN, id="a tuple with a negative int default"),
         pytest.param("a: float, x", ArgKind.UNKNOWN, id="float, no use"),
         pytest.param("a: Sequence[jax.Array], x", ArgKind.ARRAY, id="a sequence of arrays"),
         pytest.param("a: tuple[jax.Array, int], x", ArgKind.ARRAY, id="a tuple holding an array"),
@@ -190,6 +195,34 @@ def test_a_sequence_of_arrays_in_nondiff_argnums_breaks_under_jit() -> None:
     assert float(f(2.0, [jnp.ones(())])) == 2.0
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.jit(f)(2.0, [jnp.ones(())])
+
+
+def test_a_shape_tuple_default_works_in_nondiff_argnums_and_fails_as_a_traced_argument() -> None:
+    # Why `grid=(1, 16)` is static like a tuple of ints passed at a call site: the guide's shape tuple.
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def total(x: jax.Array, grid: tuple[int, int] = (2, 3)) -> jax.Array:
+        return x.reshape(grid).sum()
+
+    total.defvjp(lambda x, grid: (total(x, grid), None), lambda grid, _, g: (jnp.full((6,), g),))
+    assert float(jax.jit(jax.grad(total))(jnp.ones(6)).sum()) == 6.0
+
+    @jax.custom_vjp
+    def moved(x: jax.Array, grid: tuple[int, int] = (2, 3)) -> jax.Array:
+        return x.reshape(grid).sum()
+
+    moved.defvjp(lambda x, grid: (moved(x, grid), None), lambda _, g: (jnp.full((6,), g), None))
+    with pytest.raises(TypeError):
+        jax.jit(moved)(jnp.ones(6), (2, 3))
+
+
+def test_a_tuple_of_ints_default_of_a_helper_is_static_like_one_passed_at_a_call_site() -> None:
+    helper = "def tile(v, grid=(1, 16)):\n    return Blocks(v, grid)\n"
+    kind, reasons, _ = classify("return tile(x, a)", extra="from elsewhere import Blocks\n" + helper)
+    assert kind is ArgKind.STATIC and any("defaults to `(1, 16)` in helper `tile`" in r for r in reasons), reasons
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x\n"
+    code += "def f_fwd(a, x):\n    return x, None\ndef f_bwd(a, _, g):\n    return (g,)\nf.defvjp(f_fwd, f_bwd)\n"
+    code += "def use(x):\n    return f((4, 4), x)\n"
+    assert any("a shape is passed" in e.text for e in classified(code).evidence)
 
 
 def test_float_annotation_with_numeric_use_is_unknown() -> None:
@@ -226,6 +259,107 @@ def test_call_sites_decide() -> None:
         info = classified(module_code + extra)
         assert info.kind is expected
         assert any(reason in e.text for e in info.evidence)
+
+
+def _wrapped(wrapper: str) -> ArgInfo:
+    """The argument of a rule that only passes it on, with ``wrapper`` calling the rule."""
+    code = HEADER + "from elsewhere import kernel\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return kernel(x, a)\n"
+    code += "def f_fwd(a, x):\n    return kernel(x, a), x\ndef f_bwd(a, x, g):\n    return (kernel(g, a),)\n"
+    return classified(code + "f.defvjp(f_fwd, f_bwd)\n" + wrapper)
+
+
+@pytest.mark.parametrize(
+    ("wrapper", "reason"),
+    [
+        pytest.param(
+            "def run(x, use_tf32: bool = True):\n    return f(use_tf32, x)\n",
+            "annotated `bool` in the caller `run`, passed on at a call site (`use_tf32`)",
+            id="bool annotation",
+        ),
+        pytest.param(
+            "def run(x, *, mode='fast'):\n    return f(mode, x)\n",
+            "defaults to `'fast'` in the caller `run`, passed on at a call site (`mode`)",
+            id="keyword-only string default",
+        ),
+        pytest.param(
+            "def run(x, grid=(1, 16)):\n    return f(grid, x)\n",
+            "defaults to `(1, 16)` in the caller `run`, passed on at a call site (`grid`)",
+            id="shape default",
+        ),
+    ],
+)
+def test_a_static_parameter_of_the_caller_passed_on_is_static(wrapper: str, reason: str) -> None:
+    info = _wrapped(wrapper)
+    assert info.kind is ArgKind.STATIC and any(e.text == reason for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "wrapper",
+    [
+        pytest.param("@jax.jit\ndef run(x, flag: bool = True):\n    return f(flag, x)\n", id="jitted caller"),
+        pytest.param("@some.decorator\ndef run(x, flag: bool = True):\n    return f(flag, x)\n", id="decorated"),
+        pytest.param(
+            "def run(x, flag: bool = True):\n    flag = flag & (x > 0)\n    return f(flag, x)\n", id="rebound"
+        ),
+        pytest.param(
+            "def run(xs):\n    def step(c, flag: bool):\n        return c, f(flag, c)\n"
+            "    return jax.lax.scan(step, 0.0, xs)\n",
+            id="nested scan body",
+        ),
+        pytest.param(
+            "def run(x, flag: bool = True):\n    return f(flag, x)\nrun_fast = jax.jit(run)\n", id="jitted elsewhere"
+        ),
+        pytest.param(
+            "def run(x, flag: bool = True):\n    return f(flag, x)\nbatched = jax.vmap(run, in_axes=(0, 0))\n",
+            id="vmapped elsewhere",
+        ),
+        pytest.param(
+            "class Layer:\n    def __call__(self, x, flag: bool = True):\n        return f(flag, x)\n", id="method"
+        ),
+        pytest.param("def run(x, n: int = 4):\n    return f(n, x)\n", id="int annotation"),
+        pytest.param("def run(x, lo: float = 0.5):\n    return f(lo, x)\n", id="float default"),
+    ],
+)
+def test_other_parameters_of_the_caller_passed_on_say_nothing_static(wrapper: str) -> None:
+    info = _wrapped(wrapper)
+    assert info.kind is not ArgKind.STATIC, info.evidence
+
+
+@pytest.mark.parametrize("bind", ["a = float(bound)", "a = int(bound * 2)", "a = 0.5"])
+def test_a_python_number_bound_before_the_call_is_no_static_evidence(bind: str) -> None:
+    # Concrete there, like a number literal, yet the guide's clip_gradient bounds are such numbers:
+    # array data whose move is harmless (and needed where another caller passes a Tracer).
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x\n"
+    code += "def f_fwd(a, x):\n    return x, None\ndef f_bwd(a, _, g):\n    return (jnp.clip(g, -a, a),)\n"
+    code += f"f.defvjp(f_fwd, f_bwd)\ndef run(x, bound):\n    {bind}\n    return f(a, x)\n"
+    info = classified(code)
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+
+
+def test_a_bool_passed_on_by_a_wrapper_is_a_setting_unless_a_jit_traces_it() -> None:
+    # A plain wrapper passes its Python bool on: fine in nondiff_argnums, and `if flag` fails on a
+    # Tracer. A jax.jit on the wrapper (not marking it static) makes it a Tracer: a broken site.
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def gated(flag: bool, x: jax.Array) -> jax.Array:
+        return x * 2 if flag else x
+
+    gated.defvjp(lambda flag, x: (gated(flag, x), None), lambda flag, _, g: (g * 2 if flag else g,))
+
+    def run(x: jax.Array, flag: bool = True) -> jax.Array:
+        return gated(flag, x)
+
+    assert float(jax.jit(jax.grad(run))(1.0)) == 2.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(run)(1.0, True)
+
+    @jax.custom_vjp
+    def moved(flag: bool, x: jax.Array) -> jax.Array:
+        return x * 2 if flag else x
+
+    moved.defvjp(lambda flag, x: (moved(flag, x), flag), lambda flag, g: (None, g * 2 if flag else g))
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(moved)(True, 1.0)
 
 
 def test_the_same_reason_on_the_same_line_is_given_once() -> None:

@@ -179,6 +179,8 @@ class Context:
     calls: dict[int, list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]]] = field(
         default_factory=dict, compare=False
     )
+    # The names the module passes as an argument of some call (`jax.jit(run)`), from that same walk.
+    passed: dict[int, frozenset[str]] = field(default_factory=dict, compare=False)
     # The bindings of each function analysed, whichever parameter is followed through it (by the
     # ids of the function and of the imports its values were read with).
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
@@ -871,6 +873,15 @@ def _is_string_like(expr: cst.BaseExpression) -> bool:
     return False
 
 
+def _is_int_tuple(expr: cst.BaseExpression) -> bool:
+    """A tuple or list of int literals, ``(1, 16)``: a shape, which the guide names a static setting."""
+    return (
+        isinstance(expr, (cst.Tuple, cst.List))
+        and bool(expr.elements)
+        and all(isinstance(e.value, cst.Integer) for e in expr.elements)
+    )
+
+
 def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The names inside an annotation, outermost first: ``Optional[X]`` gives Optional, X."""
     if isinstance(expr, cst.Subscript):
@@ -924,8 +935,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
                 found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}", line), STRONG))
                 break
     default = param.default
-    if isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.Lambda)) or (
-        isinstance(default, cst.Name) and default.value in ("True", "False")
+    if (
+        isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.Lambda))
+        or (isinstance(default, cst.Name) and default.value in ("True", "False"))
+        or (default is not None and _is_int_tuple(default))
     ):
         text = cst.Module([]).code_for_node(default)
         found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", line), STRONG))
@@ -933,20 +946,21 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
 
 
 def call_site_evidence(
-    value: cst.BaseExpression, ctx: Context, callers: tuple[cst.FunctionDef, ...], line: int | None
+    value: cst.BaseExpression,
+    ctx: Context,
+    callers: tuple[cst.FunctionDef, ...],
+    line: int | None,
+    passed: frozenset[str] = frozenset(),
 ) -> tuple[Evidence, str] | None:
-    """What the value passed at one call site of the primal says about the argument."""
+    """What the value passed at one call site of the primal says about the argument (``passed``:
+    the functions the module hands to another call, `jax.jit(run)`, whose parameters may be Tracers)."""
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
     if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if _is_string_like(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
         return Evidence(ArgKind.STATIC, f"a constant is passed {at}", line), CALL_SITE
-    if (
-        isinstance(value, (cst.Tuple, cst.List))
-        and value.elements
-        and all(isinstance(e.value, cst.Integer) for e in value.elements)
-    ):
+    if _is_int_tuple(value):
         return Evidence(ArgKind.STATIC, f"a shape is passed {at}", line), CALL_SITE
     qname = ctx.imports.qualify(value.func if isinstance(value, cst.Call) else value) or ""
     if isinstance(value, cst.Call) and qname.startswith(ARRAY_MODULES):
@@ -957,13 +971,32 @@ def call_site_evidence(
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
             params = (*positional_params(caller), *(p.name.value for p in caller.params.kwonly_params))
             if value.value in params:
-                if not _rebound(caller, value.value, ctx) and value.value in jit_static_names(caller, ctx.imports):
+                if _rebound(caller, value.value, ctx):
+                    break
+                if value.value in jit_static_names(caller, ctx.imports):
                     return Evidence(
                         ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
                     ), CALL_SITE
+                if (
+                    ctx.helpers.get(caller.name.value) is caller
+                    and not caller.decorators
+                    and caller.name.value not in passed
+                ):
+                    return _passed_on(caller, value.value, ctx, at)
                 break
             if value.value in _locals(caller, ctx).bindings:
                 break
+    return None
+
+
+def _passed_on(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:
+    """A parameter of an undecorated module-level caller (no method, no def inside another, not
+    handed to a call such as `jax.jit(run)`) passed on as it came: what its own annotation or
+    default says static (`use_tf32: bool = True`) holds for the argument too."""
+    where = f"the caller `{caller.name.value}`"
+    for evidence, _ in annotation_evidence(caller, param, ctx, where):
+        if evidence.kind is ArgKind.STATIC:
+            return replace(evidence, text=f"{evidence.text}, passed on {at}"), CALL_SITE
     return None
 
 
@@ -978,6 +1011,7 @@ class CallSites(cst.CSTVisitor):
     def __init__(self) -> None:
         self.stack: list[cst.FunctionDef] = []
         self.calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]] = []
+        self.passed: set[str] = set()
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append(node)
@@ -989,6 +1023,7 @@ class CallSites(cst.CSTVisitor):
         name = dotted(node.func)
         if name is not None:
             self.calls.append((name, node, tuple(self.stack)))
+        self.passed.update(arg.value.value for arg in node.args if isinstance(arg.value, cst.Name))
 
 
 def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]]:
@@ -998,6 +1033,7 @@ def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst
         finder = CallSites()
         walk.visit(module, finder)
         calls = ctx.calls[id(module)] = finder.calls
+        ctx.passed[id(module)] = frozenset(finder.passed)
     names = {site.name, site.qualname}
     return [(call, caller) for name, call, caller in calls if name in names]
 
@@ -1058,7 +1094,8 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             evidence.extend(annotation_evidence(func, params[position], ctx, where))
         for call, callers in calls:
             value = _call_value(call, index, name)
-            found = call_site_evidence(value, ctx, callers, ctx.line_of(call)) if value is not None else None
+            passed = ctx.passed.get(id(module), frozenset())
+            found = call_site_evidence(value, ctx, callers, ctx.line_of(call), passed) if value is not None else None
             if found is not None:
                 evidence.append(found)
         infos.append(_unseen_primal(site, module, ctx, _decide(index, name, evidence)))
