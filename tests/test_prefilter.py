@@ -356,6 +356,25 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
+TRANSFORMED_FUNCTION = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def apply(f, x):
+    return x
+
+def apply_fwd(f, x):
+    return x, x
+
+def apply_bwd(f, x, g):
+    _, pullback = jax.vjp(f, x)
+    return pullback(g)
+
+apply.defvjp(apply_fwd, apply_bwd)
+"""
+
+
 UNSEEN_PRIMAL = """\
 import jax
 import jax.numpy as jnp
@@ -542,6 +561,7 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
         pytest.param(KEY_HOLDER, True, id="a field passed as the key of a jax.random function"),
         pytest.param(RULES_ON_AN_ALIAS, True, id="rules attached through an alias"),
         pytest.param(JITTED_RULE, True, id="a rule under jax.jit traces the argument"),
+        pytest.param(TRANSFORMED_FUNCTION, False, id="the function a JAX transformation takes"),
         pytest.param(JITTED_RULE.replace("@jax.jit\n", ""), False, id="the same rule without jax.jit"),
         pytest.param(
             JITTED_RULE.replace("@jax.jit", "@partial(jit, donate_argnums=0)").replace(
@@ -579,6 +599,7 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(NUMBER_VS_HELPER, [], id="a number against a helper's annotation"),
         pytest.param(NUMBER_VS_CALL_SITE, ["VJP001"], id="a number, but an array at a call site"),
         pytest.param(JITTED_RULE, ["VJP001"], id="a rule under jax.jit"),
+        pytest.param(TRANSFORMED_FUNCTION, [], id="the function of jax.vjp"),
         pytest.param(JITTED_RULE.replace("@jax.jit\n", ""), [], id="the rule without jax.jit"),
         pytest.param(KEY_HOLDER, ["VJP001"], id="a field passed as a PRNG key"),
         pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), [], id="a field passed elsewhere"),

@@ -42,6 +42,7 @@ from vjp_migrate.vocabulary import (
     ARRAY_ATTRIBUTES,
     ARRAY_MODULES,
     HOST_ARRAY_ANNOTATIONS,
+    JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
     PRIMAL_WRAPPERS,
@@ -908,6 +909,9 @@ class _StaticProof:
     def _call(self, call: ast.Call, name: str, depth: int) -> bool:
         if isinstance(call.func, ast.Name) and call.func.id == name:
             return True  # called as a function
+        first = call.args[0] if call.args else None
+        if isinstance(first, ast.Name) and first.id == name and _exactly(self.m, call.func, JAX_TRANSFORMS):
+            return True  # the function of `jax.vjp(f, ...)`, `jax.vmap(f)`...
         for keyword in call.keywords:
             root = _root(keyword.value)
             if keyword.arg in STATIC_KEYWORDS and isinstance(root, ast.Name) and root.id == name:
