@@ -271,6 +271,7 @@ def _write_group(group: list[FileResult], verify_options: VerifyOptions, proof: 
     changes = _changes(group)
     if isinstance(changes, str):
         return _refused(group, f"rewrite not written: {changes}")
+    report: VerifyReport | None = None
     with tempfile.TemporaryDirectory(prefix="vjp-migrate-verify-") as folder:
         try:
             staged = stage_trees({c.path: (c.old, c.new) for c in changes}, Path(folder))
@@ -279,7 +280,7 @@ def _write_group(group: list[FileResult], verify_options: VerifyOptions, proof: 
         else:
             report = verify_trees(staged.before, staged.after, verify_options)
             why = _failure(report, staged)
-    if why is not None:
+    if why is not None or report is None:
         return _refused(group, f"{_NOT_WRITTEN}: {why}")
     if proof is not None:
         proof.take(report)
