@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,11 +19,9 @@ from xml.etree import ElementTree as ET
 
 from vjp_migrate.codes import BY_CODE, CODES, explain
 from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
+from vjp_migrate.source import SYNTAX_REASON
 
 IO_ERROR, SYNTAX_ERROR = "E902", "invalid-syntax"
-_SYNTAX_REASON = re.compile(
-    r"syntax error at (?:cell (?P<cell>\d+), )?line (?P<line>\d+)(?:, column (?P<column>\d+))?: (?P<message>.*)"
-)
 _ERROR_RULES = {
     IO_ERROR: ("io-error", "A file that could not be read, decoded or analysed; the message says why."),
     SYNTAX_ERROR: ("invalid-syntax", "A file that is not valid Python; the location is the syntax error."),
@@ -54,7 +51,7 @@ class Problem:
 def problem(result: FileResult) -> Problem:
     """The entry for a FAILED result: its syntax error's position (source.check_syntax's reason), else 1:1."""
     reason = result.reason or ""
-    found = _SYNTAX_REASON.fullmatch(reason)
+    found = SYNTAX_REASON.fullmatch(reason)
     if found is None:
         return Problem(IO_ERROR, str(result.path), 1, 1, reason, reason)
     column = int(found["column"] or 1)

@@ -16,12 +16,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from vjp_migrate.model import Diagnostic, Evidence, FixResult, Settings
-from vjp_migrate.source import SourceError
+from vjp_migrate.source import SYNTAX_REASON, SourceError, syntax_reason
 
 SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
 SEPARATOR_LINE = re.compile(r"^__vjp_migrate_cell__\((\d+)\)\n", re.M)
 PLACEHOLDER = "__vjp_migrate_magic_{}__"
-SYNTAX_ERROR = re.compile(r"syntax error at line (\d+)((?:, column \d+)?: )")  # source.check_syntax's reason
 MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|[\w.]+\s*=\s*[%!]|[\w.]+\?{1,2}$|\?)")
 
 
@@ -132,13 +131,12 @@ def _located_reason(notebook: Notebook, evidence: Evidence) -> Evidence:
 
 def _located_error(notebook: Notebook, error: SourceError) -> SourceError:
     """A syntax error located by cell, as findings are (`syntax error at cell 2, line 3, column 6: ...`)."""
-    reason = str(error)
-    found = SYNTAX_ERROR.match(reason)
+    found = SYNTAX_REASON.fullmatch(str(error))
     if found is None:
         return error
-    number, start = _cell_of(notebook, int(found[1]))
-    line = int(found[1]) - start + 1
-    return SourceError(f"syntax error at cell {number + 1}, line {line}{found[2]}{reason[found.end() :]}")
+    number, start = _cell_of(notebook, int(found["line"]))
+    column = int(found["column"]) if found["column"] else None
+    return SourceError(syntax_reason(int(found["line"]) - start + 1, column, found["message"], number + 1))
 
 
 def add_noqa(raw: str, diagnostics: Sequence[Diagnostic]) -> str:

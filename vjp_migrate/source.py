@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import codecs
 import io
+import re
 import threading
 import tokenize
 from collections.abc import Iterator
@@ -24,6 +25,10 @@ class SourceText:
 
 # Larger sources that mention nondiff_argnums are reported, not analysed (see check_size()).
 MAX_PARSED_CHARS = 2_000_000
+# The reason check_syntax gives (and notebook.py, with the cell): machine formats read it back.
+SYNTAX_REASON = re.compile(
+    r"syntax error at (?:cell (?P<cell>\d+), )?line (?P<line>\d+)(?:, column (?P<column>\d+))?: (?P<message>.*)"
+)
 
 
 class SourceError(ValueError):
@@ -55,13 +60,18 @@ def encode(source: SourceText, text: str) -> bytes:
     return text.encode(source.encoding)
 
 
+def syntax_reason(line: int | None, column: int | None, message: str, cell: int | None = None) -> str:
+    """``syntax error at [cell C, ]line L[, column N]: message`` (SYNTAX_REASON reads it)."""
+    where = (f"cell {cell}, " if cell is not None else "") + f"line {line}" + (f", column {column}" if column else "")
+    return f"syntax error at {where}: {message}"
+
+
 def check_syntax(text: str, filename: str) -> None:
     """CPython's own parser first: it rejects what would crash LibCST's (deep nesting) cleanly."""
     try:
         ast.parse(text, filename=filename)
     except SyntaxError as error:
-        where = f"line {error.lineno}" + (f", column {error.offset}" if error.offset else "")
-        raise SourceError(f"syntax error at {where}: {error.msg}") from None
+        raise SourceError(syntax_reason(error.lineno, error.offset, error.msg)) from None
     except (ValueError, RecursionError, MemoryError) as error:
         # CPython's parser reports a stack overflow on very deep nesting as an empty MemoryError.
         detail = str(error) or "nested too deeply for Python's parser"
