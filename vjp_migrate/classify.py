@@ -1056,6 +1056,7 @@ def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | N
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
     """One ArgInfo per nondiff position of the site that names a positional parameter."""
     calls = _calls_of(site, module, ctx)
+    passed = ctx.passed.get(id(module), frozenset())  # filled by _calls_of
     infos: list[ArgInfo] = []
     for order, index in enumerate(site.nondiff.positions):
         if index >= len(site.params):
@@ -1094,7 +1095,6 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             evidence.extend(annotation_evidence(func, params[position], ctx, where))
         for call, callers in calls:
             value = _call_value(call, index, name)
-            passed = ctx.passed.get(id(module), frozenset())
             found = call_site_evidence(value, ctx, callers, ctx.line_of(call), passed) if value is not None else None
             if found is not None:
                 evidence.append(found)
@@ -1239,10 +1239,7 @@ def module_enums(module: cst.Module, imports: ImportTable) -> frozenset[str]:
             ):
                 enums.add(name)
                 changed = True
-    counts: dict[str, int] = {}
-    for bound in _bound_names(module):
-        counts[bound] = counts.get(bound, 0) + 1
-    return frozenset(name for name in enums if counts.get(name) == 1)
+    return _bound_once(module, enums)
 
 
 def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:
@@ -1260,12 +1257,17 @@ def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str
                     and imports.qualify(small.value.func) in PRIMITIVE_CLASSES
                 ):
                     made.add(small.targets[0].target.value)
-    if not made:
+    return _bound_once(module, made)
+
+
+def _bound_once(module: cst.Module, names: set[str]) -> frozenset[str]:
+    """Those of ``names`` that the module binds exactly once, counting every binding anywhere."""
+    if not names:
         return frozenset()
     counts: dict[str, int] = {}
     for name in _bound_names(module):
         counts[name] = counts.get(name, 0) + 1
-    return frozenset(name for name in made if counts.get(name) == 1)
+    return frozenset(name for name in names if counts.get(name) == 1)
 
 
 def _bound_names(module: cst.Module) -> Iterator[str]:
