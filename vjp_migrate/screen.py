@@ -88,6 +88,7 @@ class _Module:
     decorated: dict[int, Func | None] = field(default_factory=dict)  # id(decorator) -> def
     assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> (dotted) name targets
     renamed: list[tuple[str, list[str]]] = field(default_factory=list)  # `a = b`, any scope: ("b", ["a"])
+    known_as: dict[int, set[str]] = field(default_factory=dict)  # id(site.call) -> _known_as
     jit_static: dict[int, set[int]] = field(default_factory=dict)  # id(def) -> _jit_static
     caller: dict[int, Func | None] = field(default_factory=dict)  # id(call) -> innermost def
     encoded_lines: list[bytes] | None = None
@@ -421,14 +422,16 @@ def _defvjp_calls(m: _Module, site: _Site) -> Iterator[ast.Call]:
 def _known_as(m: _Module, site: _Site) -> set[str]:
     """The site's names and every name bound to one of them (``clip = _clip``: sites.py follows a
     module-level alias to its defvjp), in any scope."""
-    names = set(site.names)
-    grown = True
-    while grown:
-        before = len(names)
-        for value, targets in m.renamed:
-            if value in names:
-                names.update(t.rsplit(".", 1)[-1] for t in targets)
-        grown = len(names) > before
+    names = m.known_as.get(id(site.call))
+    if names is None:
+        names = m.known_as[id(site.call)] = set(site.names)
+        grown = True
+        while grown:
+            before = len(names)
+            for value, targets in m.renamed:
+                if value in names:
+                    names.update(t.rsplit(".", 1)[-1] for t in targets)
+            grown = len(names) > before
     return names
 
 

@@ -351,7 +351,7 @@ class SiteFinder:
         """``clip.defvjp(...)`` after ``clip = f`` at module level: the rules of ``f``, when
         both names are bound once there (else which function gets them cannot be told)."""
         aliases = {
-            target.value: small
+            target.value
             for stmt in scope_statements(scope.statements)
             if isinstance(stmt, cst.SimpleStatementLine)
             for small in stmt.body
