@@ -13,7 +13,7 @@ import numpy as np
 # (rtol, atol) by dtype itemsize for inexact dtypes; integers and bools compare exactly. A
 # dtype with fewer mantissa bits than its size suggests (bfloat16, the float8s) gets at
 # least 4 ulps relative and 1 ulp absolute (its eps).
-_DEFAULTS = {2: (1e-2, 1e-3), 4: (1e-5, 1e-6), 8: (1e-9, 1e-12), 16: (1e-9, 1e-12)}
+TOLERANCES = {2: (1e-2, 1e-3), 4: (1e-5, 1e-6), 8: (1e-9, 1e-12), 16: (1e-9, 1e-12)}  # emit.py writes it too
 
 
 @dataclass(frozen=True)
@@ -49,7 +49,7 @@ def tolerance(dtype: Any, rtol: float | None, atol: float | None) -> tuple[float
     """``--rtol/--atol`` when given, else a default for ``dtype``."""
     dtype = np.dtype(dtype)
     if is_inexact(dtype):
-        default_rtol, default_atol = _DEFAULTS.get(_real_itemsize(dtype), (1e-5, 1e-6))
+        default_rtol, default_atol = TOLERANCES.get(_real_itemsize(dtype), (1e-5, 1e-6))
         eps = _eps(dtype)
         default_rtol, default_atol = max(default_rtol, 4 * eps), max(default_atol, eps)
     else:

@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from vjp_migrate.verify.compare import TOLERANCES
 from vjp_migrate.verify.loading import locate
 
 _HEADER = '''"""Gradient proof for `{name}`, emitted by `vjp-migrate verify --emit-tests`.
@@ -46,7 +47,7 @@ FUNCTION = {name!r}
 DIFFERENTIABLE = {diff!r}  # positions whose cotangents must match BEFORE
 MIGRATED = {moved!r}  # positions that left nondiff_argnums
 RTOL, ATOL = {rtol!r}, {atol!r}  # None: by dtype, as vjp-migrate verify compared
-_DEFAULTS = {{2: (1e-2, 1e-3), 4: (1e-5, 1e-6), 8: (1e-9, 1e-12), 16: (1e-9, 1e-12)}}
+_DEFAULTS = {tolerances!r}
 
 
 def _ref(ref):
@@ -222,6 +223,7 @@ def emit_test(result: Any, before_path: Path, after_path: Path, emit_dir: Path) 
         root=os.path.relpath(location.root, emit_dir.resolve()),
         diff=pair.differentiable(nargs),
         moved=pair.moved,
+        tolerances=TOLERANCES,
         rtol=rtol,
         atol=atol,
     )
