@@ -68,7 +68,7 @@ def test_config_option_names_the_file(tmp_path: Path) -> None:
 def test_extend_exclude_anchored_at_the_config(tmp_path: Path) -> None:
     root = project(tmp_path, "extend-exclude = ['pkg/seed.py']")
     code, out = run("check", str(root))
-    assert code == 0 and "0 files checked" in out
+    assert (code, out) == (0, "No files to check.\n")
 
 
 def test_static_args_override_keeps_an_argument(tmp_path: Path) -> None:

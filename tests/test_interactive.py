@@ -116,6 +116,6 @@ def test_end_of_input_stops_and_applies_nothing_more(tmp_path: Path, answers: st
     assert ("def clip_gradient_bwd(res, g):" in text) is first_fixed
     assert "def other_bwd(res, g):" not in text
     assert other.read_text(encoding="utf-8") == SEED  # never asked about
-    summary = "Fixed 2 findings in 1 file, 2 remaining." if first_fixed else "Fixed 0 findings in 0 files, 4 remaining."
+    summary = "Fixed 2 findings in 1 file, 2 remaining." if first_fixed else "Nothing fixed, 4 findings remaining."
     assert result.stdout.endswith(summary + "\n")
     assert result.exit_code == 1  # findings remain, as after q

@@ -31,15 +31,115 @@ def test_a_run_with_errors_does_not_say_all_checks_passed(tmp_path: Path) -> Non
     (tmp_path / "clean.py").write_text("import jax\n", encoding="utf-8")
     (tmp_path / "broken.py").write_text("nondiff_argnums = (\n", encoding="utf-8")
     code, out = run("check", str(tmp_path))
-    assert (code, out) == (2, "No findings in 1 file checked, 1 could not be processed.\n")
+    assert (code, out) == (2, "No findings in 1 file checked; 1 file could not be processed.\n")
     code, out = run("fix", str(tmp_path))
-    assert (code, out) == (2, "Nothing to fix (1 file could not be processed).\n")
+    assert (code, out) == (2, "Nothing to fix in 1 file; 1 file could not be processed.\n")
+
+
+def test_a_single_file_that_cannot_be_parsed_is_not_called_checked(tmp_path: Path) -> None:
+    broken = tmp_path / "broken.py"
+    broken.write_text("nondiff_argnums = (\n", encoding="utf-8")
+    assert run("check", str(broken)) == (2, "Nothing checked: 1 file could not be processed.\n")
+    assert run("fix", str(broken)) == (2, "Nothing fixed: 1 file could not be processed.\n")
+    assert run("fix", "--diff", str(broken)) == (2, "Would fix nothing: 1 file could not be processed.\n")
 
 
 def test_clean_runs_keep_their_summary(tmp_path: Path) -> None:
     (tmp_path / "clean.py").write_text("import jax\n", encoding="utf-8")
     assert run("check", str(tmp_path)) == (0, "All checks passed (1 file checked).\n")
     assert run("fix", str(tmp_path)) == (0, "Nothing to fix.\n")
+    (tmp_path / "clean.py").unlink()
+    assert run("check", str(tmp_path)) == (0, "No files to check.\n")
+
+
+FINDINGS = tuple(check_source(SEED, path="seed.py"))  # two fixable findings
+
+
+def ok(fixed: bool = False, findings: bool = True) -> FileResult:
+    found = FINDINGS if findings else ()
+    return FileResult(
+        Path("seed.py"),
+        Status.OK,
+        diagnostics=found,
+        fixed=found if fixed else (),
+        old_text="a",
+        new_text="b" if fixed else "a",
+        written=fixed,
+    )
+
+
+BROKEN = FileResult(Path("broken.py"), Status.FAILED, "syntax error")
+CLEAN = FileResult(Path("clean.py"), Status.OK)
+
+
+@pytest.mark.parametrize(
+    "results, summary",
+    [
+        pytest.param([CLEAN, CLEAN], "All checks passed (2 files checked).", id="clean"),
+        pytest.param([], "No files to check.", id="nothing found to check"),
+        pytest.param([BROKEN], "Nothing checked: 1 file could not be processed.", id="one error only"),
+        pytest.param([BROKEN, BROKEN], "Nothing checked: 2 files could not be processed.", id="errors only"),
+        pytest.param(
+            [CLEAN, BROKEN], "No findings in 1 file checked; 1 file could not be processed.", id="clean and error"
+        ),
+        pytest.param(
+            [ok(), BROKEN, BROKEN],
+            "Found 2 findings (2 fixable) in 1 file checked; 2 files could not be processed. "
+            "Run `vjp-migrate fix` to apply the fixes.",
+            id="findings and errors",
+        ),
+        pytest.param(
+            [ok(), CLEAN],
+            "Found 2 findings (2 fixable) in 2 files checked. Run `vjp-migrate fix` to apply the fixes.",
+            id="findings",
+        ),
+    ],
+)
+def test_check_summary_reads_naturally_for_every_count(results: list[FileResult], summary: str) -> None:
+    assert report.check_summary(results)[1] == summary
+
+
+@pytest.mark.parametrize(
+    "results, summary, diff_summary",
+    [
+        pytest.param([CLEAN], "Nothing to fix.", "Nothing to fix.", id="clean"),
+        pytest.param(
+            [BROKEN],
+            "Nothing fixed: 1 file could not be processed.",
+            "Would fix nothing: 1 file could not be processed.",
+            id="one error only",
+        ),
+        pytest.param(
+            [CLEAN, CLEAN, BROKEN],
+            "Nothing to fix in 2 files; 1 file could not be processed.",
+            "Nothing to fix in 2 files; 1 file could not be processed.",
+            id="clean and error",
+        ),
+        pytest.param(
+            [ok(fixed=True), BROKEN, BROKEN],
+            "Fixed 2 findings in 1 file; 2 files could not be processed.",
+            "Would fix 2 findings in 1 file; 2 files could not be processed.",
+            id="fixed and errors",
+        ),
+        pytest.param(
+            [ok()],
+            "Nothing fixed, 2 findings remaining.",
+            "Would fix nothing, 2 findings remaining.",
+            id="nothing fixable",
+        ),
+        pytest.param(
+            [ok(fixed=True), ok()],
+            "Fixed 2 findings in 1 file, 2 remaining.",
+            "Would fix 2 findings in 1 file, 2 remaining.",
+            id="fixed and remaining",
+        ),
+    ],
+)
+def test_fix_summary_reads_naturally_for_every_count(
+    results: list[FileResult], summary: str, diff_summary: str
+) -> None:
+    assert report.fix_summary(results, diff=False)[1] == summary
+    assert report.fix_summary(results, diff=True)[1] == diff_summary
 
 
 def findings_text(stream: io.StringIO) -> str:

@@ -93,25 +93,39 @@ def print_errors(results: Sequence[FileResult], stream: TextIO | None = None) ->
             stream.write(error_line(result) + "\n")
 
 
-def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextIO | None = None) -> None:
-    stream = stream or sys.stdout
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _unprocessed(failed: int) -> str:
+    return f"{_count(failed, 'file')} could not be processed"
+
+
+def check_summary(results: Sequence[FileResult]) -> tuple[str, str]:
+    """The last line of `check` (with its style): what was checked, what was found, what failed."""
     findings = [d for r in results for d in r.diagnostics]
-    for d in findings:
-        _print(_finding_lines(d, show_reasons), stream)
     checked = sum(1 for r in results if r.status is Status.OK)
     failed = sum(1 for r in results if r.status is Status.FAILED)
-    fixable = sum(1 for d in findings if d.fixable)
-    files = f"{checked} file{'s' if checked != 1 else ''} checked"
-    errors = f", {failed} could not be processed" if failed else ""
+    files = f"{_count(checked, 'file')} checked"
+    errors = f"; {_unprocessed(failed)}" if failed else ""
     if findings:
-        plural = "s" if len(findings) != 1 else ""
-        summary = f"Found {len(findings)} finding{plural} ({fixable} fixable) in {files}{errors}."
+        fixable = sum(1 for d in findings if d.fixable)
         hint = " Run `vjp-migrate fix` to apply the fixes." if fixable else ""
-        _print([("plain", summary + hint)], stream)
-    elif failed:
-        _print([("plain", f"No findings in {files}{errors}.")], stream)
-    else:
-        _print([("ok", f"All checks passed ({files}).")], stream)
+        return "plain", f"Found {_count(len(findings), 'finding')} ({fixable} fixable) in {files}{errors}.{hint}"
+    if failed and not checked:
+        return "plain", f"Nothing checked: {_unprocessed(failed)}."
+    if failed:
+        return "plain", f"No findings in {files}{errors}."
+    if not checked:
+        return "ok", "No files to check."
+    return "ok", f"All checks passed ({files})."
+
+
+def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    for d in (d for r in results for d in r.diagnostics):
+        _print(_finding_lines(d, show_reasons), stream)
+    _print([check_summary(results)], stream)
 
 
 def print_findings(diagnostics: Sequence[Diagnostic], show_reasons: bool, stream: TextIO | None = None) -> None:
@@ -127,33 +141,48 @@ def unified_diff(result: FileResult) -> str:
     return "".join(difflib.unified_diff(old, new, fromfile=name, tofile=name))
 
 
-def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, stream: TextIO | None = None) -> None:
-    stream = stream or sys.stdout
+def fix_summary(results: Sequence[FileResult], diff: bool) -> tuple[str, str]:
+    """The last line of `fix` (with its style): what was (or would be) fixed, what remains, what failed."""
     changed = [r for r in results if r.changed]
-    if diff:
-        for result in changed:
-            stream.write(unified_diff(result))
-    remaining = [d for r in results for d in r.remaining]
-    for d in remaining:
-        _print(_finding_lines(d, show_reasons), stream)
     done = changed if diff else [r for r in changed if r.written]
     refused = [] if diff else [r for r in changed if not r.written]  # not written: their errors say why
-    verb = "Would fix" if diff else "Fixed"
-    left = f", {len(remaining)} remaining" if remaining else ""
-    if refused:
-        left += f"; {_findings_in(refused)} not written"
-    if done or remaining or refused:
-        _print([("plain", f"{verb} {_findings_in(done)}{left}.")], stream)
-    elif failed := sum(1 for r in results if r.status is Status.FAILED):
-        files = f"{failed} file{'s' if failed != 1 else ''}"
-        _print([("plain", f"Nothing to fix ({files} could not be processed).")], stream)
+    remaining = sum(len(r.remaining) for r in results)
+    failed = sum(1 for r in results if r.status is Status.FAILED and not r.changed)
+    nothing = "Would fix nothing" if diff else "Nothing fixed"
+    if done:
+        head = f"{'Would fix' if diff else 'Fixed'} {_findings_in(done)}" + (
+            f", {remaining} remaining" if remaining else ""
+        )
+    elif remaining:
+        head = f"{nothing}, {_count(remaining, 'finding')} remaining"
+    elif refused:
+        head = nothing
+    elif failed:
+        checked = sum(1 for r in results if r.status is Status.OK)
+        if not checked:
+            return "plain", f"{nothing}: {_unprocessed(failed)}."
+        head = f"Nothing to fix in {_count(checked, 'file')}"
     else:
-        _print([("ok", "Nothing to fix.")], stream)
+        return "ok", "Nothing to fix."
+    clauses = [head, *([f"{_findings_in(refused)} not written"] if refused else [])]
+    clauses += [_unprocessed(failed)] if failed else []
+    return "plain", "; ".join(clauses) + "."
+
+
+def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    if diff:
+        for result in results:
+            if result.changed:
+                stream.write(unified_diff(result))
+    for d in (d for r in results for d in r.remaining):
+        _print(_finding_lines(d, show_reasons), stream)
+    _print([fix_summary(results, diff)], stream)
 
 
 def _findings_in(results: Sequence[FileResult]) -> str:
     fixed = sum(len(r.fixed) for r in results)
-    return f"{fixed} finding{'s' if fixed != 1 else ''} in {len(results)} file{'s' if len(results) != 1 else ''}"
+    return f"{_count(fixed, 'finding')} in {_count(len(results), 'file')}"
 
 
 def render_machine(results: Sequence[FileResult], output_format: str) -> str:
