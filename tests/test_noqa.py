@@ -74,6 +74,36 @@ def test_add_noqa_cli_then_check_is_clean(tmp_path: Path) -> None:
     target.write_text(SEED, encoding="utf-8")
     result = CliRunner().invoke(main, ["check", "--add-noqa", str(target)])
     assert result.exit_code == 0, result.output
-    assert "Added noqa comments for 2 findings." in result.output
+    assert result.stdout.splitlines()[-1] == "Added noqa comments for 2 findings in 1 file."
     assert DEF + "  # noqa: VJP001\n" in target.read_text(encoding="utf-8")
     assert CliRunner().invoke(main, ["check", str(target)]).exit_code == 0
+
+
+def test_add_noqa_lists_what_it_silenced_then_counts_findings_and_files(tmp_path: Path) -> None:
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(SEED, encoding="utf-8")
+    (tmp_path / "clean.py").write_text("import jax\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("nondiff_argnums = (\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--add-noqa", str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 2  # a file could not be processed
+    assert result.stderr.startswith(f"{tmp_path / 'broken.py'}: error: syntax error")
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[0] for line in lines[:-1]] == [
+        f"{tmp_path / name}:8:{column}" for name in ("a.py", "b.py") for column in (19, 23)
+    ]
+    assert lines[-1] == "Added noqa comments for 4 findings in 2 files; 1 file could not be processed."
+
+
+def test_add_noqa_with_nothing_to_add_says_what_check_says(tmp_path: Path) -> None:
+    (tmp_path / "clean.py").write_text("import jax\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--add-noqa", str(tmp_path)], catch_exceptions=False)
+    assert (result.exit_code, result.stdout) == (0, "All checks passed (1 file checked).\n")
+
+
+def test_add_noqa_quiet_lists_the_findings_only(tmp_path: Path) -> None:
+    target = tmp_path / "seed.py"
+    target.write_text(SEED, encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--add-noqa", "-q", str(target)], catch_exceptions=False)
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split(": ")[0] for line in lines] == [f"{target}:8:19", f"{target}:8:23"]

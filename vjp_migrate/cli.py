@@ -177,9 +177,10 @@ def check(
     if add_noqa:
         results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
         report.print_errors(results)
-        done = sum(len(r.diagnostics) for r in results if r.written)
-        if not quiet:
-            click.echo(f"Added noqa comments for {done} finding{'s' if done != 1 else ''}.")
+        if quiet:
+            report.print_findings(report.silenced(results), show_reasons)
+        else:
+            report.print_noqa(results, show_reasons)
         sys.exit(EXIT_ERROR if any(r.status.value == "failed" for r in results) else EXIT_CLEAN)
     from vjp_migrate.api import Execution, execution
 

@@ -128,6 +128,35 @@ def print_check(results: Sequence[FileResult], show_reasons: bool, stream: TextI
     _print([check_summary(results)], stream)
 
 
+def noqa_summary(results: Sequence[FileResult]) -> tuple[str, str]:
+    """The last line of `check --add-noqa` (with its style); `check`'s own when nothing was added."""
+    written = [r for r in results if r.written]
+    refused = [r for r in results if r.changed and not r.written]  # not written: their errors say why
+    if not written and not refused:
+        return check_summary(results)
+    added = sum(len(r.diagnostics) for r in written)
+    head = f"Added noqa comments for {_count(added, 'finding')} in {_count(len(written), 'file')}"
+    clauses = [head if written else "Added no noqa comments"]
+    if refused:
+        kept = sum(len(r.diagnostics) for r in refused)
+        clauses.append(f"{_count(kept, 'finding')} in {_count(len(refused), 'file')} not written")
+    if failed := sum(1 for r in results if r.status is Status.FAILED and not r.changed):
+        clauses.append(_unprocessed(failed))
+    return "plain", "; ".join(clauses) + "."
+
+
+def print_noqa(results: Sequence[FileResult], show_reasons: bool, stream: TextIO | None = None) -> None:
+    """The findings `check --add-noqa` silenced, then its summary."""
+    stream = stream or sys.stdout
+    print_findings(silenced(results), show_reasons, stream)
+    _print([noqa_summary(results)], stream)
+
+
+def silenced(results: Sequence[FileResult]) -> list[Diagnostic]:
+    """The findings `check --add-noqa` wrote a comment for."""
+    return [d for r in results if r.written for d in r.diagnostics]
+
+
 def print_findings(diagnostics: Sequence[Diagnostic], show_reasons: bool, stream: TextIO | None = None) -> None:
     """The findings as print_check shows them, without its summary (`--quiet`)."""
     for d in diagnostics:
