@@ -239,3 +239,119 @@ def test_the_running_pythons_site_packages_when_the_traceback_names_none(
     script.write_text(f"import jax, mylib\n\n{call.replace('mylib.clip_gradient', 'f')}\n", encoding="utf-8")
     code, out = run(text.replace("mylib.clip_gradient", "f"))
     assert code == 1, out
+
+
+def two_ops(root: Path, name: str = "ops") -> Path:
+    """mypkg/<name>.py with two custom_vjps (so neither is the project's only one)."""
+    (root / "mypkg").mkdir(exist_ok=True)
+    (root / "mypkg" / "__init__.py").write_text("", encoding="utf-8")
+    ops = root / "mypkg" / f"{name}.py"
+    ops.write_text(SEED + "\n\n" + SEED.split("\n", 1)[1].replace("clip_gradient", "clip_other"), encoding="utf-8")
+    return ops
+
+
+def jax_frames() -> str:
+    """What JAX_TRACEBACK_FILTERING=off adds below the user's frame."""
+    return (
+        '  File "/venv/lib/python3.11/site-packages/jax/_src/pjit.py", line 257, in cache_miss\n'
+        "    outs, out_flat, out_tree, args_flat, jaxpr, attrs_tracked = _python_pjit_helper(\n"
+        '  File "/venv/lib/python3.11/site-packages/jax/_src/custom_derivatives.py", line 747, in __call__\n'
+        "    _check_for_tracers(args)\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "imports, line",
+    [
+        pytest.param("from mypkg import ops", "jax.jit(ops.clip_gradient)(lo, hi, x)", id="jit of a module attribute"),
+        pytest.param(
+            "from mypkg.ops import clip_gradient", "y = jax.vmap(clip_gradient)(lo, hi, x)", id="vmap of a name"
+        ),
+        pytest.param(
+            "from mypkg.ops import clip_gradient",
+            "return jax.grad(clip_gradient, argnums=2)(lo, hi, x)",
+            id="grad with a keyword",
+        ),
+        pytest.param(
+            "from functools import partial\nfrom mypkg.ops import clip_gradient",
+            "out = jax.jit(partial(clip_gradient, lo))(hi, x)",
+            id="partial under jit",
+        ),
+    ],
+)
+@pytest.mark.parametrize("filtered", [True, False], ids=["JAX frames filtered", "JAX frames shown"])
+def test_a_custom_vjp_passed_to_jax_in_the_innermost_user_frame(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, imports: str, line: str, filtered: bool
+) -> None:
+    ops = two_ops(tmp_path)
+    script = tmp_path / "train.py"
+    script.write_text(f"import jax\n{imports}\n\n{line}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    number = imports.count("\n") + 4
+    text = f'Traceback (most recent call last):\n  File "{script}", line {number}, in <module>\n    {line}\n'
+    code, out = run(text + ("" if filtered else jax_frames()) + ERROR)
+    assert code == 0, out
+    lines = out.splitlines()
+    assert lines[0] == (
+        "mypkg/ops.py:8:5: custom_vjp `clip_gradient` received a JAX Tracer in a position listed in nondiff_argnums"
+    )
+    assert lines[1] == f"  passed at {script}:{number}: {line}"
+    assert ops.read_text(encoding="utf-8").count("nondiff_argnums") == 2
+
+
+@pytest.mark.parametrize(
+    "setup, line, inner",
+    [
+        pytest.param(
+            "from mypkg.ops import clip_gradient\nfrom mypkg.other import clip_gradient as clip2",
+            "jax.vmap(clip_gradient)(lo, hi, x) + jax.vmap(clip2)(lo, hi, x)",
+            None,
+            id="two modules define the name",
+        ),
+        pytest.param(
+            "from mypkg.ops import clip_gradient, clip_other",
+            "jax.vmap(helper)(clip_gradient, clip_other)",
+            None,
+            id="passed as data to the transformed function",
+        ),
+        pytest.param(
+            "from mypkg.ops import clip_gradient",
+            "jax.jit(run)(clip_gradient, x)",
+            ("run", "return fn(lo, hi, x)"),
+            id="a user frame below the one that passes it",
+        ),
+    ],
+)
+def test_a_passed_function_is_not_guessed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, setup: str, line: str, inner: tuple[str, str] | None
+) -> None:
+    two_ops(tmp_path)
+    two_ops(tmp_path, "other")
+    script = tmp_path / "train.py"
+    script.write_text(f"import jax\n{setup}\n\n{line}\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    number = setup.count("\n") + 4
+    text = f'Traceback (most recent call last):\n  File "{script}", line {number}, in <module>\n    {line}\n'
+    if inner is not None:
+        text += f'  File "{script}", line 2, in {inner[0]}\n    {inner[1]}\n'
+    code, out = run(text + ERROR)
+    assert code == 1, out
+
+
+def test_a_real_traceback_of_vmap_over_a_custom_vjp(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    two_ops(tmp_path)
+    script = tmp_path / "train.py"
+    script.write_text(
+        "import jax.numpy as jnp\nimport jax\nfrom mypkg import ops\n\n"
+        "jax.vmap(ops.clip_gradient)(jnp.zeros(2), jnp.ones(2), jnp.ones(2))\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "UnexpectedTracerError" in done.stderr, done.stderr[-2000:]
+    monkeypatch.chdir(tmp_path)
+    code, out = run(done.stderr)
+    assert code == 0, out
+    assert out.startswith("mypkg/ops.py:8:5: custom_vjp `clip_gradient` received a JAX Tracer")

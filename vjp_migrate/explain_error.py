@@ -2,7 +2,9 @@
 
 The error does not name the function, so the traceback's frames are read (the user's files and
 installed packages; JAX's own and the standard library's are skipped): the innermost frame whose
-line calls a custom_vjp defined in one of those files, or in a module they import, is the culprit.
+line calls a custom_vjp defined in one of those files, or in a module they import, is the culprit;
+so is one the innermost of those frames hands to JAX as a function (`jax.jit(mylib.f)(x)`), when
+its name fits exactly one custom_vjp found.
 Imports are resolved on disk only (nothing is imported or run), against the calling file's
 package, the current folder, `src/` and the site-packages folders the traceback names.
 """
@@ -214,6 +216,41 @@ def _candidate_files(found: list[Frame]) -> list[str]:
     return files
 
 
+def _function_arguments(code: str) -> set[str]:
+    """The names a line of code hands to a call as a function: `jax.jit(mylib.f)(x)`,
+    `jax.vmap(f, in_axes=0)`, `lax.scan(body, ...)`, `partial(f, s)` give `f` (the last part of a
+    dotted name). The arguments of a call whose callee is itself a call (the `(x)` of
+    `jax.jit(f)(x)`) are data, never functions: they are left out."""
+    try:
+        tree = ast.parse(code + " pass" if code.rstrip().endswith(":") else code)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return set()
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and not isinstance(node.func, ast.Call):
+            for value in [*node.args, *(k.value for k in node.keywords)]:
+                if isinstance(value, ast.Name):
+                    names.add(value.id)
+                elif isinstance(value, ast.Attribute):
+                    names.add(value.attr)
+    return names
+
+
+def _passed_here(
+    frame: Frame, analysed: list[tuple[str, SiteDecision, object]]
+) -> tuple[str, SiteDecision, object] | None:
+    """The custom_vjp the innermost user frame hands to JAX (which then calls it, in frames the
+    traceback leaves out or that are JAX's own), when exactly one analysed custom_vjp has a name
+    the line passes as a function; one defined in the frame's own file wins over others of the
+    same name. None when nothing or several fit: a wrong pointer is worse than none."""
+    names = _function_arguments(frame.code)
+    fits = [entry for entry in analysed if entry[1].site.name.split(".")[-1] in names]
+    if len(fits) > 1:
+        own = [entry for entry in fits if os.path.abspath(entry[0]) == os.path.abspath(frame.file)]
+        fits = own if len(own) == 1 else fits
+    return fits[0] if len(fits) == 1 else None
+
+
 def _fix_command(suspects: list[ArgInfo], path: str) -> str:
     """The narrowest `fix` that makes this migration: the plain one when it is a safe fix of
     array data, else with the unsafe fixes (and VJP002's arguments) it needs, on this file only."""
@@ -224,7 +261,7 @@ def _fix_command(suspects: list[ArgInfo], path: str) -> str:
     return f"vjp-migrate fix --unsafe-fixes --select ALL {shlex.quote(path)}"
 
 
-def _describe(decision: SiteDecision, path: str, module: object, caller: Frame | None) -> str:
+def _describe(decision: SiteDecision, path: str, module: object, caller: Frame | None, how_used: str = "called") -> str:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
@@ -238,7 +275,7 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
         "in a position listed in nondiff_argnums"
     ]
     if caller is not None:
-        lines.append(f"  called at {caller.file}:{caller.line}: {caller.code}")
+        lines.append(f"  {how_used} at {caller.file}:{caller.line}: {caller.code}")
     suspects = [i for i in decision.infos if i.kind is not ArgKind.STATIC]
     for info in decision.infos:
         kind = {ArgKind.ARRAY: "array-valued", ArgKind.UNKNOWN: "may be an array", ArgKind.STATIC: "static"}[info.kind]
@@ -294,11 +331,15 @@ def explain_traceback(text: str) -> Outcome:
         except (SourceError, OSError):
             continue
         analysed.extend((file, d, analysis.module) for d in analysis.decisions)
+    innermost = next((frame for frame in reversed(found) if _searched(frame.file)), None)
     for frame in reversed(found):
         for file, decision, module in analysed:
             name = decision.site.name.split(".")[-1]
             if re.search(rf"(?<![\w.]){re.escape(name)}\s*\(|\.{re.escape(name)}\s*\(", frame.code):
                 return Outcome(_describe(decision, file, module, frame), 0)
+        if frame is innermost and (passed := _passed_here(frame, analysed)) is not None:
+            file, decision, module = passed
+            return Outcome(_describe(decision, file, module, frame, "passed"), 0)
     own = [entry for entry in analysed if _installed_root(entry[0]) is None]
     if len(own) == 1:  # the project's only custom_vjp (an installed one must be seen called)
         file, decision, module = own[0]
