@@ -373,7 +373,11 @@ _file_or_folder = click.Path(exists=True, path_type=Path)
 @main.command("verify", short_help="Prove a migration with real JAX gradients.")
 @click.argument("before", type=_file_or_folder)
 @click.argument("after", type=_file_or_folder)
-@click.option("--examples", type=_file, help="A Python file defining EXAMPLES = {'name': [args_tuple, ...]}.")
+@click.option(
+    "--examples",
+    type=_file,
+    help="A Python file defining EXAMPLES = {'name': [args_tuple or call(*args, **kwargs), ...]}.",
+)
 @click.option("--inputs", type=_file, help="A recording made by `vjp-migrate record`.")
 @click.option("--rtol", type=float, help="Relative tolerance (default: by dtype).")
 @click.option("--atol", type=float, help="Absolute tolerance (default: by dtype).")
@@ -402,8 +406,8 @@ def verify_command(
     """Prove a migration with real JAX gradients (runs both versions in a subprocess).
 
     BEFORE and AFTER are two files, or two folders (a project before and after; its modules
-    are paired by relative path). Exit 0 all verified equal, 1 a mismatch, 2 something could
-    not be run.
+    are paired by relative path). Exit 0 all verified equal, 1 a mismatch (or AFTER fails
+    under vmap), 2 something could not be run.
     """
     from vjp_migrate.verify import VerifyOptions, render_report, verify_files, verify_trees
 

@@ -13,10 +13,12 @@ from pathlib import Path
 from vjp_migrate.verify.model import (
     CheckOutcome,
     CheckStatus,
+    ExampleCall,
     FunctionRow,
     Verdict,
     VerifyOptions,
     VerifyReport,
+    call,
 )
 from vjp_migrate.verify.runner import MISSING_JAX, Side, run_jobs, run_requests
 
@@ -24,10 +26,12 @@ __all__ = [
     "MISSING_JAX",
     "CheckOutcome",
     "CheckStatus",
+    "ExampleCall",
     "FunctionRow",
     "Verdict",
     "VerifyOptions",
     "VerifyReport",
+    "call",
     "render_report",
     "verify_files",
     "verify_many",

@@ -22,6 +22,8 @@ from vjp_migrate.verify.pairing import VjpPair
 
 Probe = Callable[[tuple[Any, ...]], tuple[Any, Any]]
 
+AFTER_RAISED = "AFTER raised "  # the detail of a check AFTER's exception failed, before the error
+
 # What the user's code may raise inside a check: a sys.exit() there fails the check, not the run.
 USER_ERRORS = (Exception, SystemExit)
 
@@ -152,7 +154,7 @@ class ExampleRun:
         try:
             self.after_eager = self.probe(self.pair.after, (), self.diff)(())
         except USER_ERRORS as exc:
-            self.add("primal", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
+            self.add("primal", CheckStatus.FAIL, detail=AFTER_RAISED + error_text(exc))
             return False
         out = compare_trees(self.reference[0], self.after_eager[0], self.rtol, self.atol, None, True)
         self.add_comparison("primal", out)
@@ -169,7 +171,7 @@ class ExampleRun:
         try:
             _, cts = self.probe(self.pair.after, (), self.dynamic)(())
         except USER_ERRORS as exc:
-            self.add("moved cotangents", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
+            self.add("moved cotangents", CheckStatus.FAIL, detail=AFTER_RAISED + error_text(exc))
             return
         for position, ct in zip(self.dynamic, cts, strict=False):
             if position in moved:
@@ -192,7 +194,7 @@ class ExampleRun:
         try:
             got = run(self.probe(self.pair.after, self.dynamic, self.diff), self.values(self.dynamic))
         except USER_ERRORS as exc:
-            self.add(check, CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
+            self.add(check, CheckStatus.FAIL, detail=AFTER_RAISED + error_text(exc))
             return
         self.compare(check, self.reference, got)
 
@@ -223,7 +225,7 @@ class ExampleRun:
             stacked = jax.tree_util.tree_map(lambda *xs: jax.numpy.stack([jax.numpy.asarray(x) for x in xs]), *members)
             got = jax.vmap(self.probe(self.pair.after, batched, self.diff))(stacked)
         except USER_ERRORS as exc:
-            self.add("vmap", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
+            self.add("vmap", CheckStatus.FAIL, detail=AFTER_RAISED + error_text(exc))
             return
         for i, reference in enumerate(expected):
             member = jax.tree_util.tree_map(lambda x, i=i: x[i], got)
@@ -264,7 +266,7 @@ class ExampleRun:
         try:
             got = second(self.pair.after)
         except USER_ERRORS as exc:
-            self.add("grad of grad", CheckStatus.FAIL, detail=f"AFTER raised {error_text(exc)}")
+            self.add("grad of grad", CheckStatus.FAIL, detail=AFTER_RAISED + error_text(exc))
             return
         self.add_comparison("grad of grad", compare_trees(expected, got, self.rtol, self.atol, self.labels(diff)))
 

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from vjp_migrate.verify.loading import load_module, locate
+from vjp_migrate.verify.model import Example, ExampleCall, Examples
 from vjp_migrate.verify.pairing import VjpPair, primal_of
 from vjp_migrate.verify.synth import synthesize
 from vjp_migrate.verify.values import Recording, UnsupportedValue, decode, read_recording
@@ -27,15 +28,24 @@ class Inputs:
     source: str  # "examples", "recorded", "synthesized", "none"
     examples: tuple[tuple[Any, ...], ...]
     note: str = ""
+    broken: bool = False  # an example given for it does not fit its signature (``note`` says how)
 
 
-def load_examples(path: Path) -> dict[str, list[tuple[Any, ...]]]:
+def load_examples(path: Path) -> Examples:
     """Run an examples file and return its ``EXAMPLES`` dict (raises when malformed)."""
     module = load_module(path, "examples")
     examples = getattr(module, "EXAMPLES", None)
     if not isinstance(examples, dict):
         raise ValueError(f"{path} does not define EXAMPLES = {{'name': [args_tuple, ...]}}")
-    return {str(k): [tuple(a) if isinstance(a, (tuple, list)) else (a,) for a in v] for k, v in examples.items()}
+    return {str(k): [_example(a) for a in v] for k, v in examples.items()}
+
+
+def _example(value: Any) -> Example:
+    # ExampleCall is matched by name too: the examples file may have imported its own copy of
+    # vjp_migrate (another install on its sys.path).
+    if isinstance(value, ExampleCall) or type(value).__name__ == "ExampleCall":
+        return ExampleCall(tuple(value.args), dict(value.kwargs))
+    return tuple(value) if isinstance(value, (tuple, list)) else (value,)
 
 
 def load_recording(path: Path) -> Recording:
@@ -108,19 +118,51 @@ def with_defaults(pair: VjpPair, args: tuple[Any, ...]) -> tuple[Any, ...]:
     return (*args, *(p.default for p in missing))
 
 
+def positional(pair: VjpPair, example: Example) -> tuple[Any, ...]:
+    """The example as positional arguments: keywords bound to their positions through the
+    primal's signature, defaults filled in, as ``jax.custom_vjp`` resolves a keyword call
+    (TypeError when they do not fit, or name a keyword-only parameter, which it cannot pass)."""
+    if not isinstance(example, ExampleCall):
+        return with_defaults(pair, example)
+    if not example.kwargs:
+        return with_defaults(pair, example.args)
+    try:
+        signature = inspect.signature(primal_of(pair.before))
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"its signature cannot be read to place keyword arguments ({error})") from None
+    bound = signature.bind(*example.args, **example.kwargs)
+    bound.apply_defaults()
+    if keyword_only := [name for name in bound.kwargs if name in example.kwargs]:
+        raise TypeError(f"keyword-only parameters cannot be passed to a custom_vjp: {', '.join(keyword_only)}")
+    return tuple(bound.args)
+
+
+def _given(pair: VjpPair, given: list[Example]) -> Inputs:
+    """The examples file's examples of ``pair``; broken when one does not fit its signature."""
+    bound = []
+    for index, example in enumerate(given):
+        try:
+            bound.append(positional(pair, example))
+        except TypeError as error:
+            return Inputs(
+                "examples", (), f"example #{index} does not fit the signature of `{pair.name}`: {error}", True
+            )
+    return Inputs("examples", tuple(bound))
+
+
 def gather(
     pair: VjpPair,
     module: types.ModuleType,
     before_path: Path,
     source: str,
-    examples: dict[str, list[tuple[Any, ...]]] | None,
+    examples: Examples | None,
     recording: Recording | None,
     runs: Callable[[tuple[Any, ...]], str | None],
     seed: int,
 ) -> Inputs:
     """Pick the inputs for one function; ``runs`` says why a candidate fails on BEFORE (or None)."""
     if examples is not None and pair.name in examples:
-        return Inputs("examples", tuple(with_defaults(pair, args) for args in examples[pair.name]))
+        return _given(pair, examples[pair.name])
     if recording is not None:
         found = recorded_examples(recording, pair, before_path, module, seed)
         if found:

@@ -50,6 +50,8 @@ class Verdict(enum.Enum):
 
     EQUAL = "equal"
     MISMATCH = "mismatch"
+    # Equal everywhere else, but AFTER raises under jax.vmap: no number was compared there.
+    FAILS_UNDER_VMAP = "fails under vmap"
     NOT_VERIFIED = "not verified (no inputs)"
     ERROR = "error"
 
@@ -79,6 +81,25 @@ class VerifyOptions:
     strict: bool = False
     emit_tests: Path | None = None
     python: str | None = None  # interpreter for the worker; None: the current one
+
+
+@dataclass(frozen=True)
+class ExampleCall:
+    """One example given with keyword arguments (``call(x, lo=-1.0)`` in an examples file)."""
+
+    args: tuple[Any, ...]
+    kwargs: dict[str, Any]
+
+
+def call(*args: Any, **kwargs: Any) -> ExampleCall:
+    """An example call with keyword arguments, for an examples file:
+    ``EXAMPLES = {"clip": [call(x, lo=-1.0, hi=1.0)]}``. Verify binds the keywords to their
+    positions through the primal's signature, as ``jax.custom_vjp`` itself does."""
+    return ExampleCall(args, kwargs)
+
+
+Example = tuple[Any, ...] | ExampleCall  # positional arguments, or ``call(*args, **kwargs)``
+Examples = dict[str, list[Example]]  # an examples file's EXAMPLES, by function name
 
 
 @dataclass(frozen=True)
@@ -189,10 +210,10 @@ class VerifyReport:
 
     @property
     def exit_code(self) -> int:
-        """0 all verified equal, 1 a mismatch, 2 something could not be run."""
+        """0 all verified equal, 1 a mismatch (or AFTER fails under vmap), 2 something could not be run."""
         if self.errors or any(r.verdict is Verdict.ERROR for r in self.rows):
             return 2
-        if any(r.verdict is Verdict.MISMATCH for r in self.rows):
+        if any(r.verdict in (Verdict.MISMATCH, Verdict.FAILS_UNDER_VMAP) for r in self.rows):
             return 1
         if self.strict and any(r.verdict is Verdict.NOT_VERIFIED for r in self.rows):
             return 2

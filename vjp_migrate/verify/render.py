@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 _STYLE = {
     Verdict.EQUAL: "green",
     Verdict.MISMATCH: "bold red",
+    Verdict.FAILS_UNDER_VMAP: "bold red",
     Verdict.NOT_VERIFIED: "yellow",
     Verdict.ERROR: "bold red",
 }

@@ -13,10 +13,18 @@ from typing import Any
 import jax
 import numpy as np
 
-from vjp_migrate.verify.checks import USER_ERRORS, ExampleRun, check_example, error_text, run_jit
+from vjp_migrate.verify.checks import AFTER_RAISED, USER_ERRORS, ExampleRun, check_example, error_text, run_jit
 from vjp_migrate.verify.compare import compare_trees
 from vjp_migrate.verify.inputs import Inputs, gather
-from vjp_migrate.verify.model import CheckOutcome, CheckStatus, FunctionRow, Verdict, VerifyOptions, progress
+from vjp_migrate.verify.model import (
+    CheckOutcome,
+    CheckStatus,
+    Examples,
+    FunctionRow,
+    Verdict,
+    VerifyOptions,
+    progress,
+)
 from vjp_migrate.verify.pairing import VjpPair
 
 
@@ -39,15 +47,21 @@ class PairResult:
         moved = tuple(self.pair.params[p] if p < len(self.pair.params) else str(p) for p in self.pair.moved)
         base = FunctionRow(self.pair.name, moved, self.inputs.source, len(self.inputs.examples))
         if not self.inputs.examples:
-            return replace(base, verdict=Verdict.NOT_VERIFIED, message=self.inputs.note)
+            verdict = Verdict.ERROR if self.inputs.broken else Verdict.NOT_VERIFIED
+            return replace(base, verdict=verdict, message=self.inputs.note)
         problems = [o for o in outcomes if o.status in (CheckStatus.FAIL, CheckStatus.ERROR)]
-        if any(o.status is CheckStatus.FAIL for o in problems):
+        failed = [o for o in problems if o.status is CheckStatus.FAIL]
+        first = failed[0] if failed else problems[0] if problems else None
+        message = first.describe() if first else ""
+        if failed and all(_raised_under_vmap(o) for o in failed):
+            verdict = Verdict.FAILS_UNDER_VMAP
+            message = _vmap_message(failed[0])
+        elif failed:
             verdict = Verdict.MISMATCH
         elif problems:
             verdict = Verdict.ERROR
         else:
             verdict = Verdict.EQUAL
-        first = next((o for o in problems if o.status is CheckStatus.FAIL), problems[0] if problems else None)
         return replace(
             base,
             primal_max_err=_max_err(outcomes, "primal"),
@@ -56,9 +70,20 @@ class PairResult:
             vmap=_summary(outcomes, "vmap"),
             before_traced=_before_summary(outcomes),
             verdict=verdict,
-            message=first.describe() if first else "",
+            message=message,
             checks=tuple(outcomes),
         )
+
+
+def _raised_under_vmap(outcome: CheckOutcome) -> bool:
+    return outcome.check == "vmap" and outcome.detail.startswith(AFTER_RAISED)
+
+
+def _vmap_message(outcome: CheckOutcome) -> str:
+    """What a row whose only failures are AFTER raising under vmap says: where, and the error."""
+    where = ", ".join(p for p in (f"example #{outcome.example}", outcome.backend and f"on {outcome.backend}") if p)
+    error = outcome.detail[len(AFTER_RAISED) :]
+    return f"AFTER raises under jax.vmap ({where}): {error}; no value was compared there, all other checks pass"
 
 
 def _max_err(outcomes: list[CheckOutcome], check: str) -> float | None:
@@ -105,12 +130,24 @@ def _members(examples: tuple[tuple[Any, ...], ...], index: int, positions: tuple
     return members
 
 
+def _on_device(pair: VjpPair, args: tuple[Any, ...], device: Any) -> tuple[Any, ...]:
+    """``args`` with the arrays of its differentiable and migrated arguments committed to
+    ``device`` (``jax.device_put``). Static arguments, and Python scalars anywhere, stay as
+    given: they are hashed, compared or used as shapes, not computed on."""
+    dynamic = set(pair.differentiable(len(args))) | set(pair.moved)
+
+    def put(leaf: Any) -> Any:
+        return jax.device_put(leaf, device) if isinstance(leaf, (np.ndarray, np.generic, jax.Array)) else leaf
+
+    return tuple(jax.tree_util.tree_map(put, a) if i in dynamic else a for i, a in enumerate(args))
+
+
 def verify_pair(
     pair: VjpPair,
     before_module: types.ModuleType,
     before_path: Path,
     before_source: str,
-    examples: dict[str, list[tuple[Any, ...]]] | None,
+    examples: Examples | None,
     recording: Any,
     options: VerifyOptions,
     backends: list[str],
@@ -128,11 +165,14 @@ def verify_pair(
     per_backend: dict[str, list[ExampleRun]] = {}
     for backend in backends:
         with _device_context(backend):
-            for index, args in enumerate(inputs.examples):
+            here = inputs.examples
+            if options.device is not None:  # chosen by the user: the inputs go there too
+                here = tuple(_on_device(pair, args, jax.devices(backend)[0]) for args in here)
+            for index, args in enumerate(here):
                 run = ExampleRun(pair, args, index, backend, options.rtol, options.atol, options.seed)
                 try:
                     batched = pair.moved or run.dynamic
-                    check_example(run, _members(inputs.examples, index, batched))
+                    check_example(run, _members(here, index, batched))
                 except USER_ERRORS as exc:  # a bug in a check must not hide the others
                     run.add("checks", CheckStatus.ERROR, detail=error_text(exc))
                 result.runs.append(run)

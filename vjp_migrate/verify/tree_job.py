@@ -12,9 +12,7 @@ import types
 from pathlib import Path
 from typing import Any
 
-from vjp_migrate.verify.model import VerifyOptions
-
-Examples = dict[str, list[tuple[Any, ...]]]
+from vjp_migrate.verify.model import Examples, VerifyOptions
 
 
 def _factories(examples: Examples, names: list[str], modules: dict[str, types.ModuleType]) -> dict[str, list[str]]:
