@@ -125,7 +125,8 @@ def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
     return any(_matches(str(p), p.name, pattern) for p in (absolute, *folders) for pattern in exclude)
 
 
-def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterator[Path]:
+def _walk(directory: Path, real: str, rules: list[_Rule], exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
+    """The files below ``directory``, each with its real path (``real`` is the folder's)."""
     rules = rules + _gitignore_rules(directory)
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
@@ -148,15 +149,28 @@ def _walk(directory: Path, rules: list[_Rule], exclude: Sequence[str]) -> Iterat
                 continue
             if (path / "pyvenv.cfg").exists():  # a virtualenv under another name
                 continue
-            yield from _walk(path, rules, exclude)
+            yield from _walk(path, os.path.join(real, entry.name), rules, exclude)
         elif is_file and entry.name.endswith(SUFFIXES) and not _ignored(path, False, rules):
-            yield path
+            yield path, os.path.join(real, entry.name)  # links are not followed: no need to resolve
 
 
 def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[Candidate], list[Rejected]]:
-    """The files below ``paths``, in a stable order, and the paths that cannot be read as files."""
+    """The files below ``paths``, in a stable order, and the paths that cannot be read as files.
+
+    A file reached twice (named twice, by a link, or also inside a folder named) is one
+    candidate, where it was first found, explicit when it was named once.
+    """
     found: list[Candidate] = []
     rejected: list[Rejected] = []
+    at: dict[str, int] = {}  # real path -> its place in found
+
+    def add(candidate: Candidate, real: str) -> None:
+        if (seen := at.get(real)) is None:
+            at[real] = len(found)
+            found.append(candidate)
+        elif candidate.explicit and not found[seen].explicit:
+            found[seen] = Candidate(found[seen].path, explicit=True)
+
     for path in paths:
         try:
             mode = path.stat().st_mode
@@ -167,9 +181,10 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[C
             rejected.append(Rejected(path, f"cannot be read: {error.strerror or error}"))
             continue
         if stat.S_ISDIR(mode):
-            found.extend(Candidate(p, explicit=False) for p in _walk(path, [], exclude))
+            for file, real in _walk(path, os.path.realpath(path), [], exclude):
+                add(Candidate(file, explicit=False), real)
         elif stat.S_ISREG(mode):
-            found.append(Candidate(path, explicit=True))
+            add(Candidate(path, explicit=True), os.path.realpath(path))
         else:
             rejected.append(Rejected(path, "not a regular file (a pipe, socket or device); skipped"))
     return found, rejected
