@@ -178,7 +178,7 @@ def test_a_type_test_next_to_a_value_test_is_still_control_flow() -> None:
 
 
 def test_a_type_test_works_on_a_tracer_and_a_warm_start_in_nondiff_argnums_fails_under_jit() -> None:
-    def solve(x: jax.Array, init: list[jax.Array] | jax.Array) -> jax.Array:
+    def solve(x: jax.Array | float, init: list[jax.Array] | jax.Array) -> jax.Array:
         if isinstance(init, (list, tuple)) and not hasattr(init, "shape"):
             init = init[0]
         return x * init
