@@ -48,6 +48,7 @@ from vjp_migrate.vocabulary import (
     STATIC_KEYWORDS,
     STATIC_KEYWORDS_OF,
     STATIC_PLACES_OF,
+    TYPE_TESTS,
     VALUE_BUILTINS,
     VALUE_METHODS,
     at_place,
@@ -796,7 +797,8 @@ class Uses(cst.CSTVisitor):
 
 
 class _NameFinder(cst.CSTVisitor):
-    """Whether a test reads one of the names' values: `x is None`, `x.shape`, `len(x)` do not."""
+    """Whether a test reads one of the names' values: `x is None`, `x.shape`, `len(x)`,
+    `isinstance(x, list)` do not."""
 
     def __init__(self, names: set[str], imports: ImportTable) -> None:
         self.names = names
@@ -816,6 +818,8 @@ class _NameFinder(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> bool:
         qname = self.imports.qualify(node.func)
+        if qname in TYPE_TESTS:
+            return False
         return not (qname is not None and is_metadata_function(qname) and _plain_names(node))
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:

@@ -755,6 +755,12 @@ STATIC_ANNOTATION_NAMES = frozenset(
 CONTAINER_ANNOTATION_NAMES = frozenset({"Sequence", "tuple", "Tuple"})
 
 
+# Builtins that test what a value is, not what it holds: as concrete for a Tracer or a pytree of
+# Tracers as for an array (`isinstance(init, list)`, `hasattr(x, "items")`, `callable(f)`), so a
+# test built on them needs nothing of the argument's values.
+TYPE_TESTS = frozenset(f"builtins.{name}" for name in ("isinstance", "hasattr", "callable", "type", "id"))
+
+
 def is_metadata_function(qname: str) -> bool:
     """``len`` or a ``jnp``/``np`` function that reads only metadata (``jnp.shape``, ``jnp.ndim``...)."""
     return qname == "builtins.len" or (
