@@ -163,10 +163,6 @@ def test_a_type_test_alone_leaves_the_argument_unknown() -> None:
     assert _unscreened(site_module(primal)).kind is ArgKind.UNKNOWN
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="screen._mentions takes `if isinstance(a, ...)` as a static proof (classify no longer does); lead: screen.py",
-)
 def test_the_screen_keeps_an_argument_tested_only_by_its_type() -> None:
     primal = lines("if isinstance(a, (list, tuple)):", "    a = a[0]", "return x * a")
     assert classified(site_module(primal, "return (g * a,)")).kind is ArgKind.ARRAY

@@ -47,6 +47,7 @@ from vjp_migrate.vocabulary import (
     METADATA_FUNCTIONS,
     PRIMAL_WRAPPERS,
     STATIC_ANNOTATION_NAMES,
+    TYPE_TESTS,
     is_metadata_function,
 )
 
@@ -1016,10 +1017,15 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
             continue  # `x.shape`: classify skips it when rooted at a name; skipping more only loses proofs
         if isinstance(node, ast.Call) and _may_be_metadata_function(m, node.func):
             continue  # `len(x)`, `jnp.shape(x)`: likewise
+        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _TYPE_TEST_NAMES:
+            continue  # `isinstance(x, list)`: a Tracer answers it too, classify reads no value there
         if isinstance(node, ast.Name) and node.id == name:
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+_TYPE_TEST_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in TYPE_TESTS)
 
 
 def _may_be_metadata_function(m: _Module, func: ast.expr) -> bool:
