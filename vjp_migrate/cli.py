@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import click
 
-from vjp_migrate import __version__
+from vjp_migrate import __version__, wording
 
 if TYPE_CHECKING:
     from vjp_migrate.model import FileResult
@@ -192,7 +192,7 @@ def check(
 
         count = _guarded(lambda: write(results, write_baseline))
         if not quiet:
-            click.echo(f"Recorded {count} finding{'s' if count != 1 else ''} in {write_baseline}.", err=True)
+            click.echo(f"Recorded {wording.count(count, 'finding')} in {write_baseline}.", err=True)
     report.print_errors(results)
     if output_format == "text" and quiet:
         report.print_findings([d for r in results for d in r.diagnostics], show_reasons)

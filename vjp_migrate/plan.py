@@ -23,6 +23,7 @@ from vjp_migrate.model import (
 )
 from vjp_migrate.sites import body_statements, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
+from vjp_migrate.wording import count
 
 RESIDUAL_NAMES = ("res", "residuals", "res_")
 TEMP_NAMES = ("grads", "cotangents", "grads_")
@@ -239,10 +240,6 @@ def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: Im
     )
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     """The VJP004 detail for a rule whose shape does not fit its primal, if any."""
     fwd = site.fwd.node if site.fwd else None
@@ -255,7 +252,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     if beyond and not site.has_varargs:
         return (
             f"nondiff_argnums lists position {beyond[0]}, but `{_primal_name(site)}` takes "
-            f"{_count(len(site.params), 'positional parameter')}"
+            f"{count(len(site.params), 'positional parameter')}"
         )
     bwd_bound = site.bwd.bound_args if site.bwd else 0
     fwd_bound = site.fwd.bound_args if site.fwd else 0
@@ -264,7 +261,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         if not least <= n_nondiff + 2 <= most:
             return (
                 f"bwd `{bwd.name.value}` takes {_count_range(least, most)}, but JAX calls it with "
-                f"{_count(n_nondiff, 'nondiff argument')} + residuals + "
+                f"{count(n_nondiff, 'nondiff argument')} + residuals + "
                 f"cotangent = {n_nondiff + 2}"
             )
     fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
@@ -289,7 +286,7 @@ def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
 
 
 def _count_range(least: int, most: int) -> str:
-    return _count(most, "parameter") if least == most else f"{least} to {most} parameters"
+    return count(most, "parameter") if least == most else f"{least} to {most} parameters"
 
 
 def _primal_name(site: VjpSite) -> str:

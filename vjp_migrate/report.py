@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from typing import TextIO
 
 from vjp_migrate.model import Diagnostic, FileResult, Status
+from vjp_migrate.wording import count
 
 FORMATS = ("text", "concise", "json", "github", "sarif", "junit")
 
@@ -93,12 +94,8 @@ def print_errors(results: Sequence[FileResult], stream: TextIO | None = None) ->
             stream.write(error_line(result) + "\n")
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def _unprocessed(failed: int) -> str:
-    return f"{_count(failed, 'file')} could not be processed"
+    return f"{count(failed, 'file')} could not be processed"
 
 
 def check_summary(results: Sequence[FileResult]) -> tuple[str, str]:
@@ -106,12 +103,12 @@ def check_summary(results: Sequence[FileResult]) -> tuple[str, str]:
     findings = [d for r in results for d in r.diagnostics]
     checked = sum(1 for r in results if r.status is Status.OK)
     failed = sum(1 for r in results if r.status is Status.FAILED)
-    files = f"{_count(checked, 'file')} checked"
+    files = f"{count(checked, 'file')} checked"
     errors = f"; {_unprocessed(failed)}" if failed else ""
     if findings:
         fixable = sum(1 for d in findings if d.fixable)
         hint = " Run `vjp-migrate fix` to apply the fixes." if fixable else ""
-        return "plain", f"Found {_count(len(findings), 'finding')} ({fixable} fixable) in {files}{errors}.{hint}"
+        return "plain", f"Found {count(len(findings), 'finding')} ({fixable} fixable) in {files}{errors}.{hint}"
     if failed and not checked:
         return "plain", f"Nothing checked: {_unprocessed(failed)}."
     if failed:
@@ -135,11 +132,11 @@ def noqa_summary(results: Sequence[FileResult]) -> tuple[str, str]:
     if not written and not refused:
         return check_summary(results)
     added = sum(len(r.diagnostics) for r in written)
-    head = f"Added noqa comments for {_count(added, 'finding')} in {_count(len(written), 'file')}"
+    head = f"Added noqa comments for {count(added, 'finding')} in {count(len(written), 'file')}"
     clauses = [head if written else "Added no noqa comments"]
     if refused:
         kept = sum(len(r.diagnostics) for r in refused)
-        clauses.append(f"{_count(kept, 'finding')} in {_count(len(refused), 'file')} not written")
+        clauses.append(f"{count(kept, 'finding')} in {count(len(refused), 'file')} not written")
     if failed := sum(1 for r in results if r.status is Status.FAILED and not r.changed):
         clauses.append(_unprocessed(failed))
     return "plain", "; ".join(clauses) + "."
@@ -183,14 +180,14 @@ def fix_summary(results: Sequence[FileResult], diff: bool) -> tuple[str, str]:
             f", {remaining} remaining" if remaining else ""
         )
     elif remaining:
-        head = f"{nothing}, {_count(remaining, 'finding')} remaining"
+        head = f"{nothing}, {count(remaining, 'finding')} remaining"
     elif refused:
         head = nothing
     elif failed:
         checked = sum(1 for r in results if r.status is Status.OK)
         if not checked:
             return "plain", f"{nothing}: {_unprocessed(failed)}."
-        head = f"Nothing to fix in {_count(checked, 'file')}"
+        head = f"Nothing to fix in {count(checked, 'file')}"
     else:
         return "ok", "Nothing to fix."
     clauses = [head, *([f"{_findings_in(refused)} not written"] if refused else [])]
@@ -211,7 +208,7 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
 
 def _findings_in(results: Sequence[FileResult]) -> str:
     fixed = sum(len(r.fixed) for r in results)
-    return f"{_count(fixed, 'finding')} in {_count(len(results), 'file')}"
+    return f"{count(fixed, 'finding')} in {count(len(results), 'file')}"
 
 
 def render_machine(results: Sequence[FileResult], output_format: str) -> str:

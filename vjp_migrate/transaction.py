@@ -60,6 +60,7 @@ from vjp_migrate.files import (
 )
 from vjp_migrate.model import FileResult
 from vjp_migrate.source import SourceError
+from vjp_migrate.wording import count
 
 __all__ = ["JOURNAL_PREFIX", "FileChange", "pending", "recover", "write_together"]
 
@@ -300,7 +301,7 @@ def _current(path: Path) -> bytes | None:
 
 def _finish(journal: Path, recorded: Sequence[_Recorded]) -> str:
     names = ", ".join(os.path.relpath(r.path, journal.parent) for r in recorded)
-    what = f"migration of {len(recorded)} file{'s' if len(recorded) != 1 else ''} in {journal.parent}: {names}"
+    what = f"migration of {count(len(recorded), 'file')} in {journal.parent}: {names}"
     states = [_current(r.path) for r in recorded]
     edited = [r for r, now in zip(recorded, states, strict=True) if now not in (r.old, r.new)]
     try:
@@ -371,7 +372,7 @@ def pending(paths: Sequence[Path]) -> list[str]:
         names = ", ".join(os.path.relpath(r.path, journal.parent) for r in found)
         messages.append(
             f"warning: an interrupted `vjp-migrate fix` left the journal {journal}: its migration of "
-            f"{len(found)} file{'s' if len(found) != 1 else ''} in {journal.parent} ({names}) may be half-written, "
+            f"{count(len(found), 'file')} in {journal.parent} ({names}) may be half-written, "
             "and this run reports on the files as they are; run `vjp-migrate fix` to complete it (it recovers first)"
         )
     return messages

@@ -1,0 +1,8 @@
+"""Counted nouns for messages ("1 file", "2 findings"); light, so every stage may import it."""
+
+from __future__ import annotations
+
+
+def count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, with an ``s`` unless ``n`` is 1."""
+    return f"{n} {noun}{'' if n == 1 else 's'}"
