@@ -173,6 +173,58 @@ def test_a_type_test_next_to_a_value_test_is_still_control_flow() -> None:
     assert kind is ArgKind.STATIC and any("control flow" in r for r in reasons), reasons
 
 
+@pytest.mark.parametrize(
+    ("primal", "bwd"),
+    [
+        pytest.param(
+            lines("if callable(a):", "    a = a(x)", "return jnp.where(a, x, 0.0)"),
+            lines("if callable(a):", "    return (g,)", "return (jnp.where(a, g, 0.0),)"),
+            id="mask or mask function",
+        ),
+        pytest.param("return x * (a(x) if callable(a) else a)", "return (g * a,)", id="conditional expression"),
+        pytest.param(
+            lines("if isinstance(a, float):", "    return x * a", "else:", "    return a(x)"),
+            "return (g * a,)",
+            id="called in the else branch",
+        ),
+    ],
+)
+def test_a_static_use_on_a_branch_the_arguments_type_picks_does_not_hide_array_data(primal: str, bwd: str) -> None:
+    # `mask: Callable | Array`: called when it is a function, array data otherwise; an array
+    # mask in nondiff_argnums fails under jit like any other, and no fix suits both kinds.
+    info = classified(site_module(primal, bwd))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, False), info.evidence
+    assert any("called as a function" in e.text and "type" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_static_use_on_a_type_picked_branch_is_still_static_without_array_data() -> None:
+    kind, reasons, _ = classify(lines("if callable(a):", "    a = a(x)", "return solve(x, a)"))
+    assert kind is ArgKind.STATIC, reasons
+
+
+def test_a_static_use_outside_the_type_picked_branch_still_wins() -> None:
+    primal = lines("if isinstance(a, str):", "    a = table[a]", "return jnp.where(a(x), x, 0.0)")
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.STATIC, reasons
+
+
+def test_a_callable_or_array_mask_in_nondiff_argnums_fails_under_jit_when_it_is_an_array() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def masked(x: jax.Array, mask: jax.Array) -> jax.Array:
+        if callable(mask):
+            mask = mask(x)
+        return jnp.where(mask, x, 0.0)
+
+    def fwd(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return masked(x, mask), mask(x) if callable(mask) else mask
+
+    masked.defvjp(fwd, lambda _, chosen, g: (jnp.where(chosen, g, 0.0),))
+    x = jnp.arange(3.0)
+    assert jax.grad(lambda x: masked(x, lambda v: v > 0.5).sum())(x).tolist() == [0.0, 1.0, 1.0]
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda x, m: masked(x, m).sum()))(x, x > 0.5)
+
+
 def test_a_type_test_works_on_a_tracer_and_a_warm_start_in_nondiff_argnums_fails_under_jit() -> None:
     def solve(x: jax.Array | float, init: list[jax.Array] | jax.Array) -> jax.Array:
         if isinstance(init, (list, tuple)) and not hasattr(init, "shape"):

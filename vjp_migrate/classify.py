@@ -63,6 +63,9 @@ LineOf = Callable[[cst.CSTNode], "int | None"]
 # How much a piece of evidence weighs. DOUBT: a local that only possibly holds the argument's
 # values is needed concretely; the argument is then UNKNOWN whatever else says array.
 STRONG, WEAK, CALL_SITE, SCALAR, OBJECT, DOUBT = "strong", "weak", "call site", "scalar", "object", "doubt"
+# A static use on a branch a type test of the argument picks (`if callable(m): m = m(x)`): the
+# argument may be something else on the other branch, array data too.
+GUARDED = "guarded"
 NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be needed concretely"
 
 
@@ -248,6 +251,9 @@ class Uses(cst.CSTVisitor):
         # the host functions of callbacks, each with what it is for the reasons.
         self.partials: list[tuple[cst.Call, int, str | None, Via | None, str]] = []
         self.kernels: list[tuple[cst.BaseExpression, str]] = []
+        # For each if/else being walked: where its evidence starts and the type test that picks
+        # its branch (`callable(m)`), or None when its test is no type test of the argument.
+        self.branches: list[tuple[int, str] | None] = []
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -767,8 +773,28 @@ class Uses(cst.CSTVisitor):
         elif (via := self._via(test)) is not None:
             self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node, via=via)
 
+    def _enter_branches(self, test: cst.BaseExpression) -> None:
+        tested = _type_test_of(test, self.names, self.ctx.imports)
+        self.branches.append(None if tested is None else (len(self.evidence), tested))
+
+    def _leave_branches(self) -> None:
+        entered = self.branches.pop()
+        if entered is None:
+            return
+        start, tested = entered
+        self.evidence[start:] = [
+            (replace(e, text=f"{e.text}, on a branch its type picks (`{tested}`)"), GUARDED)
+            if e.kind is ArgKind.STATIC and weight != GUARDED
+            else (e, weight)
+            for e, weight in self.evidence[start:]
+        ]
+
     def visit_If(self, node: cst.If) -> None:
         self._control(node.test, node, "if")
+        self._enter_branches(node.test)
+
+    def leave_If(self, original_node: cst.If) -> None:
+        self._leave_branches()
 
     def visit_While(self, node: cst.While) -> None:
         self._control(node.test, node, "while")
@@ -778,6 +804,10 @@ class Uses(cst.CSTVisitor):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._control(node.test, node, "... if ... else ...")
+        self._enter_branches(node.test)
+
+    def leave_IfExp(self, original_node: cst.IfExp) -> None:
+        self._leave_branches()
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self._control(node.test, node, "assert")
@@ -794,6 +824,23 @@ class Uses(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
             self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node)
+
+
+def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTable) -> str | None:
+    """The code of a type test of one of ``names`` in ``test`` (`callable(m)`), if there is one."""
+    stack: list[cst.CSTNode] = [test]
+    while stack:
+        node = stack.pop()
+        if (
+            isinstance(node, cst.Call)
+            and node.args
+            and isinstance(node.args[0].value, cst.Name)
+            and node.args[0].value.value in names
+            and imports.qualify(node.func) in TYPE_TESTS
+        ):
+            return _code(node)
+        stack.extend(node.children)
+    return None
 
 
 class _NameFinder(cst.CSTVisitor):
@@ -1126,10 +1173,15 @@ def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInf
 
 
 def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgInfo:
-    static = [e for e, _ in evidence if e.kind is ArgKind.STATIC]
+    static = [e for e, weight in evidence if e.kind is ArgKind.STATIC and weight != GUARDED]
     if static:
         return ArgInfo(index, name, ArgKind.STATIC, _once(static), False)
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
+    guarded = [e for e, weight in evidence if weight == GUARDED]
+    if guarded:  # static on one branch: array data elsewhere is then never a safe fix
+        if any(weight != WEAK for _, weight in array):
+            return ArgInfo(index, name, ArgKind.ARRAY, _once([*guarded, *(e for e, _ in array)]), False)
+        return ArgInfo(index, name, ArgKind.STATIC, _once(guarded), False)
     doubt = [e for e, weight in evidence if weight == DOUBT]
     if doubt:  # a value from it may be needed concretely: never a safe fix
         return ArgInfo(index, name, ArgKind.UNKNOWN, _once(doubt + [e for e, _ in array]), False)

@@ -903,7 +903,10 @@ class _StaticProof:
     def _body(self, func: Func, name: str, depth: int) -> bool:
         # Nested functions, classes and lambdas are left out: classify may skip them (when
         # they rebind the name), so the screen does too.
-        for node in _own_nodes(self.m, func):
+        nodes = _own_nodes(self.m, func)
+        if any(isinstance(node, (ast.If, ast.IfExp)) and _type_test_in(node.test) for node in nodes):
+            return False  # classify: a static use on a branch a type test picks proves nothing alone
+        for node in nodes:
             if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(self.m, node.test, name):
                 return True
             if isinstance(node, ast.Call) and self._call(node, name, depth):
@@ -1026,6 +1029,14 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
 
 
 _TYPE_TEST_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in TYPE_TESTS)
+
+
+def _type_test_in(test: ast.expr) -> bool:
+    """Whether ``test`` may hold a type test of anything (an alias of the argument too)."""
+    return any(
+        isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _TYPE_TEST_NAMES
+        for node in ast.walk(test)
+    )
 
 
 def _may_be_metadata_function(m: _Module, func: ast.expr) -> bool:

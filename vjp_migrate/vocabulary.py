@@ -610,7 +610,6 @@ STATIC_BUILTINS = frozenset(
         "builtins.hash",
         "builtins.str",
         "builtins.slice",
-        "builtins.callable",
     }
 )
 # Host NumPy conversions: a Tracer cannot become a NumPy value, so the argument must be concrete
