@@ -115,12 +115,17 @@ class _Recorder(CodegenState):
         """Kept: PositionProvider measures the last statement before the newline is dropped."""
 
 
-def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None:
+_Methods = tuple[Callable[..., Any] | None, Callable[..., Any] | None]  # a node type's visit_X, leave_X
+_Table = dict[type, _Methods]
+_NO_METHODS: _Methods = (None, None)
+
+
+def _replayable(visitor_type: type) -> _Table | None:
     """visit/leave methods by node type, or None when the visitor needs LibCST's own walk."""
     cached = _DISPATCH.get(visitor_type)
     if cached is not None or visitor_type in _DISPATCH:
         return cached
-    table: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None = {}
+    table: _Table | None = {}
     ok = issubclass(visitor_type, cst.CSTVisitor) and all(
         getattr(visitor_type, hook) is getattr(cst.CSTVisitor, hook) for hook in _BASE_HOOKS
     )
@@ -150,7 +155,7 @@ def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | Non
     return table
 
 
-_DISPATCH: dict[type, dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None] = {}
+_DISPATCH: dict[type, _Table | None] = {}
 
 
 class _FieldOrder(cst.CSTVisitor):
@@ -345,8 +350,19 @@ class Index:
         if table is None or index is None:
             node.visit(visitor)
             return
+        self._replay(index, table, visitor)
+
+    def _replay(self, index: int, table: _Table, visitor: cst.CSTVisitor) -> None:
+        """``visit`` of the node at ``index`` with the visitor's ``table`` (see _replayable)."""
         order, ends, kinds = self._order, self._ends, self._kinds
         stop = ends[index]
+        if stop == index + 1:  # a leaf, as many nested visits are (a Name)
+            enter, leave = table.get(kinds[index], _NO_METHODS)
+            if enter is not None:
+                enter(visitor, order[index])
+            if leave is not None:
+                leave(visitor, order[index])
+            return
         pending: list[tuple[int, cst.CSTNode, Callable[..., Any]]] = []
         skipped = index  # the end of the subtree the visitor declined last
         # Only the nodes the visitor has a method for call anything: find them at C speed.
@@ -495,16 +511,19 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         node.visit(visitor)
         return
     index = _LAST[0]
-    if index.covers(node):
-        index.visit(node, visitor)
+    where = index._where
+    start = where.get(id(node))
+    if start is not None:
+        index._replay(start, table, visitor)
         return
 
     def mixed(current: cst.CSTNode) -> None:
-        if index.covers(current):
-            index.visit(current, visitor)
+        at = where.get(id(current))
+        if at is not None:
+            index._replay(at, table, visitor)
             return
         assert table is not None
-        enter, leave = table.get(type(current), (None, None))
+        enter, leave = table.get(type(current), _NO_METHODS)
         if enter is None or enter(visitor, current) is not False:
             for child in index.children(current):  # whitespace only holds whitespace: never visited
                 mixed(child)
