@@ -21,7 +21,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from itertools import accumulate, compress
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -173,7 +175,29 @@ class _FieldOrder(cst.CSTVisitor):
             self.fields.append(attribute)
 
 
-_FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], tuple[str, ...]] = {}
+Getter = Callable[[cst.CSTNode], tuple[Any, ...]]
+
+
+def _getter(names: Sequence[str]) -> Getter:
+    """The values of a node's fields ``names``, as a tuple read at C speed."""
+    if len(names) == 1:  # attrgetter gives the bare value of a single name
+        name = names[0]
+        return lambda node: (getattr(node, name),)
+    return attrgetter(*names) if names else lambda node: ()
+
+
+class _Recorded(dict[type, bool]):
+    """Whether values of a type are recorded nodes (nodes, whitespace aside); filled as types come."""
+
+    def __missing__(self, kind: type) -> bool:
+        recorded = self[kind] = is_node(kind) and kind not in _UNRECORDED_TYPES
+        return recorded
+
+
+_RECORDED = _Recorded()
+_IS_NONE = partial(is_, None)
+_FIELDS_OF: dict[type, Getter] = {}
+_FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], Getter] = {}
 
 
 def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
@@ -182,19 +206,22 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
     The visiting order of a type's fields is learnt from LibCST once per type and set of absent
     fields (some fields are only visited when present).
     """
-    names = field_names(type(node))
-    key = (type(node), tuple(getattr(node, name) is None for name in names))
-    order = _FIELD_ORDER.get(key)
-    if order is None:
+    kind = type(node)
+    fields = _FIELDS_OF.get(kind)
+    if fields is None:
+        fields = _FIELDS_OF[kind] = _getter(field_names(kind))
+    key = (kind, tuple(map(_IS_NONE, fields(node))))
+    ordered = _FIELD_ORDER.get(key)
+    if ordered is None:
         probe = _FieldOrder(node)
         node._visit_and_replace_children(probe)
-        order = _FIELD_ORDER[key] = tuple(probe.fields)
+        ordered = _FIELD_ORDER[key] = _getter(probe.fields)
+    recorded = _RECORDED
     found: list[cst.CSTNode] = []
-    for name in order:
-        value = getattr(node, name)
+    for value in ordered(node):
         if isinstance(value, (list, tuple)):
-            found.extend(v for v in value if is_node(type(v)) and type(v) not in _UNRECORDED_TYPES)
-        elif is_node(type(value)) and type(value) not in _UNRECORDED_TYPES:
+            found.extend([v for v in value if recorded[type(v)]])
+        elif recorded[type(value)]:
             found.append(value)
     return found
 
