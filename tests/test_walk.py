@@ -237,6 +237,33 @@ STATEMENT_LEVEL = {
             )
             return g
     """,
+    # fwd returns that saved nothing, in a body on the def line and in a lambda: no statement
+    # line of their own to rebuild
+    "one_line_and_lambda_fwd": """
+        from functools import partial
+        import jax
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def scale(x, w): return x * w
+
+
+        def scale_fwd(x, w): return scale(x, w), None
+
+
+        def scale_bwd(w, _, g): return (g * w,)
+
+
+        scale.defvjp(scale_fwd, scale_bwd)
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def shift(x, b):
+            return x + b
+
+
+        shift.defvjp(lambda x, b: (shift(x, b), None), lambda b, _, g: (g * b,))
+    """,
     # a returned call that needs a None in the middle goes through a temporary
     "temp_return": """
         from functools import partial

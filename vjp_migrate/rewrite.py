@@ -984,13 +984,14 @@ def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
 
 def _transform(module: cst.Module, applier: _Apply) -> tuple[cst.Module, _Apply]:
     # _Apply changes only nodes whose id is a key of one of its tables, and the statement lines
-    # around the anchors above (tests/test_walk.py compares this with the whole-module visit
-    # over every fixture).
+    # around the anchors above; an anchor with no line (in a body on its def line, or a lambda
+    # rule's return made by the plan) has none to change (tests/test_walk.py compares this with
+    # the whole-module visit over every fixture).
     index = walk.index_of(module)
     keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
     try:
-        lines = [index.enclosing(node, cst.SimpleStatementLine) for node in _statement_anchors(applier.plans)]
-        new = index.transform(module, applier, [*index.nodes(keys), *lines])
+        lines = [index.statement_line(node) for node in _statement_anchors(applier.plans)]
+        new = index.transform(module, applier, [*index.nodes(keys), *filter(None, lines)])
     except (walk.NotLocal, KeyError):  # the applier may be half-way: start again
         applier = _Apply(applier.plans, module)
         return module.visit(applier), applier

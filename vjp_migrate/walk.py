@@ -414,14 +414,18 @@ class Index:
 
     # --- targeted transforms ---------------------------------------------------------------
 
-    def enclosing(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> cst.CSTNode:
-        """The innermost ancestor of ``node`` of type ``kind`` (KeyError: ``node`` is not indexed)."""
-        index = self._where[id(node)]
+    def statement_line(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The statement line around ``node``; None for a node not in the module, or in a body
+        written on its ``def`` line (`def f(x): return x`), which has no line of its own."""
+        index = self._where.get(id(node))
+        if index is None:
+            return None
         order, ends = self._order, self._ends
         for above in range(index - 1, -1, -1):
-            if ends[above] > index and isinstance(order[above], kind):
-                return order[above]
-        raise KeyError(kind.__name__)
+            statement = order[above]
+            if ends[above] > index and isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                return statement if isinstance(statement, cst.SimpleStatementLine) else None
+        return None
 
     def transform(self, root: cst.CSTNode, transformer: cst.CSTTransformer, targets: Iterable[cst.CSTNode]) -> Any:
         """``root.visit(transformer)`` for a transformer that changes only ``targets``.
