@@ -657,19 +657,9 @@ def _tuple_type(new: TupleType) -> cst.BaseExpression:
     return new.old.with_changes(slice=elements)
 
 
-class _Comments(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: list[cst.Comment] = []
-
-    def visit_Comment(self, node: cst.Comment) -> None:
-        self.found.append(node)
-
-
 def _comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
     """The comments inside a node that goes, as lines to put above its statement."""
-    comments = _Comments()
-    node.visit(comments)
-    return [cst.EmptyLine(comment=c) for c in comments.found]
+    return [cst.EmptyLine(comment=c) for c in walk.comments(node)]
 
 
 def _saved_nothing(small: cst.BaseSmallStatement | None) -> bool:

@@ -200,11 +200,11 @@ _FIELDS_OF: dict[type, Getter] = {}
 _FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], Getter] = {}
 
 
-def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node.children`` without whitespace, read from the fields (LibCST would rebuild the node).
+def _visited_fields(node: cst.CSTNode) -> tuple[Any, ...]:
+    """The values of ``node``'s fields in the order LibCST visits them.
 
-    The visiting order of a type's fields is learnt from LibCST once per type and set of absent
-    fields (some fields are only visited when present).
+    The order is learnt from LibCST once per type and set of absent fields (some fields are
+    only visited when present).
     """
     kind = type(node)
     fields = _FIELDS_OF.get(kind)
@@ -216,13 +216,30 @@ def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
         probe = _FieldOrder(node)
         node._visit_and_replace_children(probe)
         ordered = _FIELD_ORDER[key] = _getter(probe.fields)
+    return ordered(node)
+
+
+def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """``node.children`` without whitespace, read from the fields (LibCST would rebuild the node)."""
     recorded = _RECORDED
     found: list[cst.CSTNode] = []
-    for value in ordered(node):
+    for value in _visited_fields(node):
         if isinstance(value, (list, tuple)):
             found.extend([v for v in value if recorded[type(v)]])
         elif recorded[type(value)]:
             found.append(value)
+    return found
+
+
+def comments(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments inside ``node`` in the order a visit meets them (LibCST's would rebuild every node)."""
+    if type(node) is cst.Comment:
+        return [node]
+    found: list[cst.Comment] = []
+    for value in _visited_fields(node):
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if is_node(type(item)):
+                found.extend(comments(item))
     return found
 
 
