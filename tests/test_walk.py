@@ -35,6 +35,7 @@ EDGE_CASES = [
     "\n\n# header\n\ndef g():\n    global q\n    q = [*a, *b]\n\n# footer\n",
     "x = a if b else c\nwhile x:\n    x -= 1\nelse:\n    raise E from F\n",
     "def f(\n    a,\n    b,\n):\n    return a \\\n        + b\n",
+    "# top\n@partial(  # why\n    # what\n    jax.custom_vjp, nondiff_argnums=(1,),  # which\n)\ndef f(x): ...  # end\n",
 ]
 
 
@@ -83,6 +84,14 @@ class _Recording(cst.CSTVisitor):
         return not all(isinstance(c.operator, cst.Is) for c in node.comparisons)
 
 
+class _Comments(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.comments: list[cst.Comment] = []
+
+    def visit_Comment(self, node: cst.Comment) -> None:
+        self.comments.append(node)
+
+
 @pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
 def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
     module = cst.parse_module(text)
@@ -100,6 +109,10 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
     for node in positions:
         expected = [c for c in node.children if not isinstance(c, walk._UNRECORDED)]
         assert walk._children(node) == expected, (name, node)
+    for root in [module, *module.body]:
+        found = _Comments()
+        root.visit(found)
+        assert walk.comments(root) == found.comments, name
     assert index.code(module)[0] == text
     if module.body:  # statements generated again where they are not the indexed ones
         copies = [
@@ -236,6 +249,33 @@ STATEMENT_LEVEL = {
                 lambda floor, x, ct: (jnp.where(x > floor, ct, 0.0),),
             )
             return g
+    """,
+    # fwd returns that saved nothing, in a body on the def line and in a lambda: no statement
+    # line of their own to rebuild
+    "one_line_and_lambda_fwd": """
+        from functools import partial
+        import jax
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def scale(x, w): return x * w
+
+
+        def scale_fwd(x, w): return scale(x, w), None
+
+
+        def scale_bwd(w, _, g): return (g * w,)
+
+
+        scale.defvjp(scale_fwd, scale_bwd)
+
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def shift(x, b):
+            return x + b
+
+
+        shift.defvjp(lambda x, b: (shift(x, b), None), lambda b, _, g: (g * b,))
     """,
     # a returned call that needs a None in the middle goes through a temporary
     "temp_return": """

@@ -657,19 +657,9 @@ def _tuple_type(new: TupleType) -> cst.BaseExpression:
     return new.old.with_changes(slice=elements)
 
 
-class _Comments(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: list[cst.Comment] = []
-
-    def visit_Comment(self, node: cst.Comment) -> None:
-        self.found.append(node)
-
-
 def _comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
     """The comments inside a node that goes, as lines to put above its statement."""
-    comments = _Comments()
-    node.visit(comments)
-    return [cst.EmptyLine(comment=c) for c in comments.found]
+    return [cst.EmptyLine(comment=c) for c in walk.comments(node)]
 
 
 def _saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
@@ -984,13 +974,14 @@ def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
 
 def _transform(module: cst.Module, applier: _Apply) -> tuple[cst.Module, _Apply]:
     # _Apply changes only nodes whose id is a key of one of its tables, and the statement lines
-    # around the anchors above (tests/test_walk.py compares this with the whole-module visit
-    # over every fixture).
+    # around the anchors above; an anchor with no line (in a body on its def line, or a lambda
+    # rule's return made by the plan) has none to change (tests/test_walk.py compares this with
+    # the whole-module visit over every fixture).
     index = walk.index_of(module)
     keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
     try:
-        lines = [index.enclosing(node, cst.SimpleStatementLine) for node in _statement_anchors(applier.plans)]
-        new = index.transform(module, applier, [*index.nodes(keys), *lines])
+        lines = [index.statement_line(node) for node in _statement_anchors(applier.plans)]
+        new = index.transform(module, applier, [*index.nodes(keys), *filter(None, lines)])
     except (walk.NotLocal, KeyError):  # the applier may be half-way: start again
         applier = _Apply(applier.plans, module)
         return module.visit(applier), applier

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import fields
 from typing import Any
 
@@ -71,6 +72,19 @@ def field_names(kind: type) -> tuple[str, ...]:
     return names
 
 
+_NO_POSITION = nullcontext()
+
+
+class _State(CodegenState):
+    """LibCST's code generation state, without the generator-based context manager it makes for
+    each syntactic position (nothing here reads positions)."""
+
+    def record_syntactic_position(
+        self, node: cst.CSTNode, *, start_node: cst.CSTNode | None = None, end_node: cst.CSTNode | None = None
+    ) -> Any:
+        return _NO_POSITION
+
+
 class Splicer:
     """Edits that turn the code of nodes of the indexed module into the code of their new versions."""
 
@@ -84,7 +98,7 @@ class Splicer:
         self.edits: list[Edit] = []
 
     def generate(self, node: cst.CSTNode, indents: tuple[str, ...]) -> str:
-        state = CodegenState(self.default_indent, self.default_newline, indent_tokens=list(indents))
+        state = _State(self.default_indent, self.default_newline, indent_tokens=list(indents))
         node._codegen(state)
         return "".join(state.tokens)
 

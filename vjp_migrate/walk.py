@@ -21,7 +21,9 @@ from __future__ import annotations
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Sequence
+from functools import partial
 from itertools import accumulate, compress
+from operator import attrgetter, is_
 from typing import TYPE_CHECKING, Any
 
 import libcst as cst
@@ -115,12 +117,17 @@ class _Recorder(CodegenState):
         """Kept: PositionProvider measures the last statement before the newline is dropped."""
 
 
-def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None:
+_Methods = tuple[Callable[..., Any] | None, Callable[..., Any] | None]  # a node type's visit_X, leave_X
+_Table = dict[type, _Methods]
+_NO_METHODS: _Methods = (None, None)
+
+
+def _replayable(visitor_type: type) -> _Table | None:
     """visit/leave methods by node type, or None when the visitor needs LibCST's own walk."""
     cached = _DISPATCH.get(visitor_type)
     if cached is not None or visitor_type in _DISPATCH:
         return cached
-    table: dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None = {}
+    table: _Table | None = {}
     ok = issubclass(visitor_type, cst.CSTVisitor) and all(
         getattr(visitor_type, hook) is getattr(cst.CSTVisitor, hook) for hook in _BASE_HOOKS
     )
@@ -150,7 +157,7 @@ def _replayable(visitor_type: type) -> dict[type, tuple[Callable[..., Any] | Non
     return table
 
 
-_DISPATCH: dict[type, dict[type, tuple[Callable[..., Any] | None, Callable[..., Any] | None]] | None] = {}
+_DISPATCH: dict[type, _Table | None] = {}
 
 
 class _FieldOrder(cst.CSTVisitor):
@@ -168,29 +175,71 @@ class _FieldOrder(cst.CSTVisitor):
             self.fields.append(attribute)
 
 
-_FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], tuple[str, ...]] = {}
+Getter = Callable[[cst.CSTNode], tuple[Any, ...]]
+
+
+def _getter(names: Sequence[str]) -> Getter:
+    """The values of a node's fields ``names``, as a tuple read at C speed."""
+    if len(names) == 1:  # attrgetter gives the bare value of a single name
+        name = names[0]
+        return lambda node: (getattr(node, name),)
+    return attrgetter(*names) if names else lambda node: ()
+
+
+class _Recorded(dict[type, bool]):
+    """Whether values of a type are recorded nodes (nodes, whitespace aside); filled as types come."""
+
+    def __missing__(self, kind: type) -> bool:
+        recorded = self[kind] = is_node(kind) and kind not in _UNRECORDED_TYPES
+        return recorded
+
+
+_RECORDED = _Recorded()
+_IS_NONE = partial(is_, None)
+_FIELDS_OF: dict[type, Getter] = {}
+_FIELD_ORDER: dict[tuple[type, tuple[bool, ...]], Getter] = {}
+
+
+def _visited_fields(node: cst.CSTNode) -> tuple[Any, ...]:
+    """The values of ``node``'s fields in the order LibCST visits them.
+
+    The order is learnt from LibCST once per type and set of absent fields (some fields are
+    only visited when present).
+    """
+    kind = type(node)
+    fields = _FIELDS_OF.get(kind)
+    if fields is None:
+        fields = _FIELDS_OF[kind] = _getter(field_names(kind))
+    key = (kind, tuple(map(_IS_NONE, fields(node))))
+    ordered = _FIELD_ORDER.get(key)
+    if ordered is None:
+        probe = _FieldOrder(node)
+        node._visit_and_replace_children(probe)
+        ordered = _FIELD_ORDER[key] = _getter(probe.fields)
+    return ordered(node)
 
 
 def _children(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """``node.children`` without whitespace, read from the fields (LibCST would rebuild the node).
-
-    The visiting order of a type's fields is learnt from LibCST once per type and set of absent
-    fields (some fields are only visited when present).
-    """
-    names = field_names(type(node))
-    key = (type(node), tuple(getattr(node, name) is None for name in names))
-    order = _FIELD_ORDER.get(key)
-    if order is None:
-        probe = _FieldOrder(node)
-        node._visit_and_replace_children(probe)
-        order = _FIELD_ORDER[key] = tuple(probe.fields)
+    """``node.children`` without whitespace, read from the fields (LibCST would rebuild the node)."""
+    recorded = _RECORDED
     found: list[cst.CSTNode] = []
-    for name in order:
-        value = getattr(node, name)
+    for value in _visited_fields(node):
         if isinstance(value, (list, tuple)):
-            found.extend(v for v in value if is_node(type(v)) and type(v) not in _UNRECORDED_TYPES)
-        elif is_node(type(value)) and type(value) not in _UNRECORDED_TYPES:
+            found.extend([v for v in value if recorded[type(v)]])
+        elif recorded[type(value)]:
             found.append(value)
+    return found
+
+
+def comments(node: cst.CSTNode) -> list[cst.Comment]:
+    """The comments inside ``node`` in the order a visit meets them (LibCST's would rebuild every node)."""
+    if type(node) is cst.Comment:
+        return [node]
+    found: list[cst.Comment] = []
+    for value in _visited_fields(node):
+        for item in value if isinstance(value, (list, tuple)) else (value,):
+            if is_node(type(item)):
+                found.extend(comments(item))
     return found
 
 
@@ -345,8 +394,19 @@ class Index:
         if table is None or index is None:
             node.visit(visitor)
             return
+        self._replay(index, table, visitor)
+
+    def _replay(self, index: int, table: _Table, visitor: cst.CSTVisitor) -> None:
+        """``visit`` of the node at ``index`` with the visitor's ``table`` (see _replayable)."""
         order, ends, kinds = self._order, self._ends, self._kinds
         stop = ends[index]
+        if stop == index + 1:  # a leaf, as many nested visits are (a Name)
+            enter, leave = table.get(kinds[index], _NO_METHODS)
+            if enter is not None:
+                enter(visitor, order[index])
+            if leave is not None:
+                leave(visitor, order[index])
+            return
         pending: list[tuple[int, cst.CSTNode, Callable[..., Any]]] = []
         skipped = index  # the end of the subtree the visitor declined last
         # Only the nodes the visitor has a method for call anything: find them at C speed.
@@ -371,14 +431,18 @@ class Index:
 
     # --- targeted transforms ---------------------------------------------------------------
 
-    def enclosing(self, node: cst.CSTNode, kind: type[cst.CSTNode]) -> cst.CSTNode:
-        """The innermost ancestor of ``node`` of type ``kind`` (KeyError: ``node`` is not indexed)."""
-        index = self._where[id(node)]
+    def statement_line(self, node: cst.CSTNode) -> cst.SimpleStatementLine | None:
+        """The statement line around ``node``; None for a node not in the module, or in a body
+        written on its ``def`` line (`def f(x): return x`), which has no line of its own."""
+        index = self._where.get(id(node))
+        if index is None:
+            return None
         order, ends = self._order, self._ends
         for above in range(index - 1, -1, -1):
-            if ends[above] > index and isinstance(order[above], kind):
-                return order[above]
-        raise KeyError(kind.__name__)
+            statement = order[above]
+            if ends[above] > index and isinstance(statement, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+                return statement if isinstance(statement, cst.SimpleStatementLine) else None
+        return None
 
     def transform(self, root: cst.CSTNode, transformer: cst.CSTTransformer, targets: Iterable[cst.CSTNode]) -> Any:
         """``root.visit(transformer)`` for a transformer that changes only ``targets``.
@@ -495,16 +559,19 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         node.visit(visitor)
         return
     index = _LAST[0]
-    if index.covers(node):
-        index.visit(node, visitor)
+    where = index._where
+    start = where.get(id(node))
+    if start is not None:
+        index._replay(start, table, visitor)
         return
 
     def mixed(current: cst.CSTNode) -> None:
-        if index.covers(current):
-            index.visit(current, visitor)
+        at = where.get(id(current))
+        if at is not None:
+            index._replay(at, table, visitor)
             return
         assert table is not None
-        enter, leave = table.get(type(current), (None, None))
+        enter, leave = table.get(type(current), _NO_METHODS)
         if enter is None or enter(visitor, current) is not False:
             for child in index.children(current):  # whitespace only holds whitespace: never visited
                 mixed(child)
