@@ -107,3 +107,14 @@ def test_old_jax_partial_is_functools_partial() -> None:
     assert [d.code for d in check_source(old)] == [d.code for d in check_source(code)] == ["VJP001", "VJP001"]
     expected = (Path(__file__).parent.parent / "fixtures" / "seed_clip_gradient" / "after.py").read_text()
     assert fix_source(old).source == expected
+
+
+def test_a_callable_or_array_argument_claims_no_fix_and_even_unsafe_fixes_leave_it() -> None:
+    before = (Path(__file__).parent.parent / "fixtures" / "vjp001_callable_or_array_mask" / "before.py").read_text(
+        encoding="utf-8"
+    )
+    settings = Settings(expand_selection(["ALL"], None), unsafe_fixes=True)
+    (found,) = check_source(before, settings=settings)
+    assert (found.code, found.argument, found.fixable, found.fix_safety) == ("VJP001", "mask", False, FixSafety.NONE)
+    result = fix_source(before, settings=settings)
+    assert (result.source, result.changed) == (before, False)

@@ -1179,8 +1179,8 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
     guarded = [e for e, weight in evidence if weight == GUARDED]
     if guarded:  # static on one branch: array data elsewhere is then never a safe fix
-        if any(weight != WEAK for _, weight in array):
-            return ArgInfo(index, name, ArgKind.ARRAY, _once([*guarded, *(e for e, _ in array)]), False)
+        if any(weight != WEAK for _, weight in array):  # a function cannot be a residual: no fix
+            return ArgInfo(index, name, ArgKind.ARRAY, _once([*guarded, *(e for e, _ in array)]), False, False)
         return ArgInfo(index, name, ArgKind.STATIC, _once(guarded), False)
     doubt = [e for e, weight in evidence if weight == DOUBT]
     if doubt:  # a value from it may be needed concretely: never a safe fix

@@ -95,7 +95,9 @@ CODES: tuple[Code, ...] = (
             "Safe when every migrated argument has clear array evidence and no static use; the "
             "gradients of the differentiable arguments are unchanged and the migrated arguments "
             "get `None` cotangents. Weaker evidence makes the fix unsafe (`--unsafe-fixes`), and so "
-            "does a primal whose body is not seen (it may need the argument concretely)."
+            "does a primal whose body is not seen (it may need the argument concretely). No fix is "
+            "offered for an argument that is also called as a function on a branch its type picks "
+            "(`if callable(mask): mask = mask(y)`): a function cannot be a residual."
         ),
     ),
     Code(

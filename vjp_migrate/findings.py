@@ -44,7 +44,7 @@ def _diagnostic(
 ) -> Diagnostic:
     line, column, end_line, end_column = span_of(node)
     blocked = bool(detail and BY_CODE[code].blocked)  # a VJP002 whose rule cannot be rewritten
-    if blocked:
+    if blocked or (info is not None and not info.fixable):
         safety = FixSafety.NONE
     elif info is None or info.strong or code != "VJP001":
         safety = BY_CODE[code].fix_safety

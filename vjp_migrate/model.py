@@ -132,6 +132,7 @@ class ArgInfo:
     kind: ArgKind
     evidence: tuple[Evidence, ...]
     strong: bool  # clear array evidence: fixing it is safe
+    fixable: bool = True  # False: no fix suits it, not even an unsafe one
 
 
 @dataclass(frozen=True)

@@ -299,6 +299,8 @@ def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int
     """The arguments fix moves: selected codes only, unsafe ones only with --unsafe-fixes."""
     moved = []
     for info in infos:
+        if not info.fixable:
+            continue
         if (info.kind is ArgKind.ARRAY and "VJP001" in settings.select and (info.strong or settings.unsafe_fixes)) or (
             info.kind is ArgKind.UNKNOWN and "VJP002" in settings.select and settings.unsafe_fixes
         ):
