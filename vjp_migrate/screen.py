@@ -570,6 +570,8 @@ class _ArrayUse:
             name = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
             if name and name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:
                 return True
+            if name and _qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS):
+                return True  # `from jax import Array as JaxArray`
         return False
 
     def param(self, func: Func, index: int, depth: int = 0) -> bool:
