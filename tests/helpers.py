@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import textwrap
 from pathlib import Path
 
 import libcst as cst
+import pytest
 
 from vjp_migrate.imports import ImportTable, import_table
 from vjp_migrate.model import VjpSite
@@ -40,3 +42,23 @@ def write(root: Path, files: dict[str, str]) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(textwrap.dedent(text), encoding="utf-8")
     return root
+
+
+def durability_log(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Every ``os.fsync`` (the path its descriptor is open on) and ``os.replace`` (the path
+    renamed) from now on, in order: what makes a write survive a power cut is not observable
+    otherwise."""
+    log: list[tuple[str, str]] = []
+    real_fsync, real_replace = os.fsync, os.replace
+
+    def fsync(descriptor: int) -> None:
+        log.append(("fsync", os.readlink(f"/proc/self/fd/{descriptor}")))
+        real_fsync(descriptor)
+
+    def replace(source: str | os.PathLike[str], target: str | os.PathLike[str]) -> None:
+        log.append(("replace", os.fspath(source)))
+        real_replace(source, target)
+
+    monkeypatch.setattr(os, "fsync", fsync)
+    monkeypatch.setattr(os, "replace", replace)
+    return log

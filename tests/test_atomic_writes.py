@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from conftest import FIXTURES, ROOT
+from helpers import durability_log
 
 from vjp_migrate.api import fix_paths, fix_source
 from vjp_migrate.files import remove_stray_temporaries, write_atomically
@@ -160,6 +161,19 @@ def test_file_changed_on_disk_while_fixing_is_left_alone(tmp_path: Path) -> None
         write_atomically(path, MIGRATED.encode(), SEED.encode())
     assert path.read_text(encoding="utf-8") == SEED + "# edited meanwhile\n"
     assert [p.name for p in tmp_path.iterdir()] == ["seed.py"]
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names a descriptor's file through /proc")
+def test_the_new_bytes_are_durable_before_the_rename_and_the_rename_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "seed.py"
+    path.write_text(SEED, encoding="utf-8")
+    log = durability_log(monkeypatch)
+    write_atomically(path, MIGRATED.encode(), SEED.encode())
+    (temporary,) = [name for call, name in log if call == "replace"]
+    assert log == [("fsync", temporary), ("replace", temporary), ("fsync", str(tmp_path.resolve()))]
+    assert path.read_text(encoding="utf-8") == MIGRATED
 
 
 def test_named_symlink_is_written_through(tmp_path: Path) -> None:

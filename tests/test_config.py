@@ -43,6 +43,7 @@ def test_ignore_from_the_file_silences_check(tmp_path: Path) -> None:
     root = project(tmp_path, "ignore = ['VJP001']")
     code, out = run("check", str(root / "pkg"))
     assert code == 0, out
+    assert "All checks passed (1 file checked)." in out
 
 
 def test_cli_select_wins_over_the_file(tmp_path: Path) -> None:

@@ -34,6 +34,20 @@ def test_a_file_named_and_inside_a_folder_named_keeps_its_first_place_and_is_exp
     assert found == [Candidate(pkg / "other.py", explicit=False), Candidate(pkg / "seed.py", explicit=True)]
 
 
+def test_the_walk_skips_packaging_metadata_and_venvs_and_follows_gitignore_negation(tmp_path: Path) -> None:
+    for folder in ("src", "vjp_tools.egg-info", "myenv"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "seed.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "myenv" / "pyvenv.cfg").write_text("home = /usr\n", encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("*_generated.py\n!keep_generated.py\n", encoding="utf-8")
+    for name in ("x_generated.py", "keep_generated.py"):
+        (tmp_path / "src" / name).write_text(SEED, encoding="utf-8")
+    found, rejected = discover([tmp_path])
+    assert rejected == []
+    walked = sorted(c.path.relative_to(tmp_path).as_posix() for c in found)
+    assert walked == ["src/keep_generated.py", "src/seed.py"]
+
+
 def test_a_folder_reached_through_a_link_is_walked_once(pkg: Path) -> None:
     link = pkg.parent / "link"
     link.symlink_to(pkg, target_is_directory=True)

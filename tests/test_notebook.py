@@ -123,8 +123,10 @@ def test_magics_come_back_verbatim(magic: str) -> None:
 
 def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path) -> None:
     (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
-    code, _ = run("check", str(tmp_path / "bad.ipynb"))
-    assert code == 2
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "bad.ipynb")], catch_exceptions=False)
+    assert result.exit_code == 2
+    assert f"{tmp_path / 'bad.ipynb'}: error: not a Jupyter notebook: " in result.stderr
+    assert "Nothing checked: 1 file could not be processed." in result.stdout
 
 
 BROKEN_CELLS = [

@@ -12,7 +12,7 @@ import pytest
 from conftest import FIXTURES, fixture_cases, read_exact
 
 from vjp_migrate.api import check_source, fix_source
-from vjp_migrate.codes import DEFAULT_SELECT
+from vjp_migrate.codes import DEFAULT_SELECT, expand_selection
 from vjp_migrate.model import Settings
 
 
@@ -245,8 +245,16 @@ def test_a_call_returned_on_a_shared_line_takes_trailing_nones() -> None:
     assert "    if a.ndim: return (*pull(g), None)\n    return (*pull(-g), None)\n" in out
 
 
-def test_bare_return_in_bwd_is_reported() -> None:
-    code = _site("return f(x, w, y), (x, y)\n", "a, b = res\nif a is None:\n    return\nreturn (g * w, g)\n")
+@pytest.mark.parametrize(
+    ("argnums", "params"),
+    [
+        pytest.param("(1,)", "x, w, y", id="None between the cotangents"),
+        pytest.param("(2,)", "x, y, w", id="None after the cotangents"),
+    ],
+)
+def test_bare_return_in_bwd_is_reported(argnums: str, params: str) -> None:
+    bwd = "a, b = res\nif a is None:\n    return\nreturn (g * w, g)\n"
+    code = _site(f"return f({params}), (x, y)\n", bwd, argnums=argnums, params=params)
     (finding,) = check_source(code)
     assert finding.code == "VJP003" and "bwd `f_bwd` has a bare `return`" in finding.message
     assert fix_source(code).source == code
@@ -432,6 +440,39 @@ def test_bwd_jit_options_tied_to_positions_are_reported() -> None:
     )
     (finding,) = check_source(code)
     assert finding.code == "VJP003" and "jax.jit has `donate_argnums`, tied to its signature" in finding.message
+
+
+@pytest.mark.parametrize(
+    "jit",
+    [
+        pytest.param("@partial(jax.jit, static_argnums=(1,))\n", id="by number"),
+        pytest.param('@partial(jax.jit, static_argnames=("res",))\n', id="by name"),
+    ],
+)
+def test_a_bwd_jit_that_marks_the_residuals_static_is_not_rewritten(jit: str) -> None:
+    # The moved argument would join the residuals, and a jax.jit static argument must be hashable.
+    code = _site("return f(x, w, y), None\n", "return (g * w, g)\n").replace("def f_bwd(", jit + "def f_bwd(")
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003" and finding.message.endswith("bwd `f_bwd`'s jax.jit marks the residuals static")
+    assert fix_source(code).source == code
+
+
+@pytest.mark.parametrize("unsafe", [pytest.param(False, id="safe fixes"), pytest.param(True, id="unsafe fixes")])
+def test_array_arguments_stay_when_vjp001_is_not_selected(unsafe: bool) -> None:
+    # `--ignore VJP001`: the array argument is not reported, so fix must not move it either.
+    before = read_exact(FIXTURES / "mixed_callable_kept" / "before.py")
+    assert fix_source(before).changed
+    result = fix_source(before, settings=Settings(expand_selection(["ALL"], ["VJP001"]), unsafe))
+    assert (result.source, result.changed, result.diagnostics) == (before, False, ())
+
+
+def test_a_jit_static_argnums_given_as_one_int_stays_one_int() -> None:
+    before = read_exact(FIXTURES / "jit_rules_static_shifted" / "before.py").replace(
+        "static_argnums=(1,)", "static_argnums=1"
+    )
+    out = fix(before)
+    assert "@partial(jax.jit, static_argnums=1)\ndef _saturate_fwd(limit, mode, x):" in out
+    assert "@partial(jax.jit, static_argnums=0)\ndef _saturate_bwd(mode, res, g):" in out
 
 
 def test_jit_static_argnames_lose_the_moved_names() -> None:

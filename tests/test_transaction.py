@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from helpers import durability_log
 
 from vjp_migrate.api import fix_paths
 from vjp_migrate.files import remove_stray_temporaries
@@ -102,6 +103,25 @@ def test_writes_every_file_and_leaves_nothing_behind(tmp_path: Path) -> None:
     assert contents(root) == NEW
     assert (root / "a.py").stat().st_mode & 0o777 == 0o640
     assert (root / "b.py").stat().st_mode & 0o777 == 0o755
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names a descriptor's file through /proc")
+def test_every_write_is_durable_before_the_renames_that_rely_on_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = make_tree(tmp_path / "tree").resolve()
+    log = durability_log(monkeypatch)
+    write_together(changes(root))
+    renames = [(at, name) for at, (call, name) in enumerate(log) if call == "replace"]
+    (journal_at, journal), *files = renames
+    assert Path(journal).name.startswith(JOURNAL_PREFIX) and len(files) == len(NAMES)
+    assert log.index(("fsync", journal)) < journal_at  # the journal is whole once it has its name
+    assert ("fsync", str(root)) in log[journal_at : files[0][0]]  # and that name survives, before any file moves
+    for at, temporary in files:
+        assert log.index(("fsync", temporary)) < at
+    synced_after = {name for call, name in log[files[-1][0] :] if call == "fsync"}
+    assert {str(root), str(root / "sub")} <= synced_after
+    assert contents(root) == NEW
 
 
 def test_symlink_is_written_through(tmp_path: Path) -> None:

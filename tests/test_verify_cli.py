@@ -44,3 +44,4 @@ def test_verify_cli_not_verified_is_a_warning_unless_strict() -> None:
 def test_record_cli_needs_a_command() -> None:
     done = CliRunner().invoke(main, ["record", "--out", "x.npz"])
     assert done.exit_code == 2
+    assert "Missing argument 'COMMAND...'" in done.output

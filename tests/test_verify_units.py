@@ -34,8 +34,19 @@ def test_before_and_after_load_as_separate_module_objects_with_relative_imports(
     [
         pytest.param(np.float32(1.0), np.float32(1.0 + 1e-7), True, id="float32 within tolerance"),
         pytest.param(np.float32(1.0), np.float32(1.001), False, id="float32 beyond tolerance"),
+        pytest.param(np.float32(1.0), np.float32(1.0001), False, id="float32 beyond rtol 1e-5"),
+        pytest.param(np.float64(1.0), np.float64(1.0 + 1e-7), False, id="float64 beyond rtol 1e-9"),
         pytest.param(0.3, np.float32(0.3), True, id="python float vs float32 uses float32 tolerance"),
         pytest.param(np.array([np.nan]), np.array([np.nan]), True, id="nan equals nan"),
+        pytest.param(
+            np.array([np.inf, -np.inf]),
+            np.array([np.inf, -np.inf]),
+            True,
+            id="inf equals inf",
+            marks=pytest.mark.filterwarnings("ignore:invalid value encountered in subtract:RuntimeWarning"),
+        ),
+        pytest.param(np.array([np.inf]), np.array([-np.inf]), False, id="inf against -inf"),
+        pytest.param(np.zeros(1), np.zeros(3), False, id="shapes differ, broadcastable"),
         pytest.param(np.array([1, 2]), np.array([1, 3]), False, id="ints compare exactly"),
         pytest.param((1.0, 2.0), (1.0,), False, id="structure differs"),
         pytest.param(_bf16([1.0, 3.0]), _bf16([1.0, 3.0 + 2**-6]), True, id="bfloat16 one ulp apart"),
@@ -50,6 +61,28 @@ def test_compare_trees(expected: object, actual: object, ok: bool) -> None:
     from vjp_migrate.verify.compare import compare_trees
 
     assert compare_trees(expected, actual, None, None).ok is ok
+
+
+def test_a_nan_against_a_number_is_an_infinite_difference() -> None:
+    from vjp_migrate.verify.compare import compare_trees
+
+    found = compare_trees(np.array([1.0, np.nan]), np.array([1.0, 2.0]), None, None)
+    assert (found.ok, found.max_abs) == (False, float("inf"))
+
+
+@pytest.mark.parametrize(
+    ("expected", "actual", "ok"),
+    [
+        pytest.param(np.float32(1.0), np.float64(1.0), True, id="float32 vs float64 is no difference"),
+        pytest.param(np.float32(1.0), np.int32(1), False, id="float vs int"),
+        pytest.param(np.int32(1), np.bool_(True), False, id="int vs bool"),
+    ],
+)
+def test_compare_trees_with_check_dtype(expected: object, actual: object, ok: bool) -> None:
+    from vjp_migrate.verify.compare import compare_trees
+
+    assert compare_trees(expected, actual, None, None, check_dtype=True).ok is ok
+    assert compare_trees(expected, actual, None, None).ok  # equal values: only the dtype differs
 
 
 def test_random_cotangents_of_bfloat16_outputs_are_bfloat16_not_float0() -> None:

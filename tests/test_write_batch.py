@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from helpers import durability_log
 
 from vjp_migrate import api, files
 from vjp_migrate.model import FileResult, Status
@@ -34,6 +35,29 @@ def test_batch_writes_files_and_refuses_one_changed_meanwhile(tmp_path: Path) ->
     assert reasons[changed].reason == "changed on disk while it was being fixed; left untouched"
     assert reasons[gone].reason is not None and reasons[gone].reason.startswith("cannot be read")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["changed.py", "kept.py"]  # no temporaries left
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="names a descriptor's file through /proc")
+def test_each_file_is_durable_before_its_rename_and_its_folder_after(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    paths = [tmp_path / "a.py", tmp_path / "b.py"]
+    for path in paths:
+        path.write_bytes(b"old\n")
+    log = durability_log(monkeypatch)
+    batch = files.WriteBatch()
+    try:
+        for path in paths:
+            batch.write(path, b"new\n", b"old\n")
+        assert batch.finish() == {}
+    finally:
+        batch.close()
+    renames = [(at, name) for at, (call, name) in enumerate(log) if call == "replace"]
+    assert len(renames) == len(paths)
+    for at, temporary in renames:
+        assert log.index(("fsync", temporary)) < at
+    assert ("fsync", str(tmp_path.resolve())) in log[renames[-1][0] :]
+    assert [path.read_bytes() for path in paths] == [b"new\n", b"new\n"]
 
 
 def test_fix_paths_in_process_writes_through_the_batch(tmp_path: Path) -> None:
