@@ -680,11 +680,6 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="screen._ArrayUse.annotated reads only the last name of an annotation; classify also the "
-    "qualified one (`from jax import Array as JaxArray`), so `check` says 'All checks passed'",
-)
 def test_screen_keeps_an_array_annotation_imported_under_another_name() -> None:
     assert _findings(ALIASED_ANNOTATION, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(ALIASED_ANNOTATION, Settings(DEFAULT_SELECT))
