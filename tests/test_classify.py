@@ -1813,12 +1813,27 @@ def test_a_value_a_jitted_fwd_takes_works_as_a_regular_argument() -> None:
         jax.jit(jax.grad(before))(1.0, 3.0)
 
 
-def test_a_negative_static_argnums_of_a_rules_jit_is_never_a_safe_fix() -> None:
-    # `static_argnums=-1` (no literal the site parser reads) said nothing: arithmetic made `a`
-    # array data and a safe fix, a needless rewrite of working code, since that jit never takes a
-    # Tracer there (the JAX check below).
-    kind, reasons = _rule_jit_site("@partial(jax.jit, static_argnums=-1)\n", "")
-    assert kind is ArgKind.UNKNOWN, reasons
+@pytest.mark.parametrize(
+    ("fwd_jit", "bwd_jit", "role"),
+    [
+        pytest.param("@partial(jax.jit, static_argnums=-1)\n", "", "fwd `f_fwd`", id="fwd -1"),
+        pytest.param("", "@partial(jax.jit, static_argnums=(-3,))\n", "bwd `f_bwd`", id="bwd (-3,)"),
+        pytest.param("", "@partial(jax.jit, static_argnums=[2, -3])\n", "bwd `f_bwd`", id="bwd [2, -3]"),
+    ],
+)
+def test_a_negative_static_argnums_of_a_rules_jit_counts_from_the_end(fwd_jit: str, bwd_jit: str, role: str) -> None:
+    # `static_argnums=-1` was no literal the site parser read: arithmetic made `a` array data and
+    # a safe fix, a needless rewrite of working code, since that jit never takes a Tracer there
+    # (the JAX check below); then it was "unknown".
+    kind, reasons = _rule_jit_site(fwd_jit, bwd_jit)
+    assert kind is ArgKind.STATIC, reasons
+    assert f"static in the jax.jit of {role}, which needs it hashable (an array is not)" in reasons
+
+
+def test_a_negative_static_argnums_that_misses_the_argument_leaves_it_traced() -> None:
+    kind, reasons = _rule_jit_site("", "@partial(jax.jit, static_argnums=(-1,))\n")
+    assert kind is ArgKind.ARRAY, reasons
+    assert any(r.startswith("traced by the jax.jit of bwd `f_bwd`") for r in reasons), reasons
 
 
 def test_a_negative_static_argnums_marks_the_last_argument_static() -> None:

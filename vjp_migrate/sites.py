@@ -60,17 +60,21 @@ def positional_params(func: cst.FunctionDef) -> tuple[str, ...]:
     return tuple(p.name.value for p in (*params.posonly_params, *params.params))
 
 
-def _int_literals(expr: cst.BaseExpression) -> tuple[int, ...] | None:
-    if isinstance(expr, cst.Integer):
-        return (int(expr.value, 0),)
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        values: list[int] = []
-        for element in expr.elements:
-            if not isinstance(element.value, cst.Integer) or isinstance(element, cst.StarredElement):
-                return None
-            values.append(int(element.value.value, 0))
-        return tuple(values)
-    return None
+def _int_literals(expr: cst.BaseExpression, signed: bool = False) -> tuple[int, ...] | None:
+    """The ints of a literal int, tuple or list; ``signed``: `-1` too (jit's argnums count from the end)."""
+    items = [expr] if not isinstance(expr, (cst.Tuple, cst.List)) else list(expr.elements)
+    values: list[int] = []
+    for item in items:
+        if isinstance(item, cst.StarredElement):
+            return None
+        value = item.value if isinstance(item, cst.BaseElement) else item
+        sign = 1
+        if signed and isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
+            value, sign = value.expression, -1
+        if not isinstance(value, cst.Integer):
+            return None
+        values.append(sign * int(value.value, 0))
+    return tuple(values)
 
 
 def _str_literals(expr: cst.BaseExpression) -> tuple[str, ...] | None:
@@ -574,7 +578,7 @@ def rule_decorators(func: cst.FunctionDef, imports: ImportTable) -> tuple[JitSpe
         for arg in call.args if isinstance(call, cst.Call) else ():
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "static_argnums":
-                argnums = _int_literals(arg.value)
+                argnums = _int_literals(arg.value, signed=True)
             elif keyword == "static_argnames":
                 argnames = _str_literals(arg.value)
             elif keyword in ("donate_argnums", "donate_argnames", "in_shardings", "in_axis_resources"):
@@ -586,7 +590,7 @@ def rule_decorators(func: cst.FunctionDef, imports: ImportTable) -> tuple[JitSpe
 def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
     """Positions a ``jax.jit`` decorator on ``func`` (plain or through partial) marks static."""
     numbers, names = _jit_static(func, imports)
-    return frozenset(numbers | {params.index(n) for n in names if n in params})
+    return frozenset(_counted(numbers, len(params)) | {params.index(n) for n in names if n in params})
 
 
 def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
@@ -594,7 +598,12 @@ def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[s
     params = positional_params(func)
     numbers, names = _jit_static(func, imports)
     declared = {*params, *(p.name.value for p in func.params.kwonly_params)}
-    return frozenset({params[i] for i in numbers if 0 <= i < len(params)} | (names & declared))
+    return frozenset({params[i] for i in _counted(numbers, len(params)) if i < len(params)} | (names & declared))
+
+
+def _counted(numbers: set[int], n_params: int) -> set[int]:
+    """jit's argnums as positions among ``n_params`` parameters (a negative one counts from the end)."""
+    return {i + n_params if i < 0 else i for i in numbers if i >= -n_params}
 
 
 def _jit_static(func: cst.FunctionDef, imports: ImportTable) -> tuple[set[int], set[str]]:
@@ -608,7 +617,7 @@ def _jit_static(func: cst.FunctionDef, imports: ImportTable) -> tuple[set[int], 
         for arg in call.args:
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "static_argnums":
-                numbers.update(_int_literals(arg.value) or ())
+                numbers.update(_int_literals(arg.value, signed=True) or ())
             elif keyword == "static_argnames":
                 names.update(_str_literals(arg.value) or ())
     return numbers, names
