@@ -114,7 +114,8 @@ def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float 
         return Comparison(True, 0.0, 0.0, where)
     nan_mismatch = np.isnan(e64) != np.isnan(a64)
     both_nan = np.isnan(e64) & np.isnan(a64)
-    diff = np.where(both_nan, 0.0, np.abs(a64 - e64))
+    with np.errstate(invalid="ignore"):  # inf - inf is nan, replaced just below
+        diff = np.where(both_nan, 0.0, np.abs(a64 - e64))
     same_inf = np.isinf(e64) & (e64 == a64)
     diff = np.where(same_inf, 0.0, diff)
     diff = np.where(nan_mismatch, np.inf, diff)
