@@ -210,6 +210,13 @@ def test_a_static_use_on_a_branch_the_arguments_type_picks_does_not_hide_array_d
     assert any("called as a function" in e.text and "type" in e.text for e in info.evidence), info.evidence
 
 
+def test_a_type_test_under_another_name_picks_a_branch_too() -> None:
+    primal = lines("if is_function(a):", "    a = a(x)", "return jnp.where(a, x, 0.0)")
+    extra = "from builtins import callable as is_function\n"
+    info = classified(site_module(primal, "return (g,)", extra=extra))  # the screen keeps it, too
+    assert (info.kind, info.fixable) == (ArgKind.ARRAY, False), info.evidence
+
+
 def test_a_static_use_on_a_type_picked_branch_is_still_static_without_array_data() -> None:
     kind, reasons, _ = classify(lines("if callable(a):", "    a = a(x)", "return solve(x, a)"))
     assert kind is ArgKind.STATIC, reasons

@@ -906,7 +906,7 @@ class _StaticProof:
         # Nested functions, classes and lambdas are left out: classify may skip them (when
         # they rebind the name), so the screen does too.
         nodes = _own_nodes(self.m, func)
-        if any(isinstance(node, (ast.If, ast.IfExp)) and _type_test_in(node.test) for node in nodes):
+        if any(isinstance(node, (ast.If, ast.IfExp)) and _type_test_in(self.m, node.test) for node in nodes):
             return False  # classify: a static use on a branch a type test picks proves nothing alone
         for node in nodes:
             if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(self.m, node.test, name):
@@ -1022,7 +1022,7 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
             continue  # `x.shape`: classify skips it when rooted at a name; skipping more only loses proofs
         if isinstance(node, ast.Call) and _may_be_metadata_function(m, node.func):
             continue  # `len(x)`, `jnp.shape(x)`: likewise
-        if isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _TYPE_TEST_NAMES:
+        if isinstance(node, ast.Call) and _may_be_type_test(m, node.func):
             continue  # `isinstance(x, list)`: a Tracer answers it too, classify reads no value there
         if isinstance(node, ast.Name) and node.id == name:
             return True
@@ -1033,12 +1033,14 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
 _TYPE_TEST_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in TYPE_TESTS)
 
 
-def _type_test_in(test: ast.expr) -> bool:
+def _may_be_type_test(m: _Module, func: ast.expr) -> bool:
+    """Whether classify may resolve ``func`` to one of ``vocabulary.TYPE_TESTS``."""
+    return (_dotted(func) or "").rsplit(".", 1)[-1] in _TYPE_TEST_NAMES or bool(_qualified(m, func) & TYPE_TESTS)
+
+
+def _type_test_in(m: _Module, test: ast.expr) -> bool:
     """Whether ``test`` may hold a type test of anything (an alias of the argument too)."""
-    return any(
-        isinstance(node, ast.Call) and (_dotted(node.func) or "").rsplit(".", 1)[-1] in _TYPE_TEST_NAMES
-        for node in ast.walk(test)
-    )
+    return any(isinstance(node, ast.Call) and _may_be_type_test(m, node.func) for node in ast.walk(test))
 
 
 def _may_be_metadata_function(m: _Module, func: ast.expr) -> bool:
