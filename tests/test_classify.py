@@ -408,6 +408,50 @@ def test_call_sites_decide() -> None:
         assert any(reason in e.text for e in info.evidence)
 
 
+_SCALE_SITE = HEADER + (
+    "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * a\n"
+    "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g * a,)\nf.defvjp(f_fwd, f_bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "static_caller",
+    [
+        pytest.param(
+            '@partial(jax.jit, static_argnames=("s",))\ndef run(x, s):\n    return f(s, x)\n', id="jit-static"
+        ),
+        pytest.param("def run(x):\n    return f(lambda v: v, x)\n", id="function"),
+        pytest.param('def run(x, mode="causal"):\n    return f(mode, x)\n', id="string default passed on"),
+    ],
+)
+def test_call_sites_that_disagree_leave_array_data_with_no_safe_fix(static_caller: str) -> None:
+    # One caller passes a static value, another an array (`jnp.linalg.norm(x)`, a Tracer under
+    # grad): the second call breaks, and what the first passes may be no JAX value.
+    code = _SCALE_SITE + static_caller + "def by_norm(x):\n    return f(jnp.linalg.norm(x), x)\n"
+    info = _unscreened(code)
+    texts = [e.text for e in info.evidence]
+    assert info.kind is ArgKind.ARRAY and not info.strong, texts
+    assert any("an array is passed" in t for t in texts) and any("at a call site" in t for t in texts[:1]), texts
+
+
+def test_agreeing_static_call_sites_still_decide() -> None:
+    code = _SCALE_SITE + '@partial(jax.jit, static_argnames=("s",))\ndef run(x, s):\n    return f(s, x)\n'
+    assert _unscreened(code).kind is ArgKind.STATIC
+
+
+def test_an_array_at_one_call_site_fails_though_another_passes_a_static_value() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a, x):
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+    run = jax.jit(lambda x, s: f(s, x).sum(), static_argnames="s")
+    x = jnp.arange(3.0)
+    assert jnp.allclose(jax.grad(run)(x, 2.0), 2.0)  # the static caller works
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(lambda x: f(jnp.linalg.norm(x), x).sum())(x)
+
+
 def _wrapped(wrapper: str) -> ArgInfo:
     """The argument of a rule that only passes it on, with ``wrapper`` calling the rule."""
     code = HEADER + "from elsewhere import kernel\n"

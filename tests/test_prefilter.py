@@ -118,6 +118,42 @@ def test_screen_keeps_the_fixture_whose_argument_holds_a_prng_key() -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+_DISAGREEING_CALL_SITES = """\
+from functools import partial
+import jax
+import jax.numpy as jnp
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(s, x):
+    return x * s
+
+def f_fwd(s, x):
+    return f(s, x), None
+
+def f_bwd(s, _, g):
+    return (g * s,)
+
+f.defvjp(f_fwd, f_bwd)
+
+@partial(jax.jit, static_argnames=("s",))
+def run(x, s):
+    return f(s, x)
+
+def by_norm(x):
+    return f(jnp.linalg.norm(x), x)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="screen.py takes one call site's static value as proof (lead: screen)")
+def test_screen_keeps_call_sites_that_disagree() -> None:
+    # classify: a static value passed at one call site (a jit-static parameter, a function, a
+    # constant) no longer outweighs an array passed at another (`jnp.linalg.norm(x)`): VJP001.
+    # The screen must keep a site one of whose call sites passes a `jnp`/`np` call whenever its
+    # only static proof comes from call sites.
+    assert screen.may_report(_DISAGREEING_CALL_SITES, Settings(DEFAULT_SELECT))
+    assert _findings(_DISAGREEING_CALL_SITES, "disagree.py", Settings(DEFAULT_SELECT))
+
+
 def test_screen_keeps_a_site_whose_rules_are_attached_through_an_alias() -> None:
     # The array use is in bwd only, which the screen reaches through the defvjp call alone
     # (fixture defvjp_on_alias has one in the primal too, so the screen keeps that file).
