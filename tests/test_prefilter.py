@@ -144,7 +144,6 @@ def by_norm(x):
 """
 
 
-@pytest.mark.xfail(strict=True, reason="screen.py takes one call site's static value as proof (lead: screen)")
 def test_screen_keeps_call_sites_that_disagree() -> None:
     # classify: a static value passed at one call site (a jit-static parameter, a function, a
     # constant) no longer outweighs an array passed at another (`jnp.linalg.norm(x)`): VJP001.

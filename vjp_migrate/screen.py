@@ -766,6 +766,7 @@ class _StaticProof:
         self.primal = self._exact_primal()
         self.rules = self._rules()
         self.calls: list[tuple[Func, ast.Call]] | None = None
+        self.passes_array: bool | None = None  # _call_site_may_pass_array, once asked
 
     def _single_top_def(self, name: str) -> Func | None:
         found = self.m.defs.get(name, [])
@@ -942,7 +943,12 @@ class _StaticProof:
         return False
 
     def _call_site(self, primal: Func, index: int) -> bool:
-        """A call of the site passes a parameter its caller's stacked jax.jit marks static."""
+        """A call of the site passes a parameter its caller's stacked jax.jit marks static, and
+        no call may pass an array (classify: one caller's static value proves nothing then)."""
+        if self.passes_array is None:
+            self.passes_array = _call_site_may_pass_array(self.m, self.site)
+        if self.passes_array:
+            return False
         if self.calls is None:
             names = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
             self.calls = []
