@@ -222,6 +222,14 @@ def test_a_static_use_on_a_type_picked_branch_is_still_static_without_array_data
     assert kind is ArgKind.STATIC, reasons
 
 
+def test_an_array_use_on_the_other_type_picked_branch_may_be_of_a_number() -> None:
+    # `lr: float | Schedule`: arithmetic where `isinstance(lr, float)`, called otherwise; a Tracer
+    # is neither (it would be called), so nothing here is array data: static, as before.
+    primal = lines("if isinstance(a, float):", "    return x * a", "else:", "    return x * a(x)")
+    kind, reasons, _ = classify(primal)
+    assert kind is ArgKind.STATIC and any("type picks" in r for r in reasons), reasons
+
+
 def test_a_static_use_outside_the_type_picked_branch_still_wins() -> None:
     primal = lines("if isinstance(a, str):", "    a = table[a]", "return jnp.where(a(x), x, 0.0)")
     kind, reasons, _ = classify(primal, "return (g * a,)")

@@ -64,8 +64,10 @@ LineOf = Callable[[cst.CSTNode], "int | None"]
 # values is needed concretely; the argument is then UNKNOWN whatever else says array.
 STRONG, WEAK, CALL_SITE, SCALAR, OBJECT, DOUBT = "strong", "weak", "call site", "scalar", "object", "doubt"
 # A static use on a branch a type test of the argument picks (`if callable(m): m = m(x)`): the
-# argument may be something else on the other branch, array data too.
-GUARDED = "guarded"
+# argument may be something else on the other branch, array data too. An array use on such a
+# branch (`if isinstance(lr, float): return x * lr`) may be of a Python number: it weighs as
+# strong everywhere but against a GUARDED static use.
+GUARDED, BRANCH_ARRAY = "guarded", "array on a type-picked branch"
 NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be needed concretely"
 
 
@@ -782,12 +784,7 @@ class Uses(cst.CSTVisitor):
         if entered is None:
             return
         start, tested = entered
-        self.evidence[start:] = [
-            (replace(e, text=f"{e.text}, on a branch its type picks (`{tested}`)"), GUARDED)
-            if e.kind is ArgKind.STATIC and weight != GUARDED
-            else (e, weight)
-            for e, weight in self.evidence[start:]
-        ]
+        self.evidence[start:] = [_on_branch(e, weight, tested) for e, weight in self.evidence[start:]]
 
     def visit_If(self, node: cst.If) -> None:
         self._control(node.test, node, "if")
@@ -824,6 +821,15 @@ class Uses(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
             self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node)
+
+
+def _on_branch(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, str]:
+    """Evidence found on a branch the type test ``tested`` picks, weighed as such."""
+    if evidence.kind is ArgKind.STATIC and weight != GUARDED:
+        return replace(evidence, text=f"{evidence.text}, on a branch its type picks (`{tested}`)"), GUARDED
+    if evidence.kind is ArgKind.ARRAY and weight == STRONG:
+        return evidence, BRANCH_ARRAY
+    return evidence, weight
 
 
 def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTable) -> str | None:
@@ -1183,7 +1189,7 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
         return ArgInfo(index, name, ArgKind.STATIC, _once(static), False)
     guarded = [e for e, weight in evidence if weight == GUARDED]
     if guarded:  # static on one branch: array data elsewhere is then never a safe fix
-        if any(weight != WEAK for _, weight in array):  # a function cannot be a residual: no fix
+        if any(weight not in (WEAK, BRANCH_ARRAY) for _, weight in array):  # a function is no residual: no fix
             return ArgInfo(index, name, ArgKind.ARRAY, _once([*guarded, *(e for e, _ in array)]), False, False)
         return ArgInfo(index, name, ArgKind.STATIC, _once(guarded), False)
     doubt = [e for e, weight in evidence if weight == DOUBT]
