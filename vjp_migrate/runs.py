@@ -197,6 +197,9 @@ class Proof:
             part = f"{n} custom_vjp function{'' if one else 's'} give{'s' if one else ''} equal outputs and cotangents"
             if all(r.jit == r.vmap == "ok" for r in equal):
                 part += f", and run{'s' if one else ''} under jit and vmap"
+            if synthesized := sorted(r.name for r in equal if r.input_source == "synthesized"):
+                names = ", ".join(f"`{name}`" for name in synthesized)
+                part += f" ({names} on synthesized inputs only: give examples for the values that matter)"
             parts.append(part)
         if unproven:
             names = ", ".join(f"`{name}`" for name in unproven)

@@ -30,7 +30,10 @@ USER_ERRORS = (Exception, SystemExit)
 
 def error_text(exc: BaseException) -> str:
     """``TypeName: first line of the message``."""
-    first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    lines = [line.strip() for line in str(exc).strip().splitlines() if line.strip()]
+    first = lines[0] if lines else ""
+    if first.endswith(":") and len(lines) > 1:  # "Binding failed with the error:" says nothing yet
+        first = f"{first} {lines[1]}"
     return f"{type(exc).__name__}: {first}"[:300]
 
 

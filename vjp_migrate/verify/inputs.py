@@ -37,7 +37,22 @@ def load_examples(path: Path) -> Examples:
     examples = getattr(module, "EXAMPLES", None)
     if not isinstance(examples, dict):
         raise ValueError(f"{path} does not define EXAMPLES = {{'name': [args_tuple, ...]}}")
-    return {str(k): [_example(a) for a in v] for k, v in examples.items()}
+    return {str(k): [_example(a) for a in _example_list(str(k), v)] for k, v in examples.items()}
+
+
+def _example_list(key: str, value: Any) -> list[Any]:
+    """``EXAMPLES[key]``: a list of examples (a tuple of tuples is accepted too). A tuple of
+    plain values is one example's arguments written without the list around it: an error, as
+    taking each value for an example of its own would fail with a misleading message."""
+    one = ExampleCall.__name__
+    if isinstance(value, tuple) and all(isinstance(v, (tuple, list)) or type(v).__name__ == one for v in value):
+        return list(value)
+    if isinstance(value, list):
+        return value
+    shape = "a tuple" if isinstance(value, tuple) else f"of type {type(value).__name__}"
+    raise ValueError(
+        f"EXAMPLES[{key!r}] is {shape}, not a list of examples: write [(arg, ...), ...], one tuple per call"
+    )
 
 
 def _example(value: Any) -> Example:
@@ -139,6 +154,8 @@ def positional(pair: VjpPair, example: Example) -> tuple[Any, ...]:
 
 def _given(pair: VjpPair, given: list[Example]) -> Inputs:
     """The examples file's examples of ``pair``; broken when one does not fit its signature."""
+    if not given:
+        return Inputs("none", (), "the examples file lists no example for it")
     bound = []
     for index, example in enumerate(given):
         try:

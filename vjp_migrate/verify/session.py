@@ -41,6 +41,18 @@ class PairResult:
         """Every outcome, in order."""
         return [o for r in self.runs for o in r.outcomes] + self.extra
 
+    def caveat(self) -> str | None:
+        """A warning for a function proven equal on synthesized inputs only: they cannot know
+        which values reach the rule's branches, so the proof is only as wide as they are."""
+        if self.inputs.source != "synthesized" or self.row().verdict is not Verdict.EQUAL:
+            return None
+        n = len(self.inputs.examples)
+        return (
+            f"equal on {n} synthesized input{'' if n == 1 else 's'} only (small float32 values, one set with "
+            "both signs, a zero and magnitudes above 1); a branch they do not reach is not checked: "
+            "give --examples for the values that matter"
+        )
+
     def row(self) -> FunctionRow:
         """The report row for this pair."""
         outcomes = self.outcomes()

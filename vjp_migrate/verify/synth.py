@@ -4,7 +4,8 @@ From the primal's signature (annotations, defaults), the nondiff positions and t
 own call sites: static (kept) arguments take a default or a value the module itself passes
 at a call site (a literal, a module-level name, a lambda) — never a guessed callable; array
 arguments become small float32 values (scalars first, then small vectors), or int32 when
-annotated ``int``.
+annotated ``int``. The last candidate spreads each float argument over both signs, zero and
+magnitudes above 1, so a rule that branches on them (``jnp.where(x < 0, ...)``) is reached.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from vjp_migrate.verify.pairing import VjpPair, primal_of
 
 _MISSING = object()
 _SHAPES: tuple[tuple[int, ...], ...] = ((), (3,))
+# The last candidate's float values, rotated by position so two arguments differ.
+SPREAD = (-2.5, -0.75, 0.0, 0.5, 1.25, 3.0)
 
 
 def call_site_values(source: str, name: str, module: types.ModuleType) -> dict[int, list[Any]]:
@@ -90,6 +93,15 @@ def synthesize(pair: VjpPair, module: types.ModuleType, source: str, seed: int) 
             else:
                 args.append(_array_for(param, sites.get(position, []), shape, rng))
         candidates.append(tuple(args))
+    spread = []
+    for position, param in enumerate(params):
+        if position in statics:
+            spread.append(statics[position])
+        elif _annotation_name(param) == "int":
+            spread.append(rng.integers(1, 4, (len(SPREAD),)).astype(np.int32))
+        else:
+            spread.append(np.roll(np.asarray(SPREAD, dtype=np.float32), position))
+    candidates.append(tuple(spread))
     return candidates, ""
 
 

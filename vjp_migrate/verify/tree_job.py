@@ -37,12 +37,16 @@ def _per_module(examples: Examples, found: dict[str, set[str]]) -> tuple[dict[st
     for key, values in examples.items():
         module, sep, local = key.rpartition(":")
         if sep:
-            if module in out:
+            if module in out and local in found[module]:
                 out[module][local] = values
+            else:
+                warnings.append(f"EXAMPLES key {key!r} names no custom_vjp function of the verified modules; not used")
             continue
         owners = [name for name, locals_ in found.items() if key in locals_]
         if len(owners) == 1:
             out[owners[0]].setdefault(key, values)
+        elif not owners:
+            warnings.append(f"EXAMPLES key {key!r} names no custom_vjp function of the verified modules; not used")
         elif len(owners) > 1:
             choices = ", ".join(f"{owner}:{key}" for owner in owners)
             warnings.append(f"EXAMPLES key {key!r} is ambiguous ({choices}); not used: name one of those instead")
@@ -125,6 +129,8 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
             report["rows"].append(row)
             if result.inputs.source == "none" and result.inputs.note:
                 report["warnings"].append(f"{row['name']}: not verified (no inputs): {result.inputs.note}")
+            if caveat := result.caveat():
+                report["warnings"].append(f"{row['name']}: {caveat}")
             if emit is not None:
                 from vjp_migrate.verify.emit import emit_test
 

@@ -19,6 +19,7 @@ MISSING_JAX = "JAX is not installed: verification needs it. Install it with: pip
 def main() -> int:
     """Entry point: request on stdin, answer on the real stdout."""
     sys.dont_write_bytecode = True
+    _cwd_last()
     answer_fd = os.dup(1)
     os.dup2(2, 1)  # the user's prints must not corrupt the answer
     request = json.loads(sys.stdin.read())
@@ -32,6 +33,13 @@ def main() -> int:
     with os.fdopen(answer_fd, "w", encoding="utf-8") as out:
         json.dump(answer, out)
     return 0
+
+
+def _cwd_last() -> None:
+    """``python -m`` puts the current folder first on sys.path, where a ``glob.py`` or
+    ``random.py`` of the user's would shadow the standard library JAX imports; keep it, last."""
+    if sys.path and sys.path[0] in ("", os.getcwd()):
+        sys.path.append(sys.path.pop(0))
 
 
 def run_request(request: dict[str, Any]) -> dict[str, Any]:
@@ -158,6 +166,7 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
         return report
     pairs, warnings = pair_functions(found_before, found_after)
     report["warnings"].extend(warnings)
+    report["warnings"].extend(unused_example_keys(examples or {}, set(found_before) | set(found_after)))
     if not pairs:
         report["warnings"].append("no custom_vjp function differs between BEFORE and AFTER")
     from vjp_migrate.verify.session import verify_pair, vjp3_phase
@@ -170,6 +179,8 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
         report["rows"].append(result.row().to_dict())
         if result.inputs.source == "none" and result.inputs.note:
             report["warnings"].append(f"{result.pair.name}: not verified (no inputs): {result.inputs.note}")
+        if caveat := result.caveat():
+            report["warnings"].append(f"{result.pair.name}: {caveat}")
         if emit is not None:
             from vjp_migrate.verify.emit import emit_test
 
@@ -177,6 +188,16 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
 
             report["emitted"].append(emit_test(result, before_path, after_path, emit))
     return report
+
+
+def unused_example_keys(examples: dict[str, Any], names: set[str]) -> list[str]:
+    """A warning for each EXAMPLES key that names no custom_vjp function: a misspelt key would
+    otherwise leave its function to synthesized inputs without a word."""
+    unused = sorted(key for key in examples if key not in names)
+    if not unused:
+        return []
+    have = ", ".join(sorted(names)) or "none"
+    return [f"EXAMPLES key {key!r} names no custom_vjp function; not used (functions: {have})" for key in unused]
 
 
 if __name__ == "__main__":

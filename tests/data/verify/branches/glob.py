@@ -1,0 +1,1 @@
+"""A module named like the standard library's glob, which JAX imports."""
