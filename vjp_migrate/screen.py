@@ -567,10 +567,11 @@ class _ArrayUse:
         if param.annotation is None:
             return False
         for node in ast.walk(param.annotation):
-            name = _dotted(node) if isinstance(node, (ast.Name, ast.Attribute)) else None
-            if name and name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:
+            if not isinstance(node, (ast.Name, ast.Attribute)) or (name := _dotted(node)) is None:
+                continue
+            if name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:
                 return True
-            if name and _qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS):
+            if _qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS):
                 return True  # `from jax import Array as JaxArray`
         return False
 
