@@ -70,7 +70,8 @@ def test_fix_verify_says_what_it_proved(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert (
         f"Verified before writing (JAX {jax.__version__}, {jax.default_backend()}): 1 custom_vjp function gives "
-        "equal outputs and cotangents, and runs under jit and vmap." in result.stdout
+        "equal outputs and cotangents, and runs under jit and vmap (`clip_gradient` on synthesized inputs only: "
+        "give examples for the values that matter)." in result.stdout
     )
     path.write_text(BEFORE, encoding="utf-8")
     quiet = CliRunner().invoke(main, ["fix", "--verify", "--quiet", str(path)], catch_exceptions=False)
