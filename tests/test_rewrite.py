@@ -1509,3 +1509,39 @@ def test_bwd_parameters_jax_cannot_fill_by_position_are_named(params: str, probl
     code = _site("return f(x, w, y), (x, y)\n", "return (g * w, g)\n").replace("(w, res, g)", params)
     (found,) = check_source(code)
     assert found.code == "VJP003" and found.message.endswith(problem)
+
+
+@pytest.mark.parametrize(
+    ("bwd_return", "migrated"),
+    [
+        pytest.param("(g * c * w, g)", "(g * c * w, None, g)", id="a literal"),
+        pytest.param("(g * c * w, *drest)", "(g * c * w, None, *drest)", id="a starred cotangent last"),
+        pytest.param("grads", "(*grads[:1], None, *grads[1:])", id="a name"),
+    ],
+)
+def test_a_primal_taking_star_args_gets_none_at_the_named_position(bwd_return: str, migrated: str) -> None:
+    # The cotangents of `*rest` come after `w`'s: a None appended at the end would hand them
+    # out one position late (wrong gradients whenever `*rest` is not empty).
+    out = fix(
+        f"""\
+        import jax
+        import jax.numpy as jnp
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w, *rest):
+            return jnp.sin(x) * w + sum(rest)
+
+        def f_fwd(x, w, *rest):
+            return f(x, w, *rest), (jnp.cos(x), len(rest))
+
+        def f_bwd(w, res, g):
+            c, n = res
+            drest = [g] * n
+            grads = (g * c * w, *drest)
+            return {bwd_return}
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert f"    return {migrated}\n" in out, out

@@ -380,13 +380,19 @@ def literal_branches(value: cst.BaseExpression) -> list[cst.Tuple | cst.List] | 
     return branches
 
 
-def trailing_slots(slots: tuple[int, ...], total: int) -> bool:
-    """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing."""
-    return slots == tuple(range(total - len(slots), total))
+def cotangent_count(site: VjpSite, kept: tuple[int, ...]) -> int | None:
+    """How many cotangents bwd returns after the migration; None when the primal's `*args` leave it open."""
+    return None if site.has_varargs else len(site.params) - len(kept)
+
+
+def trailing_slots(slots: tuple[int, ...], total: int | None) -> bool:
+    """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing.
+    Never when the count is open: the cotangents of `*args` come after every named position."""
+    return total is not None and slots == tuple(range(total - len(slots), total))
 
 
 def _bwd_return_plan(
-    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int, bindings: dict[str, list[cst.CSTNode]]
+    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int | None, bindings: dict[str, list[cst.CSTNode]]
 ) -> tuple[list[cst.Return], dict[str, int]] | str:
     """The returns that need their value stored first, and the starred lengths read; or a problem."""
     returns = _returns(bwd)
@@ -496,7 +502,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
     bwd_bindings = _bindings(bwd)
-    returned = _bwd_return_plan(bwd, slots, len(site.params) - len(kept), bwd_bindings)
+    returned = _bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings)
     if isinstance(returned, str):
         return returned
     temp_returns, starred_lengths = returned

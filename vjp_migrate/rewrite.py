@@ -12,7 +12,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
-from vjp_migrate.plan import literal_branches, trailing_slots
+from vjp_migrate.plan import cotangent_count, literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -392,7 +392,7 @@ class _Apply(cst.CSTTransformer):
                 orelse=self._bwd_value(plan, value.orelse, original.orelse),
             )
         slots = plan.none_slots
-        trailing = trailing_slots(slots, len(plan.site.params) - len(plan.kept))
+        trailing = trailing_slots(slots, cotangent_count(plan.site, plan.kept))
         wraps = self._wraps(original)
         if isinstance(value, (cst.Tuple, cst.List)) and trailing:
             return _with_items(value, [*value.elements, *["None"] * len(slots)], wraps)
