@@ -305,6 +305,30 @@ f.defvjp(f_fwd, f_bwd)
     assert "def f_bwd(mode, _, g):\n    del mode\n    scale = 1.0\n    return (None, None, g * scale)\n" in out
 
 
+@pytest.mark.parametrize("names", ["lo, hi", "(lo, hi)", "[lo, hi]"])
+def test_a_del_of_only_moved_names_goes_whole(names: str) -> None:
+    # A bare `del lo, hi` left with no name was rebuilt as an empty tuple without parentheses:
+    # an internal error (CSTValidationError), the file not fixed.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, lo, hi):
+    return jnp.clip(x, lo, hi)
+
+def f_fwd(x, lo, hi):
+    return f(x, lo, hi), None
+
+def f_bwd(lo, hi, _, g):
+    del {names}
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "def f_bwd(_, g):\n    return (g, None, None)\n" in out, out
+
+
 def test_a_del_after_reading_the_parameter_stays() -> None:
     out = fix(
         HEAD

@@ -468,9 +468,14 @@ class _Apply(cst.CSTTransformer):
         target = updated_node.target
         if not isinstance(target, (cst.Tuple, cst.List)):
             return cst.RemoveFromParent() if isinstance(target, cst.Name) and target.value in names else updated_node
-        new = _literal_without(target, lambda e: isinstance(e.value, cst.Name) and e.value.value in names)
-        if not new.elements:
+
+        def gone(element: cst.Element) -> bool:
+            return isinstance(element.value, cst.Name) and element.value.value in names
+
+        # Before rebuilding: a bare `lo, hi` left empty would be a tuple without parentheses.
+        if all(isinstance(e, cst.Element) and gone(e) for e in target.elements):
             return cst.RemoveFromParent()
+        new = _literal_without(target, gone)
         if len(new.elements) == 1 and not target.lpar and not isinstance(target, cst.List):
             return updated_node.with_changes(target=new.elements[0].value)
         return updated_node.with_changes(target=new)
