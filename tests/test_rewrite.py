@@ -1569,3 +1569,41 @@ def test_a_primal_taking_star_args_gets_none_at_the_named_position(bwd_return: s
         """
     )
     assert f"    return {migrated}\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("defvjp", "declined"),
+    [
+        pytest.param("f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)", True, id="keyword"),
+        pytest.param("f.defvjp(f_fwd, f_bwd, True)", True, id="positional"),
+        pytest.param("f.defvjp(f_fwd, f_bwd, symbolic_zeros=SYMBOLIC)", True, id="a name"),
+        pytest.param("f.defvjp(f_fwd, f_bwd, symbolic_zeros=False)", False, id="False"),
+    ],
+)
+def test_rules_with_symbolic_zeros_are_not_migrated(defvjp: str, declined: bool) -> None:
+    # With symbolic_zeros, fwd gets its differentiable arguments as CustomVJPPrimal: a moved
+    # argument would arrive wrapped, and `f(x.value, w)` would fail on it.
+    code = (
+        HEAD
+        + f"""\
+SYMBOLIC = True
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    return f(x.value, w), jnp.cos(x.value)
+
+def f_bwd(w, c, g):
+    return (g * c * w,)
+
+{defvjp}
+"""
+    )
+    (finding,) = check_source(code)
+    if declined:
+        assert finding.code == "VJP003" and "symbolic_zeros" in finding.message, finding.message
+        assert fix_source(code).source == code
+    else:
+        assert finding.code == "VJP001"

@@ -436,6 +436,17 @@ def _bwd_return_plan(
     return temp, known
 
 
+def _symbolic_zeros(defvjp: cst.Call | None) -> str | None:
+    """The code of defvjp's `symbolic_zeros` argument unless it is absent or `False`."""
+    for index, arg in enumerate(defvjp.args if defvjp is not None else ()):
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword == "symbolic_zeros" or (keyword is None and not arg.star and index == 2):
+            if isinstance(arg.value, cst.Name) and arg.value.value == "False":
+                return None
+            return _code(arg.value)
+    return None
+
+
 def _repeated_param(func: cst.FunctionDef) -> str | None:
     params = func.params
     seen: set[str] = set()
@@ -463,6 +474,11 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
             return f"`{func.name.value}` has two parameters named `{twice}`, which Python rejects"
     if site.bwd.decorator_problem:
         return site.bwd.decorator_problem
+    if (symbolic := _symbolic_zeros(site.defvjp)) is not None:
+        return (
+            f"defvjp is called with `symbolic_zeros={symbolic}`: fwd would get the moved arguments "
+            "wrapped in CustomVJPPrimal (`.value`, `.perturbed`), not as arrays"
+        )
     # A functools.partial binds the leading parameters; JAX's arguments fill the rest.
     fwd_params = positional_params(fwd)[site.fwd.bound_args :]
     bwd_params = positional_params(bwd)[site.bwd.bound_args :]
