@@ -329,6 +329,36 @@ f.defvjp(f_fwd, f_bwd)
     assert "def f_bwd(_, g):\n    return (g, None, None)\n" in out, out
 
 
+@pytest.mark.parametrize(
+    ("dels", "migrated"),
+    [
+        pytest.param("del res  # unused\n", "", id="alone"),
+        pytest.param("del res, w\n", "del w\n", id="with a read parameter"),
+    ],
+)
+def test_a_del_of_the_none_residual_goes_with_it(dels: str, migrated: str) -> None:
+    # The None residual's parameter is replaced by the saved argument: `del res` was left
+    # behind, an UnboundLocalError when bwd ran.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+def f_fwd(x, w):
+    return f(x, w), None
+
+def f_bwd(w, res, g):
+    gw = g * w
+    {dels}    return (gw,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"def f_bwd(w, g):\n    gw = g * w\n{migrated and '    ' + migrated}    return (gw, None)\n" in out, out
+
+
 def test_a_del_after_reading_the_parameter_stays() -> None:
     out = fix(
         HEAD
@@ -1205,6 +1235,8 @@ DELIBERATELY_CHANGED = {
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
+    # ... and with its own trailing comment (here also stale: the residual is no longer None)
+    ("bwd_del_none_residual", "# nothing saved in the forward pass"),
     # section 3: the comment on a removed parameter's own line describes it and goes with it
     ("multiline_items_keep_comments", "# the gate logits: sigmoid is recomputed"),
 }

@@ -537,6 +537,8 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     if isinstance(edits, str):
         return edits
     unread = {bwd_params[order.index(p)] for p in moved if p not in read}
+    if layout is Layout.NONE:  # the old residual (always None, never read) leaves the signature
+        unread.add(residual)
     return RewritePlan(
         site=site,
         moved=moved,
