@@ -1639,3 +1639,62 @@ def f_bwd(w, c, g):
         assert fix_source(code).source == code
     else:
         assert finding.code == "VJP001"
+
+
+RULES = """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    return f(x, w), jnp.cos(x)
+
+def f_bwd(w, c, g):
+    return (g * c * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "problem"),
+    [
+        pytest.param(
+            "def manual(x, w):\n    out, res = f_fwd(x, w)\n    return f_bwd(w, res, out)\n",
+            "bwd `f_bwd` is also used on line 19",
+            id="bwd called directly",
+        ),
+        pytest.param(
+            "@jax.custom_vjp\ndef h(x, w):\n    return x * w\n\nh.defvjp(f_fwd, lambda c, g: (g * c, g))\n",
+            "fwd `f_fwd` is also used on line 21",
+            id="fwd given to a custom_vjp that is no site",
+        ),
+        pytest.param("BWD = f_bwd\n", "bwd `f_bwd` is also used on line 17", id="bwd bound to another name"),
+    ],
+)
+def test_rules_something_else_uses_are_not_migrated(elsewhere: str, problem: str) -> None:
+    # The rewrite changes bwd's signature and fwd's residual: another use of them would break.
+    code = HEAD + RULES + "\n" + elsewhere
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003" and problem in finding.message, finding.message
+    assert fix_source(code).source == code
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        pytest.param("def primal(x, w):\n    return f_fwd(x, w)[0]\n", id="fwd called for its output"),
+        pytest.param("def g(f_bwd):\n    return f_bwd(1, 2, 3)\n", id="a parameter of the same name"),
+        pytest.param(
+            "def make():\n    @jax.custom_vjp\n    def h(x):\n        return x\n\n"
+            "    def f_fwd(x):\n        return x, None\n\n    def f_bwd(_, g):\n        return (g,)\n\n"
+            "    h.defvjp(f_fwd, f_bwd)\n    return h\n",
+            id="a factory's own rules of the same names",
+        ),
+        pytest.param("F = f\n", id="the primal used"),
+    ],
+)
+def test_rules_used_only_through_defvjp_are_migrated(elsewhere: str) -> None:
+    code = HEAD + RULES + "\n" + elsewhere
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    assert "def f_bwd(res, g):" in fix_source(code).source

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -1023,3 +1024,123 @@ def plan_groups(plans: list[RewritePlan]) -> list[list[RewritePlan]]:
         groups = [g for g in groups if g not in joined]
         groups.insert(min(at, len(groups)), merged)
     return [plans_ for _, plans_ in groups]
+
+
+class _OtherLoads(ast.NodeVisitor):
+    """Lines where ``names`` are read at module level or in functions that do not bind them,
+    outside the `<owner>.defvjp(...)` calls of ``owners``: called by name, or used otherwise."""
+
+    def __init__(self, names: set[str], owners: set[str | None]) -> None:
+        self.names, self.owners = names, owners
+        self.shadowed: list[set[str]] = []
+        self.lines: dict[str, list[int]] = {}  # read as a value
+        self.called: dict[str, list[int]] = {}  # called by name
+
+    def visit_Call(self, node: ast.Call) -> None:
+        owner = _defvjp_owner(node.func)
+        if owner is not None and owner in self.owners:
+            return
+        if isinstance(node.func, ast.Name) and self._seen(node.func):
+            self.called.setdefault(node.func.id, []).append(node.lineno)
+            for child in (*node.args, *node.keywords):
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        args = node.args
+        bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for statement in body:
+            for inner in ast.walk(statement):
+                if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+                    bound.add(inner.id)
+                elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound.add(inner.name)
+        for default in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
+            self.visit(default)
+        if not isinstance(node, ast.Lambda):
+            for decorator in node.decorator_list:
+                self.visit(decorator)
+        self.shadowed.append(bound & self.names)
+        for statement in body:
+            self.visit(statement)
+        self.shadowed.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+
+    def _seen(self, node: ast.Name) -> bool:
+        return isinstance(node.ctx, ast.Load) and node.id in self.names and not any(node.id in s for s in self.shadowed)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if self._seen(node):
+            self.lines.setdefault(node.id, []).append(node.lineno)
+
+
+def _defvjp_owner(func: ast.expr) -> str | None:
+    """``f`` for ``f.defvjp`` and ``getattr(f, "defvjp")``."""
+    if isinstance(func, ast.Attribute) and func.attr == "defvjp":
+        return ast.unparse(func.value)
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and isinstance(func.args[1], ast.Constant)
+        and func.args[1].value == "defvjp"
+    ):
+        return ast.unparse(func.args[0])
+    return None
+
+
+def rules_used_elsewhere(decisions: tuple[SiteDecision, ...], module: cst.Module) -> tuple[SiteDecision, ...]:
+    """A module-level fwd or bwd that something other than the sites' defvjp calls reads (a direct
+    call, another custom_vjp's defvjp) would be broken by the rewrite: its users get VJP003."""
+    top = {id(statement) for statement in module.body}
+    rules = {
+        ref.node.name.value
+        for decision in decisions
+        if _plannable(decision)
+        for ref in (decision.site.fwd, decision.site.bwd)
+        if ref is not None and ref.node is not None and ref.lambda_node is None and id(ref.node) in top
+    }
+    if not rules:
+        return decisions
+    owners = {
+        _defvjp_owner(_expression(module.code_for_node(d.site.defvjp.func)))
+        for d in decisions
+        if d.site.defvjp is not None
+    }
+    visitor = _OtherLoads(rules, owners)
+    try:
+        visitor.visit(ast.parse(module.code))
+    except SyntaxError:  # newer syntax than this Python's ast reads: nothing is judged
+        return decisions
+    result = list(decisions)
+    for index, decision in enumerate(decisions):
+        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+            if not _plannable(decision) or ref is None or ref.node is None or id(ref.node) not in top:
+                continue
+            # fwd keeps its signature and output: only a use of the function itself (not of a
+            # call's result, as in a primal written `return f_fwd(x)[0]`) sees the residual change.
+            name = ref.node.name.value
+            lines = sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
+            if lines and ref.lambda_node is None:
+                problem = (
+                    f"{role} `{ref.node.name.value}` is also used on line {lines[0]}, not only by defvjp, "
+                    "and the rewrite would change what that use gets"
+                )
+                result[index] = replace(decision, plan=None, problem=problem)
+                break
+    return tuple(result)
+
+
+def _plannable(decision: SiteDecision) -> bool:
+    """A plan, or none only because the settings move nothing (as reconcile_shared counts them)."""
+    return decision.plan is not None or (decision.problem is None and decision.inconsistency is None)
+
+
+def _expression(code: str) -> ast.expr:
+    """``code`` (an expression, maybe spread over lines) as an ast node."""
+    return ast.parse(f"(\n{code}\n)", mode="eval").body
