@@ -305,6 +305,60 @@ f.defvjp(f_fwd, f_bwd)
     assert "def f_bwd(mode, _, g):\n    del mode\n    scale = 1.0\n    return (None, None, g * scale)\n" in out
 
 
+@pytest.mark.parametrize("names", ["lo, hi", "(lo, hi)", "[lo, hi]"])
+def test_a_del_of_only_moved_names_goes_whole(names: str) -> None:
+    # A bare `del lo, hi` left with no name was rebuilt as an empty tuple without parentheses:
+    # an internal error (CSTValidationError), the file not fixed.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, lo, hi):
+    return jnp.clip(x, lo, hi)
+
+def f_fwd(x, lo, hi):
+    return f(x, lo, hi), None
+
+def f_bwd(lo, hi, _, g):
+    del {names}
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "def f_bwd(_, g):\n    return (g, None, None)\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("dels", "migrated"),
+    [
+        pytest.param("del res  # unused\n", "", id="alone"),
+        pytest.param("del res, w\n", "del w\n", id="with a read parameter"),
+    ],
+)
+def test_a_del_of_the_none_residual_goes_with_it(dels: str, migrated: str) -> None:
+    # The None residual's parameter is replaced by the saved argument: `del res` was left
+    # behind, an UnboundLocalError when bwd ran.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+def f_fwd(x, w):
+    return f(x, w), None
+
+def f_bwd(w, res, g):
+    gw = g * w
+    {dels}    return (gw,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"def f_bwd(w, g):\n    gw = g * w\n{migrated and '    ' + migrated}    return (gw, None)\n" in out, out
+
+
 def test_a_del_after_reading_the_parameter_stays() -> None:
     out = fix(
         HEAD
@@ -1181,6 +1235,8 @@ DELIBERATELY_CHANGED = {
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
+    # ... and with its own trailing comment (here also stale: the residual is no longer None)
+    ("bwd_del_none_residual", "# nothing saved in the forward pass"),
     # section 3: the comment on a removed parameter's own line describes it and goes with it
     ("multiline_items_keep_comments", "# the gate logits: sigmoid is recomputed"),
 }
@@ -1509,3 +1565,136 @@ def test_bwd_parameters_jax_cannot_fill_by_position_are_named(params: str, probl
     code = _site("return f(x, w, y), (x, y)\n", "return (g * w, g)\n").replace("(w, res, g)", params)
     (found,) = check_source(code)
     assert found.code == "VJP003" and found.message.endswith(problem)
+
+
+@pytest.mark.parametrize(
+    ("bwd_return", "migrated"),
+    [
+        pytest.param("(g * c * w, g)", "(g * c * w, None, g)", id="a literal"),
+        pytest.param("(g * c * w, *drest)", "(g * c * w, None, *drest)", id="a starred cotangent last"),
+        pytest.param("grads", "(*grads[:1], None, *grads[1:])", id="a name"),
+    ],
+)
+def test_a_primal_taking_star_args_gets_none_at_the_named_position(bwd_return: str, migrated: str) -> None:
+    # The cotangents of `*rest` come after `w`'s: a None appended at the end would hand them
+    # out one position late (wrong gradients whenever `*rest` is not empty).
+    out = fix(
+        f"""\
+        import jax
+        import jax.numpy as jnp
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def f(x, w, *rest):
+            return jnp.sin(x) * w + sum(rest)
+
+        def f_fwd(x, w, *rest):
+            return f(x, w, *rest), (jnp.cos(x), len(rest))
+
+        def f_bwd(w, res, g):
+            c, n = res
+            drest = [g] * n
+            grads = (g * c * w, *drest)
+            return {bwd_return}
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert f"    return {migrated}\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("defvjp", "declined"),
+    [
+        pytest.param("f.defvjp(f_fwd, f_bwd, symbolic_zeros=True)", True, id="keyword"),
+        pytest.param("f.defvjp(f_fwd, f_bwd, True)", True, id="positional"),
+        pytest.param("f.defvjp(f_fwd, f_bwd, symbolic_zeros=SYMBOLIC)", True, id="a name"),
+        pytest.param("f.defvjp(f_fwd, f_bwd, symbolic_zeros=False)", False, id="False"),
+    ],
+)
+def test_rules_with_symbolic_zeros_are_not_migrated(defvjp: str, declined: bool) -> None:
+    # With symbolic_zeros, fwd gets its differentiable arguments as CustomVJPPrimal: a moved
+    # argument would arrive wrapped, and `f(x.value, w)` would fail on it.
+    code = (
+        HEAD
+        + f"""\
+SYMBOLIC = True
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    return f(x.value, w), jnp.cos(x.value)
+
+def f_bwd(w, c, g):
+    return (g * c * w,)
+
+{defvjp}
+"""
+    )
+    (finding,) = check_source(code)
+    if declined:
+        assert finding.code == "VJP003" and "symbolic_zeros" in finding.message, finding.message
+        assert fix_source(code).source == code
+    else:
+        assert finding.code == "VJP001"
+
+
+RULES = """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    return f(x, w), jnp.cos(x)
+
+def f_bwd(w, c, g):
+    return (g * c * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("elsewhere", "problem"),
+    [
+        pytest.param(
+            "def manual(x, w):\n    out, res = f_fwd(x, w)\n    return f_bwd(w, res, out)\n",
+            "bwd `f_bwd` is also used on line 19",
+            id="bwd called directly",
+        ),
+        pytest.param(
+            "@jax.custom_vjp\ndef h(x, w):\n    return x * w\n\nh.defvjp(f_fwd, lambda c, g: (g * c, g))\n",
+            "fwd `f_fwd` is also used on line 21",
+            id="fwd given to a custom_vjp that is no site",
+        ),
+        pytest.param("BWD = f_bwd\n", "bwd `f_bwd` is also used on line 17", id="bwd bound to another name"),
+    ],
+)
+def test_rules_something_else_uses_are_not_migrated(elsewhere: str, problem: str) -> None:
+    # The rewrite changes bwd's signature and fwd's residual: another use of them would break.
+    code = HEAD + RULES + "\n" + elsewhere
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003" and problem in finding.message, finding.message
+    assert fix_source(code).source == code
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        pytest.param("def primal(x, w):\n    return f_fwd(x, w)[0]\n", id="fwd called for its output"),
+        pytest.param("def g(f_bwd):\n    return f_bwd(1, 2, 3)\n", id="a parameter of the same name"),
+        pytest.param(
+            "def make():\n    @jax.custom_vjp\n    def h(x):\n        return x\n\n"
+            "    def f_fwd(x):\n        return x, None\n\n    def f_bwd(_, g):\n        return (g,)\n\n"
+            "    h.defvjp(f_fwd, f_bwd)\n    return h\n",
+            id="a factory's own rules of the same names",
+        ),
+        pytest.param("F = f\n", id="the primal used"),
+    ],
+)
+def test_rules_used_only_through_defvjp_are_migrated(elsewhere: str) -> None:
+    code = HEAD + RULES + "\n" + elsewhere
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    assert "def f_bwd(res, g):" in fix_source(code).source

@@ -85,7 +85,7 @@ def _analyze(
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
     from vjp_migrate.noqa import suppress
-    from vjp_migrate.plan import decide, reconcile_shared
+    from vjp_migrate.plan import decide, reconcile_shared, rules_used_elsewhere
     from vjp_migrate.sites import find_sites
     from vjp_migrate.walk import index_of
 
@@ -113,7 +113,7 @@ def _analyze(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites
     )
-    decisions = reconcile_shared(decisions)
+    decisions = reconcile_shared(rules_used_elsewhere(decisions, module))
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import re
 from collections.abc import Sequence
 from dataclasses import replace
@@ -380,13 +381,19 @@ def literal_branches(value: cst.BaseExpression) -> list[cst.Tuple | cst.List] | 
     return branches
 
 
-def trailing_slots(slots: tuple[int, ...], total: int) -> bool:
-    """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing."""
-    return slots == tuple(range(total - len(slots), total))
+def cotangent_count(site: VjpSite, kept: tuple[int, ...]) -> int | None:
+    """How many cotangents bwd returns after the migration; None when the primal's `*args` leave it open."""
+    return None if site.has_varargs else len(site.params) - len(kept)
+
+
+def trailing_slots(slots: tuple[int, ...], total: int | None) -> bool:
+    """Whether every None goes after all the old cotangents: `(*grads, None)` needs no slicing.
+    Never when the count is open: the cotangents of `*args` come after every named position."""
+    return total is not None and slots == tuple(range(total - len(slots), total))
 
 
 def _bwd_return_plan(
-    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int, bindings: dict[str, list[cst.CSTNode]]
+    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int | None, bindings: dict[str, list[cst.CSTNode]]
 ) -> tuple[list[cst.Return], dict[str, int]] | str:
     """The returns that need their value stored first, and the starred lengths read; or a problem."""
     returns = _returns(bwd)
@@ -430,6 +437,17 @@ def _bwd_return_plan(
     return temp, known
 
 
+def _symbolic_zeros(defvjp: cst.Call | None) -> str | None:
+    """The code of defvjp's `symbolic_zeros` argument unless it is absent or `False`."""
+    for index, arg in enumerate(defvjp.args if defvjp is not None else ()):
+        keyword = arg.keyword.value if arg.keyword is not None else None
+        if keyword == "symbolic_zeros" or (keyword is None and not arg.star and index == 2):
+            if isinstance(arg.value, cst.Name) and arg.value.value == "False":
+                return None
+            return _code(arg.value)
+    return None
+
+
 def _repeated_param(func: cst.FunctionDef) -> str | None:
     params = func.params
     seen: set[str] = set()
@@ -457,6 +475,11 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
             return f"`{func.name.value}` has two parameters named `{twice}`, which Python rejects"
     if site.bwd.decorator_problem:
         return site.bwd.decorator_problem
+    if (symbolic := _symbolic_zeros(site.defvjp)) is not None:
+        return (
+            f"defvjp is called with `symbolic_zeros={symbolic}`: fwd would get the moved arguments "
+            "wrapped in CustomVJPPrimal (`.value`, `.perturbed`), not as arrays"
+        )
     # A functools.partial binds the leading parameters; JAX's arguments fill the rest.
     fwd_params = positional_params(fwd)[site.fwd.bound_args :]
     bwd_params = positional_params(bwd)[site.bwd.bound_args :]
@@ -496,7 +519,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
     bwd_bindings = _bindings(bwd)
-    returned = _bwd_return_plan(bwd, slots, len(site.params) - len(kept), bwd_bindings)
+    returned = _bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings)
     if isinstance(returned, str):
         return returned
     temp_returns, starred_lengths = returned
@@ -515,6 +538,8 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     if isinstance(edits, str):
         return edits
     unread = {bwd_params[order.index(p)] for p in moved if p not in read}
+    if layout is Layout.NONE:  # the old residual (always None, never read) leaves the signature
+        unread.add(residual)
     return RewritePlan(
         site=site,
         moved=moved,
@@ -999,3 +1024,123 @@ def plan_groups(plans: list[RewritePlan]) -> list[list[RewritePlan]]:
         groups = [g for g in groups if g not in joined]
         groups.insert(min(at, len(groups)), merged)
     return [plans_ for _, plans_ in groups]
+
+
+class _OtherLoads(ast.NodeVisitor):
+    """Lines where ``names`` are read at module level or in functions that do not bind them,
+    outside the `<owner>.defvjp(...)` calls of ``owners``: called by name, or used otherwise."""
+
+    def __init__(self, names: set[str], owners: set[str | None]) -> None:
+        self.names, self.owners = names, owners
+        self.shadowed: list[set[str]] = []
+        self.lines: dict[str, list[int]] = {}  # read as a value
+        self.called: dict[str, list[int]] = {}  # called by name
+
+    def visit_Call(self, node: ast.Call) -> None:
+        owner = _defvjp_owner(node.func)
+        if owner is not None and owner in self.owners:
+            return
+        if isinstance(node.func, ast.Name) and self._seen(node.func):
+            self.called.setdefault(node.func.id, []).append(node.lineno)
+            for child in (*node.args, *node.keywords):
+                self.visit(child)
+            return
+        self.generic_visit(node)
+
+    def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
+        args = node.args
+        bound = {a.arg for a in (*args.posonlyargs, *args.args, *args.kwonlyargs)}
+        bound |= {a.arg for a in (args.vararg, args.kwarg) if a is not None}
+        body = node.body if isinstance(node.body, list) else [node.body]
+        for statement in body:
+            for inner in ast.walk(statement):
+                if isinstance(inner, ast.Name) and not isinstance(inner.ctx, ast.Load):
+                    bound.add(inner.id)
+                elif isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                    bound.add(inner.name)
+        for default in (*args.defaults, *(d for d in args.kw_defaults if d is not None)):
+            self.visit(default)
+        if not isinstance(node, ast.Lambda):
+            for decorator in node.decorator_list:
+                self.visit(decorator)
+        self.shadowed.append(bound & self.names)
+        for statement in body:
+            self.visit(statement)
+        self.shadowed.pop()
+
+    visit_FunctionDef = visit_AsyncFunctionDef = visit_Lambda = _function
+
+    def _seen(self, node: ast.Name) -> bool:
+        return isinstance(node.ctx, ast.Load) and node.id in self.names and not any(node.id in s for s in self.shadowed)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if self._seen(node):
+            self.lines.setdefault(node.id, []).append(node.lineno)
+
+
+def _defvjp_owner(func: ast.expr) -> str | None:
+    """``f`` for ``f.defvjp`` and ``getattr(f, "defvjp")``."""
+    if isinstance(func, ast.Attribute) and func.attr == "defvjp":
+        return ast.unparse(func.value)
+    if (
+        isinstance(func, ast.Call)
+        and isinstance(func.func, ast.Name)
+        and func.func.id == "getattr"
+        and len(func.args) == 2
+        and isinstance(func.args[1], ast.Constant)
+        and func.args[1].value == "defvjp"
+    ):
+        return ast.unparse(func.args[0])
+    return None
+
+
+def rules_used_elsewhere(decisions: tuple[SiteDecision, ...], module: cst.Module) -> tuple[SiteDecision, ...]:
+    """A module-level fwd or bwd that something other than the sites' defvjp calls reads (a direct
+    call, another custom_vjp's defvjp) would be broken by the rewrite: its users get VJP003."""
+    top = {id(statement) for statement in module.body}
+    rules = {
+        ref.node.name.value
+        for decision in decisions
+        if _plannable(decision)
+        for ref in (decision.site.fwd, decision.site.bwd)
+        if ref is not None and ref.node is not None and ref.lambda_node is None and id(ref.node) in top
+    }
+    if not rules:
+        return decisions
+    owners = {
+        _defvjp_owner(_expression(module.code_for_node(d.site.defvjp.func)))
+        for d in decisions
+        if d.site.defvjp is not None
+    }
+    visitor = _OtherLoads(rules, owners)
+    try:
+        visitor.visit(ast.parse(module.code))
+    except SyntaxError:  # newer syntax than this Python's ast reads: nothing is judged
+        return decisions
+    result = list(decisions)
+    for index, decision in enumerate(decisions):
+        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+            if not _plannable(decision) or ref is None or ref.node is None or id(ref.node) not in top:
+                continue
+            # fwd keeps its signature and output: only a use of the function itself (not of a
+            # call's result, as in a primal written `return f_fwd(x)[0]`) sees the residual change.
+            name = ref.node.name.value
+            lines = sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
+            if lines and ref.lambda_node is None:
+                problem = (
+                    f"{role} `{ref.node.name.value}` is also used on line {lines[0]}, not only by defvjp, "
+                    "and the rewrite would change what that use gets"
+                )
+                result[index] = replace(decision, plan=None, problem=problem)
+                break
+    return tuple(result)
+
+
+def _plannable(decision: SiteDecision) -> bool:
+    """A plan, or none only because the settings move nothing (as reconcile_shared counts them)."""
+    return decision.plan is not None or (decision.problem is None and decision.inconsistency is None)
+
+
+def _expression(code: str) -> ast.expr:
+    """``code`` (an expression, maybe spread over lines) as an ast node."""
+    return ast.parse(f"(\n{code}\n)", mode="eval").body

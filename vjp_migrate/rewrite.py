@@ -12,7 +12,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
-from vjp_migrate.plan import literal_branches, trailing_slots
+from vjp_migrate.plan import cotangent_count, literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
@@ -392,7 +392,7 @@ class _Apply(cst.CSTTransformer):
                 orelse=self._bwd_value(plan, value.orelse, original.orelse),
             )
         slots = plan.none_slots
-        trailing = trailing_slots(slots, len(plan.site.params) - len(plan.kept))
+        trailing = trailing_slots(slots, cotangent_count(plan.site, plan.kept))
         wraps = self._wraps(original)
         if isinstance(value, (cst.Tuple, cst.List)) and trailing:
             return _with_items(value, [*value.elements, *["None"] * len(slots)], wraps)
@@ -468,9 +468,14 @@ class _Apply(cst.CSTTransformer):
         target = updated_node.target
         if not isinstance(target, (cst.Tuple, cst.List)):
             return cst.RemoveFromParent() if isinstance(target, cst.Name) and target.value in names else updated_node
-        new = _literal_without(target, lambda e: isinstance(e.value, cst.Name) and e.value.value in names)
-        if not new.elements:
+
+        def gone(element: cst.Element) -> bool:
+            return isinstance(element.value, cst.Name) and element.value.value in names
+
+        # Before rebuilding: a bare `lo, hi` left empty would be a tuple without parentheses.
+        if all(isinstance(e, cst.Element) and gone(e) for e in target.elements):
             return cst.RemoveFromParent()
+        new = _literal_without(target, gone)
         if len(new.elements) == 1 and not target.lpar and not isinstance(target, cst.List):
             return updated_node.with_changes(target=new.elements[0].value)
         return updated_node.with_changes(target=new)
