@@ -113,7 +113,7 @@ def _analyze(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites
     )
-    decisions = reconcile_shared(rules_used_elsewhere(decisions, module))
+    decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged

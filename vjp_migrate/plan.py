@@ -1094,9 +1094,12 @@ def _defvjp_owner(func: ast.expr) -> str | None:
     return None
 
 
-def rules_used_elsewhere(decisions: tuple[SiteDecision, ...], module: cst.Module) -> tuple[SiteDecision, ...]:
+def rules_used_elsewhere(
+    decisions: tuple[SiteDecision, ...], module: cst.Module, text: str
+) -> tuple[SiteDecision, ...]:
     """A module-level fwd or bwd that something other than the sites' defvjp calls reads (a direct
-    call, another custom_vjp's defvjp) would be broken by the rewrite: its users get VJP003."""
+    call, another custom_vjp's defvjp) would be broken by the rewrite: its users get VJP003.
+    ``text`` is ``module``'s source (its ``.code`` would generate it all again)."""
     top = {id(statement) for statement in module.body}
     rules = {
         ref.node.name.value
@@ -1114,7 +1117,7 @@ def rules_used_elsewhere(decisions: tuple[SiteDecision, ...], module: cst.Module
     }
     visitor = _OtherLoads(rules, owners)
     try:
-        visitor.visit(ast.parse(module.code))
+        visitor.visit(ast.parse(text))
     except SyntaxError:  # newer syntax than this Python's ast reads: nothing is judged
         return decisions
     result = list(decisions)
