@@ -1179,14 +1179,15 @@ def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInf
 
 
 def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgInfo:
-    static = [e for e, weight in evidence if e.kind is ArgKind.STATIC and weight != GUARDED]
+    static = [(e, weight) for e, weight in evidence if e.kind is ArgKind.STATIC and weight != GUARDED]
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
-    if static and _call_sites_disagree(evidence):
-        # One call passes a static value and another an array: the array's call breaks, and
-        # moving the argument may break the other (a string or function is no JAX value).
-        return ArgInfo(index, name, ArgKind.ARRAY, _once([*static, *(e for e, _ in array)]), False, False)
     if static:
-        return ArgInfo(index, name, ArgKind.STATIC, _once(static), False)
+        if all(weight == CALL_SITE for _, weight in static) and any(weight == CALL_SITE for _, weight in array):
+            # One call passes a static value and another an array: the array's call breaks, and
+            # moving the argument may break the other (a string or function is no JAX value).
+            found = _once([*(e for e, _ in static), *(e for e, _ in array)])
+            return ArgInfo(index, name, ArgKind.ARRAY, found, False, False)
+        return ArgInfo(index, name, ArgKind.STATIC, _once(e for e, _ in static), False)
     guarded = [e for e, weight in evidence if weight == GUARDED]
     if guarded:  # static on one branch: array data elsewhere is then never a safe fix
         if any(weight not in (WEAK, BRANCH_ARRAY) for _, weight in array):  # a function is no residual: no fix
@@ -1207,14 +1208,6 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
         return ArgInfo(index, name, ArgKind.ARRAY, _once(e for e, _ in array), strong)
     unknown = [e for e, _ in evidence if e.kind is ArgKind.UNKNOWN]
     return ArgInfo(index, name, ArgKind.UNKNOWN, _once(unknown + [e for e, _ in array]), False)
-
-
-def _call_sites_disagree(evidence: list[tuple[Evidence, str]]) -> bool:
-    """Whether all the static evidence is a value passed at a call site, and another call site
-    passes an array: what one caller passes proves nothing about what another does."""
-    static = [weight for e, weight in evidence if e.kind is ArgKind.STATIC and weight != GUARDED]
-    array = [weight for e, weight in evidence if e.kind is ArgKind.ARRAY]
-    return bool(static) and all(weight == CALL_SITE for weight in static) and CALL_SITE in array
 
 
 def _once(evidence: Iterable[Evidence]) -> tuple[Evidence, ...]:
