@@ -1004,7 +1004,7 @@ def reconcile_shared(decisions: tuple[SiteDecision, ...]) -> tuple[SiteDecision,
         detail = f"{role} `{rule}` is shared by {names}, which would change it differently: {why}"
         for i in group:
             decision = result[i]
-            if decision.plan is not None or (decision.problem is None and decision.inconsistency is None):
+            if _plannable(decision):
                 result[i] = replace(decision, plan=None, problem=detail)
     return tuple(result)
 
@@ -1101,13 +1101,13 @@ def rules_used_elsewhere(
     call, another custom_vjp's defvjp) would be broken by the rewrite: its users get VJP003.
     ``text`` is ``module``'s source (its ``.code`` would generate it all again)."""
     top = {id(statement) for statement in module.body}
-    rules = {
-        ref.node.name.value
-        for decision in decisions
+    rules = [  # (index of the decision, role, name): module-level rules of sites that would be rewritten
+        (index, role, ref.node.name.value)
+        for index, decision in enumerate(decisions)
         if _plannable(decision)
-        for ref in (decision.site.fwd, decision.site.bwd)
+        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd))
         if ref is not None and ref.node is not None and ref.lambda_node is None and id(ref.node) in top
-    }
+    ]
     if not rules:
         return decisions
     owners = {
@@ -1115,27 +1115,24 @@ def rules_used_elsewhere(
         for d in decisions
         if d.site.defvjp is not None
     }
-    visitor = _OtherLoads(rules, owners)
+    visitor = _OtherLoads({name for _, _, name in rules}, owners)
     try:
         visitor.visit(ast.parse(text))
     except SyntaxError:  # newer syntax than this Python's ast reads: nothing is judged
         return decisions
     result = list(decisions)
-    for index, decision in enumerate(decisions):
-        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
-            if not _plannable(decision) or ref is None or ref.node is None or id(ref.node) not in top:
-                continue
-            # fwd keeps its signature and output: only a use of the function itself (not of a
-            # call's result, as in a primal written `return f_fwd(x)[0]`) sees the residual change.
-            name = ref.node.name.value
-            lines = sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
-            if lines and ref.lambda_node is None:
-                problem = (
-                    f"{role} `{ref.node.name.value}` is also used on line {lines[0]}, not only by defvjp, "
-                    "and the rewrite would change what that use gets"
-                )
-                result[index] = replace(decision, plan=None, problem=problem)
-                break
+    for index, role, name in rules:
+        if result[index] is not decisions[index]:
+            continue  # its fwd is used elsewhere already: that is the problem named
+        # fwd keeps its signature and output: only a use of the function itself (not of a call's
+        # result, as in a primal written `return f_fwd(x)[0]`) sees the residual change.
+        lines = sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
+        if lines:
+            problem = (
+                f"{role} `{name}` is also used on line {lines[0]}, not only by defvjp, "
+                "and the rewrite would change what that use gets"
+            )
+            result[index] = replace(result[index], plan=None, problem=problem)
     return tuple(result)
 
 
