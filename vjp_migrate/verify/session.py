@@ -26,6 +26,7 @@ from vjp_migrate.verify.model import (
     progress,
 )
 from vjp_migrate.verify.pairing import VjpPair
+from vjp_migrate.wording import count
 
 
 @dataclass
@@ -46,12 +47,20 @@ class PairResult:
         which values reach the rule's branches, so the proof is only as wide as they are."""
         if self.inputs.source != "synthesized" or self.row().verdict is not Verdict.EQUAL:
             return None
-        n = len(self.inputs.examples)
         return (
-            f"equal on {n} synthesized input{'' if n == 1 else 's'} only (small float32 values, one set with "
-            "both signs, a zero and magnitudes above 1); a branch they do not reach is not checked: "
+            f"equal on {count(len(self.inputs.examples), 'synthesized input')} only (small float32 values, one "
+            "set with both signs, a zero and magnitudes above 1); a branch they do not reach is not checked: "
             "give --examples for the values that matter"
         )
+
+    def warnings(self, name: str) -> list[str]:
+        """The report's warnings about this pair, shown as ``name``: no inputs, or a thin proof."""
+        found = []
+        if self.inputs.source == "none" and self.inputs.note:
+            found.append(f"{name}: not verified (no inputs): {self.inputs.note}")
+        if caveat := self.caveat():
+            found.append(f"{name}: {caveat}")
+        return found
 
     def row(self) -> FunctionRow:
         """The report row for this pair."""

@@ -127,10 +127,7 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
             row = result.row().to_dict()
             row["name"] = f"{name}:{row['name']}"
             report["rows"].append(row)
-            if result.inputs.source == "none" and result.inputs.note:
-                report["warnings"].append(f"{row['name']}: not verified (no inputs): {result.inputs.note}")
-            if caveat := result.caveat():
-                report["warnings"].append(f"{row['name']}: {caveat}")
+            report["warnings"].extend(result.warnings(row["name"]))
             if emit is not None:
                 from vjp_migrate.verify.emit import emit_test
 

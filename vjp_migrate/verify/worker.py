@@ -177,10 +177,7 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     vjp3_phase(results, after_path, job["after"].get("source"), options)
     for result in results:
         report["rows"].append(result.row().to_dict())
-        if result.inputs.source == "none" and result.inputs.note:
-            report["warnings"].append(f"{result.pair.name}: not verified (no inputs): {result.inputs.note}")
-        if caveat := result.caveat():
-            report["warnings"].append(f"{result.pair.name}: {caveat}")
+        report["warnings"].extend(result.warnings(result.pair.name))
         if emit is not None:
             from vjp_migrate.verify.emit import emit_test
 
