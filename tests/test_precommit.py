@@ -8,6 +8,7 @@ time; PRE_COMMIT_HOME is kept per test session.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -96,3 +97,26 @@ def test_readme_shows_the_hook_and_the_flake8_usage() -> None:
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert "repos:\n  - repo: " in readme and "hooks:\n      - id: vjp-migrate-check" in readme
     assert "flake8 --select VJP" in readme
+
+
+def readme_local_hook() -> str:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```yaml\n(.*?)```", readme, flags=re.S)
+    local = [block for block in blocks if "repo: local" in block]
+    assert len(local) == 1, blocks
+    return local[0]
+
+
+def test_readme_local_hook_runs_the_installed_tool(tmp_path: Path) -> None:
+    # `language: system` builds nothing: the hook runs the vjp-migrate this interpreter installed.
+    user = user_repo(tmp_path)
+    (user / ".pre-commit-config.yaml").write_text(readme_local_hook(), encoding="utf-8")
+    git("add", "-A", cwd=user)
+    path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
+    env = {**os.environ, "PATH": path, "PRE_COMMIT_HOME": str(tmp_path / "home"), "NO_COLOR": "1"}
+    run = [sys.executable, "-m", "pre_commit", "run", "--all-files", "--color", "never"]
+    result = subprocess.run(run, cwd=user, env=env, capture_output=True, text=True, timeout=120)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "vjp-migrate (check)" in result.stdout and "Failed" in result.stdout
+    assert "seed.py:8:19: VJP001" in result.stdout and "gen.py" not in result.stdout
+    assert (user / "seed.py").read_text(encoding="utf-8") == SEED
