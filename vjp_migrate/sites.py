@@ -119,7 +119,7 @@ class SiteFinder:
     # --- nondiff_argnums / nondiff_argnames --------------------------------------------------
 
     def _positions(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
-        literal = _int_literals(expr)
+        literal = _int_literals(expr, signed=True)  # a negative one is read, to be reported (VJP004)
         if literal is not None:
             return literal
         if not isinstance(expr, cst.Call) or not expr.args or any(a.keyword or a.star for a in expr.args):
@@ -463,6 +463,28 @@ def _signature_from_bwd(site: VjpSite) -> VjpSite:
     for order, position in enumerate(positions):
         params[position] = names[order]
     return replace(site, params=tuple(params))
+
+
+def varargs_item(site: VjpSite, index: int) -> str | None:
+    """How the signature the site is read through (the primal's, or fwd's when the primal is not
+    seen) names a nondiff position past its positional parameters: ``args[0]`` of its ``*args``;
+    None when it has no ``*args`` (or the position is negative)."""
+    star = varargs_owner(site)
+    if star is None or not len(site.params) <= index:
+        return None
+    return f"{star[0]}[{index - len(site.params)}]"
+
+
+def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
+    """The ``*args`` name of the signature the site is read through, and whose it is."""
+    if site.primal is not None:
+        func, owner = site.primal, f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
+    elif site.fwd is not None and site.fwd.node is not None:
+        func, owner = site.fwd.node, f"fwd `{site.fwd.node.name.value}`"
+    else:
+        return None
+    star = func.params.star_arg
+    return (star.name.value, owner) if isinstance(star, cst.Param) else None
 
 
 def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
