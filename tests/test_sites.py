@@ -485,3 +485,49 @@ def test_a_negative_position_is_an_inconsistent_rule(position: str) -> None:
     (found,) = check_source(code, settings=Settings(frozenset(BY_CODE)))
     assert found.code == "VJP004"
     assert "does not count positions from the end" in found.message
+
+
+IGNORED_NAME = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnames=("w",))
+def f(x, *, w=1.0):
+    return x * w
+
+def f_fwd(x, *, w=1.0):
+    return f(x), x
+
+def f_bwd(w, x, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "what"),
+    [
+        pytest.param(IGNORED_NAME, "a keyword-only parameter of `f`", id="keyword-only"),
+        pytest.param(
+            IGNORED_NAME.replace("*, w=1.0", "**kw").replace("x * w", "x * kw['w']"),
+            "no parameter of `f`",
+            id="**kwargs",
+        ),
+        pytest.param(IGNORED_NAME.replace("*, w=1.0", "*, v=1.0"), "no parameter of `f`", id="no such parameter"),
+    ],
+)
+def test_a_name_jax_ignores_in_nondiff_argnames_explains_the_bwd_arity(code: str, what: str) -> None:
+    # JAX's nondiff_argnames counts only positional-or-keyword parameters: f.nondiff_argnums == (),
+    # and bwd, taking `w` first, is called as bwd(res, g). Before: no finding at all.
+    (found,) = check_source(code)
+    assert found.code == "VJP004"
+    assert found.message.endswith(
+        f"cotangent = 2; JAX ignores `w` in nondiff_argnames: it is {what}, "
+        "and only parameters that can be passed by position count"
+    )
+
+
+def test_a_name_jax_ignores_is_not_reported_when_the_rules_fit() -> None:
+    code = IGNORED_NAME.replace("def f_bwd(w, x, g):", "def f_bwd(x, g):").replace("(g * w,)", "(g,)")
+    assert not check_source(code, settings=Settings(frozenset(BY_CODE)))

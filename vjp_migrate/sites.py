@@ -487,6 +487,22 @@ def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
     return (star.name.value, owner) if isinstance(star, cst.Param) else None
 
 
+def ignored_argnames(site: VjpSite) -> tuple[tuple[str, str], ...]:
+    """The names nondiff_argnames lists that JAX ignores, for a primal that is seen (JAX counts
+    only parameters that can be passed by position), each with what it is: ("w", "a keyword-only
+    parameter of `f`"), ("w", "no parameter of `f`")."""
+    names = _str_literals(site.nondiff.argnames_arg.value) if site.nondiff.argnames_arg else None
+    if site.primal is None or not names:
+        return ()
+    primal = f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
+    keyword_only = {p.name.value for p in site.primal.params.kwonly_params}
+    return tuple(
+        (name, f"a keyword-only parameter of {primal}" if name in keyword_only else f"no parameter of {primal}")
+        for name in names
+        if name not in site.params
+    )
+
+
 def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
     body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(expr.body)])])
     view = cst.FunctionDef(name=cst.Name("lambda"), params=expr.params, body=body)
