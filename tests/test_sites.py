@@ -524,10 +524,40 @@ def test_a_name_jax_ignores_in_nondiff_argnames_explains_the_bwd_arity(code: str
     assert found.code == "VJP004"
     assert found.message.endswith(
         f"cotangent = 2; JAX ignores `w` in nondiff_argnames: it is {what}, "
-        "and only parameters that can be passed by position count"
+        "and only positional-or-keyword parameters count there"
     )
 
 
 def test_a_name_jax_ignores_is_not_reported_when_the_rules_fit() -> None:
     code = IGNORED_NAME.replace("def f_bwd(w, x, g):", "def f_bwd(x, g):").replace("(g * w,)", "(g,)")
     assert not check_source(code, settings=Settings(frozenset(BY_CODE)))
+
+
+POSITIONAL_ONLY = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnames=("w",))
+def f(w, /, x):
+    return x * w
+
+def f_fwd(w, x):
+    return f(w, x), x
+
+def f_bwd(w, x, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+def test_a_positional_only_name_in_nondiff_argnames_is_ignored_like_jax_does() -> None:
+    # JAX: f.nondiff_argnums == (); jax.jit(f) works and jax.grad raises TypeError (bwd is called
+    # with two arguments). Before: VJP001 "raises UnexpectedTracerError", which it never does.
+    (site,) = sites_of(POSITIONAL_ONLY)
+    assert site.nondiff.positions == ()
+    (found,) = check_source(POSITIONAL_ONLY)
+    assert found.code == "VJP004"
+    assert "JAX ignores `w` in nondiff_argnames: it is a positional-only parameter of `f`" in found.message
+    by_number = POSITIONAL_ONLY.replace('nondiff_argnames=("w",)', "nondiff_argnums=(0,)")
+    assert [d.code for d in check_source(by_number)] == ["VJP001"]  # argnums counts it

@@ -268,7 +268,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         if not least <= n_nondiff + 2 <= most:
             because = (
                 f"; JAX ignores `{ignored[0][0]}` in nondiff_argnames: it is {ignored[0][1]}, and only "
-                "parameters that can be passed by position count"
+                "positional-or-keyword parameters count there"
                 if ignored
                 else ""
             )

@@ -133,8 +133,11 @@ class SiteFinder:
             return self._positions(expr.args[0].value)  # tuple(range(2, 5)), list((1, 2))
         return None
 
-    def nondiff_spec(self, args: Sequence[cst.Arg], params: tuple[str, ...], seen: bool = True) -> NondiffSpec | None:
-        """``seen``: ``params`` are the primal's own (not fwd's, or none known)."""
+    def nondiff_spec(
+        self, args: Sequence[cst.Arg], params: tuple[str, ...], seen: bool = True, positional_only: int = 0
+    ) -> NondiffSpec | None:
+        """``seen``: ``params`` are the primal's own (not fwd's, or none known); ``positional_only``:
+        how many of them are, whose names JAX ignores in nondiff_argnames, as it does keyword-only ones."""
         argnums = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnums"), None)
         argnames = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnames"), None)
         if argnums is None and argnames is None:
@@ -157,7 +160,7 @@ class SiteFinder:
                 literal = complete = False
                 problem = f"nondiff_argnames is given by `{self.module.code_for_node(argnames.value)}`"
             else:
-                positions.update(params.index(n) for n in names if n in params)
+                positions.update(params.index(n) for n in names if n in params[positional_only:])
                 # JAX skips a name the primal lacks; a name fwd lacks may still be the primal's.
                 complete = complete and (seen or all(n in params for n in names))
         listed = argnums is not None and self._written_as_list(argnums.value)
@@ -220,7 +223,8 @@ class SiteFinder:
         """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
         a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
         params = positional_params(primal) if primal is not None else ()
-        spec = self.nondiff_spec(args, params, seen=primal is not None)
+        positional_only = len(primal.params.posonly_params) if primal is not None else 0
+        spec = self.nondiff_spec(args, params, seen=primal is not None, positional_only=positional_only)
         if spec is None:
             return None
         return VjpSite(
@@ -489,17 +493,18 @@ def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
 
 def ignored_argnames(site: VjpSite) -> tuple[tuple[str, str], ...]:
     """The names nondiff_argnames lists that JAX ignores, for a primal that is seen (JAX counts
-    only parameters that can be passed by position), each with what it is: ("w", "a keyword-only
+    only positional-or-keyword parameters), each with what it is: ("w", "a keyword-only
     parameter of `f`"), ("w", "no parameter of `f`")."""
     names = _str_literals(site.nondiff.argnames_arg.value) if site.nondiff.argnames_arg else None
     if site.primal is None or not names:
         return ()
     primal = f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
-    keyword_only = {p.name.value for p in site.primal.params.kwonly_params}
+    kinds = {p.name.value: "a keyword-only" for p in site.primal.params.kwonly_params}
+    kinds.update({p.name.value: "a positional-only" for p in site.primal.params.posonly_params})
     return tuple(
-        (name, f"a keyword-only parameter of {primal}" if name in keyword_only else f"no parameter of {primal}")
+        (name, f"{kinds[name]} parameter of {primal}" if name in kinds else f"no parameter of {primal}")
         for name in names
-        if name not in site.params
+        if name in kinds or name not in site.params
     )
 
 
