@@ -674,6 +674,48 @@ def test_a_position_beyond_the_signature_keeps_the_file_for_vjp004() -> None:
         assert screen.may_report(BEYOND_THE_SIGNATURE, Settings(select))
 
 
+_POSITION_IN_STAR_ARGS = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, *args):
+    return x * args[0]
+
+def f_fwd(x, *args):
+    return f(x, *args), x
+
+def f_bwd(w, x, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="screen.py reads no position past the primal's named parameters (lead: screen)")
+@pytest.mark.parametrize(
+    ("text", "select", "codes"),
+    [
+        pytest.param(_POSITION_IN_STAR_ARGS, DEFAULT_SELECT, ["VJP003"], id="bwd uses it as an array"),
+        pytest.param(
+            _POSITION_IN_STAR_ARGS.replace("def f_bwd(w, x, g):\n", "def f_bwd(*args):\n    w, x, g = args\n"),
+            ALL,
+            ["VJP002"],
+            id="bwd takes *args",
+        ),
+    ],
+)
+def test_screen_keeps_a_nondiff_position_in_the_primals_star_args(
+    text: str, select: frozenset[str], codes: list[str]
+) -> None:
+    # sites/classify (sites13): a nondiff position in the primal's `*args` is named `args[0]` and
+    # judged like any other (bwd's parameter, call sites); it gets VJP003 or VJP002 with no fix.
+    # The screen must keep a site one of whose positions is past the primal's named parameters
+    # when the primal takes *args, as it keeps one whose primal has no *args (VJP004).
+    assert _findings(text, "case.py", Settings(select)) == codes
+    assert screen.may_report(text, Settings(select))
+
+
 def test_a_lambda_bwd_is_read_by_classify() -> None:  # so the screen must keep such files
     assert _findings(BWD_ONLY, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
 

@@ -6,7 +6,7 @@ import libcst as cst
 import pytest
 from helpers import RULES, parse, sites_of
 
-from vjp_migrate.api import check_source
+from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.model import Settings
 from vjp_migrate.sites import positional_params, rule_decorators
@@ -391,3 +391,173 @@ def test_defvjp_on_the_primal_used_through_an_alias_is_migrated() -> None:
     code = ALIASED.replace("f.defvjp(", "_f.defvjp(")
     (site,) = sites_of(code)
     assert site.problem is None and site.defvjp is not None
+
+
+STAR_ARGS = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, *args):
+    return x * args[0]
+
+def f_fwd(x, *args):
+    return f(x, *args), x
+
+def f_bwd(w, x, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+STAR_ARGS_REASON = "position 1 falls in `*args` of `f`, which the rewrite does not handle"
+
+
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        pytest.param(STAR_ARGS, [("VJP003", "args[0]", 5, 11)], id="bwd names it and uses it as an array"),
+        pytest.param(
+            STAR_ARGS.replace("def f_bwd(w, x, g):\n", "def f_bwd(*args):\n    w, x, g = args\n"),
+            [("VJP002", "args[0]", 5, 11)],
+            id="bwd takes *args: the kind cannot be told",
+        ),
+        pytest.param(
+            STAR_ARGS.replace("(1,)", "(1, 2)")
+            .replace("args[0]", "args[0] * args[1]")
+            .replace("w, x, g", "w, s, x, g"),
+            [("VJP003", "args[0]", 5, 11), ("VJP002", "args[1]", 5, 11)],
+            id="two positions in *args",
+        ),
+    ],
+)
+def test_a_nondiff_position_in_star_args_is_reported_without_a_fix(
+    code: str, expected: list[tuple[str, str, int, int]]
+) -> None:
+    # JAX checks args[1] for Tracers all the same: jax.jit(lambda x, w: f(x, w)) raises
+    # UnexpectedTracerError. Before, no position past the named parameters got a finding.
+    found = check_source(code, settings=Settings(frozenset(BY_CODE)))
+    assert [(d.code, d.argument, d.line, d.column) for d in found] == expected
+    assert all(not d.fixable and STAR_ARGS_REASON in d.message for d in found)
+    assert fix_source(code, settings=Settings(frozenset(BY_CODE), unsafe_fixes=True)).source == code
+
+
+def test_a_position_in_star_args_and_a_named_one_leave_the_rule_unchanged() -> None:
+    # Moving `w` alone crashed the rewrite (IndexError): the plan counted cotangent slots by the
+    # named parameters only.
+    code = STAR_ARGS.replace("(1,)", "(1, 2)").replace("def f(x, *args)", "def f(x, v, *args)")
+    code = code.replace("x * args[0]", "x * v * args[0]").replace("def f_fwd(x, *args)", "def f_fwd(x, v, *args)")
+    code = code.replace("f(x, *args)", "f(x, v, *args)").replace("def f_bwd(w, x, g)", "def f_bwd(v, w, x, g)")
+    code = code.replace("(g * w,)", "(g * v * w,)")
+    found = check_source(code)
+    assert [(d.code, d.argument) for d in found] == [("VJP003", "v"), ("VJP003", "args[0]")]
+    assert "position 2 falls in `*args` of `f`" in found[0].message
+    assert fix_source(code, settings=Settings(frozenset(BY_CODE), unsafe_fixes=True)).source == code
+
+
+def test_a_static_callable_in_star_args_stays_silent() -> None:
+    # `f(x, jnp.sin)`: a function at a *args position is a legitimate nondiff argument.
+    code = STAR_ARGS.replace("x * args[0]", "args[0](x)").replace("(g * w,)", "(g * jax.grad(w)(x),)")
+    code = (
+        code.replace("import jax\n", "import jax\nimport jax.numpy as jnp\n")
+        + "\ndef use(x):\n    return f(x, jnp.sin)\n"
+    )
+    assert not check_source(code, settings=Settings(frozenset(BY_CODE)))
+
+
+def test_a_position_in_the_star_args_of_fwd_is_named_there() -> None:
+    # The primal is not seen: fwd's `*args` names the position.
+    code = "import jax\nfrom lib import make\n"
+    code += "f = jax.custom_vjp(make(), nondiff_argnums=(1,))\n"
+    code += "def f_fwd(*args):\n    x, w = args\n    return x * w, x\n"
+    code += "def f_bwd(w, x, g):\n    return (g * w,)\nf.defvjp(f_fwd, f_bwd)\n"
+    (found,) = check_source(code)
+    assert (found.code, found.argument, found.index) == ("VJP003", "args[1]", 1)
+    assert "position 1 falls in `*args` of fwd `f_fwd`" in found.message
+
+
+@pytest.mark.parametrize("position", ["-1", "(0, -1)", "[-2]"])
+def test_a_negative_position_is_an_inconsistent_rule(position: str) -> None:
+    # custom_vjp does not count from the end: JAX hands args[-1] to bwd and differentiates it too
+    # (jit raises UnexpectedTracerError, grad a cotangent-count error). Before: no finding at all.
+    code = f"import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums={position})\n"
+    code += "def f(w, x):\n    return x * w\n" + RULE
+    (found,) = check_source(code, settings=Settings(frozenset(BY_CODE)))
+    assert found.code == "VJP004"
+    assert "does not count positions from the end" in found.message
+
+
+IGNORED_NAME = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnames=("w",))
+def f(x, *, w=1.0):
+    return x * w
+
+def f_fwd(x, *, w=1.0):
+    return f(x), x
+
+def f_bwd(w, x, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("code", "what"),
+    [
+        pytest.param(IGNORED_NAME, "a keyword-only parameter of `f`", id="keyword-only"),
+        pytest.param(
+            IGNORED_NAME.replace("*, w=1.0", "**kw").replace("x * w", "x * kw['w']"),
+            "no parameter of `f`",
+            id="**kwargs",
+        ),
+        pytest.param(IGNORED_NAME.replace("*, w=1.0", "*, v=1.0"), "no parameter of `f`", id="no such parameter"),
+    ],
+)
+def test_a_name_jax_ignores_in_nondiff_argnames_explains_the_bwd_arity(code: str, what: str) -> None:
+    # JAX's nondiff_argnames counts only positional-or-keyword parameters: f.nondiff_argnums == (),
+    # and bwd, taking `w` first, is called as bwd(res, g). Before: no finding at all.
+    (found,) = check_source(code)
+    assert found.code == "VJP004"
+    assert found.message.endswith(
+        f"cotangent = 2; JAX ignores `w` in nondiff_argnames: it is {what}, "
+        "and only positional-or-keyword parameters count there"
+    )
+
+
+def test_a_name_jax_ignores_is_not_reported_when_the_rules_fit() -> None:
+    code = IGNORED_NAME.replace("def f_bwd(w, x, g):", "def f_bwd(x, g):").replace("(g * w,)", "(g,)")
+    assert not check_source(code, settings=Settings(frozenset(BY_CODE)))
+
+
+POSITIONAL_ONLY = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnames=("w",))
+def f(w, /, x):
+    return x * w
+
+def f_fwd(w, x):
+    return f(w, x), x
+
+def f_bwd(w, x, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+def test_a_positional_only_name_in_nondiff_argnames_is_ignored_like_jax_does() -> None:
+    # JAX: f.nondiff_argnums == (); jax.jit(f) works and jax.grad raises TypeError (bwd is called
+    # with two arguments). Before: VJP001 "raises UnexpectedTracerError", which it never does.
+    (site,) = sites_of(POSITIONAL_ONLY)
+    assert site.nondiff.positions == ()
+    (found,) = check_source(POSITIONAL_ONLY)
+    assert found.code == "VJP004"
+    assert "JAX ignores `w` in nondiff_argnames: it is a positional-only parameter of `f`" in found.message
+    by_number = POSITIONAL_ONLY.replace('nondiff_argnames=("w",)', "nondiff_argnums=(0,)")
+    assert [d.code for d in check_source(by_number)] == ["VJP001"]  # argnums counts it

@@ -15,7 +15,7 @@ from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_decorators
+from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_decorators, varargs_item
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -1111,14 +1111,14 @@ def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | N
 
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
-    """One ArgInfo per nondiff position of the site that names a positional parameter."""
+    """One ArgInfo per nondiff position of the site that names a positional parameter or an item of its ``*args``."""
     calls = _calls_of(site, module, ctx)
     passed = ctx.passed.get(id(module), frozenset())  # filled by _calls_of
     infos: list[ArgInfo] = []
     for order, index in enumerate(site.nondiff.positions):
-        if index >= len(site.params):
+        name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
+        if name is None:
             continue
-        name = site.params[index]
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))

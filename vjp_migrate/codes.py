@@ -147,7 +147,8 @@ CODES: tuple[Code, ...] = (
             "from a module that is not among the files checked, a fwd/bwd shared by custom_vjp "
             "functions that would change it "
             "differently, a bwd with a decorator other than jax.jit or staticmethod, a partial binding keywords, "
-            "nondiff_argnums given by a variable, fwd rebinding the argument, and similar."
+            "nondiff_argnums given by a variable, fwd rebinding the argument, a position that falls "
+            "in the primal's `*args` (named `args[0]`...), and similar."
         ),
         why=_TRACER_WHY,
         example=_BEFORE.replace(
@@ -169,8 +170,10 @@ CODES: tuple[Code, ...] = (
         triggers=_NONDIFF,
         what=(
             "Finds custom_vjp rules whose shapes do not fit the primal: bwd's parameter count is not "
-            "the number of nondiff arguments + 2, fwd's parameter count differs from the primal's, "
-            "or the bwd of a one-argument primal returns a bare value instead of a tuple."
+            "the number of nondiff arguments + 2 (which counts no name of nondiff_argnames that JAX "
+            "ignores: a keyword-only or positional-only parameter, or none of the primal's), fwd's parameter count differs from the primal's, "
+            "nondiff_argnums lists a position the primal lacks or a negative one (custom_vjp does not "
+            "count from the end), or the bwd of a one-argument primal returns a bare value instead of a tuple."
         ),
         why=(
             "JAX calls bwd as `bwd(*nondiff_args, residuals, g)` and requires a tuple with one "

@@ -18,7 +18,10 @@ def _param_node(decision: SiteDecision, index: int) -> cst.CSTNode:
     if site.primal is None:  # no def to point at: the entry of nondiff_argnums that lists it
         return _listed_at(site.nondiff.argnums_arg, index) or site.anchor
     params = [*site.primal.params.posonly_params, *site.primal.params.params]
-    return params[index].name
+    if index < len(params):
+        return params[index].name
+    star = site.primal.params.star_arg  # the position falls in `*args`
+    return star.name if isinstance(star, cst.Param) else site.anchor
 
 
 def _listed_at(argnums: cst.Arg | None, index: int) -> cst.CSTNode | None:

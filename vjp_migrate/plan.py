@@ -22,7 +22,7 @@ from vjp_migrate.model import (
     TupleType,
     VjpSite,
 )
-from vjp_migrate.sites import body_statements, positional_params
+from vjp_migrate.sites import body_statements, ignored_argnames, positional_params, varargs_owner
 from vjp_migrate.vocabulary import ARRAY_MODULES
 from vjp_migrate.wording import count
 
@@ -247,8 +247,14 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     # bwd's shape is judged only when every nondiff position is known (how many arguments it gets)
     bwd = site.bwd.node if site.bwd and site.nondiff.complete else None
     n_nondiff = len(site.nondiff.positions)
-    if not n_nondiff:
-        return None  # positions unreadable (negative, strings...): nothing can be judged
+    ignored = ignored_argnames(site)
+    if not n_nondiff and not ignored:
+        return None  # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
+    if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
+        return (
+            f"nondiff_argnums lists position {site.nondiff.positions[0]}, but custom_vjp does not count "
+            "positions from the end: JAX passes that argument to bwd and still expects a cotangent for it"
+        )
     beyond = [p for p in site.nondiff.positions if p >= len(site.params)]
     if beyond and not site.has_varargs:
         return (
@@ -260,10 +266,16 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     if bwd is not None and not isinstance(bwd.params.star_arg, cst.Param):
         least, most = _arity(bwd, bwd_bound)
         if not least <= n_nondiff + 2 <= most:
+            because = (
+                f"; JAX ignores `{ignored[0][0]}` in nondiff_argnames: it is {ignored[0][1]}, and only "
+                "positional-or-keyword parameters count there"
+                if ignored
+                else ""
+            )
             return (
                 f"bwd `{bwd.name.value}` takes {_count_range(least, most)}, but JAX calls it with "
                 f"{count(n_nondiff, 'nondiff argument')} + residuals + "
-                f"cotangent = {n_nondiff + 2}"
+                f"cotangent = {n_nondiff + 2}{because}"
             )
     fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
     least, most = _arity(fwd, fwd_bound) if fwd is not None else (0, 0)
@@ -465,6 +477,10 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return site.problem
     if not site.nondiff.literal:
         return site.nondiff.problem or "nondiff_argnums is not a literal"
+    starred = [p for p in moved if p >= len(site.params)]
+    star = varargs_owner(site)
+    if starred and star is not None:
+        return f"position {starred[0]} falls in `*{star[0]}` of {star[1]}, which the rewrite does not handle"
     for ref in (site.fwd, site.bwd):
         if ref is None or ref.node is None:
             return ref.problem if ref and ref.problem else "the rules were not found"

@@ -119,7 +119,7 @@ class SiteFinder:
     # --- nondiff_argnums / nondiff_argnames --------------------------------------------------
 
     def _positions(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
-        literal = _int_literals(expr)
+        literal = _int_literals(expr, signed=True)  # a negative one is read, to be reported (VJP004)
         if literal is not None:
             return literal
         if not isinstance(expr, cst.Call) or not expr.args or any(a.keyword or a.star for a in expr.args):
@@ -133,8 +133,11 @@ class SiteFinder:
             return self._positions(expr.args[0].value)  # tuple(range(2, 5)), list((1, 2))
         return None
 
-    def nondiff_spec(self, args: Sequence[cst.Arg], params: tuple[str, ...], seen: bool = True) -> NondiffSpec | None:
-        """``seen``: ``params`` are the primal's own (not fwd's, or none known)."""
+    def nondiff_spec(
+        self, args: Sequence[cst.Arg], params: tuple[str, ...], seen: bool = True, positional_only: int = 0
+    ) -> NondiffSpec | None:
+        """``seen``: ``params`` are the primal's own (not fwd's, or none known); ``positional_only``:
+        how many of them are, whose names JAX ignores in nondiff_argnames, as it does keyword-only ones."""
         argnums = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnums"), None)
         argnames = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnames"), None)
         if argnums is None and argnames is None:
@@ -157,7 +160,7 @@ class SiteFinder:
                 literal = complete = False
                 problem = f"nondiff_argnames is given by `{self.module.code_for_node(argnames.value)}`"
             else:
-                positions.update(params.index(n) for n in names if n in params)
+                positions.update(params.index(n) for n in names if n in params[positional_only:])
                 # JAX skips a name the primal lacks; a name fwd lacks may still be the primal's.
                 complete = complete and (seen or all(n in params for n in names))
         listed = argnums is not None and self._written_as_list(argnums.value)
@@ -220,7 +223,8 @@ class SiteFinder:
         """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
         a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
         params = positional_params(primal) if primal is not None else ()
-        spec = self.nondiff_spec(args, params, seen=primal is not None)
+        positional_only = len(primal.params.posonly_params) if primal is not None else 0
+        spec = self.nondiff_spec(args, params, seen=primal is not None, positional_only=positional_only)
         if spec is None:
             return None
         return VjpSite(
@@ -463,6 +467,45 @@ def _signature_from_bwd(site: VjpSite) -> VjpSite:
     for order, position in enumerate(positions):
         params[position] = names[order]
     return replace(site, params=tuple(params))
+
+
+def varargs_item(site: VjpSite, index: int) -> str | None:
+    """How the signature the site is read through (the primal's, or fwd's when the primal is not
+    seen) names a nondiff position past its positional parameters: ``args[0]`` of its ``*args``;
+    None when it has no ``*args`` (or the position is negative)."""
+    star = varargs_owner(site)
+    if star is None or not len(site.params) <= index:
+        return None
+    return f"{star[0]}[{index - len(site.params)}]"
+
+
+def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
+    """The ``*args`` name of the signature the site is read through, and whose it is."""
+    if site.primal is not None:
+        func, owner = site.primal, f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
+    elif site.fwd is not None and site.fwd.node is not None:
+        func, owner = site.fwd.node, f"fwd `{site.fwd.node.name.value}`"
+    else:
+        return None
+    star = func.params.star_arg
+    return (star.name.value, owner) if isinstance(star, cst.Param) else None
+
+
+def ignored_argnames(site: VjpSite) -> tuple[tuple[str, str], ...]:
+    """The names nondiff_argnames lists that JAX ignores, for a primal that is seen (JAX counts
+    only positional-or-keyword parameters), each with what it is: ("w", "a keyword-only
+    parameter of `f`"), ("w", "no parameter of `f`")."""
+    names = _str_literals(site.nondiff.argnames_arg.value) if site.nondiff.argnames_arg else None
+    if site.primal is None or not names:
+        return ()
+    primal = f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
+    kinds = {p.name.value: "a keyword-only" for p in site.primal.params.kwonly_params}
+    kinds.update({p.name.value: "a positional-only" for p in site.primal.params.posonly_params})
+    return tuple(
+        (name, f"{kinds[name]} parameter of {primal}" if name in kinds else f"no parameter of {primal}")
+        for name in names
+        if name in kinds or name not in site.params
+    )
 
 
 def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
