@@ -692,7 +692,6 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="screen.py reads no position past the primal's named parameters (lead: screen)")
 @pytest.mark.parametrize(
     ("text", "select", "codes"),
     [

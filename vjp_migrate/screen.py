@@ -57,6 +57,7 @@ if TYPE_CHECKING:  # model imports libcst; the screen runs where LibCST is not l
 NEEDS_ARRAY = frozenset({"VJP001", "VJP003"})  # reported only for an argument classified ARRAY
 NEEDS_UNKNOWN = frozenset({"VJP002"})  # any non-static argument
 NEEDS_INCONSISTENCY = frozenset({"VJP004"})
+NEEDS_ARRAY_OR_UNKNOWN = NEEDS_ARRAY | NEEDS_UNKNOWN
 UNDERSTOOD = NEEDS_ARRAY | NEEDS_UNKNOWN | NEEDS_INCONSISTENCY
 
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
@@ -707,6 +708,8 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
         positions = _positions(m, site, primal)
         n_params = len(_params(primal))
         kept = [(order, i) for order, i in enumerate(positions) if i < n_params]
+        if primal.args.vararg is not None and len(kept) < len(positions) and settings.select & NEEDS_ARRAY_OR_UNKNOWN:
+            return True  # a position in `*args`: classify names it `args[0]` and judges it from bwd and call sites
         for order, index in kept:
             if proof.static(primal, index, order):
                 continue
