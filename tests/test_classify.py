@@ -278,6 +278,41 @@ def test_a_type_test_works_on_a_tracer_and_a_warm_start_in_nondiff_argnums_fails
     np.testing.assert_allclose(grad, jax.grad(lambda x: before(x, init).sum())(x))
 
 
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(lines('print("scale " + str(a))', "return x * 2.0"), id="printed"),
+        pytest.param(lines("label = str(a)", "return x * a"), id="bound"),
+    ],
+)
+def test_str_of_an_argument_is_no_static_value(primal: str) -> None:
+    # `str` of a Tracer works under jit ("Traced<float32[]>..."), so it proves nothing; the
+    # scale it names is array data in the bwd.
+    info = _unscreened(site_module(primal, "return (g * a,)"))
+    assert info.kind is ArgKind.ARRAY, info.evidence
+    assert not any("`str`" in e.text for e in info.evidence), info.evidence
+
+
+def test_str_alone_leaves_the_argument_unknown() -> None:
+    assert _unscreened(site_module(lines("log(str(a))", "return x"))).kind is ArgKind.UNKNOWN
+
+
+def test_the_other_conversions_still_prove_a_static_value() -> None:
+    kind, reasons, _ = classify(lines("n = int(a)", "return x * n"), "return (g * a,)")
+    assert kind is ArgKind.STATIC and any("`int`" in r for r in reasons), reasons
+
+
+def test_str_of_a_tracer_works_under_jit_and_a_printed_scale_in_nondiff_argnums_fails() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def before(x: jax.Array, a: jax.Array) -> jax.Array:
+        return x * a
+
+    before.defvjp(lambda x, a: (before(x, a), len(str(a))), lambda a, _, g: (g * a,))
+    assert jax.jit(lambda a: a * len(str(a)))(2.0) > 0  # `str(a)` of a Tracer: no error
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda a: before(1.0, a) * a))(2.0)
+
+
 def test_static_wins_over_numeric_use() -> None:
     kind, reasons, _ = classify("return x * a", "return (jnp.sum(g, axis=a),)")
     assert kind is ArgKind.STATIC and any("axis" in r for r in reasons)
