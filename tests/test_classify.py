@@ -313,6 +313,40 @@ def test_str_of_a_tracer_works_under_jit_and_a_printed_scale_in_nondiff_argnums_
         jax.jit(jax.grad(lambda a: before(1.0, a) * a))(2.0)
 
 
+@pytest.mark.parametrize(
+    "test",
+    [
+        pytest.param('if "b" in a:', id="in"),
+        pytest.param('if "b" not in a:', id="not in"),
+    ],
+)
+def test_a_string_key_looked_up_in_the_argument_is_no_static_value(test: str) -> None:
+    # `"b" in params` reads a dict's keys only: it works on a dict of Tracers under jit.
+    primal = lines('y = x * a["w"]', test, "    y = y + 1.0", "return y")
+    info = _unscreened(site_module(primal, 'return (g * a["w"],)'))
+    assert info.kind is ArgKind.ARRAY, info.evidence
+    assert not any("control flow" in e.text or "string" in e.text for e in info.evidence), info.evidence
+
+
+def test_the_argument_looked_up_in_a_tuple_of_strings_is_still_static() -> None:
+    kind, reasons, _ = classify(lines('if a in ("relu", "gelu"):', "    return x", "return -x"), "return (g * a,)")
+    assert kind is ArgKind.STATIC and any("control flow" in r for r in reasons), reasons
+
+
+def test_a_string_key_in_a_dict_of_tracers_works_under_jit_and_the_dict_in_nondiff_argnums_fails() -> None:
+    def affine(x: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
+        return x * params["w"] + (params["b"] if "b" in params else 0.0)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def before(x: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
+        return affine(x, params)
+
+    before.defvjp(lambda x, p: (affine(x, p), None), lambda p, _, g: (g * p["w"],))
+    assert jax.jit(lambda p: affine(2.0, p))({"w": 3.0, "b": 1.0}) == 7.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda w: before(2.0, {"w": w, "b": 1.0})))(3.0)
+
+
 def test_static_wins_over_numeric_use() -> None:
     kind, reasons, _ = classify("return x * a", "return (jnp.sum(g, axis=a),)")
     assert kind is ArgKind.STATIC and any("axis" in r for r in reasons)

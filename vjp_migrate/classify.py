@@ -108,7 +108,7 @@ def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = Tru
     elif isinstance(expr, cst.UnaryOperation):
         yield from value_names(expr.expression, imports, sure)
     elif isinstance(expr, cst.Comparison):
-        if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
+        if not (_key_lookup(expr) or all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons)):
             for operand in (expr.left, *(t.comparator for t in expr.comparisons)):
                 yield from value_names(operand, imports, sure)
     elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
@@ -747,6 +747,8 @@ class Uses(cst.CSTVisitor):
             self._add(ArgKind.STATIC, "used as a truth value", node, via=via)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
+        if _key_lookup(node):
+            return
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         if not any(self._rooted(o) for o in operands):
             if any(_is_string_like(o) for o in operands) and (via := self._via(node)) is not None:
@@ -876,7 +878,17 @@ class _NameFinder(cst.CSTVisitor):
         return not (qname is not None and is_metadata_function(qname) and _plain_names(node))
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
+        return not (_key_lookup(node) or all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons))
+
+
+def _key_lookup(node: cst.Comparison) -> bool:
+    """``"b" in params``: a string key looked up in a container reads its keys only, which a dict
+    of Tracers answers under jit as well as a tuple of settings does."""
+    return (
+        isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+        and len(node.comparisons) == 1
+        and isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn))
+    )
 
 
 def _in_every(found: list[list[tuple[Evidence, str]]], name: str) -> list[tuple[Evidence, str]]:
