@@ -335,7 +335,10 @@ def test_the_argument_looked_up_in_a_tuple_of_strings_is_still_static() -> None:
 
 def test_a_string_key_in_a_dict_of_tracers_works_under_jit_and_the_dict_in_nondiff_argnums_fails() -> None:
     def affine(x: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
-        return x * params["w"] + (params["b"] if "b" in params else 0.0)
+        y = x * params["w"]
+        if "b" in params:
+            y = y + params["b"]
+        return y
 
     @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
     def before(x: jax.Array, params: dict[str, jax.Array]) -> jax.Array:
