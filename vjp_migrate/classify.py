@@ -1037,8 +1037,8 @@ def call_site_evidence(
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if (traced := _traced_parameter(value, ctx, callers)) is not None:
-        param, caller = traced
-        text = f"a traced value (from the parameter `{param}` of the jitted `{caller}`) is passed {at}"
+        param, jitted = traced
+        text = f"a traced value (from the parameter `{param}` of the jitted `{jitted}`) is passed {at}"
         return Evidence(ArgKind.ARRAY, text, line), CALL_SITE
     if isinstance(value, cst.Name):
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
