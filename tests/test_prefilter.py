@@ -153,6 +153,99 @@ def test_screen_keeps_call_sites_that_disagree() -> None:
     assert _findings(_DISAGREEING_CALL_SITES, "disagree.py", Settings(DEFAULT_SELECT))
 
 
+_SCALE_SITE = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(s, x):
+    return x * 2.0
+
+def f_fwd(s, x):
+    return f(s, x), None
+
+def f_bwd(s, _, g):
+    return (g * s,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+_KERNEL_SITE = """\
+from functools import partial
+import jax
+from elsewhere import kernel
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(s, x):
+    return kernel(x, s)
+
+def f_fwd(s, x):
+    return kernel(x, s), x
+
+def f_bwd(s, x, g):
+    return (kernel(g, s),)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason="screen.py misses a jitted caller's traced parameter (lead, probe13)")
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            _KERNEL_SITE + "@jax.jit\ndef run(x, flag: bool = True):\n    return f(flag, x)\n", id="bool parameter"
+        ),
+        pytest.param(
+            _SCALE_SITE
+            + '@partial(jax.jit, static_argnames=("s",))\ndef use_static(x, s):\n    return f(s, x)\n'
+            + "@jax.jit\ndef use_traced(x, w):\n    return f(w * 2.0, x)\n",
+            id="traced and static callers",
+        ),
+    ],
+)
+def test_screen_keeps_a_traced_parameter_of_a_jitted_caller(text: str) -> None:
+    # classify: a parameter that a caller's `jax.jit` traces (not in its literal static_argnums
+    # or static_argnames), passed as it came or in arithmetic (`w`, `w * 2.0`, `-w`), is an
+    # array passed at a call site: VJP001 even when the rules only hand the argument to an
+    # imported kernel, and VJP001 with no safe fix against a static value passed at another
+    # call site. The screen must keep such a site: a bare parameter name (or
+    # arithmetic on one) of a `jax.jit`-decorated caller is neither a static proof nor nothing,
+    # even when the caller annotates it `bool`.
+    assert _findings(text, "traced.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+_KEY_LOOKUP = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, params):
+    y = x * params["w"]
+    if "b" in params:
+        y = y + params["b"]
+    return y
+
+def f_fwd(x, params):
+    return f(x, params), None
+
+def f_bwd(params, _, g):
+    return (g * params["w"],)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.xfail(strict=True, reason='screen.py takes `"b" in params` as control flow (lead, probe13)')
+def test_screen_keeps_a_dict_of_arrays_tested_for_a_key() -> None:
+    # classify: `"b" in params` (a string literal, then `in` or `not in`) reads keys only and
+    # works on a dict of Tracers under jit, so it is no static proof (nor a value derived from
+    # the argument); `params["w"]` in arithmetic then makes it VJP001. The screen must not count
+    # such a membership test as a static mention.
+    assert _findings(_KEY_LOOKUP, "key_lookup.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(_KEY_LOOKUP, Settings(DEFAULT_SELECT))
+
+
 def test_screen_keeps_a_site_whose_rules_are_attached_through_an_alias() -> None:
     # The array use is in bwd only, which the screen reaches through the defvjp call alone
     # (fixture defvjp_on_alias has one in the primal too, so the screen keeps that file).

@@ -13,7 +13,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
-from vjp_migrate.imports import ImportTable, dotted, small_statements, target_names
+from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_decorators, varargs_item
 from vjp_migrate.vocabulary import (
@@ -108,7 +108,7 @@ def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = Tru
     elif isinstance(expr, cst.UnaryOperation):
         yield from value_names(expr.expression, imports, sure)
     elif isinstance(expr, cst.Comparison):
-        if not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons):
+        if not (_key_lookup(expr) or all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons)):
             for operand in (expr.left, *(t.comparator for t in expr.comparisons)):
                 yield from value_names(operand, imports, sure)
     elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
@@ -747,6 +747,8 @@ class Uses(cst.CSTVisitor):
             self._add(ArgKind.STATIC, "used as a truth value", node, via=via)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
+        if _key_lookup(node):
+            return
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         if not any(self._rooted(o) for o in operands):
             if any(_is_string_like(o) for o in operands) and (via := self._via(node)) is not None:
@@ -876,7 +878,17 @@ class _NameFinder(cst.CSTVisitor):
         return not (qname is not None and is_metadata_function(qname) and _plain_names(node))
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        return not all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons)
+        return not (_key_lookup(node) or all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons))
+
+
+def _key_lookup(node: cst.Comparison) -> bool:
+    """``"b" in params``: a string key looked up in a container reads its keys only, which a dict
+    of Tracers answers under jit as well as a tuple of settings does."""
+    return (
+        isinstance(node.left, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString))
+        and len(node.comparisons) == 1
+        and isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn))
+    )
 
 
 def _in_every(found: list[list[tuple[Evidence, str]]], name: str) -> list[tuple[Evidence, str]]:
@@ -1024,6 +1036,10 @@ def call_site_evidence(
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
+    if (traced := _traced_parameter(value, ctx, callers)) is not None:
+        param, jitted = traced
+        text = f"a traced value (from the parameter `{param}` of the jitted `{jitted}`) is passed {at}"
+        return Evidence(ArgKind.ARRAY, text, line), CALL_SITE
     if isinstance(value, cst.Name):
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
             params = (*positional_params(caller), *(p.name.value for p in caller.params.kwonly_params))
@@ -1044,6 +1060,72 @@ def call_site_evidence(
             if value.value in _locals(caller, ctx).bindings:
                 break
     return None
+
+
+def _traced_parameter(
+    value: cst.BaseExpression, ctx: Context, callers: tuple[cst.FunctionDef, ...]
+) -> tuple[str, str] | None:
+    """A parameter that the ``jax.jit`` of its def traces, passed as it came or in arithmetic
+    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`): the parameter and the def."""
+    for leaf in _arithmetic_leaves(value):
+        if not isinstance(leaf, cst.Name):
+            continue
+        caller = _binder(leaf.value, callers, ctx)
+        if (
+            caller is not None
+            and _jitted(caller, ctx.imports)
+            and leaf.value not in jit_static_names(caller, ctx.imports)
+            and not _rebound(caller, leaf.value, ctx)
+        ):
+            return leaf.value, caller.name.value
+    return None
+
+
+def _arithmetic_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    if isinstance(expr, cst.BinaryOperation):
+        yield from _arithmetic_leaves(expr.left)
+        yield from _arithmetic_leaves(expr.right)
+    elif isinstance(expr, cst.UnaryOperation) and not isinstance(expr.operator, cst.Not):
+        yield from _arithmetic_leaves(expr.expression)
+    else:
+        yield expr
+
+
+def _binder(name: str, callers: tuple[cst.FunctionDef, ...], ctx: Context) -> cst.FunctionDef | None:
+    """The def among ``callers`` (innermost first) whose parameter ``name`` is, if a local binds it
+    nowhere nearer."""
+    for caller in reversed(callers):
+        if name in (*positional_params(caller), *(p.name.value for p in caller.params.kwonly_params)):
+            return caller
+        if name in _locals(caller, ctx).bindings:
+            return None
+    return None
+
+
+def _jitted(func: cst.FunctionDef, imports: ImportTable) -> bool:
+    """Whether a ``jax.jit`` decorator traces ``func``, with static arguments (if any) that
+    ``jit_static_names`` can read: literal ``static_argnums``/``static_argnames``."""
+    for decorator in func.decorators:
+        call = decorator.decorator
+        if not isinstance(call, cst.Call):
+            if imports.is_one_of(call, JIT):
+                return True
+            continue
+        args = list(call.args)
+        if imports.is_one_of(call.func, PARTIAL) and args and imports.is_one_of(args[0].value, JIT):
+            args = args[1:]
+        elif not imports.is_one_of(call.func, JIT):
+            continue
+        return all(not arg.star and _literal_argspec(arg) for arg in args)
+    return False
+
+
+def _literal_argspec(arg: cst.Arg) -> bool:
+    if arg.keyword is None or arg.keyword.value not in ("static_argnums", "static_argnames"):
+        return arg.keyword is not None
+    value = arg.value
+    items = [e.value for e in value.elements] if isinstance(value, (cst.Tuple, cst.List)) else [value]
+    return all(isinstance(item, (cst.Integer, cst.SimpleString)) for item in items)
 
 
 def _passed_on(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:

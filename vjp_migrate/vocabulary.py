@@ -600,6 +600,7 @@ JAX_TRANSFORMS = frozenset(
         "functools.reduce",
     }
 )
+# Builtins that fail on a Tracer; not `str`, which prints one ("Traced<float32[]>...").
 STATIC_BUILTINS = frozenset(
     {
         "builtins.range",
@@ -608,7 +609,6 @@ STATIC_BUILTINS = frozenset(
         "builtins.complex",
         "builtins.bool",
         "builtins.hash",
-        "builtins.str",
         "builtins.slice",
     }
 )
