@@ -188,7 +188,6 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
-@pytest.mark.xfail(strict=True, reason="screen.py misses a jitted caller's traced parameter (lead, probe13)")
 @pytest.mark.parametrize(
     "text",
     [
@@ -236,7 +235,6 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
-@pytest.mark.xfail(strict=True, reason='screen.py takes `"b" in params` as control flow (lead, probe13)')
 def test_screen_keeps_a_dict_of_arrays_tested_for_a_key() -> None:
     # classify: `"b" in params` (a string literal, then `in` or `not in`) reads keys only and
     # works on a dict of Tracers under jit, so it is no static proof (nor a value derived from

@@ -171,9 +171,10 @@ CODES: tuple[Code, ...] = (
         what=(
             "Finds custom_vjp rules whose shapes do not fit the primal: bwd's parameter count is not "
             "the number of nondiff arguments + 2 (which counts no name of nondiff_argnames that JAX "
-            "ignores: a keyword-only or positional-only parameter, or none of the primal's), fwd's parameter count differs from the primal's, "
-            "nondiff_argnums lists a position the primal lacks or a negative one (custom_vjp does not "
-            "count from the end), or the bwd of a one-argument primal returns a bare value instead of a tuple."
+            "ignores: a keyword-only or positional-only parameter, or none of the primal's), fwd's "
+            "parameter count differs from the primal's, nondiff_argnums lists a position the primal "
+            "lacks or a negative one (custom_vjp does not count from the end), or the bwd of a "
+            "one-argument primal returns a bare value instead of a tuple."
         ),
         why=(
             "JAX calls bwd as `bwd(*nondiff_args, residuals, g)` and requires a tuple with one "

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -531,22 +532,26 @@ def _jit_static(m: _Module, primal: Func) -> set[int]:
 def _find_jit_static(m: _Module, primal: Func) -> set[int]:
     params = [p.arg for p in _params(primal)]
     static: set[int] = set()
-    for decorator in primal.decorator_list:
+    for keyword in _jit_keywords(m, primal):
+        try:
+            if keyword.arg == "static_argnums":
+                static.update(_int_positions(m, keyword.value, allow_range=False))
+            elif keyword.arg == "static_argnames":
+                static.update(params.index(n) for n in _str_names(m, keyword.value) if n in params)
+        except (_Doubt, IndexError):
+            continue
+    return static
+
+
+def _jit_keywords(m: _Module, func: Func) -> Iterator[ast.keyword]:
+    """The keywords of ``func``'s stacked ``jax.jit(...)``/``partial(jax.jit, ...)`` decorators."""
+    for decorator in func.decorator_list:
         if not isinstance(decorator, ast.Call):
             continue
         first = decorator.args[0] if decorator.args else None
         via_partial = first is not None and _exactly(m, decorator.func, PARTIAL) and _exactly(m, first, JIT)
-        if not via_partial and not _exactly(m, decorator.func, JIT):
-            continue
-        for keyword in decorator.keywords:
-            try:
-                if keyword.arg == "static_argnums":
-                    static.update(_int_positions(m, keyword.value, allow_range=False))
-                elif keyword.arg == "static_argnames":
-                    static.update(params.index(n) for n in _str_names(m, keyword.value) if n in params)
-            except (_Doubt, IndexError):
-                continue
-    return static
+        if via_partial or _exactly(m, decorator.func, JIT):
+            yield from decorator.keywords
 
 
 def _root(expr: ast.expr) -> ast.expr:
@@ -698,6 +703,62 @@ def _call_site_may_pass_array(m: _Module, site: _Site) -> bool:
     return False
 
 
+def _call_site_may_pass_traced(m: _Module, site: _Site, index: int, name: str) -> bool:
+    """classify._traced_parameter: a call passes, for the argument, a parameter a jax.jit of a def
+    around it may trace, as it came or in arithmetic (`f(w * 2.0)`)."""
+    names = _known_as(m, site)
+    jitted: list[tuple[Func, set[str]]] | None = None
+    for call in m.calls:
+        called = _dotted(call.func)
+        if called is None or called.rsplit(".", 1)[-1] not in names:
+            continue
+        value = _call_value(call, index, name)
+        if value is None:
+            continue
+        if jitted is None:
+            jitted = _may_be_traced_parameters(m)
+        traced = {n for func, params in jitted if _encloses(func, call) for n in params}
+        if any(isinstance(leaf, ast.Name) and leaf.id in traced for leaf in _arithmetic_leaves(value)):
+            return True
+    return False
+
+
+def _may_be_traced_parameters(m: _Module) -> list[tuple[Func, set[str]]]:
+    """Every def a jax.jit may trace, with its parameters but those the jit surely marks static."""
+    found = []
+    for funcs in m.defs.values():
+        for func in funcs:
+            if func.decorator_list and _may_be_jitted(m, func):
+                static = _jit_static(m, func)
+                params = {p.arg for i, p in enumerate(_params(func)) if i not in static}
+                found.append((func, params | ({p.arg for p in func.args.kwonlyargs} - _static_names(m, func))))
+    return found
+
+
+def _static_names(m: _Module, func: Func) -> set[str]:
+    """The names a stacked jax.jit's literal ``static_argnames`` surely marks static."""
+    names: set[str] = set()
+    for keyword in _jit_keywords(m, func):
+        if keyword.arg == "static_argnames":
+            with contextlib.suppress(_Doubt):
+                names.update(_str_names(m, keyword.value))
+    return names
+
+
+def _encloses(func: Func, node: ast.expr) -> bool:
+    return func.lineno <= node.lineno <= (func.end_lineno or func.lineno)
+
+
+def _arithmetic_leaves(expr: ast.expr) -> Iterator[ast.expr]:
+    if isinstance(expr, ast.BinOp):
+        yield from _arithmetic_leaves(expr.left)
+        yield from _arithmetic_leaves(expr.right)
+    elif isinstance(expr, ast.UnaryOp) and not isinstance(expr.op, ast.Not):
+        yield from _arithmetic_leaves(expr.operand)
+    else:
+        yield expr
+
+
 def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUse) -> bool:
     fwds, bwds = _rules(m, site)
     if settings.select & NEEDS_ARRAY and _imports_a_rule(m, site):
@@ -719,7 +780,7 @@ def _site_may_report(m: _Module, site: _Site, settings: Settings, uses: _ArrayUs
                 continue
             if passes_array is None:
                 passes_array = _call_site_may_pass_array(m, site)
-            if passes_array:
+            if passes_array or _call_site_may_pass_traced(m, site, index, _params(primal)[index].arg):
                 return True
             roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
             if any(_may_be_jitted(m, func) for func, _ in roles):
@@ -951,7 +1012,7 @@ class _StaticProof:
         no call may pass an array (classify: one caller's static value proves nothing then)."""
         if self.passes_array is None:
             self.passes_array = _call_site_may_pass_array(self.m, self.site)
-        if self.passes_array:
+        if self.passes_array or _call_site_may_pass_traced(self.m, self.site, index, _params(primal)[index].arg):
             return False
         if self.calls is None:
             names = {primal.name} if id(self.site.call) in self.m.decorated else self.site.names - {primal.name}
@@ -1028,6 +1089,8 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
         node = stack.pop()
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             continue  # `x is None` is blanked out by classify
+        if isinstance(node, ast.Compare) and _key_lookup(node):
+            continue  # `"b" in params` reads keys only (classify._key_lookup)
         if isinstance(node, ast.Attribute) and node.attr in METADATA_ATTRIBUTES:
             continue  # `x.shape`: classify skips it when rooted at a name; skipping more only loses proofs
         if isinstance(node, ast.Call) and _may_be_metadata_function(m, node.func):
@@ -1038,6 +1101,12 @@ def _mentions(m: _Module, test: ast.expr, name: str) -> bool:
             return True
         stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def _key_lookup(node: ast.Compare) -> bool:
+    left = node.left
+    string = isinstance(left, ast.JoinedStr) or (isinstance(left, ast.Constant) and isinstance(left.value, str))
+    return string and len(node.ops) == 1 and isinstance(node.ops[0], (ast.In, ast.NotIn))
 
 
 _TYPE_TEST_NAMES = frozenset(q.rsplit(".", 1)[-1] for q in TYPE_TESTS)
