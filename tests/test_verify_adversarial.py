@@ -236,3 +236,24 @@ def test_pairing_sees_a_changed_global_behind_an_unchanged_rule_and_nothing_else
     changed = find_custom_vjps(_module("after_m", 2.5), jax.custom_vjp)  # type: ignore[arg-type]
     assert pair_functions(before, same)[0] == []  # fresh jit/partial objects, same code: not verified again
     assert [p.name for p in pair_functions(before, changed)[0]] == ["f"]
+
+
+def test_pairing_sees_a_changed_closure_value_of_a_factory() -> None:
+    import types
+
+    import jax
+
+    from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
+
+    source = (
+        "import jax\n\n\ndef make_op(k={k}):\n    @jax.custom_vjp\n    def op(x):\n        return x * k\n\n"
+        "    op.defvjp(lambda x: (x * k, None), lambda _, g: (g * k,))\n    return op\n"
+    )
+
+    def found(k: float) -> dict[str, object]:
+        module = types.ModuleType("factory_m")
+        exec(compile(source.format(k=k), "factory_m", "exec"), vars(module))
+        return find_custom_vjps(module, jax.custom_vjp, ["make_op()"])
+
+    assert pair_functions(found(2.0), found(2.0))[0] == []
+    assert [p.name for p in pair_functions(found(2.0), found(2.5))[0]] == ["make_op()"]
