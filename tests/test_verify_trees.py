@@ -177,6 +177,18 @@ def test_plan_verifies_changed_files_and_their_importers_only(tmp_path: Path, be
     assert plan.warnings == ("pkg/new.py: only in AFTER; its custom_vjp functions not verified",)
 
 
+def test_a_file_using_custom_vjp_that_after_lacks_fails_the_run(tmp_path: Path, before: Path) -> None:
+    after = project(tmp_path / "after", OPS_BEFORE, RULES_BEFORE)
+    (before / "pkg" / "gone.py").write_text("import jax\nf = jax.custom_vjp(lambda x: x)\n")
+    code, report = verify_cli(before, after)  # nothing else differs: no worker runs
+    assert code == 1
+    assert [(f["name"], f["verdict"]) for f in report["functions"]] == [("pkg/gone.py", "missing in AFTER")]
+    assert report["functions"][0]["message"] == (
+        f"a file of BEFORE using custom_vjp ({before / 'pkg' / 'gone.py'}) that AFTER ({after}) lacks: "
+        "a migration never renames or removes one"
+    )
+
+
 @pytest.mark.parametrize(
     ("source", "name", "is_package", "expected"),
     [

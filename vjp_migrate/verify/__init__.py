@@ -7,6 +7,7 @@ user code.
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from vjp_migrate.verify.model import (
     VerifyOptions,
     VerifyReport,
     call,
+    missing_row,
 )
 from vjp_migrate.verify.runner import MISSING_JAX, Side, run_jobs, run_requests
 
@@ -70,9 +72,15 @@ def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Pa
     label = (str(before), str(after))
     if not plan.changed:
         return VerifyReport(*label, warnings=("the two folders hold the same .py files",), strict=options.strict)
+    removed = tuple(
+        missing_row(rel, str(before / rel), str(after), what="a file of BEFORE using custom_vjp")
+        for rel in plan.removed
+    )
     if not plan.modules:
-        warnings = (*plan.warnings, "no custom_vjp function is affected by the differences between BEFORE and AFTER")
-        return VerifyReport(*label, warnings=warnings, strict=options.strict)
+        warnings = plan.warnings
+        if not removed:
+            warnings += ("no custom_vjp function is affected by the differences between BEFORE and AFTER",)
+        return VerifyReport(*label, rows=removed, warnings=warnings, strict=options.strict)
     examples = examples or options.examples
     job = {
         "kind": "tree",
@@ -83,7 +91,8 @@ def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Pa
         "warnings": list(plan.warnings),
         "examples": str(examples.resolve()) if examples else None,
     }
-    return run_requests([job], [label], options, len(plan.modules))[0]
+    report = run_requests([job], [label], options, len(plan.modules))[0]
+    return dataclasses.replace(report, rows=removed + report.rows) if removed else report
 
 
 def verify_many(

@@ -96,6 +96,7 @@ class ExampleRun:
             max_abs_err=result.max_abs,
             max_rel_err=result.max_rel,
             detail=result.detail,
+            reference_zero=result.at_zero,
         )
 
     def labels(self, positions: tuple[int, ...]) -> tuple[str, ...]:
@@ -107,13 +108,15 @@ class ExampleRun:
         cts = compare_trees(expected[1], actual[1], self.rtol, self.atol, self.labels(self.diff), dtype)
         bad = out if not out.ok else cts
         status = CheckStatus.PASS if out.ok and cts.ok else CheckStatus.FAIL
+        largest = max(out, cts, key=lambda c: c.max_abs)
         self.add(
             check,
             status,
             where=None if status is CheckStatus.PASS else bad.where,
-            max_abs_err=max(out.max_abs, cts.max_abs),
+            max_abs_err=largest.max_abs,
             max_rel_err=max(out.max_rel, cts.max_rel),
             detail=bad.detail,
+            reference_zero=largest.at_zero,
         )
         return status is CheckStatus.PASS
 
@@ -145,6 +148,7 @@ class ExampleRun:
             where=bad.where,
             max_abs_err=bad.max_abs,
             max_rel_err=bad.max_rel,
+            reference_zero=bad.at_zero,
             detail="BEFORE is not deterministic: two runs of this example differ, so AFTER cannot be compared "
             "with it (make its randomness explicit, e.g. a jax.random key argument)",
         )
@@ -185,7 +189,8 @@ class ExampleRun:
                         CheckStatus.FAIL,
                         where=self.pair.arg_label(position),
                         max_abs_err=worst,
-                        max_rel_err=float("inf"),
+                        max_rel_err=None,
+                        reference_zero=True,
                         detail="expected a zero (None) cotangent",
                     )
                     return

@@ -22,9 +22,11 @@ class Comparison:
 
     ok: bool
     max_abs: float = 0.0
-    max_rel: float = 0.0
+    max_rel: float = 0.0  # over the values where BEFORE is not 0: against 0 no ratio means anything
     where: str | None = None
     detail: str = ""
+    # The largest absolute difference is where BEFORE gives exactly 0.
+    at_zero: bool = False
 
 
 def is_inexact(dtype: Any) -> bool:
@@ -91,23 +93,43 @@ def compare_trees(
             return Comparison(
                 False, float("inf"), float("inf"), where, f"dtype {a_arr.dtype} != expected {e_arr.dtype}"
             )
-        leaves.append(_compare_leaf(e_arr, a_arr, rtol, atol, where))
+        leaves.append(_compare_leaf(e_arr, a_arr, rtol, atol, where, _typed(e)))
     if not leaves:
         return Comparison(True)
     failing = [c for c in leaves if not c.ok]
     worst = max(failing or leaves, key=lambda c: c.max_abs)
-    return Comparison(not failing, max(c.max_abs for c in leaves), max(c.max_rel for c in leaves), worst.where)
+    largest = max(leaves, key=lambda c: c.max_abs)
+    return Comparison(
+        not failing,
+        largest.max_abs,
+        max(c.max_rel for c in leaves),
+        worst.where,
+        at_zero=largest.at_zero and largest.max_abs > 0,
+    )
 
 
 def _is_number(dtype: np.dtype) -> bool:
     return dtype.kind in "biu" or is_inexact(dtype)
 
 
-def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float | None, where: str) -> Comparison:
+def _typed(leaf: Any) -> bool:
+    """Whether BEFORE's leaf has a dtype of its own: a JAX array not weakly typed. A Python
+    scalar, a weakly typed array, or a NumPy value (float64 by default where JAX computes in
+    float32) may come back as float32 or float64 in either version."""
+    return isinstance(leaf, jax.Array) and not getattr(leaf, "weak_type", False)
+
+
+def _compare_leaf(
+    e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float | None, where: str, typed: bool = False
+) -> Comparison:
     if not _is_number(e.dtype) or not _is_number(a.dtype):
         same = bool(np.array_equal(e, a))
         return Comparison(same, 0.0 if same else float("inf"), 0.0 if same else float("inf"), where)
-    r, t = tolerance(_least_precise(e.dtype, a.dtype), rtol, atol)
+    # A float64 result of BEFORE is held to float64's tolerance even when AFTER gives float32
+    # (a rule that drops to single precision under jax_enable_x64); a less precise BEFORE
+    # sets the tolerance as before.
+    less_precise_after = typed and is_inexact(e.dtype) and _least_precise(e.dtype, a.dtype) != e.dtype
+    r, t = tolerance(e.dtype if less_precise_after else _least_precise(e.dtype, a.dtype), rtol, atol)
     e64 = e.astype(np.complex128 if _is_complex(e.dtype) else np.float64)
     a64 = a.astype(np.complex128 if _is_complex(a.dtype) else np.float64)
     if e64.size == 0:
@@ -120,9 +142,12 @@ def _compare_leaf(e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float 
     diff = np.where(same_inf, 0.0, diff)
     diff = np.where(nan_mismatch, np.inf, diff)
     scale = np.where(np.isfinite(e64), np.abs(e64), 0.0)
-    rel = np.where(diff == 0, 0.0, diff / np.maximum(scale, np.finfo(np.float64).tiny))
+    zero = e64 == 0
+    with np.errstate(divide="ignore", invalid="ignore"):  # a non-finite reference: inf, as its diff
+        rel = np.where((diff == 0) | zero, 0.0, np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), np.inf))
     ok = bool(np.all(diff <= t + r * scale))
-    return Comparison(ok, float(np.max(diff)), float(np.max(rel)), where)
+    largest = int(np.argmax(diff))
+    return Comparison(ok, float(diff.flat[largest]), float(np.max(rel)), where, at_zero=bool(zero.flat[largest]))
 
 
 def _kind(dtype: np.dtype) -> str:
@@ -172,3 +197,8 @@ def all_zero(tree: Any) -> tuple[bool, float]:
         magnitude = float(np.max(np.abs(np.asarray(x)))) if np.size(x) else 0.0
         worst = max(worst, magnitude)
     return worst == 0.0, worst
+
+
+def carries_values(tree: Any) -> bool:
+    """Whether some leaf is a number that could differ (not float0, not None)."""
+    return any(not _is_float0(x) for x in jax.tree_util.tree_leaves(tree))

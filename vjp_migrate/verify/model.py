@@ -52,6 +52,8 @@ class Verdict(enum.Enum):
     MISMATCH = "mismatch"
     # Equal everywhere else, but AFTER raises under jax.vmap: no number was compared there.
     FAILS_UNDER_VMAP = "fails under vmap"
+    # In BEFORE, not in AFTER: a migration never renames or removes a custom_vjp function.
+    MISSING = "missing in AFTER"
     NOT_VERIFIED = "not verified (no inputs)"
     ERROR = "error"
 
@@ -112,8 +114,9 @@ class CheckOutcome:
     backend: str | None = None
     where: str | None = None  # "output[0]", "argument x (position 2)"
     max_abs_err: float | None = None
-    max_rel_err: float | None = None
+    max_rel_err: float | None = None  # over the values where BEFORE is not 0
     detail: str = ""
+    reference_zero: bool = False  # max_abs_err is where BEFORE gives 0
 
     def describe(self) -> str:
         """One line a person can act on."""
@@ -126,10 +129,20 @@ class CheckOutcome:
             parts.append(self.where)
         text = ", ".join(parts) + f": {self.status.value}"
         if self.max_abs_err is not None:
-            text += f" (max abs err {self.max_abs_err:.3g}, max rel err {self.max_rel_err or 0.0:.3g})"
+            text += f" ({self._errors()})"
         if self.detail:
             text += f": {self.detail}"
         return text
+
+    def _errors(self) -> str:
+        """'max abs err 0.5, max rel err 2'; against a 0 of BEFORE no ratio means anything, so
+        that is said instead: 'max abs err 1 where BEFORE gives 0'."""
+        abs_text = f"max abs err {self.max_abs_err:.3g}"
+        rel = self.max_rel_err or 0.0
+        if not self.reference_zero:
+            return f"{abs_text}, max rel err {rel:.3g}"
+        abs_text += " where BEFORE gives 0"
+        return f"{abs_text}, max rel err {rel:.3g} elsewhere" if rel else abs_text
 
 
 @dataclass(frozen=True)
@@ -185,6 +198,18 @@ def _check_from_dict(data: dict[str, Any]) -> CheckOutcome:
     return CheckOutcome(**values)
 
 
+def missing_row(
+    name: str, before: str, after: str, instead: tuple[str, ...] = (), what: str = "a custom_vjp function of BEFORE"
+) -> FunctionRow:
+    """The row of a custom_vjp function (or a file using custom_vjp) of BEFORE that AFTER lacks
+    (``instead``: the ones AFTER alone has, the likely new names)."""
+    message = f"{what} ({before}) that AFTER ({after}) lacks"
+    if instead:
+        message += f"; AFTER has {', '.join(instead)} instead"
+    message += ": a migration never renames or removes one"
+    return FunctionRow(name, verdict=Verdict.MISSING, message=message)
+
+
 @dataclass(frozen=True)
 class EmittedTest:
     """A standalone pytest file the worker composed for ``--emit-tests``."""
@@ -210,10 +235,11 @@ class VerifyReport:
 
     @property
     def exit_code(self) -> int:
-        """0 all verified equal, 1 a mismatch (or AFTER fails under vmap), 2 something could not be run."""
+        """0 all verified equal, 1 a mismatch (or AFTER fails under vmap, or lacks a function of
+        BEFORE), 2 something could not be run."""
         if self.errors or any(r.verdict is Verdict.ERROR for r in self.rows):
             return 2
-        if any(r.verdict in (Verdict.MISMATCH, Verdict.FAILS_UNDER_VMAP) for r in self.rows):
+        if any(r.verdict in (Verdict.MISMATCH, Verdict.FAILS_UNDER_VMAP, Verdict.MISSING) for r in self.rows):
             return 1
         if self.strict and any(r.verdict is Verdict.NOT_VERIFIED for r in self.rows):
             return 2

@@ -8,6 +8,8 @@ A custom_vjp object is recognised by its public class (``jax.custom_vjp``) or, w
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import inspect
 import types
 from collections.abc import Callable, Iterable, Iterator
@@ -97,32 +99,90 @@ def _class_members(cls: type) -> Iterator[tuple[str, Any]]:
         yield attr, member
 
 
-def _code_key(fn: Any) -> Any:
+def _code_key(fn: Any, seen: set[int] | None = None) -> Any:
+    """What ``fn`` computes as far as pairing can tell: its code, and the values of the module
+    globals, defaults and closure cells it reads (a constant or helper AFTER changed makes an
+    untouched rule compute something else)."""
     code = getattr(fn, "__code__", None)
     if code is None:
         return repr(fn)
-    return (code.co_code, code.co_names, code.co_varnames, repr(code.co_consts))
+    seen = set() if seen is None else seen
+    if id(fn) in seen:
+        return "<recursion>"
+    seen.add(id(fn))
+    namespace: dict[str, Any] = getattr(fn, "__globals__", {})
+    read = {name: _value_key(namespace[name], seen) for name in sorted(_names(code)) if name in namespace}
+    cells = tuple(_value_key(_cell(c), seen) for c in getattr(fn, "__closure__", None) or ())
+    defaults = tuple(_value_key(d, seen) for d in getattr(fn, "__defaults__", None) or ())
+    return (code.co_code, code.co_names, code.co_varnames, repr(code.co_consts), read, cells, defaults)
 
 
-def _rules_key(obj: Any) -> tuple[Any, ...]:
+def _names(code: types.CodeType) -> set[str]:
+    """The global names ``code`` and the functions nested in it may read."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _names(const)
+    return names
+
+
+def _cell(cell: Any) -> Any:
+    try:
+        return cell.cell_contents
+    except ValueError:  # an empty cell
+        return None
+
+
+def _value_key(value: Any, seen: set[int]) -> Any:
+    """A comparable stand-in for a value a rule reads: code for the module's own functions (and
+    custom_vjp objects), contents for arrays, names for modules and classes, repr otherwise."""
+    if isinstance(value, types.ModuleType):
+        return ("module", value.__name__)
+    if inspect.isclass(value):
+        return ("class", value.__module__, value.__qualname__)
+    if inspect.isfunction(value):
+        return _code_key(value, seen)
+    if hasattr(value, "defvjp") and callable(value):
+        return _rules_key(value, seen)
+    if isinstance(value, functools.partial):
+        return ("partial", _value_key(value.func, seen), _value_key(value.args, seen), _value_key(value.keywords, seen))
+    if callable(value) and inspect.isfunction(getattr(value, "__wrapped__", None)):  # jax.jit(f), wraps
+        return ("wrapped", type(value).__qualname__, _code_key(value.__wrapped__, seen))
+    if hasattr(value, "shape") and hasattr(value, "dtype") and hasattr(value, "tobytes"):
+        try:
+            return ("array", str(value.dtype), tuple(value.shape), hashlib.sha256(value.tobytes()).hexdigest())
+        except Exception:  # a traced or deleted array: judged by its repr below
+            pass
+    if isinstance(value, (list, tuple)) and id(value) not in seen:
+        seen.add(id(value))
+        return (type(value).__name__, tuple(_value_key(v, seen) for v in value))
+    if isinstance(value, dict) and id(value) not in seen:
+        seen.add(id(value))
+        return ("dict", tuple((repr(k), _value_key(v, seen)) for k, v in value.items()))
+    return repr(value)
+
+
+def _rules_key(obj: Any, seen: set[int] | None = None) -> tuple[Any, ...]:
+    seen = set() if seen is None else seen
     return (
         nondiff_of(obj),
-        _code_key(primal_of(obj)),
-        _code_key(getattr(obj, "fwd", None)),
-        _code_key(getattr(obj, "bwd", None)),
+        _code_key(primal_of(obj), seen),
+        _code_key(getattr(obj, "fwd", None), seen),
+        _code_key(getattr(obj, "bwd", None), seen),
     )
 
 
 def pair_functions(
     before: dict[str, Any], after: dict[str, Any], every: bool = False
-) -> tuple[list[VjpPair], list[str]]:
-    """The pairs that differ (``every``: all pairs, for a module whose imports changed), and
-    warnings for functions present in only one version."""
+) -> tuple[list[VjpPair], list[str], list[str]]:
+    """The pairs that differ (``every``: all pairs, for a module whose imports changed),
+    warnings for functions present in AFTER only, and the names of those in BEFORE only."""
     pairs: list[VjpPair] = []
     warnings: list[str] = []
+    missing: list[str] = []
     for name in sorted(set(before) | set(after)):
         if name not in after:
-            warnings.append(f"{name}: a custom_vjp in BEFORE only; not verified")
+            missing.append(name)
             continue
         if name not in before:
             warnings.append(f"{name}: a custom_vjp in AFTER only; not verified")
@@ -131,7 +191,7 @@ def pair_functions(
         if not every and _rules_key(b) == _rules_key(a):
             continue
         pairs.append(VjpPair(name, b, a, _params(primal_of(b)), nondiff_of(b), nondiff_of(a)))
-    return pairs, warnings
+    return pairs, warnings, missing
 
 
 def _params(fn: Callable[..., Any]) -> tuple[str, ...]:

@@ -14,6 +14,7 @@ _STYLE = {
     Verdict.EQUAL: "green",
     Verdict.MISMATCH: "bold red",
     Verdict.FAILS_UNDER_VMAP: "bold red",
+    Verdict.MISSING: "bold red",
     Verdict.NOT_VERIFIED: "yellow",
     Verdict.ERROR: "bold red",
 }
@@ -84,6 +85,8 @@ def _line(console: Console, text: str) -> None:
 
 
 def _details(console: Console, row: FunctionRow, limit: int = 2) -> None:
+    if row.verdict is Verdict.MISSING:
+        _line(console, f"{row.name}: {row.message}")
     problems = row.problems
     for problem in problems[:limit]:
         _line(console, f"{row.name}: {problem.describe()}")

@@ -14,7 +14,7 @@ import jax
 import numpy as np
 
 from vjp_migrate.verify.checks import AFTER_RAISED, USER_ERRORS, ExampleRun, check_example, error_text, run_jit
-from vjp_migrate.verify.compare import compare_trees
+from vjp_migrate.verify.compare import all_zero, carries_values, compare_trees
 from vjp_migrate.verify.inputs import Inputs, gather
 from vjp_migrate.verify.model import (
     CheckOutcome,
@@ -60,7 +60,26 @@ class PairResult:
             found.append(f"{name}: not verified (no inputs): {self.inputs.note}")
         if caveat := self.caveat():
             found.append(f"{name}: {caveat}")
+        if self.row().verdict is Verdict.EQUAL:
+            found.extend(
+                f"{name}: BEFORE gives {label} a zero cotangent on every input, so its rule was never exercised: "
+                "give --examples where it is not zero"
+                for label in self.untested()
+            )
         return found
+
+    def untested(self) -> list[str]:
+        """The differentiable arguments whose cotangent BEFORE gives as zero on every input: an
+        AFTER that also gives zero there passes whatever its rule does elsewhere."""
+        zero: set[int] | None = None
+        for run in self.runs:
+            if run.reference is None:
+                continue
+            here = {
+                p for p, ct in zip(run.diff, run.reference[1], strict=False) if carries_values(ct) and all_zero(ct)[0]
+            }
+            zero = here if zero is None else zero & here
+        return [self.pair.arg_label(p) for p in sorted(zero or ())]
 
     def row(self) -> FunctionRow:
         """The report row for this pair."""
@@ -151,14 +170,19 @@ def _members(examples: tuple[tuple[Any, ...], ...], index: int, positions: tuple
     return members
 
 
-def _on_device(pair: VjpPair, args: tuple[Any, ...], device: Any) -> tuple[Any, ...]:
-    """``args`` with the arrays of its differentiable and migrated arguments committed to
-    ``device`` (``jax.device_put``). Static arguments, and Python scalars anywhere, stay as
-    given: they are hashed, compared or used as shapes, not computed on."""
+def _on_device(pair: VjpPair, args: tuple[Any, ...], device: Any | None) -> tuple[Any, ...]:
+    """``args`` with the NumPy arrays of its differentiable and migrated arguments made JAX
+    arrays, committed to ``device`` when one is chosen (``jax.device_put``). A NumPy array a
+    custom_vjp rule receives untraced (an unbatched argument under vmap reaches fwd as given)
+    would be indexed by NumPy, which rejects a traced index: JAX's own callers (jit, a jnp
+    computation) never pass one. Static arguments, and Python scalars anywhere, stay as given:
+    they are hashed, compared or used as shapes, not computed on."""
     dynamic = set(pair.differentiable(len(args))) | set(pair.moved)
 
     def put(leaf: Any) -> Any:
-        return jax.device_put(leaf, device) if isinstance(leaf, (np.ndarray, np.generic, jax.Array)) else leaf
+        if not isinstance(leaf, (np.ndarray, np.generic, jax.Array)):
+            return leaf
+        return jax.numpy.asarray(leaf) if device is None else jax.device_put(leaf, device)
 
     return tuple(jax.tree_util.tree_map(put, a) if i in dynamic else a for i, a in enumerate(args))
 
@@ -186,9 +210,8 @@ def verify_pair(
     per_backend: dict[str, list[ExampleRun]] = {}
     for backend in backends:
         with _device_context(backend):
-            here = inputs.examples
-            if options.device is not None:  # chosen by the user: the inputs go there too
-                here = tuple(_on_device(pair, args, jax.devices(backend)[0]) for args in here)
+            device = None if options.device is None else jax.devices(backend)[0]  # chosen: the inputs go there
+            here = tuple(_on_device(pair, args, device) for args in inputs.examples)
             for index, args in enumerate(here):
                 run = ExampleRun(pair, args, index, backend, options.rtol, options.atol, options.seed)
                 try:
@@ -213,7 +236,15 @@ def _cross_backend(result: PairResult, per_backend: dict[str, list[ExampleRun]],
             status = CheckStatus.PASS if out.ok else CheckStatus.FAIL
             result.extra.append(
                 CheckOutcome(
-                    f"{first} vs {backend}", status, run.index, backend, out.where, out.max_abs, out.max_rel, out.detail
+                    f"{first} vs {backend}",
+                    status,
+                    run.index,
+                    backend,
+                    out.where,
+                    out.max_abs,
+                    out.max_rel,
+                    out.detail,
+                    out.at_zero,
                 )
             )
 

@@ -21,8 +21,10 @@ from vjp_migrate.verify.pairing import VjpPair, primal_of
 
 _MISSING = object()
 _SHAPES: tuple[tuple[int, ...], ...] = ((), (3,))
-# The last candidate's float values, rotated by position so two arguments differ.
-SPREAD = (-2.5, -0.75, 0.0, 0.5, 1.25, 3.0)
+# The last candidate's float values, rotated by position so two arguments differ. Not sorted:
+# a rising run and a falling one give three neighbouring arguments both orders somewhere
+# (``clip(lo, x, hi)`` gets an x between its bounds; a sorted spread, rotated, never does).
+SPREAD = (-2.5, -0.75, 0.5, 3.0, 1.25, 0.0)
 
 
 def call_site_values(source: str, name: str, module: types.ModuleType) -> dict[int, list[Any]]:

@@ -62,7 +62,7 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
     from vjp_migrate.verify.model import progress
     from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
     from vjp_migrate.verify.session import PairResult, verify_pair, vjp3_recheck
-    from vjp_migrate.verify.worker import new_report, start_report
+    from vjp_migrate.verify.worker import missing_rows, new_report, start_report
 
     roots = {role: Path(job[role]["root"]) for role in ("before", "after")}
     package: str | None = job.get("package")
@@ -109,9 +109,13 @@ def run_tree_job(job: dict[str, Any], options: VerifyOptions, emit: Path | None)
 
     any_pair = False
     for name, (before_found, after_found) in found.items():
-        pairs, pair_warnings = pair_functions(before_found, after_found, every=True)
+        pairs, pair_warnings, missing = pair_functions(before_found, after_found, every=True)
         report["warnings"].extend(f"{name}: {w}" for w in pair_warnings)
         before_path, after_path = roots["before"] / relative[name], roots["after"] / relative[name]
+        for row in missing_rows(missing, after_found, before_found, str(before_path), str(after_path)):
+            any_pair = True
+            row["name"] = f"{name}:{row['name']}"
+            report["rows"].append(row)
         source = before_path.read_text(encoding="utf-8")
         results: list[PairResult] = [
             verify_pair(p, loaded["before"][name], before_path, source, per_module[name], recording, options, backends)

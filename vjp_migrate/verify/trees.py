@@ -34,6 +34,7 @@ class TreePlan:
     modules: tuple[TreeModule, ...]  # to verify, in name order
     changed: tuple[str, ...]  # the relative paths that differ (or exist on one side only)
     warnings: tuple[str, ...] = field(default=())
+    removed: tuple[str, ...] = field(default=())  # files using custom_vjp that AFTER lacks
 
 
 def python_files(root: Path, follow_links: bool = False) -> dict[str, Path]:
@@ -131,19 +132,21 @@ def plan_tree(before: Path, after: Path) -> TreePlan:
                 importers.setdefault(by_name[target], set()).add(rel)
     affected = _closure(changed, importers)
     warnings: list[str] = []
+    removed: list[str] = []
     modules: list[TreeModule] = []
     for rel in sorted(affected):
         b, a = data[rel]
         if b"custom_vjp" not in (b or b"") + (a or b""):
             continue
-        if b is None or a is None:
-            side = "AFTER" if b is None else "BEFORE"
-            warnings.append(f"{rel}: only in {side}; its custom_vjp functions not verified")
+        if a is None:
+            removed.append(rel)
+        elif b is None:
+            warnings.append(f"{rel}: only in AFTER; its custom_vjp functions not verified")
         elif names[rel] is None:
             warnings.append(f"{rel}: not importable by name; its custom_vjp functions not verified")
         else:
             modules.append(TreeModule(names[rel] or "", rel))
-    return TreePlan(package, tuple(sorted(modules, key=lambda m: m.name)), changed, tuple(warnings))
+    return TreePlan(package, tuple(sorted(modules, key=lambda m: m.name)), changed, tuple(warnings), tuple(removed))
 
 
 def _closure(start: Iterable[str], importers: dict[str, set[str]]) -> set[str]:

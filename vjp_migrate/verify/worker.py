@@ -164,10 +164,11 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     except BaseException as exc:
         report["errors"].append(f"could not call a factory named in the examples: {exception_line(exc)}")
         return report
-    pairs, warnings = pair_functions(found_before, found_after)
+    pairs, warnings, missing = pair_functions(found_before, found_after)
     report["warnings"].extend(warnings)
+    report["rows"].extend(missing_rows(missing, found_after, found_before, report["before"], report["after"]))
     report["warnings"].extend(unused_example_keys(examples or {}, set(found_before) | set(found_after)))
-    if not pairs:
+    if not pairs and not missing:
         report["warnings"].append("no custom_vjp function differs between BEFORE and AFTER")
     from vjp_migrate.verify.session import verify_pair, vjp3_phase
 
@@ -185,6 +186,16 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
 
             report["emitted"].append(emit_test(result, before_path, after_path, emit))
     return report
+
+
+def missing_rows(
+    missing: list[str], after: dict[str, Any], before: dict[str, Any], before_label: str, after_label: str
+) -> list[dict[str, Any]]:
+    """A failing row for each custom_vjp function of BEFORE that AFTER lacks."""
+    from vjp_migrate.verify.model import missing_row
+
+    instead = tuple(sorted(name for name in after if name not in before))
+    return [missing_row(name, before_label, after_label, instead).to_dict() for name in missing]
 
 
 def unused_example_keys(examples: dict[str, Any], names: set[str]) -> list[str]:
