@@ -1670,6 +1670,9 @@ f.defvjp(f_fwd, f_bwd)
             id="fwd given to a custom_vjp that is no site",
         ),
         pytest.param("BWD = f_bwd\n", "bwd `f_bwd` is also used on line 17", id="bwd bound to another name"),
+        pytest.param(  # Python reads identifiers NFKC-normalized: the text never spells `f_bwd` here
+            "BWD = \uff46_bwd\n", "bwd `f_bwd` is also used on line 17", id="bwd named in another spelling"
+        ),
     ],
 )
 def test_rules_something_else_uses_are_not_migrated(elsewhere: str, problem: str) -> None:

@@ -55,3 +55,14 @@ def test_a_parse_error_still_reads_as_one() -> None:
     with pytest.raises(source.SourceError, match="syntax error"):
         source.parse("def f(:\n", "bad.py")
     assert _invalid_node_raises()
+
+
+def test_libcst_classes_stay_as_they_are_around_a_parse() -> None:
+    # Assigning a CSTNode attribute per parse would reset the attribute caches of every node class.
+    source.parse("x = 1\n", "a.py")
+    installed = cst.CSTNode.__dict__["__post_init__"]
+    with source.unvalidated():
+        assert cst.CSTNode.__dict__["__post_init__"] is installed
+        assert not _invalid_node_raises()
+    assert cst.CSTNode.__dict__["__post_init__"] is installed
+    assert _invalid_node_raises()

@@ -15,6 +15,7 @@ import jax
 import libcst as cst
 import pytest
 from conftest import FIXTURES, read_exact
+from libcst._nodes.expression import _BaseParenthesizedNode as PARENTHESIZED
 from libcst.metadata import MetadataWrapper, PositionProvider
 
 from vjp_migrate import walk
@@ -128,6 +129,27 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
         root.visit(direct)
         index.visit(root, replayed)
         assert replayed.log == direct.log, name
+
+
+@pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_plain_parentheses_generate_what_libcst_does(name: str, text: str) -> None:
+    module = cst.parse_module(text)
+    own = PARENTHESIZED.__dict__["_parenthesize"]
+    with walk.plain_parentheses():
+        with walk.plain_parentheses():  # nested: the outer block restores
+            inner = module.code
+        assert PARENTHESIZED.__dict__["_parenthesize"] is not own
+        outer = [module.code_for_node(stmt) for stmt in module.body]
+    assert PARENTHESIZED.__dict__["_parenthesize"] is own
+    assert inner == text == module.code, name
+    assert outer == [module.code_for_node(stmt) for stmt in module.body], name
+
+
+def test_plain_parentheses_restore_libcst_after_an_error() -> None:
+    own = PARENTHESIZED.__dict__["_parenthesize"]
+    with pytest.raises(RecursionError), walk.plain_parentheses():
+        raise RecursionError
+    assert PARENTHESIZED.__dict__["_parenthesize"] is own
 
 
 def test_visit_falls_back_outside_the_index_and_for_special_visitors() -> None:

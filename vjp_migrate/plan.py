@@ -1126,12 +1126,12 @@ def rules_used_elsewhere(
     ]
     if not rules:
         return decisions
-    owners = {
-        _defvjp_owner(_expression(module.code_for_node(d.site.defvjp.func)))
-        for d in decisions
-        if d.site.defvjp is not None
-    }
-    visitor = _OtherLoads({name for _, _, name in rules}, owners)
+    calls = {id(d.site.defvjp): d.site.defvjp for d in decisions if d.site.defvjp is not None}
+    owned = {key: _defvjp_owner(_expression(module.code_for_node(call.func))) for key, call in calls.items()}
+    names = {name for _, _, name in rules}
+    if _named_only_by_defs_and(names, [calls[key] for key, owner in owned.items() if owner is not None], module, text):
+        return decisions
+    visitor = _OtherLoads(names, set(owned.values()))
     try:
         visitor.visit(ast.parse(text))
     except SyntaxError:  # newer syntax than this Python's ast reads: nothing is judged
@@ -1150,6 +1150,36 @@ def rules_used_elsewhere(
             )
             result[index] = replace(result[index], plan=None, problem=problem)
     return tuple(result)
+
+
+def _named_only_by_defs_and(names: set[str], calls: list[cst.Call], module: cst.Module, text: str) -> bool:
+    """Whether every occurrence of ``names`` in ``text`` is a module-level def's name or a name
+    inside ``calls`` (defvjp calls _OtherLoads skips): then no other use exists, and the ast walk
+    is not needed. Occurrences are counted in the raw text, which holds one for every name token
+    (and maybe more: comments, longer names), so equal counts prove it; an identifier that is
+    not ASCII may be an NFKC spelling of a name, so such a text is never judged here."""
+    if not text.isascii():
+        return False
+    known = dict.fromkeys(names, 0)
+    for statement in module.body:
+        if isinstance(statement, cst.FunctionDef) and statement.name.value in known:
+            known[statement.name.value] += 1
+        elif isinstance(statement, cst.SimpleStatementLine):
+            for small in statement.body:  # disjoint and not nested: each token is counted once
+                if isinstance(small, cst.Expr) and any(small.value is call for call in calls):
+                    walk.visit(small.value, _NameCount(known))
+    return all(text.count(name) == seen for name, seen in known.items())
+
+
+class _NameCount(cst.CSTVisitor):
+    """Counts the Name tokens whose value is a key of ``counts``."""
+
+    def __init__(self, counts: dict[str, int]) -> None:
+        self.counts = counts
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value in self.counts:
+            self.counts[node.value] += 1
 
 
 def _plannable(decision: SiteDecision) -> bool:

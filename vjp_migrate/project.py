@@ -54,7 +54,9 @@ class _Loaded:
 class Project:
     """The parsed files of one run and the answers analyze asks of them (see api.analyze)."""
 
-    index: ModuleIndex
+    # A Path: the project of that one file, indexed when first needed (most files never need it:
+    # the index only resolves rules imported from other files, and building it reads folders).
+    indexed: ModuleIndex | Path
     loaded: dict[Path, _Loaded | str] = field(default_factory=dict)  # a str says why it failed
     # The modules each analysed file imports rules from (phase 1 reports them).
     imported: dict[Path, set[str]] = field(default_factory=dict)
@@ -63,7 +65,13 @@ class Project:
     @classmethod
     def for_file(cls, path: Path) -> Project:
         """A project of one file: imported rules are named, never resolved."""
-        return cls(ModuleIndex.build([path]))
+        return cls(path)
+
+    @property
+    def index(self) -> ModuleIndex:
+        if isinstance(self.indexed, Path):
+            self.indexed = ModuleIndex.build([self.indexed])
+        return self.indexed
 
     # --- files -------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ import io
 import re
 import threading
 import tokenize
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -109,20 +109,33 @@ def parse(text: str, filename: str, syntax_checked: bool = False) -> cst.Module:
 # builds from text, where nothing can be wrong: about a fifth of a parse. A check per node of
 # which thread made it would cost as much, so validation is only skipped while no other Python
 # thread runs (the parse starts none); the nodes a rewrite builds are never made inside.
-def _skip_validation(self: Any) -> None:
-    pass
+# ``_post_init`` stands in for LibCST's method from the first parse on: assigning a class
+# attribute of CSTNode around every parse would reset the attribute caches of all its
+# subclasses, which cost more than the per-file work they save.
+_VALIDATE: list[Callable[[Any], None]] = []  # LibCST's own __post_init__, once _post_init replaces it
+_skipping = False
+
+
+def _post_init(self: Any) -> None:
+    if not _skipping:
+        _VALIDATE[0](self)
 
 
 @contextmanager
 def unvalidated() -> Iterator[None]:
+    global _skipping
     import libcst as cst
 
-    own = cst.CSTNode.__dict__.get("__post_init__")
-    if own is None or own is _skip_validation or threading.active_count() != 1:
+    if not _VALIDATE:
+        own = cst.CSTNode.__dict__.get("__post_init__")
+        if own is not None:
+            _VALIDATE.append(own)
+            cst.CSTNode.__post_init__ = _post_init  # type: ignore[method-assign]
+    if _skipping or cst.CSTNode.__dict__.get("__post_init__") is not _post_init or threading.active_count() != 1:
         yield  # another thread might make nodes meanwhile, or LibCST validates elsewhere
         return
-    cst.CSTNode.__post_init__ = _skip_validation  # type: ignore[method-assign]
+    _skipping = True
     try:
         yield
     finally:
-        cst.CSTNode.__post_init__ = own  # type: ignore[method-assign]
+        _skipping = False
