@@ -9,7 +9,7 @@ from helpers import RULES, parse, sites_of
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.model import Settings
-from vjp_migrate.sites import positional_params, rule_decorators
+from vjp_migrate.sites import other_decorator, positional_params, rule_decorators, rule_jit
 
 RULE = RULES.format(name="f")
 
@@ -213,6 +213,9 @@ def test_partial_rules_count_their_bound_parameters(rule: str, bound: int) -> No
         pytest.param("@partial(jax.jit, static_argnums=N)\n", None, (), None, id="argnums not literal"),
         pytest.param("@staticmethod\n@jax.jit\n", (), (), None, id="staticmethod is harmless"),
         pytest.param("@profile('bwd')\n@jax.jit\n", (), (), "profile('bwd')", id="other decorator"),
+        pytest.param(
+            "@jax.jit\n@jax.jit(static_argnames='b')\n", (), (), "jax.jit(static_argnames='b')", id="second jit"
+        ),
     ],
 )
 def test_rule_decorators(
@@ -226,6 +229,7 @@ def test_rule_decorators(
     jit, found_other = rule_decorators(func, imports)
     assert jit is not None and (jit.static_argnums, jit.static_argnames) == (argnums, argnames)
     assert found_other == other
+    assert (rule_jit(func, imports), other_decorator(func, imports)) == (jit, other)
 
 
 def test_nondiff_positions_are_sorted_and_merged() -> None:

@@ -15,7 +15,7 @@ from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_decorators, varargs_item
+from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_jit, varargs_item
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -1204,7 +1204,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
-        primal_jit = rule_decorators(site.primal, ctx.imports)[0] if site.primal_expr is None and site.primal else None
+        primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
             ("the primal", site.primal, index, primal_jit)
         ]

@@ -434,9 +434,9 @@ class SiteFinder:
             origin = self.imports.aliases.get(name.split(".")[0])
             where = f"imported from `{origin.rsplit('.', 1)[0]}`" if origin else "not defined in this module"
             return FunctionRef(name, None, f"{role} `{name}` is {where}")
-        jit, other = rule_decorators(node, self.imports)
+        jit = rule_jit(node, self.imports)
         problem = None
-        if other is not None and role == "bwd":
+        if role == "bwd" and (other := other_decorator(node, self.imports)) is not None:
             problem = f"bwd `{name}` is decorated with `@{other}`, which may depend on its signature"
         return FunctionRef(name, node, bound_args=bound, jit=jit, decorator_problem=problem)
 
@@ -607,27 +607,44 @@ def _jit_call(decorator: cst.Decorator, imports: ImportTable) -> cst.Call | bool
 
 def rule_decorators(func: cst.FunctionDef, imports: ImportTable) -> tuple[JitSpec | None, str | None]:
     """A rule's jax.jit (with its static arguments), and the first other decorator, if any."""
-    jit: JitSpec | None = None
-    other: str | None = None
-    for decorator in func.decorators:
+    return rule_jit(func, imports), other_decorator(func, imports)
+
+
+def _first_jit(func: cst.FunctionDef, imports: ImportTable) -> tuple[int, cst.Call | bool]:
+    """The position of the first ``jax.jit`` decorator and its call (-1, False: none)."""
+    for position, decorator in enumerate(func.decorators):
         call = _jit_call(decorator, imports)
-        if call is False or jit is not None:
-            if other is None and dotted(decorator.decorator) != "staticmethod":
-                other = cst.Module([]).code_for_node(decorator.decorator)
-            continue
-        argnums: tuple[int, ...] | None = ()
-        argnames: tuple[str, ...] | None = ()
-        positional: list[str] = []
-        for arg in call.args if isinstance(call, cst.Call) else ():
-            keyword = arg.keyword.value if arg.keyword else None
-            if keyword == "static_argnums":
-                argnums = _int_literals(arg.value, signed=True)
-            elif keyword == "static_argnames":
-                argnames = _str_literals(arg.value)
-            elif keyword in ("donate_argnums", "donate_argnames", "in_shardings", "in_axis_resources"):
-                positional.append(keyword)
-        jit = JitSpec(decorator, argnums, argnames, tuple(positional))
-    return jit, other
+        if call is not False:
+            return position, call
+    return -1, False
+
+
+def rule_jit(func: cst.FunctionDef, imports: ImportTable) -> JitSpec | None:
+    """A rule's (first) jax.jit decorator, with its static arguments."""
+    position, call = _first_jit(func, imports)
+    if call is False:
+        return None
+    argnums: tuple[int, ...] | None = ()
+    argnames: tuple[str, ...] | None = ()
+    positional: list[str] = []
+    for arg in call.args if isinstance(call, cst.Call) else ():
+        keyword = arg.keyword.value if arg.keyword else None
+        if keyword == "static_argnums":
+            argnums = _int_literals(arg.value, signed=True)
+        elif keyword == "static_argnames":
+            argnames = _str_literals(arg.value)
+        elif keyword in ("donate_argnums", "donate_argnames", "in_shardings", "in_axis_resources"):
+            positional.append(keyword)
+    return JitSpec(func.decorators[position], argnums, argnames, tuple(positional))
+
+
+def other_decorator(func: cst.FunctionDef, imports: ImportTable) -> str | None:
+    """The code of a rule's first decorator other than its first jax.jit and ``staticmethod``."""
+    position = _first_jit(func, imports)[0]
+    for index, decorator in enumerate(func.decorators):
+        if index != position and dotted(decorator.decorator) != "staticmethod":
+            return cst.Module([]).code_for_node(decorator.decorator)
+    return None
 
 
 def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
