@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import libcst as cst
 import pytest
 from helpers import RULES, parse, sites_of
 
+import vjp_migrate
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import BY_CODE
+from vjp_migrate.imports import node_types
 from vjp_migrate.model import Settings
 from vjp_migrate.sites import other_decorator, positional_params, rule_decorators, rule_jit
 
@@ -565,3 +570,27 @@ def test_a_positional_only_name_in_nondiff_argnames_is_ignored_like_jax_does() -
     assert "JAX ignores `w` in nondiff_argnames: it is a positional-only parameter of `f`" in found.message
     by_number = POSITIONAL_ONLY.replace('nondiff_argnames=("w",)', "nondiff_argnums=(0,)")
     assert [d.code for d in check_source(by_number)] == ["VJP001"]  # argnums counts it
+
+
+def _libcst_node_classes() -> list[type]:
+    return [kind for kind in vars(cst).values() if isinstance(kind, type) and issubclass(kind, cst.CSTNode)]
+
+
+@pytest.mark.parametrize(
+    "classes",
+    [(cst.BaseExpression,), (cst.BaseSmallStatement,), (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)],
+)
+def test_node_types_is_isinstance(classes: tuple[type, ...]) -> None:
+    found = node_types(*classes)
+    assert [kind for kind in _libcst_node_classes() if (kind in found) != issubclass(kind, classes)] == []
+
+
+def test_classes_tested_with_type_is_have_no_subclasses() -> None:
+    """`type(node) is cst.X` stands for isinstance in the analysis (imports.node_types)."""
+    used = {
+        match.group(1)
+        for path in Path(vjp_migrate.__file__).parent.glob("*.py")
+        for match in re.finditer(r"type\(\w+\) is cst\.(\w+)", path.read_text())
+    }
+    assert {"Name", "Attribute", "FunctionDef"} <= used
+    assert {name: getattr(cst, name).__subclasses__() for name in sorted(used)} == {name: [] for name in sorted(used)}

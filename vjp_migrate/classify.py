@@ -13,7 +13,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
-from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, small_statements, target_names
+from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_jit, varargs_item
 from vjp_migrate.vocabulary import (
@@ -71,11 +71,16 @@ GUARDED, BRANCH_ARRAY = "guarded", "array on a type-picked branch"
 NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be needed concretely"
 
 
+_SUBSCRIPTS = node_types(cst.Subscript)
+_ATTRIBUTES = node_types(cst.Attribute)
+
+
 def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
     """The name an expression is rooted at: ``p``, ``p["w"]``, ``p[0][1]``, ``p.T``."""
-    while True:
-        if isinstance(expr, cst.Subscript) or (
-            isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag")
+    while True:  # type() first: isinstance on a LibCST class of another type is slow (imports.node_types)
+        kind = type(expr)
+        if (kind in _SUBSCRIPTS and isinstance(expr, cst.Subscript)) or (
+            kind in _ATTRIBUTES and isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag")
         ):
             expr = expr.value
         else:
@@ -1331,6 +1336,9 @@ def _module_defs(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
     return found
 
 
+_BLOCKS = node_types(cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
+
+
 def _scope_statements(
     statements: Sequence[cst.BaseStatement | cst.BaseSmallStatement], in_block: bool = False
 ) -> Iterator[tuple[cst.BaseStatement | cst.BaseSmallStatement, bool]]:
@@ -1338,7 +1346,7 @@ def _scope_statements(
     whether it is inside a block."""
     for stmt in statements:
         yield stmt, in_block
-        if isinstance(stmt, (cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)):
+        if type(stmt) in _BLOCKS:
             yield from _scope_statements(list(_block_statements(stmt)), True)
 
 

@@ -19,11 +19,27 @@ JIT = frozenset({"jax.jit", "jax.api.jit"})
 _BUILTINS = frozenset(dir(builtins))
 
 
+def node_types(*classes: type) -> frozenset[type]:
+    """The classes and every class derived from them, so that ``type(node) in node_types(...)``
+    is ``isinstance(node, classes)`` for LibCST's nodes. LibCST's classes are ABCs: there,
+    ``isinstance`` runs ``ABCMeta.__instancecheck__`` whenever the type is not the class itself.
+    A class no other derives from (``cst.Name``) is tested with ``type(node) is cst.Name``
+    (tests/test_sites.py lists those used so)."""
+    found: set[type] = set()
+    pending = list(classes)
+    while pending:
+        kind = pending.pop()
+        if kind not in found:
+            found.add(kind)
+            pending.extend(kind.__subclasses__())
+    return frozenset(found)
+
+
 def dotted(expr: cst.BaseExpression) -> str | None:
     """``a.b.c`` as text, or None for anything that is not a plain dotted name."""
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:  # `type() is`, not isinstance, for LibCST's final classes: see node_types
         return expr.value
-    if isinstance(expr, cst.Attribute):
+    if type(expr) is cst.Attribute:
         head = dotted(expr.value)
         return None if head is None else f"{head}.{expr.attr.value}"
     return None
@@ -62,29 +78,33 @@ class ImportTable:
 def _module_bindings(module: cst.Module) -> Iterator[str]:
     """Names bound at module level by something other than an import."""
     for stmt in module.body:
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+        if type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef:
             yield stmt.name.value
-        elif isinstance(stmt, cst.SimpleStatementLine):
+        elif type(stmt) is cst.SimpleStatementLine:
             for small in stmt.body:
-                if isinstance(small, cst.Assign):
+                if type(small) is cst.Assign:
                     for target in small.targets:
                         yield from target_names(target.target)
-                elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+                elif type(small) is cst.AnnAssign or type(small) is cst.AugAssign:
                     yield from target_names(small.target)
 
 
 def target_names(target: cst.CSTNode | None) -> Iterator[str]:
     """The names a target binds (``a``, ``a, (b, *c)``); none for ``x[0]`` or ``self.a``."""
-    if isinstance(target, cst.Name):
+    if type(target) is cst.Name:
         yield target.value
-    elif isinstance(target, (cst.Tuple, cst.List)):
+    elif type(target) is cst.Tuple or type(target) is cst.List:
         for element in target.elements:
             yield from target_names(element.value)
-    elif isinstance(target, cst.StarredElement):
+    elif type(target) is cst.StarredElement:
         yield from target_names(target.value)
 
 
 _SUITE_FIELDS = ("body", "handlers", "cases", "orelse", "finalbody")  # in source order
+_EXPRESSIONS = node_types(cst.BaseExpression)
+_SMALL = node_types(cst.BaseSmallStatement)
+_LINES = node_types(cst.SimpleStatementLine, cst.SimpleStatementSuite)
+_NODES = node_types(cst.CSTNode)
 
 
 def small_statements(node: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
@@ -94,14 +114,15 @@ def small_statements(node: cst.CSTNode) -> Iterator[cst.BaseSmallStatement]:
     """
     for name in _SUITE_FIELDS:
         value = getattr(node, name, None)
-        if value is None or isinstance(value, cst.BaseExpression):  # a Lambda's body
+        if value is None or type(value) in _EXPRESSIONS:  # a Lambda's body
             continue
         for part in value if isinstance(value, (list, tuple)) else (value,):
-            if isinstance(part, cst.BaseSmallStatement):
+            kind = type(part)
+            if kind in _SMALL:
                 yield part
-            elif isinstance(part, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
+            elif kind in _LINES:
                 yield from part.body
-            elif isinstance(part, cst.CSTNode):
+            elif kind in _NODES:
                 yield from small_statements(part)
 
 
@@ -130,6 +151,6 @@ def import_table(module: cst.Module) -> ImportTable:
     """Build the table from every import in the module (function-level ones included)."""
     aliases: dict[str, str] = {}
     for small in small_statements(module):
-        if isinstance(small, (cst.Import, cst.ImportFrom)):
+        if type(small) is cst.Import or type(small) is cst.ImportFrom:
             _collect(small, aliases)
     return ImportTable(aliases, frozenset(_module_bindings(module)))

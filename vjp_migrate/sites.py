@@ -7,7 +7,16 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from vjp_migrate.imports import CUSTOM_VJP, JIT, PARTIAL, ImportTable, dotted, small_statements, target_names
+from vjp_migrate.imports import (
+    CUSTOM_VJP,
+    JIT,
+    PARTIAL,
+    ImportTable,
+    dotted,
+    node_types,
+    small_statements,
+    target_names,
+)
 from vjp_migrate.model import FunctionRef, JitSpec, NondiffSpec, VjpSite
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 
@@ -15,7 +24,7 @@ from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 # (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
 ImportedRule = Callable[[str, str], FunctionRef | None]
 
-_COMPOUND_BODIES = (cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
+_COMPOUND_TYPES = node_types(cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
 
 
 @dataclass
@@ -30,7 +39,7 @@ def scope_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStat
     """Statements of one Python scope, looking through if/for/with/try but not into defs."""
     for stmt in body:
         yield stmt
-        if isinstance(stmt, _COMPOUND_BODIES):
+        if type(stmt) in _COMPOUND_TYPES and isinstance(stmt, cst.BaseCompoundStatement):
             for block in _blocks_of(stmt):
                 yield from scope_statements(block)
 
