@@ -4,13 +4,17 @@ back afterwards, and that it is not skipped while another thread could be making
 
 from __future__ import annotations
 
+import gc
 import threading
+from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
 from test_walk import CORPUS
 
-from vjp_migrate import source
+from vjp_migrate import api, source, walk
+from vjp_migrate.model import FixResult, Status
 
 
 def _invalid_node_raises() -> bool:
@@ -66,3 +70,50 @@ def test_libcst_classes_stay_as_they_are_around_a_parse() -> None:
         assert not _invalid_node_raises()
     assert cst.CSTNode.__dict__["__post_init__"] is installed
     assert _invalid_node_raises()
+
+
+FIXABLE = "import jax\nfrom functools import partial\n\n\n@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, w):\n    return x * w\n\n\ndef f_fwd(x, w):\n    return f(x, w), x\n\n\ndef f_bwd(w, x, g):\n    return (g * w,)\n\n\nf.defvjp(f_fwd, f_bwd)\n"
+
+
+def test_fix_file_pauses_cycle_collection_and_restores_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "f.py"
+    path.write_text(FIXABLE)
+    seen: list[bool] = []
+    original = api._fix_text
+
+    def spy(*args: Any, **kwargs: Any) -> FixResult:
+        seen.append(gc.isenabled())
+        if len(seen) == 2:
+            raise RuntimeError("boom")
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(api, "_fix_text", spy)
+    assert api.fix_file(path, write=False).changed
+    assert api.fix_file(path, write=False).status is Status.FAILED  # the error of the second call
+    assert seen == [False, False] and gc.isenabled()
+    gc.disable()
+    try:
+        assert api.fix_file(path, write=False).changed
+        assert not gc.isenabled()  # the caller's pause is kept
+    finally:
+        gc.enable()
+
+
+def test_a_fix_leaves_its_tree_to_reference_counting() -> None:
+    """No reference cycle holds a LibCST node once a file is done (walk.Index.transform and
+    walk.visit used closures that called themselves), so the tree goes without a collection."""
+    gc.collect()
+    gc.disable()
+    gc.set_debug(gc.DEBUG_SAVEALL)
+    try:
+        assert api.fix_source(FIXABLE).changed
+        walk.forget()
+        gc.collect()
+        kept = [
+            type(o).__name__ for o in gc.garbage if isinstance(o, cst.CSTNode) or type(o).__module__.startswith("vjp")
+        ]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert kept == []

@@ -7,7 +7,9 @@ went wrong, and the other files are still processed.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import logging
+import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -161,6 +163,27 @@ def _fix_text(
     return FixResult(new_code, new_code != code, analysis.diagnostics, fixed)
 
 
+@contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """CPython's cyclic garbage collector paused while one file is analysed. The screen's ast,
+    the LibCST tree and what the stages make of it are thousands of objects that live until the
+    file is done, and every 700 of them started a collection that had to walk them and found
+    no garbage. Reference counting frees them at the end of the block (the index of the module
+    analysed last too: ``walk.forget``), so the next collection finds few objects to walk; it
+    also collects whatever cycles were made inside."""
+    if not gc.isenabled():  # paused by the caller, or by another thread in such a block
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        walk = sys.modules.get("vjp_migrate.walk")  # not imported when no file got that far
+        if walk is not None:
+            walk.forget()
+        gc.enable()
+
+
 def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
     try:
         return work()
@@ -216,7 +239,8 @@ def check_file(
             cache.put(path, data, explicit, result)
         return result
 
-    return _guard(path, work)
+    with _no_cycle_collection():
+        return _guard(path, work)
 
 
 def _fixed(path: Path, old_text: str, result: FixResult, imported: tuple[str, ...] = ()) -> FileResult:
@@ -256,7 +280,8 @@ def fix_file(
             imported = tuple(sorted(project.imported.get(path, ())))
         return _fixed(path, source.text, result, imported)
 
-    planned = _guard(path, work)
+    with _no_cycle_collection():
+        planned = _guard(path, work)
     return write_result(planned) if write else planned
 
 

@@ -503,7 +503,7 @@ class Index:
         every other node would come back unchanged. Raises NotLocal when a target is not in this
         module or a leave returns something its place cannot hold.
         """
-        where, ends = self._where, self._ends
+        where = self._where
         self._rebuilt.clear()  # children() describes the latest transform only
         self._replaced.clear()
         marks: list[int] = []
@@ -513,76 +513,93 @@ class Index:
                 raise NotLocal(f"{type(target).__name__} is not in the indexed module")
             marks.append(index)
         marks.sort()
-        chosen = set(marks)
-
-        def inside(index: int) -> bool:
-            k = bisect_left(marks, index)
-            return k < len(marks) and marks[k] < ends[index]
-
-        def sequence(node: cst.CSTNode, name: str, value: Sequence[Any]) -> tuple[list[Any], bool, bool]:
-            """The new items of a list field, whether any changed, and whether their number did."""
-            body = name == "body" and isinstance(node, (cst.Module, cst.IndentedBlock))
-            items: list[Any] = []
-            touched = reshaped = False
-            for item in value:
-                child = where.get(id(item))  # None for whitespace, which holds no target
-                if child is None or not inside(child):
-                    items.append(item)
-                    continue
-                touched = True
-                new = rebuild(item, child)
-                if is_node(type(new)):
-                    news = [new]
-                elif isinstance(new, cst.FlattenSentinel):
-                    news = list(new)
-                elif isinstance(new, cst.RemovalSentinel):
-                    news = []
-                else:
-                    raise NotLocal(f"a leave returned {type(new).__name__}")
-                # LibCST drops from a body a statement line that its leaves emptied.
-                kept = [n for n in news if not (body and n._is_removable() and not item._is_removable())]
-                reshaped = reshaped or not (is_node(type(new)) and kept)
-                items.extend(kept)
-            return items, touched, reshaped
-
-        def rebuild(node: cst.CSTNode, index: int) -> Any:
-            changes: dict[str, Any] = {}
-            reshaped = False
-            for name in field_names(type(node)):
-                value = getattr(node, name)
-                if isinstance(value, (list, tuple)):
-                    items, touched, spliced = sequence(node, name, value)
-                    if touched:
-                        changes[name] = type(value)(items)
-                        reshaped = reshaped or spliced
-                    continue
-                child = where.get(id(value))  # None for whitespace and values that are not nodes
-                if child is not None and inside(child):
-                    new = rebuild(value, child)
-                    if not is_node(type(new)):
-                        raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
-                    changes[name] = new
-            updated = node.with_changes(**changes) if changes else node
-            if index in chosen:
-                leave = getattr(transformer, f"leave_{type(node).__name__}", None)
-                result = leave(node, updated) if leave is not None else updated
-            else:
-                result = updated
-                if not reshaped:  # otherwise children() reads its fields
-                    self._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
-            if is_node(type(result)):
-                self._replaced[id(node)] = result
-            return result
-
+        rebuilding = _Rebuild(self, transformer, marks)
         start = where.get(id(root))
         if start is None:
             raise NotLocal("the root is not in the indexed module")
-        if not inside(start):
+        if not rebuilding.inside(start):
             return root
-        new_root = rebuild(root, start)
+        new_root = rebuilding.rebuild(root, start)
         if not is_node(type(new_root)):
             raise NotLocal(f"the root became a {type(new_root).__name__}")
         return new_root
+
+
+class _Rebuild:
+    """The rebuild of ``Index.transform``, in methods: closures that call each other would
+    form a reference cycle, which keeps the whole module alive until a collection."""
+
+    __slots__ = ("chosen", "ends", "index", "marks", "transformer", "where")
+
+    def __init__(self, index: Index, transformer: cst.CSTTransformer, marks: list[int]) -> None:
+        self.index = index
+        self.transformer = transformer
+        self.marks = marks
+        self.chosen = set(marks)
+        self.where = index._where
+        self.ends = index._ends
+
+    def inside(self, index: int) -> bool:
+        marks = self.marks
+        k = bisect_left(marks, index)
+        return k < len(marks) and marks[k] < self.ends[index]
+
+    def sequence(self, node: cst.CSTNode, name: str, value: Sequence[Any]) -> tuple[list[Any], bool, bool]:
+        """The new items of a list field, whether any changed, and whether their number did."""
+        where, inside = self.where, self.inside
+        body = name == "body" and isinstance(node, (cst.Module, cst.IndentedBlock))
+        items: list[Any] = []
+        touched = reshaped = False
+        for item in value:
+            child = where.get(id(item))  # None for whitespace, which holds no target
+            if child is None or not inside(child):
+                items.append(item)
+                continue
+            touched = True
+            new = self.rebuild(item, child)
+            if is_node(type(new)):
+                news = [new]
+            elif isinstance(new, cst.FlattenSentinel):
+                news = list(new)
+            elif isinstance(new, cst.RemovalSentinel):
+                news = []
+            else:
+                raise NotLocal(f"a leave returned {type(new).__name__}")
+            # LibCST drops from a body a statement line that its leaves emptied.
+            kept = [n for n in news if not (body and n._is_removable() and not item._is_removable())]
+            reshaped = reshaped or not (is_node(type(new)) and kept)
+            items.extend(kept)
+        return items, touched, reshaped
+
+    def rebuild(self, node: cst.CSTNode, index: int) -> Any:
+        where, inside = self.where, self.inside
+        changes: dict[str, Any] = {}
+        reshaped = False
+        for name in field_names(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, (list, tuple)):
+                items, touched, spliced = self.sequence(node, name, value)
+                if touched:
+                    changes[name] = type(value)(items)
+                    reshaped = reshaped or spliced
+                continue
+            child = where.get(id(value))  # None for whitespace and values that are not nodes
+            if child is not None and inside(child):
+                new = self.rebuild(value, child)
+                if not is_node(type(new)):
+                    raise NotLocal(f"a {type(new).__name__} where one {type(value).__name__} must stay")
+                changes[name] = new
+        updated = node.with_changes(**changes) if changes else node
+        if index in self.chosen:
+            leave = getattr(self.transformer, f"leave_{type(node).__name__}", None)
+            result = leave(node, updated) if leave is not None else updated
+        else:
+            result = updated
+            if not reshaped:  # otherwise children() reads its fields
+                self.index._rebuilt[id(updated)] = (updated, node)  # the same children but the replaced ones
+        if is_node(type(result)):
+            self.index._replaced[id(node)] = result
+        return result
 
 
 _LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
@@ -595,6 +612,11 @@ def index_of(module: cst.Module) -> Index:
     index = Index(module)
     _LAST[:] = [index]
     return index
+
+
+def forget() -> None:
+    """Drop the index of the module analysed last, and the module with it."""
+    _LAST.clear()
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
@@ -614,17 +636,19 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
         index._replay(start, table, visitor)
         return
 
-    def mixed(current: cst.CSTNode) -> None:
-        at = where.get(id(current))
-        if at is not None:
-            index._replay(at, table, visitor)
-            return
-        assert table is not None
-        enter, leave = table.get(type(current), _NO_METHODS)
-        if enter is None or enter(visitor, current) is not False:
-            for child in index.children(current):  # whitespace only holds whitespace: never visited
-                mixed(child)
-        if leave is not None:
-            leave(visitor, current)
+    _mixed(index, table, visitor, node)
 
-    mixed(node)
+
+def _mixed(index: Index, table: _Table, visitor: cst.CSTVisitor, current: cst.CSTNode) -> None:
+    """``visit`` of a node the index may not cover (a function of its own, not a closure: a
+    closure that calls itself is a reference cycle, which keeps the module until a collection)."""
+    at = index._where.get(id(current))
+    if at is not None:
+        index._replay(at, table, visitor)
+        return
+    enter, leave = table.get(type(current), _NO_METHODS)
+    if enter is None or enter(visitor, current) is not False:
+        for child in index.children(current):  # whitespace only holds whitespace: never visited
+            _mixed(index, table, visitor, child)
+    if leave is not None:
+        leave(visitor, current)
