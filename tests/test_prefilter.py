@@ -17,7 +17,7 @@ from conftest import FIXTURES, read_exact
 
 from vjp_migrate import imports, screen, vocabulary
 from vjp_migrate.api import analyze, check_paths
-from vjp_migrate.codes import BY_CODE, CODES, DEFAULT_SELECT, triggers_for
+from vjp_migrate.codes import BY_CODE, CODES, DEFAULT_SELECT, trigger_texts, triggers_for
 from vjp_migrate.model import Settings, Status
 
 ALL = frozenset(BY_CODE)
@@ -60,6 +60,7 @@ def _findings(text: str, name: str, settings: Settings) -> list[str]:
 def test_filter_words_are_derived_from_the_codes_table() -> None:
     for select in (DEFAULT_SELECT, ALL, *(frozenset({c.code}) for c in CODES)):
         assert set(triggers_for(select)) == {w for code in select for w in BY_CODE[code].triggers}
+        assert trigger_texts(select) == tuple(word.decode() for word in triggers_for(select))
     for code in CODES:
         assert code.triggers, f"{code.code} needs trigger words, or the byte filter would drop every file"
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vjp_migrate.codes import DEFAULT_SELECT, triggers_for
+from vjp_migrate.codes import DEFAULT_SELECT, trigger_texts, triggers_for
 from vjp_migrate.discover import discover
 from vjp_migrate.files import read_bytes, write_batch, write_file
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
@@ -52,8 +52,7 @@ class Analysis:
 
 
 def _may_contain(text: str, settings: Settings) -> bool:
-    words = triggers_for(settings.select)
-    return any(word.decode() in text for word in words)
+    return any(word in text for word in trigger_texts(settings.select))
 
 
 def analyze(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cache
 
 from vjp_migrate.model import FixSafety
 
@@ -212,9 +213,16 @@ def expand_selection(select: list[str] | None, ignore: list[str] | None) -> froz
     return frozenset(chosen)
 
 
+@cache  # once per run, not once per file
 def triggers_for(select: frozenset[str]) -> tuple[bytes, ...]:
     """The words a file must contain for any selected code to be possible in it."""
     return tuple(sorted({word for code in select for word in BY_CODE[code].triggers}))
+
+
+@cache
+def trigger_texts(select: frozenset[str]) -> tuple[str, ...]:
+    """``triggers_for`` as text, for a decoded source."""
+    return tuple(word.decode() for word in triggers_for(select))
 
 
 def format_message(code: str, blocked: bool = False, **values: object) -> str:
