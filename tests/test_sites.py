@@ -12,9 +12,17 @@ from helpers import RULES, parse, sites_of
 import vjp_migrate
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import BY_CODE
-from vjp_migrate.imports import node_types
+from vjp_migrate.imports import node_types, small_statements
 from vjp_migrate.model import Settings
-from vjp_migrate.sites import other_decorator, positional_params, rule_decorators, rule_jit
+from vjp_migrate.sites import (
+    SiteFinder,
+    _AllNames,
+    _ModuleBindings,
+    other_decorator,
+    positional_params,
+    rule_decorators,
+    rule_jit,
+)
 
 RULE = RULES.format(name="f")
 
@@ -594,3 +602,24 @@ def test_classes_tested_with_type_is_have_no_subclasses() -> None:
     }
     assert {"Name", "Attribute", "FunctionDef"} <= used
     assert {name: getattr(cst, name).__subclasses__() for name in sorted(used)} == {name: [] for name in sorted(used)}
+
+
+FIXTURES = sorted(Path(__file__).parent.parent.glob("fixtures/*/before.py"))
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=[path.parent.name for path in FIXTURES])
+def test_names_and_bindings_replayed_as_libcst_visits_them(path: Path) -> None:
+    """SiteFinder reads the module's names and bindings by replaying its visitors over the
+    module's walk.Index; LibCST's own visits give the same."""
+    module, imports = parse(path.read_text())
+    names, bindings = _AllNames(), _ModuleBindings()
+    module.visit(names)
+    module.visit(bindings)
+    for small in small_statements(module):
+        if isinstance(small, cst.Global):
+            for item in small.names:
+                bindings.add(item.name.value, 2)
+    finder = SiteFinder(module, imports)
+    assert finder._module_bindings() == bindings.counts
+    chosen = finder._free_name("x")
+    assert chosen not in names.names and finder.names == {*names.names, chosen}

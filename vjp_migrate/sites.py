@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.imports import (
     CUSTOM_VJP,
     JIT,
@@ -396,7 +397,8 @@ class SiteFinder:
         """How many times each name is bound at module level (a `global` statement counts twice)."""
         if self.bindings is None:
             counter = _ModuleBindings()
-            self.module.visit(counter)
+            walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
+            walk.visit(self.module, counter)
             for small in small_statements(self.module):
                 if isinstance(small, cst.Global):
                     for item in small.names:
@@ -453,7 +455,8 @@ class SiteFinder:
         """A name nothing in the module uses yet: ``wanted``, then ``wanted_2``..."""
         if self.names is None:
             collector = _AllNames()
-            self.module.visit(collector)
+            walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
+            walk.visit(self.module, collector)
             self.names = collector.names
         name, index = wanted, 2
         while name in self.names:
