@@ -202,20 +202,20 @@ class SiteFinder:
         return [self._attach_rules(site, scope) for site, scope in sites]
 
     def _walk(self, scope: Scope, out: list[tuple[VjpSite, Scope]]) -> None:
-        for stmt in scope_statements(scope.statements):
-            if isinstance(stmt, cst.FunctionDef):
+        for stmt in scope_statements(scope.statements):  # type() is: see imports.node_types
+            if type(stmt) is cst.FunctionDef:
                 site = self._decorated_site(stmt, scope)
                 if site is not None:
                     out.append((site, scope))
                 # Functions nested in functions are reported by their own name, like flake8 does.
                 inner = Scope(body_statements(stmt), scope, False, scope.qualprefix)
                 self._walk(inner, out)
-            elif isinstance(stmt, cst.ClassDef):
+            elif type(stmt) is cst.ClassDef:
                 inner = Scope(body_statements(stmt), scope, True, f"{scope.qualprefix}{stmt.name.value}.")
                 self._walk(inner, out)
-            elif isinstance(stmt, cst.SimpleStatementLine):
+            elif type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
-                    if isinstance(small, cst.Assign) and isinstance(small.value, cst.Call):
+                    if type(small) is cst.Assign and type(small.value) is cst.Call:
                         site = self._call_site(small, scope)
                         if site is not None:
                             out.append((site, scope))
@@ -709,10 +709,10 @@ def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
         if scope is start or not scope.is_class:
             found: cst.FunctionDef | None = None
             for stmt in scope_statements(scope.statements):
-                if rest and isinstance(stmt, cst.ClassDef) and stmt.name.value == head:
+                if rest and type(stmt) is cst.ClassDef and stmt.name.value == head:
                     inner = Scope(body_statements(stmt), scope, True, "")
                     found = find_def(inner, rest) or found
-                elif not rest and isinstance(stmt, cst.FunctionDef) and stmt.name.value == head:
+                elif not rest and type(stmt) is cst.FunctionDef and stmt.name.value == head:
                     found = stmt
             if found is not None:
                 return found
