@@ -2234,6 +2234,10 @@ def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_arra
         pytest.param(
             lines("if not callable(a):", "    return x * a", "else:", "    y = x", "return x * a(x)"), id="else"
         ),
+        pytest.param(
+            lines("if x.ndim == 1:", "    x = x[None]", "elif not callable(a):", "    return x * a", "return x * a(x)"),
+            id="elif",
+        ),
     ],
 )
 def test_a_static_use_after_a_validation_or_outside_the_returning_block_still_decides(primal: str) -> None:

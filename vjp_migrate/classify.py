@@ -317,6 +317,7 @@ class Uses(cst.CSTVisitor):
         # early (`if not callable(m): return ...`) starts, and that test; the rest of the block
         # runs only for the type the test did not pick.
         self.exits: list[list[tuple[int, str]]] = [[]]
+        self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: code after them is reached otherwise too
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -690,9 +691,8 @@ class Uses(cst.CSTVisitor):
         if function is None:
             return
         params = {p.name.value for p in _all_params(function.params)}
-        finder = _NameFinder(
-            {n for n in self.names | set(self.derived) if n.partition("[")[0] not in params}, self.ctx.imports
-        )
+        outside = {name for name in self.names | set(self.derived) if name.partition("[")[0] not in params}
+        finder = _NameFinder(outside, self.ctx.imports)
         walk.visit(function.body, finder)
         name = function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
         text = f"read inside `{name}`, {what}, which cannot capture traced values"
@@ -869,11 +869,18 @@ class Uses(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         self._control(node.test, node, "if")
         self._enter_branches(node.test)
+        if isinstance(node.orelse, cst.If):
+            self.elifs.add(id(node.orelse))
 
     def leave_If(self, original_node: cst.If) -> None:
         entered = self.branches[-1]
         self._leave_branches()
-        if entered is not None and original_node.orelse is None and _returns(original_node.body):
+        if (
+            entered is not None
+            and original_node.orelse is None
+            and id(original_node) not in self.elifs
+            and _returns(original_node.body)
+        ):
             start, tested = entered
             if len(self.evidence) > start:  # the branch returned from uses the argument: another kind
                 self.exits[-1].append((len(self.evidence), tested))
