@@ -214,9 +214,6 @@ def test_screen_keeps_a_traced_parameter_of_a_jitted_caller(text: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="screen.py misses a traced value through a local or a jax.jit call (lead, classify14)"
-)
 @pytest.mark.parametrize(
     "text",
     [
