@@ -1701,3 +1701,54 @@ def test_rules_used_only_through_defvjp_are_migrated(elsewhere: str) -> None:
     code = HEAD + RULES + "\n" + elsewhere
     assert [f.code for f in check_source(code)] == ["VJP001"]
     assert "def f_bwd(res, g):" in fix_source(code).source
+
+
+@pytest.mark.parametrize(
+    ("body", "migrated"),
+    [
+        pytest.param(
+            "grads = (g * c * w, g)\n    return grads",
+            "grads = (g * c * w, None, g)\n    return grads",
+            id="literal edited",
+        ),
+        pytest.param(
+            "grads = g * c * w, g\n    if g.sum() > 0:\n        return grads\n    return grads",
+            "grads = g * c * w, None, g\n    if g.sum() > 0:\n        return grads\n    return grads",
+            id="bare, two returns",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    print(grads)\n    return grads",
+            "print(grads)\n    return (*grads[:1], None, *grads[1:])",
+            id="read elsewhere",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    grads = grads\n    return grads",
+            "grads = grads\n    return (*grads[:1], None, *grads[1:])",
+            id="bound twice",
+        ),
+        pytest.param(
+            "def inner():\n        grads = (g * c * w, g)\n    return grads",
+            "grads = (g * c * w, g)\n    return (*grads[:1], None, *grads[1:])",
+            id="bound in a nested function",
+        ),
+    ],
+)
+def test_a_returned_name_bound_once_to_a_literal_gets_its_none_there(body: str, migrated: str) -> None:
+    # `grads = (a, b); return grads` with None needed in the middle: a person edits the literal.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w, y):
+    return jnp.sin(x) * w + y
+
+def f_fwd(x, w, y):
+    return f(x, w, y), jnp.cos(x)
+
+def f_bwd(w, c, g):
+    {body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "    w, c = res\n" in out and f"    {migrated}\n" in out, out

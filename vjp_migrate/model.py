@@ -209,6 +209,8 @@ class RewritePlan:
     temp_name: str = ""  # bwd's name for a returned value that is sliced around a None
     temp_returns: tuple[cst.Return, ...] = ()  # bwd returns rewritten through `temp_name`
     starred_lengths: tuple[tuple[str, int], ...] = ()  # `*name` in a bwd return, name bound to a literal
+    # bwd's `grads = (a, b)` whose name only `return grads` reads: the literal gains the Nones
+    cotangent_literals: tuple[cst.Assign, ...] = ()
     dels: tuple[tuple[cst.Del, tuple[str, ...]], ...] = ()  # bwd `del`s of parameters that leave
     reused: tuple[tuple[cst.Name, str], ...] = ()  # unpack targets renamed (half-migrated code)
     jit_edits: tuple[JitEdit, ...] = ()

@@ -37,6 +37,7 @@ class _Returns(cst.CSTVisitor):
         self.returns: list[cst.Return] = []
         self.standalone: set[int] = set()  # returns alone on their line: a statement fits before them
         self.dels: list[cst.Del] = []
+        self.assigns: set[int] = set()  # id() of the function's own `=` statements
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -56,6 +57,9 @@ class _Returns(cst.CSTVisitor):
 
     def visit_Del(self, node: cst.Del) -> None:
         self.dels.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.assigns.add(id(node))
 
 
 class _Names(cst.CSTVisitor):
@@ -404,18 +408,28 @@ def trailing_slots(slots: tuple[int, ...], total: int | None) -> bool:
     return total is not None and slots == tuple(range(total - len(slots), total))
 
 
+_ReturnPlan = tuple[list[cst.Return], dict[str, int], dict[int, cst.Assign]]
+
+
 def _bwd_return_plan(
-    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int | None, bindings: dict[str, list[cst.CSTNode]]
-) -> tuple[list[cst.Return], dict[str, int]] | str:
-    """The returns that need their value stored first, and the starred lengths read; or a problem."""
+    bwd: cst.FunctionDef,
+    slots: tuple[int, ...],
+    total: int | None,
+    bindings: dict[str, list[cst.CSTNode]],
+    counts: dict[str, int],
+) -> _ReturnPlan | str:
+    """The returns that need their value stored first, the starred lengths read, and the returns
+    of a name whose literal gains the Nones instead (id of the return -> `grads = (a, b)`); or a
+    problem."""
     returns = _returns(bwd)
     leading = list(slots) == list(range(len(slots)))
     if trailing_slots(slots, total):
         if any(ret.value is None for ret in returns.returns):
             return f"bwd `{bwd.name.value}` has a bare `return`"
-        return [], {}
+        return [], {}, {}
     temp: list[cst.Return] = []
     known: dict[str, int] = {}
+    literals: dict[int, cst.Assign] = {}
     name = bwd.name.value
     for ret in returns.returns:
         value = ret.value
@@ -437,7 +451,12 @@ def _bwd_return_plan(
                     f"in bwd `{name}`, the starred cotangent `{starred}` stands before a position that needs None, "
                     "and the return shares its line with other code, so its value cannot be stored first"
                 )
-        elif leading or isinstance(value, cst.Name):
+        elif leading:
+            continue
+        elif isinstance(value, cst.Name):
+            literal = _cotangent_literal(value.value, returns, bindings, counts)
+            if literal is not None:
+                literals[id(ret)] = literal
             continue
         elif id(ret) not in returns.standalone:
             # (*f(g)[:k], None, *f(g)[k:]) would evaluate the call twice; no line for a temporary.
@@ -446,7 +465,20 @@ def _bwd_return_plan(
                 "and None is needed between its cotangents"
             )
         temp.append(ret)
-    return temp, known
+    return temp, known, literals
+
+
+def _cotangent_literal(
+    name: str, returns: _Returns, bindings: dict[str, list[cst.CSTNode]], counts: dict[str, int]
+) -> cst.Assign | None:
+    """bwd's `grads = (a, b)` for `return grads`: the one binding of ``name``, in bwd's own
+    scope, which nothing but bwd's own `return grads` statements reads. A person puts the Nones
+    in that literal rather than slicing the name."""
+    assign = _literal_binding(name, bindings)
+    if assign is None or id(assign) not in returns.assigns:
+        return None
+    returned = sum(isinstance(r.value, cst.Name) and r.value.value == name for r in returns.returns)
+    return assign if counts.get(name, 0) == 1 + returned else None
 
 
 def _symbolic_zeros(defvjp: cst.Call | None) -> str | None:
@@ -535,10 +567,10 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
     bwd_bindings = _bindings(bwd)
-    returned = _bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings)
+    returned = _bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings, bwd_names.counts)
     if isinstance(returned, str):
         return returned
-    temp_returns, starred_lengths = returned
+    temp_returns, starred_lengths, literals = returned
     residual = bwd_params[len(order)]
     taken = set(bwd_names.counts) | (_param_names(bwd) - {residual})
     layout, new_param, old_name, unpack = _layout(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
@@ -568,7 +600,8 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         old_residual_name=old_name,
         tuple_unpack=unpack,
         fwd_returns=tuple(fwd_returns),
-        bwd_returns=tuple(own_returns(bwd)),
+        bwd_returns=tuple(r for r in own_returns(bwd) if id(r) not in literals),
+        cotangent_literals=tuple({id(a): a for a in literals.values()}.values()),
         none_slots=slots,
         fwd_assign=fwd_assign,
         temp_name=temp_name,

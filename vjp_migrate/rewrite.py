@@ -237,6 +237,7 @@ class _Apply(cst.CSTTransformer):
         self.unpacks = {id(p.tuple_unpack): p for p in plans if p.tuple_unpack is not None}
         self.fwd_assigns = {id(p.fwd_assign): p for p in plans if p.fwd_assign is not None}
         self.temp_returns = {id(r): p for p in plans for r in p.temp_returns}
+        self.cotangent_literals = {id(a): p for p in plans for a in p.cotangent_literals}
         self.temp_values: dict[int, tuple[str, cst.BaseExpression]] = {}  # return -> its stored value
         self.dels = {id(node): names for p in plans for node, names in p.dels}
         self.renames = {id(node): name for p in plans for node, name in p.reused}
@@ -438,6 +439,9 @@ class _Apply(cst.CSTTransformer):
         return cst.parse_expression("(" + ", ".join(parts) + ")")
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        plan = self.cotangent_literals.get(id(original_node))
+        if plan is not None:  # `grads = (a, b)` that bwd returns: `grads = (a, None, b)`
+            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
         plan = self.fwd_assigns.get(id(original_node))
         if plan is not None:
             assert isinstance(updated_node.value, (cst.Tuple, cst.List))
