@@ -1752,3 +1752,38 @@ f.defvjp(f_fwd, f_bwd)
 """
     )
     assert "    w, c = res\n" in out and f"    {migrated}\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("annotation", "migrated"),
+    [
+        pytest.param("tuple[Array, ...]", " -> tuple[Array | None, ...]", id="tuple"),
+        pytest.param("Tuple[jax.Array, ...]", " -> Tuple[jax.Array | None, ...]", id="Tuple, attribute"),
+        pytest.param("tuple[Array | int, ...]", " -> tuple[Array | int | None, ...]", id="union"),
+        pytest.param("tuple[Array | None, ...]", " -> tuple[Array | None, ...]", id="holds None already"),
+        pytest.param("tuple[Optional[Array], ...]", " -> tuple[Optional[Array], ...]", id="Optional"),
+        pytest.param('tuple["Array", ...]', "", id="string: removed"),
+    ],
+)
+def test_a_variadic_cotangent_annotation_admits_none(annotation: str, migrated: str) -> None:
+    # bwd's `-> tuple[Array, ...]` stays true once None joins its items when it says so.
+    out = fix(
+        HEAD
+        + f"""\
+from typing import Optional, Tuple
+from jax import Array
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w, y):
+    return jnp.sin(x) * w + y
+
+def f_fwd(x, w, y):
+    return f(x, w, y), jnp.cos(x)
+
+def f_bwd(w, c, g) -> {annotation}:
+    return (g * c * w, g)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"def f_bwd(res, g){migrated}:\n" in out, out

@@ -177,6 +177,14 @@ class JitEdit:
 
 
 @dataclass(frozen=True)
+class OrNone:
+    """The type `X | None` for the module's annotation ``item`` (`tuple[X, ...]` of a bwd that
+    now returns None items too; docs/rewrite-rules.md, section 3h)."""
+
+    item: cst.BaseExpression
+
+
+@dataclass(frozen=True)
 class TupleType:
     """A tuple annotation the rewrite writes (docs/rewrite-rules.md, section 3h): ``items`` in
     order, each an annotation of the module (written as it is), a nested TupleType or None (the
@@ -184,7 +192,7 @@ class TupleType:
     new ``spelling[...]`` (`tuple`, `Tuple`, `typing.Tuple`: the code of the subscripted name)."""
 
     spelling: str
-    items: tuple[cst.BaseExpression | TupleType | None, ...]
+    items: tuple[cst.BaseExpression | TupleType | OrNone | None, ...]
     old: cst.Subscript | None = None
 
 

@@ -16,6 +16,7 @@ from vjp_migrate.model import (
     ArgKind,
     JitEdit,
     Layout,
+    OrNone,
     RewritePlan,
     Settings,
     SiteDecision,
@@ -655,7 +656,11 @@ def _retyped(
         edits.append((fwd, _fwd_type(fwd.returns.annotation, layout, saved, width, spelling)))
     if site.bwd.lambda_node is not None:
         return tuple(edits)
-    if bwd.returns is not None and not _holds_anything(bwd.returns.annotation, False):  # it gains None items
+    if (  # it gains None items
+        bwd.returns is not None
+        and not _holds_anything(bwd.returns.annotation, False)
+        and not _admits_none(_variadic_item(bwd.returns.annotation))
+    ):
         edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots)))
     params = _param_nodes(bwd)
     residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
@@ -753,8 +758,42 @@ def _fwd_type(
     return TupleType(found[0], (out, new), old) if new is not None else None
 
 
+def _variadic_item(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``X`` of `tuple[X, ...]` (`Tuple`, `typing.Tuple`)."""
+    if not isinstance(expr, cst.Subscript) or (dotted(expr.value) or "").rsplit(".", 1)[-1] not in ("tuple", "Tuple"):
+        return None
+    items = [e.slice for e in expr.slice]
+    if len(items) != 2 or not all(isinstance(i, cst.Index) and i.star is None for i in items):
+        return None
+    first, second = (i.value for i in items if isinstance(i, cst.Index))
+    return first if isinstance(second, cst.Ellipsis) and not isinstance(first, cst.Ellipsis) else None
+
+
+def _admits_none(expr: cst.BaseExpression | None) -> bool:
+    """Whether the type ``expr`` holds None already: `None`, `Any`, `object`, `Optional[X]`,
+    `X | None`, `Union[X, None]`."""
+    if expr is None:
+        return False
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return _admits_none(expr.left) or _admits_none(expr.right)
+    if isinstance(expr, cst.Subscript):
+        last = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+        items = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
+        return last == "Optional" or (last == "Union" and any(_admits_none(i) for i in items))
+    return _holds_anything(expr, False)
+
+
 def _cotangents_type(site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...]) -> TupleType | None:
-    """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent."""
+    """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent;
+    `tuple[X, ...]` becomes `tuple[X | None, ...]`."""
+    item = _variadic_item(old)
+    if isinstance(item, (cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
+        assert isinstance(old, cst.Subscript)
+        ellipsis = old.slice[1].slice
+        assert isinstance(ellipsis, cst.Index)
+        return TupleType(dotted(old.value) or "tuple", (OrNone(item), ellipsis.value), old)
     found = _tuple_items(old)
     if found is None or not site.nondiff.complete or len(found[1]) != len(site.params) - len(site.nondiff.positions):
         return None

@@ -11,7 +11,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
-from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
+from vjp_migrate.model import JitEdit, Layout, OrNone, RewritePlan, TupleType
 from vjp_migrate.plan import cotangent_count, literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
@@ -646,7 +646,7 @@ def _uncommented(comma: cst.Comma) -> cst.Comma:
 
 
 def _tuple_type(new: TupleType) -> cst.BaseExpression:
-    items = [_tuple_type(i) if isinstance(i, TupleType) else cst.Name("None") if i is None else i for i in new.items]
+    items = [_type_item(i) for i in new.items]
     if new.old is None:
         fresh = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=_comma()) for i in items]
         fresh[-1] = fresh[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -664,6 +664,14 @@ def _tuple_type(new: TupleType) -> cst.BaseExpression:
             element = element.with_changes(comma=trailing if last else separator)
         elements.append(element)
     return new.old.with_changes(slice=elements)
+
+
+def _type_item(item: cst.BaseExpression | TupleType | OrNone | None) -> cst.BaseExpression:
+    if isinstance(item, TupleType):
+        return _tuple_type(item)
+    if isinstance(item, OrNone):  # `A | B` needs no parentheses before `| None`
+        return cst.BinaryOperation(item.item, cst.BitOr(_SPACE, _SPACE), cst.Name("None"))
+    return cst.Name("None") if item is None else item
 
 
 def _comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
