@@ -1787,3 +1787,53 @@ f.defvjp(f_fwd, f_bwd)
 """
     )
     assert f"def f_bwd(res, g){migrated}:\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("body", "fwd_residual", "migrated"),
+    [
+        pytest.param(
+            "w, c = res\n    return (g * c * w * w_static,)",
+            "(w, jnp.cos(x))",
+            "w, c = res\n    return (g * c * w * w, None)",
+            id="reads the unpacked name",
+        ),
+        pytest.param(
+            "w, c = res\n    scale = lambda: w_static\n    return (g * c * w * scale(),)",
+            "(w, jnp.cos(x))",
+            "w, c = res\n    scale = lambda: w\n    return (g * c * w * scale(), None)",
+            id="read in a nested scope",
+        ),
+        pytest.param(
+            "s = w_static * 2\n    w, c = res\n    return (g * c * w * s,)",
+            "(w, (w, jnp.cos(x)))",
+            "w_static, res = residuals",
+            id="read before the unpack: saved",
+        ),
+        pytest.param(
+            "w, c = res\n    w = w + 1\n    return (g * c * w * w_static,)",
+            "(w, w, jnp.cos(x))",
+            "w_static, w, c = res",
+            id="target rebound: saved",
+        ),
+    ],
+)
+def test_an_argument_fwd_already_saves_is_read_from_its_residual(body: str, fwd_residual: str, migrated: str) -> None:
+    # fwd saves `w` itself and bwd unpacks it as `w`: bwd's `w_static` can read that, no second copy.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    return f(x, w), (w, jnp.cos(x))
+
+def f_bwd(w_static, res, g):
+    {body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"    return f(x, w), {fwd_residual}\n" in out and f"    {migrated}\n" in out, out

@@ -609,9 +609,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         temp_returns=tuple(temp_returns),
         starred_lengths=tuple(sorted(starred_lengths.items())),
         dels=_dropped_dels(bwd, unread),
-        reused=tuple(
-            (t, bwd_params[order.index(p)]) for p, t in reused.items() if t.value != bwd_params[order.index(p)]
-        ),
+        reused=tuple(rename for renames in reused.values() for rename in renames),
         jit_edits=edits,
         bwd_def_name=def_name,
         retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots),
@@ -813,11 +811,11 @@ def _already_saved(
     fwd_returns: list[cst.Return],
     fwd_bound: set[str],
     fwd_bindings: dict[str, list[cst.CSTNode]],
-) -> dict[int, cst.Name]:
-    """Moved arguments that fwd already saves by hand (half-migrated code), with bwd's unpack
-    target for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
+) -> dict[int, list[tuple[cst.Name, str]]]:
+    """Moved arguments that fwd already saves by hand (half-migrated code), with the names bwd
+    renames for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
     parameter at one index, and bwd unpacks it in one plain assignment whose target there can
-    take bwd's name for it."""
+    take bwd's name for it, or whose target bwd's reads of its parameter can read instead."""
     residual = bwd_params[len(order)]
     unpack = _single_unpack(bwd, residual, counts, ())
     if unpack is None:
@@ -837,7 +835,8 @@ def _already_saved(
         for t in tuples
     ):
         return {}
-    found: dict[int, cst.Name] = {}
+    found: dict[int, list[tuple[cst.Name, str]]] = {}
+    bindings = _bindings(bwd)
     for p in read:
         name, wanted = fwd_params[p], bwd_params[order.index(p)]
         slots = {
@@ -851,8 +850,51 @@ def _already_saved(
         if not isinstance(slot, cst.Name):
             continue
         if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
-            found[p] = slot
+            found[p] = [(slot, wanted)] if slot.value != wanted else []
+        elif (loads := _reads_after(bwd, unpack, wanted, slot.value, bindings)) is not None:
+            found[p] = [(load, slot.value) for load in loads]
     return found
+
+
+def _reads_after(
+    bwd: cst.FunctionDef, unpack: cst.Assign, param: str, target: str, bindings: dict[str, list[cst.CSTNode]]
+) -> list[cst.Name] | None:
+    """bwd's reads of its parameter ``param``, when they can all read the unpack's ``target``
+    instead (the same value, saved by fwd): ``param`` is bound only as the parameter and
+    ``target`` only by ``unpack``, and no statement before the unpack reads ``param``."""
+    if len(bindings.get(param, [])) != 1 or [id(b) for b in bindings.get(target, [])] != [id(unpack)]:
+        return None
+    loads = _Loads(param)
+    after = False
+    for stmt in body_statements(bwd):
+        if not after and isinstance(stmt, cst.SimpleStatementLine) and any(s is unpack for s in stmt.body):
+            after = True
+            continue
+        before = len(loads.found)
+        walk.visit(stmt, loads)
+        if not after and len(loads.found) > before:
+            return None
+    return loads.found if after else None
+
+
+class _Loads(cst.CSTVisitor):
+    """The Name nodes reading ``name`` (not an attribute's or a keyword argument's name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk.visit(node.value, self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        walk.visit(node.value, self)
+        return False
 
 
 def _residual_literal(value: cst.BaseExpression, bindings: dict[str, list[cst.CSTNode]]) -> cst.BaseExpression:
