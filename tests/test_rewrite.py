@@ -1704,41 +1704,64 @@ def test_rules_used_only_through_defvjp_are_migrated(elsewhere: str) -> None:
 
 
 @pytest.mark.parametrize(
-    ("body", "migrated"),
+    ("body", "migrated", "argnums"),
     [
         pytest.param(
             "grads = (g * c * w, g)\n    return grads",
             "grads = (g * c * w, None, g)\n    return grads",
+            "1",
             id="literal edited",
         ),
         pytest.param(
             "grads = g * c * w, g\n    if g.sum() > 0:\n        return grads\n    return grads",
             "grads = g * c * w, None, g\n    if g.sum() > 0:\n        return grads\n    return grads",
+            "1",
             id="bare, two returns",
         ),
         pytest.param(
             "grads = (g * c * w, g)\n    print(grads)\n    return grads",
             "print(grads)\n    return (*grads[:1], None, *grads[1:])",
+            "1",
             id="read elsewhere",
         ),
         pytest.param(
             "grads = (g * c * w, g)\n    grads = grads\n    return grads",
             "grads = grads\n    return (*grads[:1], None, *grads[1:])",
+            "1",
             id="bound twice",
         ),
         pytest.param(
             "def inner():\n        grads = (g * c * w, g)\n    return grads",
             "grads = (g * c * w, g)\n    return (*grads[:1], None, *grads[1:])",
+            "1",
             id="bound in a nested function",
+        ),
+        pytest.param(
+            "grads = [g * c * w, g]\n    return grads",
+            "grads = [g * c * w, g, None]\n    return grads",
+            "2",
+            id="list, last slot",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    print(grads)\n    return grads",
+            "print(grads)\n    return (*grads, None)",
+            "2",
+            id="last slot, read elsewhere",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    return grads",
+            "grads = (None, g * c * w, g)\n    return grads",
+            "0",
+            id="first slot",
         ),
     ],
 )
-def test_a_returned_name_bound_once_to_a_literal_gets_its_none_there(body: str, migrated: str) -> None:
-    # `grads = (a, b); return grads` with None needed in the middle: a person edits the literal.
+def test_a_returned_name_bound_once_to_a_literal_gets_its_none_there(body: str, migrated: str, argnums: str) -> None:
+    # `grads = (a, b); return grads`: a person puts the None in the literal, wherever it goes.
     out = fix(
         HEAD
         + f"""\
-@partial(jax.custom_vjp, nondiff_argnums=(1,))
+@partial(jax.custom_vjp, nondiff_argnums=({argnums},))
 def f(x, w, y):
     return jnp.sin(x) * w + y
 

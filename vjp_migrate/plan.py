@@ -424,13 +424,18 @@ def _bwd_return_plan(
     problem."""
     returns = _returns(bwd)
     leading = list(slots) == list(range(len(slots)))
+    literals = {
+        id(ret): literal
+        for ret in returns.returns
+        if isinstance(ret.value, cst.Name)
+        and (literal := _cotangent_literal(ret.value.value, returns, bindings, counts)) is not None
+    }
     if trailing_slots(slots, total):
         if any(ret.value is None for ret in returns.returns):
             return f"bwd `{bwd.name.value}` has a bare `return`"
-        return [], {}, {}
+        return [], {}, literals
     temp: list[cst.Return] = []
     known: dict[str, int] = {}
-    literals: dict[int, cst.Assign] = {}
     name = bwd.name.value
     for ret in returns.returns:
         value = ret.value
@@ -452,12 +457,7 @@ def _bwd_return_plan(
                     f"in bwd `{name}`, the starred cotangent `{starred}` stands before a position that needs None, "
                     "and the return shares its line with other code, so its value cannot be stored first"
                 )
-        elif leading:
-            continue
-        elif isinstance(value, cst.Name):
-            literal = _cotangent_literal(value.value, returns, bindings, counts)
-            if literal is not None:
-                literals[id(ret)] = literal
+        elif leading or isinstance(value, cst.Name):
             continue
         elif id(ret) not in returns.standalone:
             # (*f(g)[:k], None, *f(g)[k:]) would evaluate the call twice; no line for a temporary.
