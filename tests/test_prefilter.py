@@ -215,6 +215,36 @@ def test_screen_keeps_a_traced_parameter_of_a_jitted_caller(text: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            _KERNEL_SITE + "def run(x, flag: bool = True):\n    return f(flag, x)\nrun_fast = jax.jit(run)\n",
+            id="jax.jit(run) call",
+        ),
+        pytest.param(
+            _KERNEL_SITE + "@jax.jit\ndef run(x, w):\n    s = w * 2.0\n    return f(s, x)\n", id="through a local"
+        ),
+        pytest.param(
+            _SCALE_SITE
+            + '@partial(jax.jit, static_argnames=("s",))\ndef use_static(x, s):\n    return f(s, x)\n'
+            + "def use_traced(x, w):\n    s = w * 2.0\n    return f(s, x)\nuse_traced = jax.jit(use_traced)\n",
+            id="static caller and a jax.jit call through a local",
+        ),
+    ],
+)
+def test_screen_keeps_a_traced_value_through_a_local_or_a_jit_call(text: str) -> None:
+    # classify (classify14): a parameter traced by a `jax.jit(run, ...)` call of a module def
+    # (`run = jax.jit(run)`, `jax.jit(run)(x, w)`; literal static_argnums/static_argnames that
+    # do not mark it), and such a parameter reaching the call through locals of the calling def
+    # each bound once by a plain assignment to it or arithmetic on it (`s = w * 2.0; f(s, x)`), is
+    # an array passed at a call site. The screen must keep such a module: the parameters of a
+    # module def that some `jax.jit(name, ...)` call wraps may be traced, like a decorated def's,
+    # and a once-bound local whose value is arithmetic on a may-be-traced parameter may be too.
+    assert _findings(text, "traced.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 _KEY_LOOKUP = """\
 from functools import partial
 import jax
@@ -790,9 +820,15 @@ f.defvjp(f_fwd, f_bwd)
         pytest.param(_POSITION_IN_STAR_ARGS, DEFAULT_SELECT, ["VJP003"], id="bwd uses it as an array"),
         pytest.param(
             _POSITION_IN_STAR_ARGS.replace("def f_bwd(w, x, g):\n", "def f_bwd(*args):\n    w, x, g = args\n"),
+            DEFAULT_SELECT,
+            ["VJP003"],
+            id="bwd takes *args: the primal's args[0] is used as an array",
+        ),
+        pytest.param(
+            _POSITION_IN_STAR_ARGS.replace("x * args[0]", "log(args[0], x)").replace("(g * w,)", "(g,)"),
             ALL,
             ["VJP002"],
-            id="bwd takes *args",
+            id="the kind cannot be told",
         ),
     ],
 )

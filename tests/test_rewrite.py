@@ -1701,3 +1701,162 @@ def test_rules_used_only_through_defvjp_are_migrated(elsewhere: str) -> None:
     code = HEAD + RULES + "\n" + elsewhere
     assert [f.code for f in check_source(code)] == ["VJP001"]
     assert "def f_bwd(res, g):" in fix_source(code).source
+
+
+@pytest.mark.parametrize(
+    ("body", "migrated", "argnums"),
+    [
+        pytest.param(
+            "grads = (g * c * w, g)\n    return grads",
+            "grads = (g * c * w, None, g)\n    return grads",
+            "1",
+            id="literal edited",
+        ),
+        pytest.param(
+            "grads = g * c * w, g\n    if g.sum() > 0:\n        return grads\n    return grads",
+            "grads = g * c * w, None, g\n    if g.sum() > 0:\n        return grads\n    return grads",
+            "1",
+            id="bare, two returns",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    print(grads)\n    return grads",
+            "print(grads)\n    return (*grads[:1], None, *grads[1:])",
+            "1",
+            id="read elsewhere",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    grads = grads\n    return grads",
+            "grads = grads\n    return (*grads[:1], None, *grads[1:])",
+            "1",
+            id="bound twice",
+        ),
+        pytest.param(
+            "def inner():\n        grads = (g * c * w, g)\n    return grads",
+            "grads = (g * c * w, g)\n    return (*grads[:1], None, *grads[1:])",
+            "1",
+            id="bound in a nested function",
+        ),
+        pytest.param(
+            "grads = [g * c * w, g]\n    return grads",
+            "grads = [g * c * w, g, None]\n    return grads",
+            "2",
+            id="list, last slot",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    print(grads)\n    return grads",
+            "print(grads)\n    return (*grads, None)",
+            "2",
+            id="last slot, read elsewhere",
+        ),
+        pytest.param(
+            "grads = (g * c * w, g)\n    return grads",
+            "grads = (None, g * c * w, g)\n    return grads",
+            "0",
+            id="first slot",
+        ),
+    ],
+)
+def test_a_returned_name_bound_once_to_a_literal_gets_its_none_there(body: str, migrated: str, argnums: str) -> None:
+    # `grads = (a, b); return grads`: a person puts the None in the literal, wherever it goes.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=({argnums},))
+def f(x, w, y):
+    return jnp.sin(x) * w + y
+
+def f_fwd(x, w, y):
+    return f(x, w, y), jnp.cos(x)
+
+def f_bwd(w, c, g):
+    {body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert "    w, c = res\n" in out and f"    {migrated}\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("annotation", "migrated"),
+    [
+        pytest.param("tuple[Array, ...]", " -> tuple[Array | None, ...]", id="tuple"),
+        pytest.param("Tuple[jax.Array, ...]", " -> Tuple[jax.Array | None, ...]", id="Tuple, attribute"),
+        pytest.param("tuple[Array | int, ...]", " -> tuple[Array | int | None, ...]", id="union"),
+        pytest.param("tuple[Array | None, ...]", " -> tuple[Array | None, ...]", id="holds None already"),
+        pytest.param("tuple[Optional[Array], ...]", " -> tuple[Optional[Array], ...]", id="Optional"),
+        pytest.param('tuple["Array", ...]', "", id="string: removed"),
+    ],
+)
+def test_a_variadic_cotangent_annotation_admits_none(annotation: str, migrated: str) -> None:
+    # bwd's `-> tuple[Array, ...]` stays true once None joins its items when it says so.
+    out = fix(
+        HEAD
+        + f"""\
+from typing import Optional, Tuple
+from jax import Array
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w, y):
+    return jnp.sin(x) * w + y
+
+def f_fwd(x, w, y):
+    return f(x, w, y), jnp.cos(x)
+
+def f_bwd(w, c, g) -> {annotation}:
+    return (g * c * w, g)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"def f_bwd(res, g){migrated}:\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("body", "fwd_residual", "migrated"),
+    [
+        pytest.param(
+            "w, c = res\n    return (g * c * w * w_static,)",
+            "(w, jnp.cos(x))",
+            "w, c = res\n    return (g * c * w * w, None)",
+            id="reads the unpacked name",
+        ),
+        pytest.param(
+            "w, c = res\n    scale = lambda: w_static\n    return (g * c * w * scale(),)",
+            "(w, jnp.cos(x))",
+            "w, c = res\n    scale = lambda: w\n    return (g * c * w * scale(), None)",
+            id="read in a nested scope",
+        ),
+        pytest.param(
+            "s = w_static * 2\n    w, c = res\n    return (g * c * w * s,)",
+            "(w, (w, jnp.cos(x)))",
+            "w_static, res = residuals",
+            id="read before the unpack: saved",
+        ),
+        pytest.param(
+            "w, c = res\n    w = w + 1\n    return (g * c * w * w_static,)",
+            "(w, w, jnp.cos(x))",
+            "w_static, w, c = res",
+            id="target rebound: saved",
+        ),
+    ],
+)
+def test_an_argument_fwd_already_saves_is_read_from_its_residual(body: str, fwd_residual: str, migrated: str) -> None:
+    # fwd saves `w` itself and bwd unpacks it as `w`: bwd's `w_static` can read that, no second copy.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    return f(x, w), (w, jnp.cos(x))
+
+def f_bwd(w_static, res, g):
+    {body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"    return f(x, w), {fwd_residual}\n" in out and f"    {migrated}\n" in out, out

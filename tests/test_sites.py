@@ -436,14 +436,26 @@ STAR_ARGS_REASON = "position 1 falls in `*args` of `f`, which the rewrite does n
         pytest.param(STAR_ARGS, [("VJP003", "args[0]", 5, 11)], id="bwd names it and uses it as an array"),
         pytest.param(
             STAR_ARGS.replace("def f_bwd(w, x, g):\n", "def f_bwd(*args):\n    w, x, g = args\n"),
+            [("VJP003", "args[0]", 5, 11)],
+            id="bwd takes *args: the primal's args[0] is used as an array",
+        ),
+        pytest.param(
+            STAR_ARGS.replace("x * args[0]", "x").replace(
+                "def f_bwd(w, x, g):\n", "def f_bwd(*args):\n    w, x, g = args\n"
+            ),
+            [("VJP003", "args[0]", 5, 11)],
+            id="bwd takes *args and unpacks it",
+        ),
+        pytest.param(
+            STAR_ARGS.replace("x * args[0]", "log(args[0], x)").replace("(g * w,)", "(g,)"),
             [("VJP002", "args[0]", 5, 11)],
-            id="bwd takes *args: the kind cannot be told",
+            id="the kind cannot be told",
         ),
         pytest.param(
             STAR_ARGS.replace("(1,)", "(1, 2)")
             .replace("args[0]", "args[0] * args[1]")
             .replace("w, x, g", "w, s, x, g"),
-            [("VJP003", "args[0]", 5, 11), ("VJP002", "args[1]", 5, 11)],
+            [("VJP003", "args[0]", 5, 11), ("VJP003", "args[1]", 5, 11)],
             id="two positions in *args",
         ),
     ],

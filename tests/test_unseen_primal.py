@@ -372,9 +372,9 @@ def test_explain_error_points_at_the_primal_expression(tmp_path: Path) -> None:
     [
         pytest.param("*impls", "f.defvjp(f_fwd, f_bwd)", [], id="starred primal: no site"),
         pytest.param("impl", "f.defvjp(lambda x, lo: (x * lo, None), f_bwd)", ["VJP001"], id="lambda fwd"),
-        pytest.param("impl", "f.defvjp(fwd_varargs, f_bwd)", [], id="fwd taking *args names nothing"),
+        pytest.param("impl", "f.defvjp(fwd_varargs, f_bwd)", ["VJP003"], id="fwd taking *args: position in *args"),
         pytest.param("impl", "f.defvjp(partial(f_fwd, k=1), f_bwd)", ["VJP003"], id="fwd partial with a keyword"),
-        pytest.param("lambda *a: a[0]", "f.defvjp(f_fwd, f_bwd)", [], id="lambda primal taking *args"),
+        pytest.param("lambda *a: a[0]", "f.defvjp(f_fwd, f_bwd)", ["VJP003"], id="lambda primal taking *args"),
         pytest.param("SomeClass", "f.defvjp(f_fwd, f_bwd)", ["VJP001"], id="a class"),
     ],
 )

@@ -15,7 +15,14 @@ from vjp_migrate import walk
 from vjp_migrate.derived import Binding, Derivation, Locals, locals_of
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import body_statements, jit_static_names, positional_params, rule_jit, varargs_item
+from vjp_migrate.sites import (
+    body_statements,
+    jit_call_static_names,
+    jit_static_names,
+    positional_params,
+    rule_jit,
+    varargs_item,
+)
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -60,6 +67,7 @@ from vjp_migrate.vocabulary import (
 )
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
+Wrapped = dict[str, list[frozenset[str]]]
 # How much a piece of evidence weighs. DOUBT: a local that only possibly holds the argument's
 # values is needed concretely; the argument is then UNKNOWN whatever else says array.
 STRONG, WEAK, CALL_SITE, SCALAR, OBJECT, DOUBT = "strong", "weak", "call site", "scalar", "object", "doubt"
@@ -87,12 +95,58 @@ def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
             return expr
 
 
+def _item(expr: cst.BaseExpression) -> str | None:
+    """``args[0]`` for a name subscripted by one int literal: how an argument in a function's
+    ``*args`` is named and read."""
+    if (
+        isinstance(expr, cst.Subscript)
+        and isinstance(expr.value, cst.Name)
+        and len(expr.slice) == 1
+        and isinstance(expr.slice[0].slice, cst.Index)
+        and isinstance(expr.slice[0].slice.value, cst.Integer)
+    ):
+        return f"{expr.value.value}[{expr.slice[0].slice.value.value}]"
+    return None
+
+
+def _named(expr: cst.BaseExpression, names: set[str]) -> str | None:
+    """Which of ``names`` ``expr`` is: a name, or an item of a ``*args`` (``args[0]``)."""
+    found = expr.value if isinstance(expr, cst.Name) else _item(expr)
+    return found if found in names else None
+
+
+def _is_rooted(expr: cst.BaseExpression, names: set[str]) -> bool:
+    """Whether ``expr`` is one of ``names``, or reads into one (``p["w"]``, ``args[0].T``)."""
+    while _named(expr, names) is None:
+        if isinstance(expr, cst.Subscript) or (
+            isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag")
+        ):
+            expr = expr.value
+        else:
+            return False
+    return True
+
+
+def _shadowing(params: cst.Parameters) -> set[str]:
+    """The names a nested def or lambda binds that hide an argument: its positional parameters
+    and its ``*args``."""
+    star = [params.star_arg] if isinstance(params.star_arg, cst.Param) else []
+    return {p.name.value for p in (*params.posonly_params, *params.params, *star)}
+
+
+def _roots(names: Iterable[str]) -> set[str]:
+    """The names bound in the function: ``args`` for ``args[0]``."""
+    return {name.partition("[")[0] for name in names}
+
+
 def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = True) -> Iterator[tuple[str, bool]]:
     """The names whose values the value of ``expr`` is computed from, each with whether every
     path uses it (not only one branch of ``... if ... else ...``)."""
     if isinstance(expr, cst.Name):
         yield expr.value, sure
     elif isinstance(expr, cst.Subscript):
+        if (indexed := _item(expr)) is not None:
+            yield indexed, sure
         yield from value_names(expr.value, imports, sure)
         for element in expr.slice:
             part = element.slice
@@ -192,6 +246,9 @@ class Context:
     )
     # The names the module passes as an argument of some call (`jax.jit(run)`), from that same walk.
     passed: dict[int, frozenset[str]] = field(default_factory=dict, compare=False)
+    # The module's defs that a call `jax.jit(run, ...)` wraps, each with what every such call whose
+    # static arguments are literals marks static: `run = jax.jit(run)`, `jax.jit(run)(x, w)`.
+    wrapped: dict[int, Wrapped] = field(default_factory=dict, compare=False)
     # The bindings of each function analysed, whichever parameter is followed through it (by the
     # ids of the function and of the imports its values were read with).
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
@@ -261,6 +318,11 @@ class Uses(cst.CSTVisitor):
         # For each if/else being walked: where its evidence starts and the type test that picks
         # its branch (`callable(m)`), or None when its test is no type test of the argument.
         self.branches: list[tuple[int, str] | None] = []
+        # For each block being walked: where the code after an `if` on a type test that returns
+        # early (`if not callable(m): return ...`) starts, and that test; the rest of the block
+        # runs only for the type the test did not pick.
+        self.exits: list[list[tuple[int, str]]] = [[]]
+        self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: code after them is reached otherwise too
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -270,6 +332,7 @@ class Uses(cst.CSTVisitor):
         uses.bindings = found.bindings
         for stmt in _own_body(func):
             walk.visit(stmt, uses)
+        uses.close_exits()
         uses.judge_kernels()
         return uses
 
@@ -286,8 +349,7 @@ class Uses(cst.CSTVisitor):
         return [(Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(node)), weight)]
 
     def _rooted(self, expr: cst.BaseExpression) -> bool:
-        root = _strip(expr)
-        return isinstance(root, cst.Name) and root.value in self.names
+        return _is_rooted(expr, self.names)
 
     def _via(self, expr: cst.BaseExpression) -> Via | None:
         """How ``expr``, not the argument itself, carries the argument's values, if it does."""
@@ -331,19 +393,34 @@ class Uses(cst.CSTVisitor):
 
     # Nested functions that rebind the name as a parameter shadow it.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return not (set(positional_params(node)) & self.names)
+        return not (_shadowing(node.params) & _roots(self.names))
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return not ({p.name.value for p in node.params.params} & self.names)
+        return not (_shadowing(node.params) & _roots(self.names))
 
     def visit_Assign(self, node: cst.Assign) -> None:
-        if isinstance(node.value, cst.Name) and node.value.value in self.names:
+        if _named(node.value, self.names) is not None:
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     self.names.add(target.target.value)
+        elif isinstance(node.value, cst.Name):
+            self._unpacked(node)
+
+    def _unpacked(self, node: cst.Assign) -> None:
+        """``w, b = args``: the target at an item's index of the ``*args`` unpacked is that item."""
+        assert isinstance(node.value, cst.Name)
+        star = node.value.value
+        for target in node.targets:
+            if not isinstance(target.target, (cst.Tuple, cst.List)):
+                continue
+            for index, element in enumerate(target.target.elements):
+                if isinstance(element, cst.StarredElement):
+                    break
+                if f"{star}[{index}]" in self.names and isinstance(element.value, cst.Name):
+                    self.names.add(element.value.value)
 
     def visit_Call(self, node: cst.Call) -> None:
-        if isinstance(node.func, cst.Name) and node.func.value in self.names:
+        if _named(node.func, self.names) is not None:
             self._add(ArgKind.STATIC, "called as a function", node)
         elif isinstance(node.func, cst.Name) and node.func.value in self.derived:
             self._add(ArgKind.STATIC, "called as a function", node, via=self._via(node.func))
@@ -351,7 +428,7 @@ class Uses(cst.CSTVisitor):
         self._kernel_of(node, method)
         if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
             assert isinstance(node.func, cst.Attribute)
-            if isinstance(node.func.value, cst.Name) and node.func.value.value in self.names:
+            if _named(node.func.value, self.names) is not None:
                 text = f"has its method `.{method}()` called, which arrays do not have (maybe not a pytree of arrays)"
                 self._add(ArgKind.UNKNOWN, text, node, weight=OBJECT)
         ffi = self._ffi_function(node.func)
@@ -387,7 +464,7 @@ class Uses(cst.CSTVisitor):
         while isinstance(expr, cst.Attribute):
             attributes.append(expr.attr.value)
             expr = expr.value
-        if not attributes or not isinstance(expr, cst.Name) or expr.value not in self.names:
+        if not attributes or _named(expr, self.names) is None:
             return None
         if METADATA_ATTRIBUTES & set(attributes):
             return None
@@ -619,7 +696,8 @@ class Uses(cst.CSTVisitor):
         if function is None:
             return
         params = {p.name.value for p in _all_params(function.params)}
-        finder = _NameFinder((self.names | set(self.derived)) - params, self.ctx.imports)
+        outside = {name for name in self.names | set(self.derived) if name.partition("[")[0] not in params}
+        finder = _NameFinder(outside, self.ctx.imports)
         walk.visit(function.body, finder)
         name = function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
         text = f"read inside `{name}`, {what}, which cannot capture traced values"
@@ -796,9 +874,37 @@ class Uses(cst.CSTVisitor):
     def visit_If(self, node: cst.If) -> None:
         self._control(node.test, node, "if")
         self._enter_branches(node.test)
+        if isinstance(node.orelse, cst.If):
+            self.elifs.add(id(node.orelse))
 
     def leave_If(self, original_node: cst.If) -> None:
+        entered = self.branches[-1]
         self._leave_branches()
+        if (
+            entered is not None
+            and original_node.orelse is None
+            and id(original_node) not in self.elifs
+            and _returns(original_node.body)
+        ):
+            start, tested = entered
+            if len(self.evidence) > start:  # the branch returned from uses the argument: another kind
+                self.exits[-1].append((len(self.evidence), tested))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self.exits.append([])
+
+    def leave_IndentedBlock(self, original_node: cst.IndentedBlock) -> None:
+        self.close_exits()
+        self.exits.pop()
+
+    def close_exits(self) -> None:
+        """Weigh the static uses after each early return of the block being left as guarded. A
+        `raise` guards nothing: whatever else the test let through fails, so every call that
+        returns (`if not isinstance(n, int): raise TypeError`, then `range(n)`) needs the value
+        concrete. Nor does a `return` that ignores the argument (`return x`)."""
+        for start, tested in self.exits[-1]:
+            self.evidence[start:] = [_after_return(e, weight, tested) for e, weight in self.evidence[start:]]
+        self.exits[-1] = []
 
     def visit_While(self, node: cst.While) -> None:
         self._control(node.test, node, "while")
@@ -839,6 +945,23 @@ def _on_branch(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, 
     return evidence, weight
 
 
+def _after_return(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, str]:
+    """Evidence found after an early return that the type test ``tested`` picks: a static use
+    there is guarded. An array use stays as strong as it was: the argument may be array data on
+    this side of the test (`if callable(m): return m(x)`, then `jnp.where(m, x, 0.0)`)."""
+    if evidence.kind is ArgKind.STATIC and weight != GUARDED:
+        return replace(evidence, text=f"{evidence.text}, after an early return its type picks (`{tested}`)"), GUARDED
+    return evidence, weight
+
+
+def _returns(body: cst.BaseSuite) -> bool:
+    """Whether a block's last statement is a ``return``."""
+    last = body.body[-1] if body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, cst.Return)
+
+
 def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTable) -> str | None:
     """The code of a type test of one of ``names`` in ``test`` (`callable(m)`), if there is one."""
     stack: list[cst.CSTNode] = [test]
@@ -847,8 +970,7 @@ def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTabl
         if (
             isinstance(node, cst.Call)
             and node.args
-            and isinstance(node.args[0].value, cst.Name)
-            and node.args[0].value.value in names
+            and _named(node.args[0].value, names) is not None
             and imports.qualify(node.func) in TYPE_TESTS
         ):
             return _code(node)
@@ -872,6 +994,10 @@ class _NameFinder(cst.CSTVisitor):
     def visit_Name(self, node: cst.Name) -> None:
         if node.value in self.names:
             self.read.add(node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if (item := _named(node, self.names)) is not None:
+            self.read.add(item)
 
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         return not (node.attr.value in METADATA_ATTRIBUTES and isinstance(_strip(node.value), cst.Name))
@@ -1025,9 +1151,11 @@ def call_site_evidence(
     callers: tuple[cst.FunctionDef, ...],
     line: int | None,
     passed: frozenset[str] = frozenset(),
+    wrapped: Wrapped | None = None,
 ) -> tuple[Evidence, str] | None:
     """What the value passed at one call site of the primal says about the argument (``passed``:
-    the functions the module hands to another call, `jax.jit(run)`, whose parameters may be Tracers)."""
+    the functions the module hands to another call, `jax.jit(run)`, whose parameters may be Tracers;
+    ``wrapped``: those a `jax.jit(run, ...)` call wraps)."""
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
     if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
@@ -1041,9 +1169,10 @@ def call_site_evidence(
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
-    if (traced := _traced_parameter(value, ctx, callers)) is not None:
-        param, jitted = traced
-        text = f"a traced value (from the parameter `{param}` of the jitted `{jitted}`) is passed {at}"
+    if (traced := _traced_parameter(value, ctx, callers, wrapped or {})) is not None:
+        param, jitted, through = traced
+        how = f", through `{through}`" if through else ""
+        text = f"a traced value (from the parameter `{param}` of the jitted `{jitted}`{how}) is passed {at}"
         return Evidence(ArgKind.ARRAY, text, line), CALL_SITE
     if isinstance(value, cst.Name):
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
@@ -1068,22 +1197,46 @@ def call_site_evidence(
 
 
 def _traced_parameter(
-    value: cst.BaseExpression, ctx: Context, callers: tuple[cst.FunctionDef, ...]
-) -> tuple[str, str] | None:
+    value: cst.BaseExpression,
+    ctx: Context,
+    callers: tuple[cst.FunctionDef, ...],
+    wrapped: Wrapped,
+    through: str = "",
+    depth: int = 0,
+) -> tuple[str, str, str] | None:
     """A parameter that the ``jax.jit`` of its def traces, passed as it came or in arithmetic
-    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`): the parameter and the def."""
+    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`), itself or through a local of the calling def bound
+    once to such a value (`s = w * 2.0`): the parameter, the def and the first such local."""
     for leaf in _arithmetic_leaves(value):
         if not isinstance(leaf, cst.Name):
             continue
         caller = _binder(leaf.value, callers, ctx)
-        if (
-            caller is not None
-            and _jitted(caller, ctx.imports)
-            and leaf.value not in jit_static_names(caller, ctx.imports)
-            and not _rebound(caller, leaf.value, ctx)
-        ):
-            return leaf.value, caller.name.value
+        if caller is not None and _traces(caller, leaf.value, ctx, wrapped) and not _rebound(caller, leaf.value, ctx):
+            return leaf.value, caller.name.value, through
+        bound = _local_value(leaf.value, callers[-1], ctx) if callers and caller is None and depth < 3 else None
+        if bound is not None:
+            found = _traced_parameter(bound, ctx, callers, wrapped, through or leaf.value, depth + 1)
+            if found is not None:
+                return found
     return None
+
+
+def _traces(func: cst.FunctionDef, param: str, ctx: Context, wrapped: Wrapped) -> bool:
+    """Whether a ``jax.jit`` around ``func`` (its decorator, or a `jax.jit(func)` call of a module
+    def) traces its parameter ``param``."""
+    if _jitted(func, ctx.imports) and param not in jit_static_names(func, ctx.imports):
+        return True
+    name = func.name.value
+    return ctx.helpers.get(name) is func and any(param not in static for static in wrapped.get(name, ()))
+
+
+def _local_value(name: str, func: cst.FunctionDef, ctx: Context) -> cst.BaseExpression | None:
+    """The value a local of ``func`` that one plain assignment binds is bound to (`s = w * 2.0`)."""
+    bound = _locals(func, ctx).bindings.get(name, [])
+    if len(bound) != 1 or not isinstance(bound[0].node, (cst.Assign, cst.AnnAssign)) or bound[0].values is None:
+        return None
+    (value,) = bound[0].values
+    return value
 
 
 def _arithmetic_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -1178,8 +1331,27 @@ def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst
         walk.visit(module, finder)
         calls = ctx.calls[id(module)] = finder.calls
         ctx.passed[id(module)] = frozenset(finder.passed)
+        ctx.wrapped[id(module)] = _jit_wrapped(calls, ctx)
     names = {site.name, site.qualname}
     return [(call, caller) for name, call, caller in calls if name in names]
+
+
+def _jit_wrapped(calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]], ctx: Context) -> Wrapped:
+    """The module's defs that a call ``jax.jit(run, ...)`` wraps (where no def around it binds
+    ``run`` otherwise), each with the parameters every such call with literal static arguments
+    marks static."""
+    wrapped: Wrapped = {}
+    for _, call, callers in calls:
+        if not call.args or call.args[0].keyword or call.args[0].star or not ctx.imports.is_one_of(call.func, JIT):
+            continue
+        target = call.args[0].value
+        func = ctx.helpers.get(target.value) if isinstance(target, cst.Name) else None
+        if func is None or any(func.name.value in _locals(caller, ctx).bindings for caller in callers):
+            continue
+        static = jit_call_static_names(call, func)
+        if static is not None:
+            wrapped.setdefault(func.name.value, []).append(static)
+    return wrapped
 
 
 def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
@@ -1201,6 +1373,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     """One ArgInfo per nondiff position of the site that names a positional parameter or an item of its ``*args``."""
     calls = _calls_of(site, module, ctx)
     passed = ctx.passed.get(id(module), frozenset())  # filled by _calls_of
+    wrapped = ctx.wrapped.get(id(module), {})
     infos: list[ArgInfo] = []
     for order, index in enumerate(site.nondiff.positions):
         name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
@@ -1218,9 +1391,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         if site.bwd is not None and site.bwd.node is not None:
             roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args, site.bwd.jit))
         for role, func, position, jit in roles:
-            params = positional_params(func) if func is not None else ()
-            if func is None or position >= len(params):
+            if func is None or (param := _param_at(func, position)) is None:
                 continue
+            params = positional_params(func)
             where = f"{role} `{func.name.value}`"
             if jit is not None and _jit_marks(jit, position, params):
                 if func is not site.primal:  # the primal's is "static in a stacked jax.jit" above
@@ -1235,21 +1408,37 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 # ints pass too: weak).
                 text = f"traced by the jax.jit of {where}, which does not mark it static"
                 evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
-            evidence.extend(Uses.of(func, params[position], ctx, where).evidence)
-            evidence.extend(annotation_evidence(func, params[position], ctx, where))
+            evidence.extend(Uses.of(func, param, ctx, where).evidence)
+            evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
         for call, callers in calls:
             value = _call_value(call, index, name)
-            found = call_site_evidence(value, ctx, callers, ctx.line_of(call), passed) if value is not None else None
+            found = (
+                call_site_evidence(value, ctx, callers, ctx.line_of(call), passed, wrapped)
+                if value is not None
+                else None
+            )
             if found is not None:
                 evidence.append(found)
         infos.append(_unseen_primal(site, module, ctx, _decide(index, name, evidence)))
     return infos
 
 
+def _param_at(func: cst.FunctionDef, position: int) -> str | None:
+    """How ``func`` names the argument at ``position``: its positional parameter there, or the item
+    of its ``*args`` (``args[0]``); None when it takes no argument there."""
+    params = positional_params(func)
+    if position < len(params):
+        return params[position]
+    star = func.params.star_arg
+    return f"{star.name.value}[{position - len(params)}]" if isinstance(star, cst.Param) else None
+
+
 def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
     """Whether a function's jax.jit marks its parameter at ``position`` static (a negative
-    ``static_argnums`` counts from the end)."""
+    ``static_argnums`` counts from the end; an item of ``*args`` is marked by its position only)."""
     numbers = jit.static_argnums or ()
+    if position >= len(params):
+        return position in numbers
     return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
 
 

@@ -177,6 +177,14 @@ class JitEdit:
 
 
 @dataclass(frozen=True)
+class OrNone:
+    """The type `X | None` for the module's annotation ``item`` (`tuple[X, ...]` of a bwd that
+    now returns None items too; docs/rewrite-rules.md, section 3h)."""
+
+    item: cst.BaseExpression
+
+
+@dataclass(frozen=True)
 class TupleType:
     """A tuple annotation the rewrite writes (docs/rewrite-rules.md, section 3h): ``items`` in
     order, each an annotation of the module (written as it is), a nested TupleType or None (the
@@ -184,7 +192,7 @@ class TupleType:
     new ``spelling[...]`` (`tuple`, `Tuple`, `typing.Tuple`: the code of the subscripted name)."""
 
     spelling: str
-    items: tuple[cst.BaseExpression | TupleType | None, ...]
+    items: tuple[cst.BaseExpression | TupleType | OrNone | None, ...]
     old: cst.Subscript | None = None
 
 
@@ -209,6 +217,8 @@ class RewritePlan:
     temp_name: str = ""  # bwd's name for a returned value that is sliced around a None
     temp_returns: tuple[cst.Return, ...] = ()  # bwd returns rewritten through `temp_name`
     starred_lengths: tuple[tuple[str, int], ...] = ()  # `*name` in a bwd return, name bound to a literal
+    # bwd's `grads = (a, b)` whose name only `return grads` reads: the literal gains the Nones
+    cotangent_literals: tuple[cst.Assign, ...] = ()
     dels: tuple[tuple[cst.Del, tuple[str, ...]], ...] = ()  # bwd `del`s of parameters that leave
     reused: tuple[tuple[cst.Name, str], ...] = ()  # unpack targets renamed (half-migrated code)
     jit_edits: tuple[JitEdit, ...] = ()

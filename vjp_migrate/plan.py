@@ -16,6 +16,7 @@ from vjp_migrate.model import (
     ArgKind,
     JitEdit,
     Layout,
+    OrNone,
     RewritePlan,
     Settings,
     SiteDecision,
@@ -37,6 +38,7 @@ class _Returns(cst.CSTVisitor):
         self.returns: list[cst.Return] = []
         self.standalone: set[int] = set()  # returns alone on their line: a statement fits before them
         self.dels: list[cst.Del] = []
+        self.assigns: set[int] = set()  # id() of the function's own `=` statements
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False
@@ -56,6 +58,9 @@ class _Returns(cst.CSTVisitor):
 
     def visit_Del(self, node: cst.Del) -> None:
         self.dels.append(node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.assigns.add(id(node))
 
 
 class _Names(cst.CSTVisitor):
@@ -404,16 +409,31 @@ def trailing_slots(slots: tuple[int, ...], total: int | None) -> bool:
     return total is not None and slots == tuple(range(total - len(slots), total))
 
 
+_ReturnPlan = tuple[list[cst.Return], dict[str, int], dict[int, cst.Assign]]
+
+
 def _bwd_return_plan(
-    bwd: cst.FunctionDef, slots: tuple[int, ...], total: int | None, bindings: dict[str, list[cst.CSTNode]]
-) -> tuple[list[cst.Return], dict[str, int]] | str:
-    """The returns that need their value stored first, and the starred lengths read; or a problem."""
+    bwd: cst.FunctionDef,
+    slots: tuple[int, ...],
+    total: int | None,
+    bindings: dict[str, list[cst.CSTNode]],
+    counts: dict[str, int],
+) -> _ReturnPlan | str:
+    """The returns that need their value stored first, the starred lengths read, and the returns
+    of a name whose literal gains the Nones instead (id of the return -> `grads = (a, b)`); or a
+    problem."""
     returns = _returns(bwd)
     leading = list(slots) == list(range(len(slots)))
+    literals = {
+        id(ret): literal
+        for ret in returns.returns
+        if isinstance(ret.value, cst.Name)
+        and (literal := _cotangent_literal(ret.value.value, returns, bindings, counts)) is not None
+    }
     if trailing_slots(slots, total):
         if any(ret.value is None for ret in returns.returns):
             return f"bwd `{bwd.name.value}` has a bare `return`"
-        return [], {}
+        return [], {}, literals
     temp: list[cst.Return] = []
     known: dict[str, int] = {}
     name = bwd.name.value
@@ -446,7 +466,20 @@ def _bwd_return_plan(
                 "and None is needed between its cotangents"
             )
         temp.append(ret)
-    return temp, known
+    return temp, known, literals
+
+
+def _cotangent_literal(
+    name: str, returns: _Returns, bindings: dict[str, list[cst.CSTNode]], counts: dict[str, int]
+) -> cst.Assign | None:
+    """bwd's `grads = (a, b)` for `return grads`: the one binding of ``name``, in bwd's own
+    scope, which nothing but bwd's own `return grads` statements reads. A person puts the Nones
+    in that literal rather than slicing the name."""
+    assign = _literal_binding(name, bindings)
+    if assign is None or id(assign) not in returns.assigns:
+        return None
+    returned = sum(isinstance(r.value, cst.Name) and r.value.value == name for r in returns.returns)
+    return assign if counts.get(name, 0) == 1 + returned else None
 
 
 def _symbolic_zeros(defvjp: cst.Call | None) -> str | None:
@@ -535,10 +568,10 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = _cotangent_slots(site, kept, moved)
     bwd_bindings = _bindings(bwd)
-    returned = _bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings)
+    returned = _bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings, bwd_names.counts)
     if isinstance(returned, str):
         return returned
-    temp_returns, starred_lengths = returned
+    temp_returns, starred_lengths, literals = returned
     residual = bwd_params[len(order)]
     taken = set(bwd_names.counts) | (_param_names(bwd) - {residual})
     layout, new_param, old_name, unpack = _layout(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
@@ -568,16 +601,15 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         old_residual_name=old_name,
         tuple_unpack=unpack,
         fwd_returns=tuple(fwd_returns),
-        bwd_returns=tuple(own_returns(bwd)),
+        bwd_returns=tuple(r for r in own_returns(bwd) if id(r) not in literals),
+        cotangent_literals=tuple({id(a): a for a in literals.values()}.values()),
         none_slots=slots,
         fwd_assign=fwd_assign,
         temp_name=temp_name,
         temp_returns=tuple(temp_returns),
         starred_lengths=tuple(sorted(starred_lengths.items())),
         dels=_dropped_dels(bwd, unread),
-        reused=tuple(
-            (t, bwd_params[order.index(p)]) for p, t in reused.items() if t.value != bwd_params[order.index(p)]
-        ),
+        reused=tuple(rename for renames in reused.values() for rename in renames),
         jit_edits=edits,
         bwd_def_name=def_name,
         retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots),
@@ -622,7 +654,11 @@ def _retyped(
         edits.append((fwd, _fwd_type(fwd.returns.annotation, layout, saved, width, spelling)))
     if site.bwd.lambda_node is not None:
         return tuple(edits)
-    if bwd.returns is not None and not _holds_anything(bwd.returns.annotation, False):  # it gains None items
+    if (  # it gains None items
+        bwd.returns is not None
+        and not _holds_anything(bwd.returns.annotation, False)
+        and not _admits_none(_variadic_item(bwd.returns.annotation))
+    ):
         edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots)))
     params = _param_nodes(bwd)
     residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
@@ -720,8 +756,42 @@ def _fwd_type(
     return TupleType(found[0], (out, new), old) if new is not None else None
 
 
+def _variadic_item(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``X`` of `tuple[X, ...]` (`Tuple`, `typing.Tuple`)."""
+    if not isinstance(expr, cst.Subscript) or (dotted(expr.value) or "").rsplit(".", 1)[-1] not in ("tuple", "Tuple"):
+        return None
+    items = [e.slice for e in expr.slice]
+    if len(items) != 2 or not all(isinstance(i, cst.Index) and i.star is None for i in items):
+        return None
+    first, second = (i.value for i in items if isinstance(i, cst.Index))
+    return first if isinstance(second, cst.Ellipsis) and not isinstance(first, cst.Ellipsis) else None
+
+
+def _admits_none(expr: cst.BaseExpression | None) -> bool:
+    """Whether the type ``expr`` holds None already: `None`, `Any`, `object`, `Optional[X]`,
+    `X | None`, `Union[X, None]`."""
+    if expr is None:
+        return False
+    if isinstance(expr, cst.Name) and expr.value == "None":
+        return True
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr):
+        return _admits_none(expr.left) or _admits_none(expr.right)
+    if isinstance(expr, cst.Subscript):
+        last = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+        items = [e.slice.value for e in expr.slice if isinstance(e.slice, cst.Index)]
+        return last == "Optional" or (last == "Union" and any(_admits_none(i) for i in items))
+    return _holds_anything(expr, False)
+
+
 def _cotangents_type(site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...]) -> TupleType | None:
-    """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent."""
+    """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent;
+    `tuple[X, ...]` becomes `tuple[X | None, ...]`."""
+    item = _variadic_item(old)
+    if isinstance(item, (cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
+        assert isinstance(old, cst.Subscript)
+        ellipsis = old.slice[1].slice
+        assert isinstance(ellipsis, cst.Index)
+        return TupleType(dotted(old.value) or "tuple", (OrNone(item), ellipsis.value), old)
     found = _tuple_items(old)
     if found is None or not site.nondiff.complete or len(found[1]) != len(site.params) - len(site.nondiff.positions):
         return None
@@ -741,11 +811,11 @@ def _already_saved(
     fwd_returns: list[cst.Return],
     fwd_bound: set[str],
     fwd_bindings: dict[str, list[cst.CSTNode]],
-) -> dict[int, cst.Name]:
-    """Moved arguments that fwd already saves by hand (half-migrated code), with bwd's unpack
-    target for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
+) -> dict[int, list[tuple[cst.Name, str]]]:
+    """Moved arguments that fwd already saves by hand (half-migrated code), with the names bwd
+    renames for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
     parameter at one index, and bwd unpacks it in one plain assignment whose target there can
-    take bwd's name for it."""
+    take bwd's name for it, or whose target bwd's reads of its parameter can read instead."""
     residual = bwd_params[len(order)]
     unpack = _single_unpack(bwd, residual, counts, ())
     if unpack is None:
@@ -765,7 +835,8 @@ def _already_saved(
         for t in tuples
     ):
         return {}
-    found: dict[int, cst.Name] = {}
+    found: dict[int, list[tuple[cst.Name, str]]] = {}
+    bindings = _bindings(bwd)
     for p in read:
         name, wanted = fwd_params[p], bwd_params[order.index(p)]
         slots = {
@@ -779,8 +850,51 @@ def _already_saved(
         if not isinstance(slot, cst.Name):
             continue
         if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
-            found[p] = slot
+            found[p] = [(slot, wanted)] if slot.value != wanted else []
+        elif (loads := _reads_after(bwd, unpack, wanted, slot.value, bindings)) is not None:
+            found[p] = [(load, slot.value) for load in loads]
     return found
+
+
+def _reads_after(
+    bwd: cst.FunctionDef, unpack: cst.Assign, param: str, target: str, bindings: dict[str, list[cst.CSTNode]]
+) -> list[cst.Name] | None:
+    """bwd's reads of its parameter ``param``, when they can all read the unpack's ``target``
+    instead (the same value, saved by fwd): ``param`` is bound only as the parameter and
+    ``target`` only by ``unpack``, and no statement before the unpack reads ``param``."""
+    if len(bindings.get(param, [])) != 1 or [id(b) for b in bindings.get(target, [])] != [id(unpack)]:
+        return None
+    loads = _Loads(param)
+    after = False
+    for stmt in body_statements(bwd):
+        if not after and isinstance(stmt, cst.SimpleStatementLine) and any(s is unpack for s in stmt.body):
+            after = True
+            continue
+        before = len(loads.found)
+        walk.visit(stmt, loads)
+        if not after and len(loads.found) > before:
+            return None
+    return loads.found if after else None
+
+
+class _Loads(cst.CSTVisitor):
+    """The Name nodes reading ``name`` (not an attribute's or a keyword argument's name)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found: list[cst.Name] = []
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == self.name:
+            self.found.append(node)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk.visit(node.value, self)
+        return False
+
+    def visit_Arg(self, node: cst.Arg) -> bool:
+        walk.visit(node.value, self)
+        return False
 
 
 def _residual_literal(value: cst.BaseExpression, bindings: dict[str, list[cst.CSTNode]]) -> cst.BaseExpression:

@@ -11,7 +11,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
-from vjp_migrate.model import JitEdit, Layout, RewritePlan, TupleType
+from vjp_migrate.model import JitEdit, Layout, OrNone, RewritePlan, TupleType
 from vjp_migrate.plan import cotangent_count, literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
@@ -237,6 +237,7 @@ class _Apply(cst.CSTTransformer):
         self.unpacks = {id(p.tuple_unpack): p for p in plans if p.tuple_unpack is not None}
         self.fwd_assigns = {id(p.fwd_assign): p for p in plans if p.fwd_assign is not None}
         self.temp_returns = {id(r): p for p in plans for r in p.temp_returns}
+        self.cotangent_literals = {id(a): p for p in plans for a in p.cotangent_literals}
         self.temp_values: dict[int, tuple[str, cst.BaseExpression]] = {}  # return -> its stored value
         self.dels = {id(node): names for p in plans for node, names in p.dels}
         self.renames = {id(node): name for p in plans for node, name in p.reused}
@@ -438,6 +439,9 @@ class _Apply(cst.CSTTransformer):
         return cst.parse_expression("(" + ", ".join(parts) + ")")
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        plan = self.cotangent_literals.get(id(original_node))
+        if plan is not None:  # `grads = (a, b)` that bwd returns: `grads = (a, None, b)`
+            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
         plan = self.fwd_assigns.get(id(original_node))
         if plan is not None:
             assert isinstance(updated_node.value, (cst.Tuple, cst.List))
@@ -642,7 +646,7 @@ def _uncommented(comma: cst.Comma) -> cst.Comma:
 
 
 def _tuple_type(new: TupleType) -> cst.BaseExpression:
-    items = [_tuple_type(i) if isinstance(i, TupleType) else cst.Name("None") if i is None else i for i in new.items]
+    items = [_type_item(i) for i in new.items]
     if new.old is None:
         fresh = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=_comma()) for i in items]
         fresh[-1] = fresh[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -660,6 +664,14 @@ def _tuple_type(new: TupleType) -> cst.BaseExpression:
             element = element.with_changes(comma=trailing if last else separator)
         elements.append(element)
     return new.old.with_changes(slice=elements)
+
+
+def _type_item(item: cst.BaseExpression | TupleType | OrNone | None) -> cst.BaseExpression:
+    if isinstance(item, TupleType):
+        return _tuple_type(item)
+    if isinstance(item, OrNone):  # `A | B` needs no parentheses before `| None`
+        return cst.BinaryOperation(item.item, cst.BitOr(_SPACE, _SPACE), cst.Name("None"))
+    return cst.Name("None") if item is None else item
 
 
 def _comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:

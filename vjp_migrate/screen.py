@@ -724,15 +724,59 @@ def _call_site_may_pass_traced(m: _Module, site: _Site, index: int, name: str) -
 
 
 def _may_be_traced_parameters(m: _Module) -> list[tuple[Func, set[str]]]:
-    """Every def a jax.jit may trace, with its parameters but those the jit surely marks static."""
+    """Every def a jax.jit may trace (decorated, or passed to a `jax.jit(run, ...)` call), with
+    its parameters but those the jit surely marks static, and the locals computed from them."""
+    wrapped = _jit_wrapped(m)
     found = []
     for funcs in m.defs.values():
         for func in funcs:
+            traced: set[str] = set()
             if func.decorator_list and _may_be_jitted(m, func):
                 static = _jit_static(m, func)
-                params = {p.arg for i, p in enumerate(_params(func)) if i not in static}
-                found.append((func, params | ({p.arg for p in func.args.kwonlyargs} - _static_names(m, func))))
+                traced |= {p.arg for i, p in enumerate(_params(func)) if i not in static}
+                traced |= {p.arg for p in func.args.kwonlyargs} - _static_names(m, func)
+            for call in wrapped.get(func.name, ()):
+                traced |= _traced_by_call(m, call, func)
+            if traced:
+                found.append((func, _computed_from(m, func, traced)))
     return found
+
+
+def _jit_wrapped(m: _Module) -> dict[str, list[ast.Call]]:
+    """The `jax.jit(name, ...)` calls of the module, by the name they are given."""
+    found: dict[str, list[ast.Call]] = {}
+    for call in m.calls:
+        first = call.args[0] if call.args else None
+        if isinstance(first, ast.Name) and _may_be_jit(m, call.func):
+            found.setdefault(first.id, []).append(call)
+    return found
+
+
+def _traced_by_call(m: _Module, call: ast.Call, func: Func) -> set[str]:
+    params = [p.arg for p in _params(func)]
+    static: set[str] = set()
+    for keyword in call.keywords:
+        with contextlib.suppress(_Doubt, IndexError):
+            if keyword.arg == "static_argnums":
+                static.update(params[i] for i in _int_positions(m, keyword.value, allow_range=False))
+            elif keyword.arg == "static_argnames":
+                static.update(_str_names(m, keyword.value))
+    return {*params, *(p.arg for p in func.args.kwonlyargs)} - static
+
+
+def _computed_from(m: _Module, func: Func, names: set[str]) -> set[str]:
+    """``names`` and the names ``func`` binds to arithmetic on them (`s = w * 2.0`), to a fixpoint."""
+    if id(func) not in m.bodies:  # nested defs too: a local of one may come from this def's parameter
+        m.bodies[id(func)] = _own_nodes(m, func) + _nodes(m.nested[id(func)])
+    assigns = [node for node in m.bodies[id(func)] if isinstance(node, ast.Assign)]
+    grown = True
+    while grown:
+        before = len(names)
+        for node in assigns:
+            if any(isinstance(leaf, ast.Name) and leaf.id in names for leaf in _arithmetic_leaves(node.value)):
+                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        grown = len(names) > before
+    return names
 
 
 def _static_names(m: _Module, func: Func) -> set[str]:
@@ -803,12 +847,15 @@ def _may_be_jitted(m: _Module, func: Func) -> bool:
         parts = [decorator]
         if isinstance(decorator, ast.Call):
             parts += [decorator.func, *decorator.args[:1]]
-        for part in parts:
-            if isinstance(part, (ast.Name, ast.Attribute)) and any(
-                q == "jit" or q.endswith(".jit") for q in _qualified(m, part) | {_dotted(part) or ""}
-            ):
-                return True
+        if any(_may_be_jit(m, part) for part in parts):
+            return True
     return False
+
+
+def _may_be_jit(m: _Module, expr: ast.expr) -> bool:
+    return isinstance(expr, (ast.Name, ast.Attribute)) and any(
+        q == "jit" or q.endswith(".jit") for q in _qualified(m, expr) | {_dotted(expr) or ""}
+    )
 
 
 class _StaticProof:

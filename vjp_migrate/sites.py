@@ -673,6 +673,30 @@ def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[s
     return frozenset({params[i] for i in _counted(numbers, len(params)) if i < len(params)} | (names & declared))
 
 
+def jit_call_static_names(call: cst.Call, func: cst.FunctionDef) -> frozenset[str] | None:
+    """The parameters of ``func`` that the call ``jax.jit(func, ...)`` marks static; None when it
+    gives its static arguments by other than literals (or by ``*``/``**``)."""
+    numbers: set[int] = set()
+    names: set[str] = set()
+    for arg in call.args[1:]:
+        keyword = arg.keyword.value if arg.keyword else None
+        if arg.star or keyword is None:
+            return None
+        if keyword == "static_argnums":
+            found = _int_literals(arg.value, signed=True)
+            if found is None:
+                return None
+            numbers.update(found)
+        elif keyword == "static_argnames":
+            named = _str_literals(arg.value)
+            if named is None:
+                return None
+            names.update(named)
+    params = positional_params(func)
+    declared = {*params, *(p.name.value for p in func.params.kwonly_params)}
+    return frozenset({params[i] for i in _counted(numbers, len(params)) if i < len(params)} | (names & declared))
+
+
 def _counted(numbers: set[int], n_params: int) -> set[int]:
     """jit's argnums as positions among ``n_params`` parameters (a negative one counts from the end)."""
     return {i + n_params if i < 0 else i for i in numbers if i >= -n_params}
