@@ -356,6 +356,10 @@ def test_a_string_key_in_a_dict_of_tracers_works_under_jit_and_the_dict_in_nondi
         pytest.param("@jax.jit\ndef run(x, w):\n    return f(w * 2.0, x)\n", id="arithmetic"),
         pytest.param("@jax.jit\ndef run(x, w):\n    return f(-w, x)\n", id="negated"),
         pytest.param("@jax.jit\ndef run(x, w):\n    return f(w, x)\n", id="passed as it came"),
+        pytest.param(
+            "@jax.jit\ndef run(x, w):\n    return sum(map(lambda v, w=w: f(w, x) * v, (1.0, 2.0)))\n",
+            id="captured by a lambda's default",
+        ),
         pytest.param("@jax.jit\ndef run(x, w: bool = True):\n    return f(w, x)\n", id="bool parameter"),
         pytest.param(
             '@partial(jax.jit, static_argnames=("n",))\ndef run(x, w, n):\n    return f(w / n, x)\n',
@@ -388,11 +392,85 @@ def test_a_traced_value_at_one_call_site_disagrees_with_a_static_one() -> None:
         pytest.param("@jax.jit\ndef run(x, w):\n    return f(w.shape[0] * 2, x)\n", id="shape"),
         pytest.param("def run(x, w):\n    return f(w * 2.0, x)\n", id="not jitted"),
         pytest.param("@jax.jit\ndef run(x, w):\n    w = 2\n    return f(w * 2.0, x)\n", id="rebound"),
+        pytest.param(
+            "@jax.jit\ndef run(x, w):\n    return sum(map(lambda w: f(w, x), (1.0, 2.0))) * w\n",
+            id="a lambda's parameter",
+        ),
+        pytest.param(
+            "@jax.jit\ndef run(x, w):\n    return sum(map(lambda w: f(w * 2.0, x), (1.0, 2.0))) * w\n",
+            id="arithmetic on a lambda's parameter",
+        ),
+        pytest.param(
+            "@jax.jit\ndef run(x, w):\n    s = w * 2.0\n    return sum(map(lambda s: f(s, x), (1.0, 2.0))) * s\n",
+            id="a lambda's parameter named like a traced local",
+        ),
     ],
 )
 def test_a_value_no_jit_traces_is_no_call_site_evidence(caller: str) -> None:
     info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
     assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+_STATIC_CONFIG = (
+    "import dataclasses\n"
+    "@jax.tree_util.register_static\n"
+    "@dataclasses.dataclass(frozen=True)\n"
+    "class Config:\n"
+    "    chunks: int = 2\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("annotated", "caller"),
+    [
+        pytest.param("a: Config, x", "@jax.jit\ndef run(x, cfg):\n    return f(cfg, x)\n", id="in the rules"),
+        pytest.param("a, x", "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n", id="in the jitted caller"),
+    ],
+)
+def test_a_class_registered_static_passes_jit_untraced(annotated: str, caller: str) -> None:
+    # register_static makes a pytree with no leaves: jit hands the object itself on, no Tracer.
+    code = site_module(
+        "return helper(x, a)", "return (g,)", annotated, extra=_STATIC_CONFIG + "from lib import helper\n"
+    )
+    info = _unscreened(code + caller)
+    assert info.kind is not ArgKind.ARRAY, info.evidence
+    assert not any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_class_registered_static_is_a_static_annotation() -> None:
+    kind, reasons, _ = classify(
+        "return helper(x, a)", signature="a: Config, x", extra=_STATIC_CONFIG + "from lib import helper\n"
+    )
+    assert kind is ArgKind.STATIC and any("register_static" in r for r in reasons), reasons
+
+
+def test_a_config_registered_static_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:
+    @jax.tree_util.register_static
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        chunks: int = 2
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Config, x: jax.Array) -> jax.Array:
+        return jnp.sum(x.reshape(cfg.chunks, -1))
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g),))
+    run = jax.jit(lambda x, cfg: f(cfg, x))
+    assert (jax.grad(run)(jnp.arange(4.0), Config()) == 1.0).all()
+
+
+def test_a_lambdas_parameter_named_like_a_jitted_parameter_is_a_python_value_under_jit() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: float, x: jax.Array) -> jax.Array:
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+
+    @jax.jit
+    def run(x: jax.Array, w: jax.Array) -> jax.Array:
+        return sum(map(lambda w: f(w, x), (1.0, 2.0))) * w
+
+    assert jax.grad(run)(1.0, 3.0) == 9.0
 
 
 def test_a_value_computed_from_a_jitted_callers_parameter_is_a_tracer_in_nondiff_argnums() -> None:

@@ -55,6 +55,7 @@ from vjp_migrate.vocabulary import (
     STATIC_KEYWORDS,
     STATIC_KEYWORDS_OF,
     STATIC_PLACES_OF,
+    STATIC_PYTREE_DECORATORS,
     TYPE_TESTS,
     VALUE_BUILTINS,
     VALUE_METHODS,
@@ -249,6 +250,9 @@ class Context:
     # The module's defs that a call `jax.jit(run, ...)` wraps, each with what every such call whose
     # static arguments are literals marks static: `run = jax.jit(run)`, `jax.jit(run)(x, w)`.
     wrapped: dict[int, Wrapped] = field(default_factory=dict, compare=False)
+    # The parameters of the lambdas around each of those calls (by the call's id), from that walk:
+    # `lambda w: f(w, x)` passes the lambda's `w`, not the `w` of the def around it.
+    lambda_params: dict[int, frozenset[str]] = field(default_factory=dict, compare=False)
     # The bindings of each function analysed, whichever parameter is followed through it (by the
     # ids of the function and of the imports its values were read with).
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
@@ -258,6 +262,8 @@ class Context:
     variants: dict[str, tuple[cst.FunctionDef, ...]] = field(default_factory=dict)
     # Module-level classes that are enums whose members are no numbers (not `IntEnum`/`IntFlag`).
     enums: frozenset[str] = frozenset()
+    # Module-level classes registered as pytrees with no leaves (`@jax.tree_util.register_static`).
+    static_classes: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
@@ -270,6 +276,7 @@ class Context:
             primitives=primitives,
             variants=module_variants(module),
             enums=module_enums(module, imports),
+            static_classes=module_static_classes(module, imports),
         )
 
     def definitions(self, name: str) -> tuple[cst.FunctionDef, ...]:
@@ -1108,7 +1115,11 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         return []
     found: list[tuple[Evidence, str]] = []
     line = ctx.line_of(param)
-    if param.annotation is not None:
+    if _static_class(param, ctx):
+        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else ""
+        note = "a class registered with `jax.tree_util.register_static`, which jit passes on untraced"
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+    elif param.annotation is not None:
         annotation = param.annotation.annotation
         text = cst.Module([]).code_for_node(annotation)
         parts = list(_annotation_names(annotation))
@@ -1145,6 +1156,12 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     return found
 
 
+def _static_class(param: cst.Param, ctx: Context) -> bool:
+    """Whether ``param`` is annotated with a class of the module registered as a pytree with no leaves."""
+    annotation = param.annotation.annotation if param.annotation is not None else None
+    return isinstance(annotation, cst.Name) and annotation.value in ctx.static_classes
+
+
 def call_site_evidence(
     value: cst.BaseExpression,
     ctx: Context,
@@ -1152,10 +1169,12 @@ def call_site_evidence(
     line: int | None,
     passed: frozenset[str] = frozenset(),
     wrapped: Wrapped | None = None,
+    lambda_params: frozenset[str] = frozenset(),
 ) -> tuple[Evidence, str] | None:
     """What the value passed at one call site of the primal says about the argument (``passed``:
     the functions the module hands to another call, `jax.jit(run)`, whose parameters may be Tracers;
-    ``wrapped``: those a `jax.jit(run, ...)` call wraps)."""
+    ``wrapped``: those a `jax.jit(run, ...)` call wraps; ``lambda_params``: the names lambdas
+    around the call bind, which are none of the callers' parameters or locals)."""
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
     if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
@@ -1169,12 +1188,12 @@ def call_site_evidence(
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
-    if (traced := _traced_parameter(value, ctx, callers, wrapped or {})) is not None:
+    if (traced := _traced_parameter(value, ctx, callers, wrapped or {}, lambda_params)) is not None:
         param, jitted, through = traced
         how = f", through `{through}`" if through else ""
         text = f"a traced value (from the parameter `{param}` of the jitted `{jitted}`{how}) is passed {at}"
         return Evidence(ArgKind.ARRAY, text, line), CALL_SITE
-    if isinstance(value, cst.Name):
+    if isinstance(value, cst.Name) and value.value not in lambda_params:
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it
             params = (*positional_params(caller), *(p.name.value for p in caller.params.kwonly_params))
             if value.value in params:
@@ -1201,6 +1220,7 @@ def _traced_parameter(
     ctx: Context,
     callers: tuple[cst.FunctionDef, ...],
     wrapped: Wrapped,
+    lambda_params: frozenset[str] = frozenset(),
     through: str = "",
     depth: int = 0,
 ) -> tuple[str, str, str] | None:
@@ -1208,14 +1228,19 @@ def _traced_parameter(
     (`w`, `w * 2.0`, `-w`; not `w.shape[0]`), itself or through a local of the calling def bound
     once to such a value (`s = w * 2.0`): the parameter, the def and the first such local."""
     for leaf in _arithmetic_leaves(value):
-        if not isinstance(leaf, cst.Name):
+        if not isinstance(leaf, cst.Name) or leaf.value in lambda_params:
             continue
         caller = _binder(leaf.value, callers, ctx)
-        if caller is not None and _traces(caller, leaf.value, ctx, wrapped) and not _rebound(caller, leaf.value, ctx):
+        if (
+            caller is not None
+            and _traces(caller, leaf.value, ctx, wrapped)
+            and not _rebound(caller, leaf.value, ctx)
+            and not any(_static_class(p, ctx) for p in _all_params(caller.params) if p.name.value == leaf.value)
+        ):
             return leaf.value, caller.name.value, through
         bound = _local_value(leaf.value, callers[-1], ctx) if callers and caller is None and depth < 3 else None
         if bound is not None:
-            found = _traced_parameter(bound, ctx, callers, wrapped, through or leaf.value, depth + 1)
+            found = _traced_parameter(bound, ctx, callers, wrapped, frozenset(), through or leaf.value, depth + 1)
             if found is not None:
                 return found
     return None
@@ -1309,6 +1334,8 @@ class CallSites(cst.CSTVisitor):
         self.stack: list[cst.FunctionDef] = []
         self.calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]] = []
         self.passed: set[str] = set()
+        self.lambdas: list[frozenset[str]] = []
+        self.lambda_params: dict[int, frozenset[str]] = {}
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self.stack.append(node)
@@ -1316,10 +1343,18 @@ class CallSites(cst.CSTVisitor):
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self.stack.pop()
 
+    def visit_Lambda(self, node: cst.Lambda) -> None:
+        self.lambdas.append(frozenset(p.name.value for p in _all_params(node.params) if not _captures_itself(p)))
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.lambdas.pop()
+
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
         if name is not None:
             self.calls.append((name, node, tuple(self.stack)))
+            if self.lambdas:
+                self.lambda_params[id(node)] = frozenset().union(*self.lambdas)
         self.passed.update(arg.value.value for arg in node.args if isinstance(arg.value, cst.Name))
 
 
@@ -1331,6 +1366,7 @@ def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst
         walk.visit(module, finder)
         calls = ctx.calls[id(module)] = finder.calls
         ctx.passed[id(module)] = frozenset(finder.passed)
+        ctx.lambda_params.update(finder.lambda_params)
         ctx.wrapped[id(module)] = _jit_wrapped(calls, ctx)
     names = {site.name, site.qualname}
     return [(call, caller) for name, call, caller in calls if name in names]
@@ -1352,6 +1388,11 @@ def _jit_wrapped(calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]],
         if static is not None:
             wrapped.setdefault(func.name.value, []).append(static)
     return wrapped
+
+
+def _captures_itself(param: cst.Param) -> bool:
+    """`w=w`: a lambda's parameter whose default is the value of that name around it."""
+    return isinstance(param.default, cst.Name) and param.default.value == param.name.value
 
 
 def _call_value(call: cst.Call, index: int, name: str) -> cst.BaseExpression | None:
@@ -1413,7 +1454,15 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         for call, callers in calls:
             value = _call_value(call, index, name)
             found = (
-                call_site_evidence(value, ctx, callers, ctx.line_of(call), passed, wrapped)
+                call_site_evidence(
+                    value,
+                    ctx,
+                    callers,
+                    ctx.line_of(call),
+                    passed,
+                    wrapped,
+                    ctx.lambda_params.get(id(call), frozenset()),
+                )
                 if value is not None
                 else None
             )
@@ -1586,6 +1635,18 @@ def module_enums(module: cst.Module, imports: ImportTable) -> frozenset[str]:
                 enums.add(name)
                 changed = True
     return _bound_once(module, enums)
+
+
+def module_static_classes(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The classes the module defines at its top level under a decorator that registers them as
+    pytrees with no leaves (``@jax.tree_util.register_static``)."""
+    found = {
+        stmt.name.value
+        for stmt in module.body
+        if isinstance(stmt, cst.ClassDef)
+        and any(imports.qualify(d.decorator) in STATIC_PYTREE_DECORATORS for d in stmt.decorators)
+    }
+    return _bound_once(module, found)
 
 
 def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:

@@ -562,6 +562,9 @@ PRIMITIVE_CLASSES = frozenset({"jax.extend.core.Primitive", "jax.core.Primitive"
 # Enum bases whose members are no numbers: a Tracer is never one of them (`IntEnum`, `IntFlag` left out).
 ENUM_CLASSES = frozenset({"enum.Enum", "enum.StrEnum", "enum.Flag"})
 
+# Class decorators that make a pytree with no leaves: jit hands an instance on as it is, never a Tracer.
+STATIC_PYTREE_DECORATORS = frozenset({"jax.tree_util.register_static"})
+
 
 def is_jax_primitive(qname: str) -> bool:
     """A primitive JAX itself defines: ``jax.<module>.<name>_p`` (``jax.lax.psum_p``)."""
