@@ -444,6 +444,166 @@ def test_a_class_registered_static_is_a_static_annotation() -> None:
     assert kind is ArgKind.STATIC and any("register_static" in r for r in reasons), reasons
 
 
+_DC = "@dataclasses.dataclass(frozen=True)\n"
+_TREE_CLASS = (
+    "@jax.tree_util.register_pytree_node_class\n"
+    "class Config:\n"
+    "    def __init__(self, chunks=2):\n"
+    "        self.chunks = chunks\n"
+    "    def tree_flatten(self):\n"
+    "        return {children}, self.chunks\n"
+    "    @classmethod\n"
+    "    def tree_unflatten(cls, aux, children):\n"
+    "        return cls(aux)\n"
+)
+# Configs that are pytrees with no leaves, each spelt otherwise than with `register_static`.
+_LEAFLESS_CONFIGS = [
+    pytest.param(
+        "from flax import struct\n@struct.dataclass\nclass Config:\n"
+        "    chunks: int = struct.field(pytree_node=False, default=2)\n",
+        "flax.struct.dataclass",
+        id="flax struct.dataclass",
+    ),
+    pytest.param(
+        "import flax\n@flax.struct.dataclass\nclass Config:\n"
+        "    chunks: int = flax.struct.field(pytree_node=False, default=2)\n"
+        "    name: str = flax.struct.field(default='c', pytree_node=False)\n",
+        "flax.struct.dataclass",
+        id="flax.struct.dataclass",
+    ),
+    pytest.param(
+        "from flax.struct import PyTreeNode, field\nclass Config(PyTreeNode):\n"
+        "    chunks: int = field(pytree_node=False, default=2)\n",
+        "flax.struct.PyTreeNode",
+        id="flax PyTreeNode",
+    ),
+    pytest.param(
+        "import dataclasses\n@partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=['chunks'])\n"
+        + _DC
+        + "class Config:\n    chunks: int = 2\n",
+        "register_dataclass",
+        id="register_dataclass decorator",
+    ),
+    pytest.param(
+        "import dataclasses\n" + _DC + "class Config:\n    chunks: int = 2\n"
+        "jax.tree_util.register_dataclass(Config, data_fields=[], meta_fields=['chunks'])\n",
+        "register_dataclass",
+        id="register_dataclass call",
+    ),
+    pytest.param(
+        "import dataclasses\nfrom jax.tree_util import register_dataclass\n"
+        + _DC
+        + "class Config:\n    chunks: int = 2\nregister_dataclass(Config, (), ('chunks',))\n",
+        "register_dataclass",
+        id="register_dataclass positional",
+    ),
+    pytest.param(
+        "import dataclasses\n@jax.tree_util.register_dataclass\n"
+        + _DC
+        + "class Config:\n    chunks: int = dataclasses.field(default=2, metadata=dict(static=True))\n"
+        + "    name: str = dataclasses.field(default='c', metadata={'static': True})\n",
+        "register_dataclass",
+        id="register_dataclass with static fields",
+    ),
+    pytest.param(_TREE_CLASS.format(children="()"), "register_pytree_node_class", id="tree_flatten returns ()"),
+]
+# The same spellings with a leaf: jit traces it.
+_LEAFY_CONFIGS = [
+    pytest.param(
+        "from flax import struct\n@struct.dataclass\nclass Config:\n"
+        "    chunks: int = struct.field(pytree_node=False, default=2)\n    scale: float = 1.0\n",
+        id="flax field without pytree_node=False",
+    ),
+    pytest.param(
+        "from flax import struct\nclass Config(struct.PyTreeNode):\n"
+        "    chunks: int = struct.field(pytree_node=True, default=2)\n",
+        id="flax PyTreeNode with pytree_node=True",
+    ),
+    pytest.param(
+        "import dataclasses\n@partial(jax.tree_util.register_dataclass, data_fields=['chunks'], meta_fields=[])\n"
+        + _DC
+        + "class Config:\n    chunks: int = 2\n",
+        id="register_dataclass with a data field",
+    ),
+    pytest.param(
+        "import dataclasses\n@jax.tree_util.register_dataclass\n" + _DC + "class Config:\n    chunks: int = 2\n",
+        id="register_dataclass without field lists",
+    ),
+    pytest.param(
+        "import dataclasses\n@jax.tree_util.register_dataclass\n"
+        + _DC
+        + "class Config:\n    chunks: int = dataclasses.field(default=2, metadata=dict(static=False))\n",
+        id="register_dataclass with a field static=False",
+    ),
+    pytest.param(_TREE_CLASS.format(children="(self.chunks,)"), id="tree_flatten returns a child"),
+    pytest.param(
+        "import dataclasses\n@partial(jax.tree_util.register_dataclass, [], ['chunks'])\n"
+        + _DC
+        + "class Config:\n    chunks: int = 2\n",
+        id="partial binding the class's own place",
+    ),
+]
+
+
+@pytest.mark.parametrize(("config", "how"), _LEAFLESS_CONFIGS)
+@pytest.mark.parametrize(
+    ("annotated", "caller"),
+    [
+        pytest.param("a: Config, x", "@jax.jit\ndef run(x, cfg):\n    return f(cfg, x)\n", id="in the rules"),
+        pytest.param("a, x", "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n", id="in the jitted caller"),
+    ],
+)
+def test_a_class_registered_with_no_leaves_passes_jit_untraced(
+    config: str, how: str, annotated: str, caller: str
+) -> None:
+    code = site_module("return helper(x, a)", "return (g,)", annotated, extra=config + "from lib import helper\n")
+    info = _unscreened(code + caller)
+    assert info.kind is not ArgKind.ARRAY, info.evidence
+    assert not any("a traced value" in e.text for e in info.evidence), info.evidence
+    if annotated.startswith("a: Config"):
+        assert info.kind is ArgKind.STATIC and any(how in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize("config", _LEAFY_CONFIGS)
+def test_a_class_registered_with_a_leaf_is_traced_by_jit(config: str) -> None:
+    code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=config + "from lib import helper\n")
+    info = _unscreened(code + "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
+    assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def test_configs_registered_with_no_leaves_passed_through_jit_are_no_tracers_in_nondiff_argnums() -> None:
+    @functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=["chunks"])
+    @dataclasses.dataclass(frozen=True)
+    class Meta:
+        chunks: int = 2
+
+    @jax.tree_util.register_dataclass
+    @dataclasses.dataclass(frozen=True)
+    class Marked:
+        chunks: int = dataclasses.field(default=2, metadata={"static": True})
+
+    @jax.tree_util.register_pytree_node_class
+    class Node:
+        def __init__(self, chunks: int = 2) -> None:
+            self.chunks = chunks
+
+        def tree_flatten(self) -> tuple[tuple[()], int]:
+            return (), self.chunks
+
+        @classmethod
+        def tree_unflatten(cls, aux: int, children: tuple[()]) -> Node:
+            return cls(aux)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Meta | Marked | Node, x: jax.Array) -> jax.Array:
+        return jnp.sum(x.reshape(cfg.chunks, -1)) * cfg.chunks
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g * cfg.chunks),))
+    run = jax.jit(lambda x, cfg: f(cfg, x))
+    for cfg in (Meta(), Marked(), Node()):
+        assert (jax.grad(run)(jnp.arange(4.0), cfg) == 2.0).all()
+
+
 def test_a_config_registered_static_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:
     @jax.tree_util.register_static
     @dataclasses.dataclass(frozen=True)

@@ -564,6 +564,16 @@ ENUM_CLASSES = frozenset({"enum.Enum", "enum.StrEnum", "enum.Flag"})
 
 # Class decorators that make a pytree with no leaves: jit hands an instance on as it is, never a Tracer.
 STATIC_PYTREE_DECORATORS = frozenset({"jax.tree_util.register_static"})
+# Registrations whose leaves are the fields named in `data_fields`: none for `data_fields=[]`;
+# with no field lists, every field not marked `dataclasses.field(metadata={"static": True})`.
+DATACLASS_REGISTRARS = frozenset({"jax.tree_util.register_dataclass"})
+DATACLASS_FIELDS = frozenset({"dataclasses.field"})
+# Registrations whose leaves are the children the class's own `tree_flatten` returns.
+PYTREE_NODE_CLASS_REGISTRARS = frozenset({"jax.tree_util.register_pytree_node_class"})
+# Flax struct classes: every field is a leaf unless it is `struct.field(pytree_node=False)`.
+FLAX_DATACLASSES = frozenset({"flax.struct.dataclass"})
+FLAX_PYTREE_NODES = frozenset({"flax.struct.PyTreeNode"})
+FLAX_FIELDS = frozenset({"flax.struct.field"})
 
 
 def is_jax_primitive(qname: str) -> bool:
