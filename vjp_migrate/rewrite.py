@@ -973,7 +973,11 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
             new.visit(uses)
         unused = applier.removed_names - uses.used
         if unused:
-            new = _drop_imports(new, _DropImports(unused)) if local else new.visit(_DropImports(unused))
+            new = (
+                _drop_imports(new, _DropImports(unused), walk.index_of(module))
+                if local
+                else new.visit(_DropImports(unused))
+            )
     return new
 
 
@@ -1006,14 +1010,31 @@ def _transform(module: cst.Module, applier: _Apply) -> tuple[cst.Module, _Apply]
     return new, applier
 
 
-def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
-    """``module.visit(dropper)``, run only on the top-level statements that hold an import."""
+# The nodes _DropImports has a leave method for, but the module.
+_DROPPER_KINDS = frozenset(
+    {cst.SimpleStatementLine, cst.IndentedBlock, cst.SimpleStatementSuite, cst.Import, cst.ImportFrom}
+)
+
+
+def _drop_imports(module: cst.Module, dropper: _DropImports, index: walk.Index) -> cst.Module:
+    """``module.visit(dropper)``, run only on the top-level statements that hold an import
+    (as ``index.transform`` of their lines, blocks and imports, where ``index`` covers them)."""
     body: list[cst.BaseStatement] = []
     for stmt in module.body:
         if not any(dropper.drops(s) for s in small_statements(stmt)):  # unchanged by the visit
             body.append(stmt)
             continue
-        new = stmt.visit(dropper)
+        new = _drop_from(stmt, dropper, index) if index.covers(stmt) else stmt.visit(dropper)
         if isinstance(new, cst.BaseStatement):
             body.append(new)
     return module.with_changes(body=dropper.module_body(module, body))
+
+
+def _drop_from(stmt: cst.BaseStatement, dropper: _DropImports, index: walk.Index) -> object:
+    """``stmt.visit(dropper)`` for a statement of the indexed module. The transform's root must
+    stay a node, so a statement line's own leave (which may remove it) is called here."""
+    targets = index.descendants(stmt, _DROPPER_KINDS)
+    if type(stmt) is not cst.SimpleStatementLine:
+        return index.transform(stmt, dropper, targets, again=True)
+    updated = index.transform(stmt, dropper, targets[1:], again=True)
+    return dropper.leave_SimpleStatementLine(stmt, updated)
