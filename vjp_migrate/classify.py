@@ -1053,7 +1053,8 @@ def _bound_parameter(func: cst.FunctionDef, position: int, keyword: str | None) 
 
 def _code(expr: cst.BaseExpression, limit: int = 60) -> str:
     """An expression's code on one line, cut short when long."""
-    code = " ".join(cst.Module([]).code_for_node(expr).split())
+    text = walk.source_text(expr)  # differs from the generated code in whitespace only
+    code = " ".join((cst.Module([]).code_for_node(expr) if text is None else text).split())
     return code if len(code) <= limit else code[: limit - 3] + "..."
 
 

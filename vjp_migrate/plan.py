@@ -1241,7 +1241,7 @@ def rules_used_elsewhere(
     if not rules:
         return decisions
     calls = {id(d.site.defvjp): d.site.defvjp for d in decisions if d.site.defvjp is not None}
-    owned = {key: _defvjp_owner(_expression(module.code_for_node(call.func))) for key, call in calls.items()}
+    owned = {key: _owner(call.func, module) for key, call in calls.items()}
     names = {name for _, _, name in rules}
     if _named_only_by_defs_and(names, [calls[key] for key, owner in owned.items() if owner is not None], module, text):
         return decisions
@@ -1264,6 +1264,16 @@ def rules_used_elsewhere(
             )
             result[index] = replace(result[index], plan=None, problem=problem)
     return tuple(result)
+
+
+def _owner(func: cst.BaseExpression, module: cst.Module) -> str | None:
+    """``_defvjp_owner`` of the ast of ``func``: read off the node for ``f.defvjp`` (what
+    ast.unparse gives a dotted name; an identifier that is not ASCII may be NFKC-normalized)."""
+    if type(func) is cst.Attribute and func.attr.value == "defvjp":  # `type() is`: see imports.node_types
+        owner = dotted(func.value)
+        if owner is not None and owner.isascii():
+            return owner
+    return _defvjp_owner(_expression(module.code_for_node(func)))
 
 
 def _named_only_by_defs_and(names: set[str], calls: list[cst.Call], module: cst.Module, text: str) -> bool:

@@ -632,6 +632,20 @@ def forget() -> None:
     _LAST.clear()
 
 
+def source_text(node: cst.CSTNode) -> str | None:
+    """The source text of ``node``, read through the last Index; None for a node it does not
+    cover. It is ``cst.Module([]).code_for_node(node)`` but for whitespace: a line break inside
+    ``node`` is the module's newline followed by the indent of the block around it."""
+    if not _LAST:
+        return None
+    index = _LAST[0]
+    at = index._where.get(id(node))
+    if at is None:
+        return None
+    offsets = index._measure()
+    return index._text[offsets[index._starts[at]] : offsets[index._stops[at]]]
+
+
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     """``node.visit(visitor)``, replayed over every part of ``node`` the last Index covers.
 
