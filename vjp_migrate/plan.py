@@ -53,7 +53,7 @@ class _Returns(cst.CSTVisitor):
         self.returns.append(node)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        if len(node.body) == 1 and isinstance(node.body[0], cst.Return):
+        if len(node.body) == 1 and type(node.body[0]) is cst.Return:
             self.standalone.add(id(node.body[0]))
 
     def visit_Del(self, node: cst.Del) -> None:
@@ -497,7 +497,7 @@ def _repeated_param(func: cst.FunctionDef) -> str | None:
     params = func.params
     seen: set[str] = set()
     for param in (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg):
-        if isinstance(param, cst.Param):
+        if type(param) is cst.Param:  # not a MaybeSentinel or ParamStar (`type() is`: see imports.node_types)
             if param.name.value in seen:
                 return param.name.value
             seen.add(param.name.value)
@@ -1286,11 +1286,11 @@ def _named_only_by_defs_and(names: set[str], calls: list[cst.Call], module: cst.
         return False
     known = dict.fromkeys(names, 0)
     for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value in known:
+        if type(statement) is cst.FunctionDef and statement.name.value in known:  # see imports.node_types
             known[statement.name.value] += 1
-        elif isinstance(statement, cst.SimpleStatementLine):
+        elif type(statement) is cst.SimpleStatementLine:
             for small in statement.body:  # disjoint and not nested: each token is counted once
-                if isinstance(small, cst.Expr) and any(small.value is call for call in calls):
+                if type(small) is cst.Expr and any(small.value is call for call in calls):
                     walk.visit(small.value, _NameCount(known))
     return all(text.count(name) == seen for name, seen in known.items())
 

@@ -785,14 +785,14 @@ def _with_items(node: _Literal, items: Sequence[cst.BaseElement | str], wraps: b
 def _one_per_line(node: _Literal) -> tuple[_Break, _Break] | None:
     """The line breaks after the opening and before the closing bracket of a literal written one
     element per line (black's "magic trailing comma" layout), or None for any other layout."""
-    if isinstance(node, cst.List):
+    if type(node) is cst.List:  # `type() is`: see imports.node_types
         opening, closing = node.lbracket.whitespace_after, node.rbracket.whitespace_before
     elif len(node.lpar) == 1 and node.elements:
         opening, closing = node.lpar[0].whitespace_after, node.rpar[0].whitespace_before
     else:
         return None
-    separators = [e.comma.whitespace_after if isinstance(e.comma, cst.Comma) else None for e in node.elements[:-1]]
-    if isinstance(opening, _Break) and isinstance(closing, _Break) and all(isinstance(s, _Break) for s in separators):
+    separators = [e.comma.whitespace_after if type(e.comma) is cst.Comma else None for e in node.elements[:-1]]
+    if type(opening) is _Break and type(closing) is _Break and all(type(s) is _Break for s in separators):
         return opening, closing
     return None
 
@@ -895,8 +895,9 @@ class _DropImports(cst.CSTTransformer):
 
     def drops(self, node: cst.BaseSmallStatement) -> bool:
         """Whether the import ``node`` loses a name."""
-        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            return not all(self._keep(a) for a in node.names)
+        if type(node) is cst.Import or type(node) is cst.ImportFrom:  # `type() is`: see imports.node_types
+            names = node.names
+            return type(names) is not cst.ImportStar and not all(self._keep(a) for a in names)  # type: ignore[union-attr]
         return False
 
     def _trim(

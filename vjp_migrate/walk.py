@@ -560,7 +560,7 @@ class _Rebuild:
     def sequence(self, node: cst.CSTNode, name: str, value: Sequence[Any]) -> tuple[list[Any], bool, bool]:
         """The new items of a list field, whether any changed, and whether their number did."""
         where, inside = self.where, self.inside
-        body = name == "body" and isinstance(node, (cst.Module, cst.IndentedBlock))
+        body = name == "body" and (type(node) is cst.Module or type(node) is cst.IndentedBlock)
         items: list[Any] = []
         touched = reshaped = False
         for item in value:
