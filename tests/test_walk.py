@@ -560,3 +560,71 @@ def test_splice_falls_back_to_whole_statements_and_modules(monkeypatch: pytest.M
     indented = module.with_changes(default_indent="  ")
     assert index.code(indented)[0] == indented.code
     assert generated == ["SimpleStatementLine"]  # LibCST's own module.code, not the splicer
+
+
+def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+    yield node
+    for child in node.children:
+        yield from _all_nodes(child)
+
+
+@pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
+def test_source_text_is_the_generated_code_but_for_whitespace(name: str, text: str) -> None:
+    # classify._code reads an expression's code so, and collapses its whitespace anyway
+    from vjp_migrate.classify import _code
+
+    module = cst.parse_module(text)
+    walk.index_of(module)
+    try:
+        for node in _all_nodes(module):
+            if isinstance(node, cst.BaseExpression):
+                source = walk.source_text(node)
+                generated = cst.Module([]).code_for_node(node)
+                assert source is not None and source.split() == generated.split(), (source, generated)
+                assert _code(node, 10**9) == " ".join(generated.split())
+        assert walk.source_text(cst.Name("outside")) is None
+    finally:
+        walk.forget()
+
+
+def test_code_of_an_indexed_expression_generates_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
+    from vjp_migrate.classify import _code
+
+    module = cst.parse_module("y = f(\n    a,  # why\n    b[1:2],\n)\n")
+    walk.index_of(module)
+    call = module.body[0].body[0].value  # type: ignore[attr-defined]
+
+    def no_codegen(self: object, node: object) -> str:
+        raise AssertionError("generated")
+
+    monkeypatch.setattr(cst.Module, "code_for_node", no_codegen)
+    try:
+        assert _code(call) == "f( a, # why b[1:2], )"
+    finally:
+        walk.forget()
+
+
+@pytest.mark.parametrize(
+    "func",
+    [
+        "f.defvjp",
+        "mod.f.defvjp",
+        "( f ).defvjp",
+        "f . defvjp",
+        "(mod\n  .f).defvjp",
+        "fs[0].defvjp",
+        'getattr(f, "defvjp")',
+        "\uff46.defvjp",  # fullwidth f: ast reads it as `f`
+        "f.defvjp2",
+        "f().defvjp",
+    ],
+)
+def test_defvjp_owner_read_off_the_node_equals_the_ast_one(func: str) -> None:
+    import ast
+
+    from vjp_migrate.plan import _defvjp_owner, _owner
+
+    module = cst.parse_module(f"{func}(f_fwd, f_bwd)\n")
+    call = module.body[0].body[0].value  # type: ignore[attr-defined]
+    expected = _defvjp_owner(ast.parse(f"(\n{func}\n)", mode="eval").body)
+    assert _owner(call.func, module) == expected

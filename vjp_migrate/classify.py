@@ -146,44 +146,47 @@ def _roots(names: Iterable[str]) -> set[str]:
     return {name.partition("[")[0] for name in names}
 
 
+_IDENTITY = node_types(cst.Is, cst.IsNot)
+
+
 def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = True) -> Iterator[tuple[str, bool]]:
     """The names whose values the value of ``expr`` is computed from, each with whether every
     path uses it (not only one branch of ``... if ... else ...``)."""
-    if isinstance(expr, cst.Name):
+    if type(expr) is cst.Name:  # `type() is`: see imports.node_types
         yield expr.value, sure
-    elif isinstance(expr, cst.Subscript):
+    elif type(expr) is cst.Subscript:
         if (indexed := _item(expr)) is not None:
             yield indexed, sure
         yield from value_names(expr.value, imports, sure)
         for element in expr.slice:
             part = element.slice
             bounds: list[cst.BaseExpression | None] = []
-            if isinstance(part, cst.Index):
+            if type(part) is cst.Index:
                 bounds = [part.value]
-            elif isinstance(part, cst.Slice):
+            elif type(part) is cst.Slice:
                 bounds = [part.lower, part.upper, part.step]
             for bound in bounds:
                 if bound is not None:
                     yield from value_names(bound, imports, sure)
-    elif isinstance(expr, cst.Attribute):
+    elif type(expr) is cst.Attribute:
         if expr.attr.value in ("T", "mT", "real", "imag"):
             yield from value_names(expr.value, imports, sure)
-    elif isinstance(expr, (cst.BinaryOperation, cst.BooleanOperation)):
+    elif type(expr) is cst.BinaryOperation or type(expr) is cst.BooleanOperation:
         yield from value_names(expr.left, imports, sure)
         yield from value_names(expr.right, imports, sure)
-    elif isinstance(expr, cst.UnaryOperation):
+    elif type(expr) is cst.UnaryOperation:
         yield from value_names(expr.expression, imports, sure)
-    elif isinstance(expr, cst.Comparison):
-        if not (_key_lookup(expr) or all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in expr.comparisons)):
+    elif type(expr) is cst.Comparison:
+        if not (_key_lookup(expr) or all(type(t.operator) in _IDENTITY for t in expr.comparisons)):
             for operand in (expr.left, *(t.comparator for t in expr.comparisons)):
                 yield from value_names(operand, imports, sure)
-    elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+    elif type(expr) is cst.Tuple or type(expr) is cst.List or type(expr) is cst.Set:
         for item in expr.elements:
             yield from value_names(item.value, imports, sure)
-    elif isinstance(expr, cst.IfExp):
+    elif type(expr) is cst.IfExp:
         yield from value_names(expr.body, imports, False)
         yield from value_names(expr.orelse, imports, False)
-    elif isinstance(expr, cst.Call):
+    elif type(expr) is cst.Call:
         yield from _call_value_names(expr, imports, sure)
 
 
@@ -561,7 +564,7 @@ class Uses(cst.CSTVisitor):
         return None
 
     def _holds(self, expr: cst.BaseExpression) -> bool:
-        if not isinstance(expr, (cst.Tuple, cst.List)):
+        if not (type(expr) is cst.Tuple or type(expr) is cst.List):
             return False
         return any(self._rooted(e.value) or self._holds(e.value) for e in expr.elements)
 
@@ -1060,7 +1063,8 @@ def _bound_parameter(func: cst.FunctionDef, position: int, keyword: str | None) 
 
 def _code(expr: cst.BaseExpression, limit: int = 60) -> str:
     """An expression's code on one line, cut short when long."""
-    code = " ".join(cst.Module([]).code_for_node(expr).split())
+    text = walk.source_text(expr)  # differs from the generated code in whitespace only
+    code = " ".join((cst.Module([]).code_for_node(expr) if text is None else text).split())
     return code if len(code) <= limit else code[: limit - 3] + "..."
 
 
@@ -1609,20 +1613,23 @@ def _block_statements(node: cst.CSTNode) -> Iterator[cst.BaseStatement | cst.Bas
                 yield from _block_statements(part)
 
 
+_SMALL_STATEMENTS = node_types(cst.BaseSmallStatement)
+
+
 def _names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterator[str]:
     """The names a statement other than a def binds in the scope it runs in (not inside it)."""
-    if isinstance(stmt, cst.SimpleStatementLine):
+    if type(stmt) is cst.SimpleStatementLine:  # `type() is`: see imports.node_types
         for small in stmt.body:
-            yield from _names_bound_by(small)
-    elif isinstance(stmt, cst.ClassDef):
+            yield from _small_bound_names(small)
+    elif type(stmt) is cst.ClassDef:
         yield stmt.name.value
-    elif isinstance(stmt, cst.For):
+    elif type(stmt) is cst.For:
         yield from target_names(stmt.target)
-    elif isinstance(stmt, cst.With):
+    elif type(stmt) is cst.With:
         for item in stmt.items:
             if item.asname is not None:
                 yield from target_names(item.asname.name)
-    elif isinstance(stmt, cst.BaseSmallStatement):
+    elif type(stmt) in _SMALL_STATEMENTS and isinstance(stmt, cst.BaseSmallStatement):
         yield from _small_bound_names(stmt)
 
 
@@ -1866,15 +1873,15 @@ def _bound_names(module: cst.Module) -> Iterator[str]:
 
 
 def _small_bound_names(small: cst.BaseSmallStatement) -> Iterator[str]:
-    if isinstance(small, cst.Assign):
+    if type(small) is cst.Assign:  # `type() is`: see imports.node_types
         for target in small.targets:
             yield from target_names(target.target)
-    elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+    elif type(small) is cst.AnnAssign or type(small) is cst.AugAssign:
         yield from target_names(small.target)
-    elif isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+    elif (type(small) is cst.Import or type(small) is cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
         for alias in small.names:
             bound = alias.asname.name if alias.asname is not None else alias.name
-            text = dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None
+            text = dotted(bound)  # None for anything but a Name or an Attribute
             if text is not None:
                 yield text.split(".")[0]
 

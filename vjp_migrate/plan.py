@@ -53,7 +53,7 @@ class _Returns(cst.CSTVisitor):
         self.returns.append(node)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
-        if len(node.body) == 1 and isinstance(node.body[0], cst.Return):
+        if len(node.body) == 1 and type(node.body[0]) is cst.Return:
             self.standalone.add(id(node.body[0]))
 
     def visit_Del(self, node: cst.Del) -> None:
@@ -497,7 +497,7 @@ def _repeated_param(func: cst.FunctionDef) -> str | None:
     params = func.params
     seen: set[str] = set()
     for param in (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg):
-        if isinstance(param, cst.Param):
+        if type(param) is cst.Param:  # not a MaybeSentinel or ParamStar (`type() is`: see imports.node_types)
             if param.name.value in seen:
                 return param.name.value
             seen.add(param.name.value)
@@ -1241,7 +1241,7 @@ def rules_used_elsewhere(
     if not rules:
         return decisions
     calls = {id(d.site.defvjp): d.site.defvjp for d in decisions if d.site.defvjp is not None}
-    owned = {key: _defvjp_owner(_expression(module.code_for_node(call.func))) for key, call in calls.items()}
+    owned = {key: _owner(call.func, module) for key, call in calls.items()}
     names = {name for _, _, name in rules}
     if _named_only_by_defs_and(names, [calls[key] for key, owner in owned.items() if owner is not None], module, text):
         return decisions
@@ -1266,6 +1266,16 @@ def rules_used_elsewhere(
     return tuple(result)
 
 
+def _owner(func: cst.BaseExpression, module: cst.Module) -> str | None:
+    """``_defvjp_owner`` of the ast of ``func``: read off the node for ``f.defvjp`` (what
+    ast.unparse gives a dotted name; an identifier that is not ASCII may be NFKC-normalized)."""
+    if type(func) is cst.Attribute and func.attr.value == "defvjp":  # `type() is`: see imports.node_types
+        owner = dotted(func.value)
+        if owner is not None and owner.isascii():
+            return owner
+    return _defvjp_owner(_expression(module.code_for_node(func)))
+
+
 def _named_only_by_defs_and(names: set[str], calls: list[cst.Call], module: cst.Module, text: str) -> bool:
     """Whether every occurrence of ``names`` in ``text`` is a module-level def's name or a name
     inside ``calls`` (defvjp calls _OtherLoads skips): then no other use exists, and the ast walk
@@ -1276,11 +1286,11 @@ def _named_only_by_defs_and(names: set[str], calls: list[cst.Call], module: cst.
         return False
     known = dict.fromkeys(names, 0)
     for statement in module.body:
-        if isinstance(statement, cst.FunctionDef) and statement.name.value in known:
+        if type(statement) is cst.FunctionDef and statement.name.value in known:  # see imports.node_types
             known[statement.name.value] += 1
-        elif isinstance(statement, cst.SimpleStatementLine):
+        elif type(statement) is cst.SimpleStatementLine:
             for small in statement.body:  # disjoint and not nested: each token is counted once
-                if isinstance(small, cst.Expr) and any(small.value is call for call in calls):
+                if type(small) is cst.Expr and any(small.value is call for call in calls):
                     walk.visit(small.value, _NameCount(known))
     return all(text.count(name) == seen for name, seen in known.items())
 

@@ -785,14 +785,14 @@ def _with_items(node: _Literal, items: Sequence[cst.BaseElement | str], wraps: b
 def _one_per_line(node: _Literal) -> tuple[_Break, _Break] | None:
     """The line breaks after the opening and before the closing bracket of a literal written one
     element per line (black's "magic trailing comma" layout), or None for any other layout."""
-    if isinstance(node, cst.List):
+    if type(node) is cst.List:  # `type() is`: see imports.node_types
         opening, closing = node.lbracket.whitespace_after, node.rbracket.whitespace_before
     elif len(node.lpar) == 1 and node.elements:
         opening, closing = node.lpar[0].whitespace_after, node.rpar[0].whitespace_before
     else:
         return None
-    separators = [e.comma.whitespace_after if isinstance(e.comma, cst.Comma) else None for e in node.elements[:-1]]
-    if isinstance(opening, _Break) and isinstance(closing, _Break) and all(isinstance(s, _Break) for s in separators):
+    separators = [e.comma.whitespace_after if type(e.comma) is cst.Comma else None for e in node.elements[:-1]]
+    if type(opening) is _Break and type(closing) is _Break and all(type(s) is _Break for s in separators):
         return opening, closing
     return None
 
@@ -895,8 +895,9 @@ class _DropImports(cst.CSTTransformer):
 
     def drops(self, node: cst.BaseSmallStatement) -> bool:
         """Whether the import ``node`` loses a name."""
-        if isinstance(node, (cst.Import, cst.ImportFrom)) and not isinstance(node.names, cst.ImportStar):
-            return not all(self._keep(a) for a in node.names)
+        if type(node) is cst.Import or type(node) is cst.ImportFrom:  # `type() is`: see imports.node_types
+            names = node.names
+            return type(names) is not cst.ImportStar and not all(self._keep(a) for a in names)  # type: ignore[union-attr]
         return False
 
     def _trim(
@@ -973,7 +974,11 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
             new.visit(uses)
         unused = applier.removed_names - uses.used
         if unused:
-            new = _drop_imports(new, _DropImports(unused)) if local else new.visit(_DropImports(unused))
+            new = (
+                _drop_imports(new, _DropImports(unused), walk.index_of(module))
+                if local
+                else new.visit(_DropImports(unused))
+            )
     return new
 
 
@@ -1006,14 +1011,31 @@ def _transform(module: cst.Module, applier: _Apply) -> tuple[cst.Module, _Apply]
     return new, applier
 
 
-def _drop_imports(module: cst.Module, dropper: _DropImports) -> cst.Module:
-    """``module.visit(dropper)``, run only on the top-level statements that hold an import."""
+# The nodes _DropImports has a leave method for, but the module.
+_DROPPER_KINDS = frozenset(
+    {cst.SimpleStatementLine, cst.IndentedBlock, cst.SimpleStatementSuite, cst.Import, cst.ImportFrom}
+)
+
+
+def _drop_imports(module: cst.Module, dropper: _DropImports, index: walk.Index) -> cst.Module:
+    """``module.visit(dropper)``, run only on the top-level statements that hold an import
+    (as ``index.transform`` of their lines, blocks and imports, where ``index`` covers them)."""
     body: list[cst.BaseStatement] = []
     for stmt in module.body:
         if not any(dropper.drops(s) for s in small_statements(stmt)):  # unchanged by the visit
             body.append(stmt)
             continue
-        new = stmt.visit(dropper)
+        new = _drop_from(stmt, dropper, index) if index.covers(stmt) else stmt.visit(dropper)
         if isinstance(new, cst.BaseStatement):
             body.append(new)
     return module.with_changes(body=dropper.module_body(module, body))
+
+
+def _drop_from(stmt: cst.BaseStatement, dropper: _DropImports, index: walk.Index) -> object:
+    """``stmt.visit(dropper)`` for a statement of the indexed module. The transform's root must
+    stay a node, so a statement line's own leave (which may remove it) is called here."""
+    targets = index.descendants(stmt, _DROPPER_KINDS)
+    if type(stmt) is not cst.SimpleStatementLine:
+        return index.transform(stmt, dropper, targets, again=True)
+    updated = index.transform(stmt, dropper, targets[1:], again=True)
+    return dropper.leave_SimpleStatementLine(stmt, updated)

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from functools import partial
 from itertools import accumulate, compress
@@ -340,6 +340,14 @@ class Index:
             child = ends[child]
         return found
 
+    def descendants(self, node: cst.CSTNode, kinds: Container[type]) -> list[cst.CSTNode]:
+        """The nodes of ``node``'s subtree (itself included) whose type is in ``kinds``, in
+        visiting order; ``node`` must be in the module."""
+        start = self._where[id(node)]
+        stop = self._ends[start]
+        wanted = map(kinds.__contains__, self._kinds[start:stop])
+        return [self._order[k] for k in compress(range(start, stop), wanted)]
+
     def nodes(self, ids: Iterable[object]) -> list[cst.CSTNode]:
         """The module's nodes whose ``id()`` is in ``ids`` (other keys are ignored)."""
         where = self._where
@@ -493,7 +501,9 @@ class Index:
                 return statement if isinstance(statement, cst.SimpleStatementLine) else None
         return None
 
-    def transform(self, root: cst.CSTNode, transformer: cst.CSTTransformer, targets: Iterable[cst.CSTNode]) -> Any:
+    def transform(
+        self, root: cst.CSTNode, transformer: cst.CSTTransformer, targets: Iterable[cst.CSTNode], again: bool = False
+    ) -> Any:
         """``root.visit(transformer)`` for a transformer that changes only ``targets``.
 
         Only the targets' ancestors are rebuilt (``with_changes``); the transformer's
@@ -501,11 +511,14 @@ class Index:
         order. A target in a sequence may leave a ``FlattenSentinel`` or a ``RemovalSentinel``,
         with LibCST's rules (a statement line left empty goes from a body). The caller promises
         every other node would come back unchanged. Raises NotLocal when a target is not in this
-        module or a leave returns something its place cannot hold.
+        module or a leave returns something its place cannot hold. ``again``: a further
+        transform of what the last one left (of nodes it did not rebuild), whose rebuilds add to
+        that one's in ``children`` and ``code``.
         """
         where = self._where
-        self._rebuilt.clear()  # children() describes the latest transform only
-        self._replaced.clear()
+        if not again:
+            self._rebuilt.clear()  # children() describes the latest transform only
+            self._replaced.clear()
         marks: list[int] = []
         for target in targets:
             index = where.get(id(target))
@@ -547,7 +560,7 @@ class _Rebuild:
     def sequence(self, node: cst.CSTNode, name: str, value: Sequence[Any]) -> tuple[list[Any], bool, bool]:
         """The new items of a list field, whether any changed, and whether their number did."""
         where, inside = self.where, self.inside
-        body = name == "body" and isinstance(node, (cst.Module, cst.IndentedBlock))
+        body = name == "body" and (type(node) is cst.Module or type(node) is cst.IndentedBlock)
         items: list[Any] = []
         touched = reshaped = False
         for item in value:
@@ -617,6 +630,20 @@ def index_of(module: cst.Module) -> Index:
 def forget() -> None:
     """Drop the index of the module analysed last, and the module with it."""
     _LAST.clear()
+
+
+def source_text(node: cst.CSTNode) -> str | None:
+    """The source text of ``node``, read through the last Index; None for a node it does not
+    cover. It is ``cst.Module([]).code_for_node(node)`` but for whitespace: a line break inside
+    ``node`` is the module's newline followed by the indent of the block around it."""
+    if not _LAST:
+        return None
+    index = _LAST[0]
+    at = index._where.get(id(node))
+    if at is None:
+        return None
+    offsets = index._measure()
+    return index._text[offsets[index._starts[at]] : offsets[index._stops[at]]]
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
