@@ -102,6 +102,7 @@ class _Module:
     top_defs: set[Func] = field(default_factory=set)
     defvjps: list[tuple[ast.Call, ast.expr]] | None = None  # every defvjp call and its owner
     ffi_names: set[str] | None = None  # names bound anywhere to what an `ffi_call(...)` returns
+    traced: list[tuple[Func, set[str]]] | None = None  # _may_be_traced_parameters
 
 
 # Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
@@ -707,7 +708,6 @@ def _call_site_may_pass_traced(m: _Module, site: _Site, index: int, name: str) -
     """classify._traced_parameter: a call passes, for the argument, a parameter a jax.jit of a def
     around it may trace, as it came or in arithmetic (`f(w * 2.0)`)."""
     names = _known_as(m, site)
-    jitted: list[tuple[Func, set[str]]] | None = None
     for call in m.calls:
         called = _dotted(call.func)
         if called is None or called.rsplit(".", 1)[-1] not in names:
@@ -715,9 +715,9 @@ def _call_site_may_pass_traced(m: _Module, site: _Site, index: int, name: str) -
         value = _call_value(call, index, name)
         if value is None:
             continue
-        if jitted is None:
-            jitted = _may_be_traced_parameters(m)
-        traced = {n for func, params in jitted if _encloses(func, call) for n in params}
+        if m.traced is None:
+            m.traced = _may_be_traced_parameters(m)
+        traced = {n for func, params in m.traced if _encloses(func, call) for n in params}
         if any(isinstance(leaf, ast.Name) and leaf.id in traced for leaf in _arithmetic_leaves(value)):
             return True
     return False
