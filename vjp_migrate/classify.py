@@ -88,18 +88,25 @@ NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be ne
 
 _SUBSCRIPTS = node_types(cst.Subscript)
 _ATTRIBUTES = node_types(cst.Attribute)
+_VIEWS = ("T", "mT", "real", "imag")  # attributes that read the same values as their array
+
+
+def _inner(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """What a subscript or a view attribute reads into (``p`` of ``p["w"]`` and ``p.T``); None
+    for anything else."""
+    kind = type(expr)  # type() first: isinstance on a LibCST class of another type is slow (imports.node_types)
+    if (kind in _SUBSCRIPTS and isinstance(expr, cst.Subscript)) or (
+        kind in _ATTRIBUTES and isinstance(expr, cst.Attribute) and expr.attr.value in _VIEWS
+    ):
+        return expr.value
+    return None
 
 
 def _strip(expr: cst.BaseExpression) -> cst.BaseExpression:
     """The name an expression is rooted at: ``p``, ``p["w"]``, ``p[0][1]``, ``p.T``."""
-    while True:  # type() first: isinstance on a LibCST class of another type is slow (imports.node_types)
-        kind = type(expr)
-        if (kind in _SUBSCRIPTS and isinstance(expr, cst.Subscript)) or (
-            kind in _ATTRIBUTES and isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag")
-        ):
-            expr = expr.value
-        else:
-            return expr
+    while (inner := _inner(expr)) is not None:
+        expr = inner
+    return expr
 
 
 def _item(expr: cst.BaseExpression) -> str | None:
@@ -125,12 +132,10 @@ def _named(expr: cst.BaseExpression, names: set[str]) -> str | None:
 def _is_rooted(expr: cst.BaseExpression, names: set[str]) -> bool:
     """Whether ``expr`` is one of ``names``, or reads into one (``p["w"]``, ``args[0].T``)."""
     while _named(expr, names) is None:
-        if isinstance(expr, cst.Subscript) or (
-            isinstance(expr, cst.Attribute) and expr.attr.value in ("T", "mT", "real", "imag")
-        ):
-            expr = expr.value
-        else:
+        inner = _inner(expr)
+        if inner is None:
             return False
+        expr = inner
     return True
 
 
@@ -169,7 +174,7 @@ def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = Tru
                 if bound is not None:
                     yield from value_names(bound, imports, sure)
     elif type(expr) is cst.Attribute:
-        if expr.attr.value in ("T", "mT", "real", "imag"):
+        if expr.attr.value in _VIEWS:
             yield from value_names(expr.value, imports, sure)
     elif type(expr) is cst.BinaryOperation or type(expr) is cst.BooleanOperation:
         yield from value_names(expr.left, imports, sure)
@@ -177,7 +182,7 @@ def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = Tru
     elif type(expr) is cst.UnaryOperation:
         yield from value_names(expr.expression, imports, sure)
     elif type(expr) is cst.Comparison:
-        if not (_key_lookup(expr) or all(type(t.operator) in _IDENTITY for t in expr.comparisons)):
+        if not _reads_no_value(expr):
             for operand in (expr.left, *(t.comparator for t in expr.comparisons)):
                 yield from value_names(operand, imports, sure)
     elif type(expr) is cst.Tuple or type(expr) is cst.List or type(expr) is cst.Set:
@@ -1026,7 +1031,13 @@ class _NameFinder(cst.CSTVisitor):
         return not (qname is not None and is_metadata_function(qname) and _plain_names(node))
 
     def visit_Comparison(self, node: cst.Comparison) -> bool:
-        return not (_key_lookup(node) or all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons))
+        return not _reads_no_value(node)
+
+
+def _reads_no_value(node: cst.Comparison) -> bool:
+    """A comparison whose result says nothing of its operands' values: a string key looked up
+    (``_key_lookup``), or identity only (`x is None`)."""
+    return _key_lookup(node) or all(type(t.operator) in _IDENTITY for t in node.comparisons)
 
 
 def _key_lookup(node: cst.Comparison) -> bool:

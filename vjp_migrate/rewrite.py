@@ -308,7 +308,7 @@ class _Apply(cst.CSTTransformer):
             keyword = arg.keyword.value if arg.keyword else None
             if keyword == "static_argnums":
                 if edit.static_argnums:
-                    as_list = isinstance(arg.value, cst.List)  # jit's are int literals (sites.rule_decorators)
+                    as_list = isinstance(arg.value, cst.List)  # jit's are int literals (sites.rule_jit)
                     options.append(arg.with_changes(value=_positions_expr(arg.value, edit.static_argnums, as_list)))
             elif keyword == "static_argnames":
                 if edit.static_argnames:

@@ -617,11 +617,6 @@ def _jit_call(decorator: cst.Decorator, imports: ImportTable) -> cst.Call | bool
     return False
 
 
-def rule_decorators(func: cst.FunctionDef, imports: ImportTable) -> tuple[JitSpec | None, str | None]:
-    """A rule's jax.jit (with its static arguments), and the first other decorator, if any."""
-    return rule_jit(func, imports), other_decorator(func, imports)
-
-
 def _first_jit(func: cst.FunctionDef, imports: ImportTable) -> tuple[int, cst.Call | bool]:
     """The position of the first ``jax.jit`` decorator and its call (-1, False: none)."""
     for position, decorator in enumerate(func.decorators):
@@ -667,10 +662,8 @@ def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports
 
 def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
     """The parameters (keyword-only ones too) a ``jax.jit`` decorator on ``func`` marks static."""
-    params = positional_params(func)
     numbers, names = _jit_static(func, imports)
-    declared = {*params, *(p.name.value for p in func.params.kwonly_params)}
-    return frozenset({params[i] for i in _counted(numbers, len(params)) if i < len(params)} | (names & declared))
+    return _static_params(func, numbers, names)
 
 
 def jit_call_static_names(call: cst.Call, func: cst.FunctionDef) -> frozenset[str] | None:
@@ -692,6 +685,12 @@ def jit_call_static_names(call: cst.Call, func: cst.FunctionDef) -> frozenset[st
             if named is None:
                 return None
             names.update(named)
+    return _static_params(func, numbers, names)
+
+
+def _static_params(func: cst.FunctionDef, numbers: set[int], names: set[str]) -> frozenset[str]:
+    """The parameters of ``func`` that jit's ``static_argnums`` ``numbers`` and ``static_argnames``
+    ``names`` mark (a name ``func`` does not declare marks nothing)."""
     params = positional_params(func)
     declared = {*params, *(p.name.value for p in func.params.kwonly_params)}
     return frozenset({params[i] for i in _counted(numbers, len(params)) if i < len(params)} | (names & declared))

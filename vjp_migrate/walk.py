@@ -383,6 +383,14 @@ class Index:
         line = bisect_right(self._line_starts, offset)
         return line, offset - self._line_starts[line - 1]
 
+    def text(self, node: cst.CSTNode) -> str | None:
+        """The source text of ``node`` (its whole code); None for a node not in the module."""
+        at = self._where.get(id(node))
+        if at is None:
+            return None
+        offsets = self._measure()
+        return self._text[offsets[self._starts[at]] : offsets[self._stops[at]]]
+
     def line(self, node: cst.CSTNode) -> int | None:
         """The first line of ``node`` as PositionProvider gives it; None for a node not in the module."""
         if id(node) not in self._where:
@@ -636,14 +644,7 @@ def source_text(node: cst.CSTNode) -> str | None:
     """The source text of ``node``, read through the last Index; None for a node it does not
     cover. It is ``cst.Module([]).code_for_node(node)`` but for whitespace: a line break inside
     ``node`` is the module's newline followed by the indent of the block around it."""
-    if not _LAST:
-        return None
-    index = _LAST[0]
-    at = index._where.get(id(node))
-    if at is None:
-        return None
-    offsets = index._measure()
-    return index._text[offsets[index._starts[at]] : offsets[index._stops[at]]]
+    return _LAST[0].text(node) if _LAST else None
 
 
 def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:

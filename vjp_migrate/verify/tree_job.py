@@ -35,18 +35,19 @@ def _per_module(examples: Examples, found: dict[str, set[str]]) -> tuple[dict[st
     out: dict[str, Examples] = {name: {} for name in found}
     warnings = []
     for key, values in examples.items():
+        unused = f"EXAMPLES key {key!r} names no custom_vjp function of the verified modules; not used"
         module, sep, local = key.rpartition(":")
         if sep:
             if module in out and local in found[module]:
                 out[module][local] = values
             else:
-                warnings.append(f"EXAMPLES key {key!r} names no custom_vjp function of the verified modules; not used")
+                warnings.append(unused)
             continue
         owners = [name for name, locals_ in found.items() if key in locals_]
         if len(owners) == 1:
             out[owners[0]].setdefault(key, values)
         elif not owners:
-            warnings.append(f"EXAMPLES key {key!r} names no custom_vjp function of the verified modules; not used")
+            warnings.append(unused)
         elif len(owners) > 1:
             choices = ", ".join(f"{owner}:{key}" for owner in owners)
             warnings.append(f"EXAMPLES key {key!r} is ambiguous ({choices}); not used: name one of those instead")
