@@ -19,6 +19,8 @@ from vjp_migrate import imports, screen, vocabulary
 from vjp_migrate.api import analyze, check_paths
 from vjp_migrate.codes import BY_CODE, CODES, DEFAULT_SELECT, trigger_texts, triggers_for
 from vjp_migrate.model import Settings, Status
+from vjp_migrate.screen import names as screen_names
+from vjp_migrate.screen.array_use import STATIC_KEYWORDS
 
 ALL = frozenset(BY_CODE)
 SELECTIONS = [
@@ -331,13 +333,13 @@ def test_screen_word_sets_cover_classify() -> None:
     # Supersets: what may make an argument an array (the attribute and module words are one list,
     # vocabulary.py; annotations are qualified names in classify, last names in the screen).
     names = {a.rsplit(".", 1)[-1] for a in vocabulary.ARRAY_ANNOTATIONS} | vocabulary.ARRAY_ANNOTATION_NAMES
-    assert names <= screen.ARRAY_ANNOTATION_NAMES
-    assert {"jax.vjp", "jax.jvp", "jax.linearize"} & vocabulary.JAX_TRANSFORMS <= screen.ARRAY_TRANSFORMS
+    assert names <= vocabulary.ARRAY_ANNOTATION_NAMES
+    assert {"jax.vjp", "jax.jvp", "jax.linearize"} & vocabulary.JAX_TRANSFORMS <= screen_names.ARRAY_TRANSFORMS
     assert all(name.endswith(".custom_vjp") for name in imports.CUSTOM_VJP)
     # Subsets: what the screen takes as proof of a static argument.
-    assert screen.STATIC_KEYWORDS <= vocabulary.STATIC_KEYWORDS
-    assert screen.JIT <= imports.JIT
-    assert screen.PARTIAL <= imports.PARTIAL
+    assert STATIC_KEYWORDS <= vocabulary.STATIC_KEYWORDS
+    assert screen_names.JIT <= imports.JIT
+    assert screen_names.PARTIAL <= imports.PARTIAL
     assert {"str", "bool", "Callable"} <= vocabulary.STATIC_ANNOTATION_NAMES
     assert {"float", "int", "complex"} <= vocabulary.SCALAR_ANNOTATION_NAMES
 

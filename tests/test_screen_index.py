@@ -17,7 +17,8 @@ from pathlib import Path
 import jax
 from conftest import FIXTURES, read_exact
 
-from vjp_migrate import screen
+from vjp_migrate.screen import tree as screen_tree
+from vjp_migrate.screen.array_use import ArrayUse
 
 # Nodes the screen's walk leaves out: context and operator singletons, read through their parent.
 LEAVES = (ast.expr_context, ast.operator, ast.boolop, ast.unaryop, ast.cmpop)
@@ -124,15 +125,15 @@ def _plain_index(tree: ast.Module) -> dict[str, object]:
         elif isinstance(node, ast.ClassDef):
             decorated.update((id(d), None) for d in node.decorator_list)
         elif isinstance(node, ast.Assign):
-            assigned[id(node.value)] = [t for t in map(screen._dotted, node.targets) if t is not None]
+            assigned[id(node.value)] = [t for t in map(screen_tree.dotted, node.targets) if t is not None]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for local, bound in screen.import_bindings(node):
+            for local, bound in screen_tree.import_bindings(node):
                 aliases.setdefault(local, set()).add(bound)
     return {"calls": calls, "defs": defs, "decorated": decorated, "assigned": assigned, "aliases": aliases}
 
 
 def _screen_index(tree: ast.Module, text: str) -> dict[str, object]:
-    m = screen._index(tree, text)
+    m = screen_tree.index_module(tree, text)
     assert len(m.calls) == len({id(c) for c in m.calls}), "a call indexed twice"
     return {
         "calls": {id(c): None if m.caller[id(c)] is None else id(m.caller[id(c)]) for c in m.calls},
@@ -163,7 +164,7 @@ def test_the_screen_walks_equal_plain_walks() -> None:
 
 def _check_walk(name: str, tree: ast.Module) -> None:
     """Every node but contexts and operators."""
-    assert Counter(id(n) for n in screen._nodes([tree])) == _plain_nodes([tree]), name
+    assert Counter(id(n) for n in screen_tree.walk_nodes([tree])) == _plain_nodes([tree]), name
 
 
 def _check_index(name: str, tree: ast.Module, text: str) -> None:
@@ -171,11 +172,11 @@ def _check_index(name: str, tree: ast.Module, text: str) -> None:
 
 
 def _check_bodies(name: str, tree: ast.Module, text: str) -> None:
-    m = screen._index(tree, text)
-    uses = screen._ArrayUse(m)
+    m = screen_tree.index_module(tree, text)
+    uses = ArrayUse(m)
     for func in (f for found in m.defs.values() for f in found):
-        own = Counter(id(n) for n in screen._own_nodes(m, func))
-        assert own == _plain_nodes(list(func.body), screen._SCOPES), f"{name}: {func.name}"
+        own = Counter(id(n) for n in screen_tree.own_nodes(m, func))
+        assert own == _plain_nodes(list(func.body), screen_tree.SCOPES), f"{name}: {func.name}"
         uses.body(func, "x", 0)
         every = Counter(id(n) for n in m.bodies[id(func)])
         assert every == _plain_nodes(list(func.body)), f"{name}: {func.name}"

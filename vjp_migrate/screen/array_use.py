@@ -1,0 +1,165 @@
+"""Screen step 5: whether a parameter may be used as array data, an over-approximation of
+classify's array evidence (arithmetic, array attributes and functions, helpers followed, arrays
+passed at call sites)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+
+from vjp_migrate.screen.names import may_be_array_function, may_be_ffi_function, positional_params, qualified
+from vjp_migrate.screen.sites import Site, known_as
+from vjp_migrate.screen.tree import Func, Module, dotted, own_nodes, walk_nodes
+from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ANNOTATIONS, ARRAY_ATTRIBUTES, HOST_ARRAY_ANNOTATIONS
+
+ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
+# Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
+STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
+FOLLOW_DEPTH = 4  # classify follows helpers three calls deep; following further only keeps more
+
+
+def root_of(expr: ast.expr) -> ast.expr:
+    while isinstance(expr, ast.Subscript) or (isinstance(expr, ast.Attribute) and expr.attr in ROOT_ATTRIBUTES):
+        expr = expr.value
+    if isinstance(expr, ast.Starred):
+        return root_of(expr.value)
+    return expr
+
+
+class ArrayUse:
+    """Whether a parameter may be used as array data in a function or the helpers it calls."""
+
+    def __init__(self, m: Module) -> None:
+        self.m = m
+        self.memo: dict[tuple[int, str, int], bool] = {}
+
+    def annotated(self, param: ast.arg) -> bool:
+        if param.annotation is None:
+            return False
+        for node in ast.walk(param.annotation):
+            if not isinstance(node, (ast.Name, ast.Attribute)) or (name := dotted(node)) is None:
+                continue
+            if name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:
+                return True
+            if qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS):
+                return True  # `from jax import Array as JaxArray`
+        return False
+
+    def param(self, func: Func, index: int, depth: int = 0) -> bool:
+        params = positional_params(func)
+        return 0 <= index < len(params) and self._arg(func, params[index], depth)
+
+    def keyword_only(self, func: Func, name: str, depth: int) -> bool:
+        return any(self._arg(func, p, depth) for p in func.args.kwonlyargs if p.arg == name)
+
+    def _arg(self, func: Func, param: ast.arg, depth: int) -> bool:
+        key = (id(func), param.arg, depth)  # the depth bounds recursion, so it is in the key
+        if key not in self.memo:
+            self.memo[key] = self.annotated(param) or self.body(func, param.arg, depth)
+        return self.memo[key]
+
+    def body(self, func: Func, name: str, depth: int) -> bool:
+        if id(func) not in self.m.bodies:
+            self.m.bodies[id(func)] = own_nodes(self.m, func) + walk_nodes(self.m.nested[id(func)])
+        nodes = self.m.bodies[id(func)]
+        names = {name}
+        grown = True
+        while grown:  # `y = x` makes y stand for x (classify adds such names as it goes), and so
+            before = len(names)  # does `xs = (y, x)`, which classify reads as x passed where xs goes
+            for node in nodes:
+                if isinstance(node, ast.Assign) and (
+                    (isinstance(node.value, ast.Name) and node.value.id in names) or self._holds(node.value, names)
+                ):
+                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+            grown = len(names) > before
+        return any(self._node(node, names, depth) for node in nodes)
+
+    def _rooted(self, expr: ast.expr | None, names: set[str]) -> bool:
+        root = root_of(expr) if expr is not None else None
+        return isinstance(root, ast.Name) and root.id in names
+
+    def _passes_a_field(self, call: ast.Call, names: set[str]) -> bool:
+        """An argument of the call reads an attribute of the name (``p.key``, ``p.keys.dropout``)."""
+        for value in [*call.args, *(k.value for k in call.keywords)]:
+            if isinstance(value, ast.Attribute):
+                while isinstance(value, ast.Attribute):
+                    value = value.value
+                if isinstance(value, ast.Name) and value.id in names:
+                    return True
+        return False
+
+    def _holds(self, expr: ast.expr, names: set[str]) -> bool:
+        """A tuple or list literal with the name (or one holding it) among its elements."""
+        return isinstance(expr, (ast.Tuple, ast.List)) and any(
+            self._rooted(e, names) or self._holds(e, names) for e in expr.elts
+        )
+
+    def _node(self, node: ast.AST, names: set[str], depth: int) -> bool:
+        rooted = self._rooted
+        if isinstance(node, ast.BinOp):
+            return rooted(node.left, names) or rooted(node.right, names)
+        if isinstance(node, ast.AugAssign):
+            return rooted(node.target, names) or rooted(node.value, names)
+        if isinstance(node, ast.UnaryOp):
+            return not isinstance(node.op, ast.Not) and rooted(node.operand, names)
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            all_is = all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops)
+            return not all_is and any(rooted(o, names) for o in operands)
+        if isinstance(node, ast.Attribute):
+            return node.attr in ARRAY_ATTRIBUTES and rooted(node.value, names)
+        if isinstance(node, ast.Call):
+            return self._call(node, names, depth)
+        return False
+
+    def _call(self, call: ast.Call, names: set[str], depth: int) -> bool:
+        if self._passes_a_field(call, names) and any(q.startswith("jax.random.") for q in qualified(self.m, call.func)):
+            return True  # `jax.random.uniform(p.key, ...)`: the argument holds PRNG keys (classify)
+        passed: list[tuple[int | None, str | None]] = []  # (position, keyword) of each use
+        position: int | None = 0
+        for arg in call.args:
+            if isinstance(arg, ast.Starred):
+                position = None
+            if self._rooted(arg, names) or self._holds(arg, names):
+                passed.append((position, None))
+            if position is not None:
+                position += 1
+        for keyword in call.keywords:
+            held = self._rooted(keyword.value, names) or self._holds(keyword.value, names)
+            if held and keyword.arg not in STATIC_KEYWORDS:
+                passed.append((None, keyword.arg))
+        if not passed:
+            return False
+        if may_be_array_function(self.m, call.func):
+            return True
+        bind = isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
+        if (bind or may_be_ffi_function(self.m, call.func)) and any(given is None for _, given in passed):
+            return True  # a positional argument of any `.bind` or FFI function may be an operand
+        if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
+            return False
+        for helper in self.m.defs.get(call.func.id, []):
+            params = [p.arg for p in positional_params(helper)]
+            for at, given in passed:
+                if given is not None and self.keyword_only(helper, given, depth + 1):
+                    return True
+                if given is not None:
+                    targets = [params.index(given)] if given in params else []
+                elif at is None:
+                    targets = list(range(len(params)))  # after *args: any position
+                else:
+                    targets = [at] if at < len(params) else []
+                if any(self.param(helper, t, depth + 1) for t in targets):
+                    return True
+        return False
+
+
+def call_site_may_pass_array(m: Module, site: Site) -> bool:
+    names = known_as(m, site)
+    for call in m.calls:
+        name = dotted(call.func)
+        if name is None or name.rsplit(".", 1)[-1] not in names:
+            continue
+        values: Iterable[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+        if any(isinstance(v, ast.Call) and may_be_array_function(m, v.func) for v in values):
+            return True
+    return False

@@ -1,0 +1,204 @@
+"""Screen step 3: the custom_vjp sites (a superset of sites.py's), their nondiff positions, the
+defs that may be their rules, and whether those rules may be inconsistent (VJP004)."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from vjp_migrate.screen.names import (
+    int_positions,
+    may_be_array_function,
+    may_be_custom_vjp,
+    positional_params,
+    str_names,
+)
+from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, own_returns, toplevel_statements
+from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
+
+NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
+WRAPPER_NAMES = frozenset(w.rsplit(".", 1)[-1] for w in PRIMAL_WRAPPERS)
+
+
+@dataclass(frozen=True)
+class Site:
+    call: ast.Call
+    names: frozenset[str]  # what users call it: the primal's name and any assignment target
+    primals: tuple[Func, ...]
+    unseen: bool = False  # a call form whose primal is surely no def (sites.py reads fwd's signature)
+
+
+def find_sites(m: Module) -> Iterator[Site]:
+    for call in m.calls:
+        if not call.keywords or not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
+            continue
+        first = call.args[0] if call.args else None
+        if not (may_be_custom_vjp(m, call.func) or (first is not None and may_be_custom_vjp(m, first))):
+            continue
+        head = (dotted(call.func) or "").partition(".")[0]
+        if not may_be_custom_vjp(m, call.func) and head in m.surely_shadowed:
+            continue  # `partial = functools.partial`: imports.py does not resolve a shadowed name
+        if id(call) in m.decorated:
+            func = m.decorated[id(call)]
+            if func is not None:
+                yield Site(call, frozenset({func.name}), (func,))
+            continue
+        # Call forms: custom_vjp(f, nondiff_argnums=...) or partial(custom_vjp, ...)(f).
+        outer = next((c for c in m.calls if c.func is call and c.args), None)
+        bound = m.assigned.get(id(outer if outer is not None else call), [])
+        if not bound or (outer is None and not may_be_custom_vjp(m, call.func)):
+            continue  # sites.py finds call forms only as `name = custom_vjp(...)` or `partial(...)(f)`
+        if any("." in name for name in bound):
+            raise Doubt  # `simulate.vjp = custom_vjp(...)`: users call it by the attribute
+        target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
+        if isinstance(target, ast.Call) and len(target.args) == 1 and not target.keywords:
+            wrapper = dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS
+            if wrapper.rsplit(".", 1)[-1] in WRAPPER_NAMES:
+                target = target.args[0]
+        if isinstance(target, ast.Name) and _surely_a_def(m, call, target.id):
+            yield Site(call, frozenset({target.id, *bound}), tuple(m.defs[target.id]))
+        elif isinstance(target, ast.Attribute) or (isinstance(target, ast.Name) and target.id not in m.defs):
+            yield Site(call, frozenset(bound), (), unseen=True)  # find_def looks up plain names only
+        else:
+            raise Doubt  # sites.py may or may not find a def (a lambda, a call, a def in another scope)
+
+
+def _surely_a_def(m: Module, call: ast.Call, name: str) -> bool:
+    """sites.find_def surely finds a def of ``name`` from the call's scope: one in the module
+    scope, or in the scope of the def around the call (the scopes between are classes)."""
+    if any(d in m.top_defs for d in m.defs.get(name, ())):
+        return True
+    owner = m.caller.get(id(call))
+    return owner is not None and any(
+        isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef)) and s.name == name
+        for s in toplevel_statements(owner.body)
+    )
+
+
+def nondiff_positions(m: Module, site: Site, primal: Func) -> list[int]:
+    params = [p.arg for p in positional_params(primal)]
+    found: set[int] = set()
+    for keyword in site.call.keywords:
+        if keyword.arg == "nondiff_argnums":
+            found.update(int_positions(m, keyword.value))
+        elif keyword.arg == "nondiff_argnames":
+            found.update(params.index(n) for n in str_names(m, keyword.value) if n in params)
+    return sorted(found)
+
+
+def defvjp_calls(m: Module, site: Site) -> Iterator[ast.Call]:
+    """The module's ``<site>.defvjp(...)`` and ``getattr(<site>, "defvjp")(...)`` calls (by the
+    last part of the owner's name)."""
+    if m.defvjps is None:
+        m.defvjps = [(c, owner) for c in m.calls if (owner := _defvjp_owner(c.func)) is not None]
+    names = known_as(m, site)
+    for call, owner in m.defvjps:
+        name = dotted(owner)
+        if name is not None and name.rsplit(".", 1)[-1] in names:
+            yield call
+
+
+def known_as(m: Module, site: Site) -> set[str]:
+    """The site's names and every name bound to one of them (``clip = _clip``: sites.py follows a
+    module-level alias to its defvjp), in any scope."""
+    names = m.known_as.get(id(site.call))
+    if names is None:
+        names = m.known_as[id(site.call)] = set(site.names)
+        grown = True
+        while grown:
+            before = len(names)
+            for value, targets in m.renamed:
+                if value in names:
+                    names.update(t.rsplit(".", 1)[-1] for t in targets)
+            grown = len(names) > before
+    return names
+
+
+def _defvjp_owner(func: ast.expr) -> ast.expr | None:
+    if isinstance(func, ast.Attribute):
+        return func.value if func.attr == "defvjp" else None
+    if (
+        isinstance(func, ast.Call)
+        and (dotted(func.func) or "").rsplit(".", 1)[-1] == "getattr"
+        and len(func.args) == 2
+        and isinstance(func.args[1], ast.Constant)
+        and func.args[1].value == "defvjp"
+    ):
+        return func.args[0]
+    return None
+
+
+def rule_defs(m: Module, site: Site) -> tuple[list[Func | None], list[Func | None]]:
+    """Every def that may be the site's fwd and bwd (None when a rule may be unresolved)."""
+    fwds: list[Func | None] = []
+    bwds: list[Func | None] = []
+    for call in defvjp_calls(m, site):
+        for slot, role, out in ((0, "fwd", fwds), (1, "bwd", bwds)):
+            given = [k.value for k in call.keywords if k.arg == role]
+            expr = given[0] if given else (call.args[slot] if len(call.args) > slot else None)
+            if isinstance(expr, ast.Starred):
+                expr = expr.value
+            if isinstance(expr, (ast.Lambda, ast.Call)):
+                raise Doubt  # a lambda or partial rule: classify reads its body, the screen does not
+            name = dotted(expr) if expr is not None else None
+            out.extend(m.defs.get(name.rsplit(".", 1)[-1], []) if name else [])
+            out.append(None)
+    return fwds or [None], bwds or [None]
+
+
+def imports_a_rule(m: Module, site: Site) -> bool:
+    """A rule bound by an import, not a def: project-wide analysis may find it in another file."""
+    for call in defvjp_calls(m, site):
+        for expr in [*call.args, *(k.value for k in call.keywords)]:
+            name = dotted(expr)
+            if name is not None and name.split(".")[0] in m.aliases and not m.defs.get(name.rsplit(".", 1)[-1]):
+                return True
+    return False
+
+
+def may_be_inconsistent(m: Module, primal: Func, positions: list[int], fwd: Func | None, bwd: Func | None) -> bool:
+    varargs = primal.args.vararg is not None
+    n_params = len(positional_params(primal))
+    n = len(positions)
+    if not varargs and any(i >= n_params for i in positions):
+        return True  # "nondiff_argnums lists position 5, but `f` takes 2 positional parameters"
+    if bwd is not None and bwd.args.vararg is None and len(positional_params(bwd)) != n + 2:
+        return True
+    if fwd is not None and not varargs and fwd.args.vararg is None and len(positional_params(fwd)) != n_params:
+        return True
+    if bwd is not None and not varargs and n_params - n == 1:
+        cotangent = positional_params(bwd)[-1].arg if positional_params(bwd) else ""
+        for ret in own_returns(m, bwd):
+            value = ret.value
+            number = isinstance(value, ast.Constant) and type(value.value) in (int, float, complex)
+            if (
+                number
+                or isinstance(value, (ast.BinOp, ast.UnaryOp))
+                or (isinstance(value, ast.Name) and value.id == cotangent)
+            ):
+                return True
+            if isinstance(value, ast.Call) and may_be_array_function(m, value.func):
+                return True
+    return False
+
+
+def rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
+    """The rule sites._rule_arg reads (its keyword, else its position); None on any doubt."""
+    if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
+        return None
+    named = [k.value for k in call.keywords if k.arg == keyword]
+    if named:
+        return named[0]
+    return call.args[index] if index < len(call.args) else None
+
+
+def call_value(call: ast.Call, index: int, name: str) -> ast.expr | None:
+    for position, arg in enumerate(call.args):
+        if isinstance(arg, ast.Starred):
+            return None
+        if position == index:
+            return arg
+    if any(k.arg is None for k in call.keywords):
+        return None
+    return next((k.value for k in call.keywords if k.arg == name), None)
