@@ -45,7 +45,8 @@ def _jit_keywords(m: Module, func: Func) -> Iterator[ast.keyword]:
 
 def call_site_may_pass_traced(m: Module, site: Site, index: int, name: str) -> bool:
     """classify._traced_parameter: a call passes, for the argument, a parameter a jax.jit of a def
-    around it may trace, as it came or in arithmetic (`f(w * 2.0)`)."""
+    around it may trace, as it came, in arithmetic (`f(w * 2.0)`) or through a module helper
+    (`f(doubled(w))`)."""
     names = known_as(m, site)
     for call in m.calls:
         called = dotted(call.func)
@@ -57,7 +58,23 @@ def call_site_may_pass_traced(m: Module, site: Site, index: int, name: str) -> b
         if m.traced is None:
             m.traced = _may_be_traced_parameters(m)
         traced = {n for func, params in m.traced if _encloses(func, call) for n in params}
-        if any(isinstance(leaf, ast.Name) and leaf.id in traced for leaf in _arithmetic_leaves(value)):
+        if _reads(m, value, traced):
+            return True
+    return False
+
+
+def _reads(m: Module, expr: ast.expr, names: set[str]) -> bool:
+    """``expr`` is one of ``names``, arithmetic on them, or a call of a def of the module given
+    such a value (classify follows a helper that returns its parameter or arithmetic on it)."""
+    for leaf in _arithmetic_leaves(expr):
+        if isinstance(leaf, ast.Name) and leaf.id in names:
+            return True
+        if (
+            isinstance(leaf, ast.Call)
+            and isinstance(leaf.func, ast.Name)
+            and leaf.func.id in m.defs
+            and any(_reads(m, given, names) for given in [*leaf.args, *(k.value for k in leaf.keywords)])
+        ):
             return True
     return False
 
@@ -74,46 +91,69 @@ def _may_be_traced_parameters(m: Module) -> list[tuple[Func, set[str]]]:
                 static = jit_static(m, func)
                 traced |= {p.arg for i, p in enumerate(positional_params(func)) if i not in static}
                 traced |= {p.arg for p in func.args.kwonlyargs} - _static_names(m, func)
-            for call in wrapped.get(func.name, ()):
-                traced |= _traced_by_call(m, call, func)
+            for call, bound in wrapped.get(func.name, ()):
+                traced |= _traced_by_call(m, call, func, bound)
             if traced:
                 found.append((func, _computed_from(m, func, traced)))
     return found
 
 
-def _jit_wrapped(m: Module) -> dict[str, list[ast.Call]]:
-    """The `jax.jit(name, ...)` calls of the module, by the name they are given."""
-    found: dict[str, list[ast.Call]] = {}
+def _jit_wrapped(m: Module) -> dict[str, list[tuple[ast.Call, ast.Call | None]]]:
+    """The `jax.jit(name, ...)` and `jax.jit(partial(name, ...), ...)` calls of the module, by the
+    name they are given, each with the partial call (None without one)."""
+    found: dict[str, list[tuple[ast.Call, ast.Call | None]]] = {}
     for call in m.calls:
         first = call.args[0] if call.args else None
-        if isinstance(first, ast.Name) and _may_be_jit(m, call.func):
-            found.setdefault(first.id, []).append(call)
+        if not _may_be_jit(m, call.func):
+            continue
+        bound = None
+        if isinstance(first, ast.Call) and first.args and _may_be_partial(m, first.func):
+            bound, first = first, first.args[0]
+        if isinstance(first, ast.Name):
+            found.setdefault(first.id, []).append((call, bound))
     return found
 
 
-def _traced_by_call(m: Module, call: ast.Call, func: Func) -> set[str]:
+def _may_be_partial(m: Module, func: ast.expr) -> bool:
+    return any(q.rsplit(".", 1)[-1] == "partial" for q in qualified(m, func) | {dotted(func) or ""})
+
+
+def _traced_by_call(m: Module, call: ast.Call, func: Func, bound: ast.Call | None) -> set[str]:
+    """The parameters the jit call may trace: not those its partial binds (passed on as they
+    are) nor those its literal static arguments mark, counted past the partial's positions."""
     params = [p.arg for p in positional_params(func)]
-    static: set[str] = set()
+    given = bound.args[1:] if bound is not None else []
+    skip = 0 if any(isinstance(a, ast.Starred) for a in given) else len(given)
+    static = {k.arg for k in bound.keywords if k.arg} if bound is not None else set()
+    static |= set(params[:skip])
     for keyword in call.keywords:
         with contextlib.suppress(Doubt, IndexError):
             if keyword.arg == "static_argnums":
-                static.update(params[i] for i in int_positions(m, keyword.value, allow_range=False))
+                static.update(params[skip:][i] for i in int_positions(m, keyword.value, allow_range=False))
             elif keyword.arg == "static_argnames":
                 static.update(str_names(m, keyword.value))
     return {*params, *(p.arg for p in func.args.kwonlyargs)} - static
 
 
 def _computed_from(m: Module, func: Func, names: set[str]) -> set[str]:
-    """``names`` and the names ``func`` binds to arithmetic on them (`s = w * 2.0`), to a fixpoint."""
+    """``names`` and the names ``func`` binds to values read from them, to a fixpoint: arithmetic
+    on them or a helper's result (`s = w * 2.0`), the parts of one unpacked (`a, b = pair`), and
+    the items of a loop or comprehension over anything that mentions them (`for w in ws`)."""
     if id(func) not in m.bodies:  # nested defs too: a local of one may come from this def's parameter
         m.bodies[id(func)] = own_nodes(m, func) + walk_nodes(m.nested[id(func)])
-    assigns = [node for node in m.bodies[id(func)] if isinstance(node, ast.Assign)]
+    binders = [(n.targets, n.value) for n in m.bodies[id(func)] if isinstance(n, ast.Assign)]
+    loops = [
+        (n.target, n.iter) for n in m.bodies[id(func)] if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))
+    ]
     grown = True
     while grown:
         before = len(names)
-        for node in assigns:
-            if any(isinstance(leaf, ast.Name) and leaf.id in names for leaf in _arithmetic_leaves(node.value)):
-                names |= {t.id for t in node.targets if isinstance(t, ast.Name)}
+        for targets, value in binders:
+            if _reads(m, value, names):
+                names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        for target, over in loops:
+            if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(over)):
+                names |= {n.id for n in ast.walk(target) if isinstance(n, ast.Name)}
         grown = len(names) > before
     return names
 
