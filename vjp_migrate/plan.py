@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import libcst as cst
@@ -549,9 +549,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` takes the argument through *args"
     fwd_bound = names_in(fwd).bound
     fwd_returns = own_returns(fwd)
-    reused = _already_saved(
-        read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd_returns, fwd_bound, _bindings(fwd)
-    )
+    reused = _already_saved(read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd, fwd_returns, fwd_bound)
     saved = tuple(p for p in read if p not in reused)
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
@@ -808,52 +806,98 @@ def _already_saved(
     bwd_params: tuple[str, ...],
     bwd: cst.FunctionDef,
     counts: dict[str, int],
+    fwd: cst.FunctionDef,
     fwd_returns: list[cst.Return],
     fwd_bound: set[str],
-    fwd_bindings: dict[str, list[cst.CSTNode]],
 ) -> dict[int, list[tuple[cst.Name, str]]]:
     """Moved arguments that fwd already saves by hand (half-migrated code), with the names bwd
     renames for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
-    parameter at one index, and bwd unpacks it in one plain assignment whose target there can
-    take bwd's name for it, or whose target bwd's reads of its parameter can read instead."""
+    parameter, or an alias of it (`w_ = w`), at one place, in nested tuples too, and bwd unpacks
+    it in one plain assignment whose target there can take bwd's name for it, or whose target
+    bwd's reads of its parameter can read instead."""
     residual = bwd_params[len(order)]
     unpack = _single_unpack(bwd, residual, counts, ())
     if unpack is None:
         return {}
     target = unpack.targets[0].target
-    if not isinstance(target, (cst.Tuple, cst.List)):
-        return {}
+    fwd_bindings = _bindings(fwd)
     tuples = [
         _residual_literal(r.value.elements[1].value, fwd_bindings)
         for r in fwd_returns
         if isinstance(r.value, cst.Tuple)
     ]
-    if len(tuples) != len(fwd_returns) or not all(
-        isinstance(t, cst.Tuple)
-        and len(t.elements) == len(target.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in t.elements)  # positions unknown
-        for t in tuples
-    ):
+    if len(tuples) != len(fwd_returns) or not all(isinstance(t, cst.Tuple) for t in tuples):
         return {}
     found: dict[int, list[tuple[cst.Name, str]]] = {}
     bindings = _bindings(bwd)
     for p in read:
         name, wanted = fwd_params[p], bwd_params[order.index(p)]
-        slots = {
-            tuple(i for i, e in enumerate(t.elements) if isinstance(e.value, cst.Name) and e.value.value == name)
-            for t in tuples
-            if isinstance(t, cst.Tuple)
-        }
-        if name in fwd_bound or len(slots) != 1 or len(next(iter(slots))) != 1:
+        if name in fwd_bound:
             continue
-        slot = target.elements[next(iter(slots))[0]].value
-        if not isinstance(slot, cst.Name):
+        saved_as = _aliases(name, fwd, fwd_bindings)
+        places = {tuple(_paths_to(t, saved_as)) for t in tuples}  # each return's, once
+        if len(places) != 1 or len(paths := next(iter(places))) != 1:
+            continue
+        slot = _unpacked_at(target, tuples, paths[0])
+        if slot is None:
             continue
         if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
             found[p] = [(slot, wanted)] if slot.value != wanted else []
         elif (loads := _reads_after(bwd, unpack, wanted, slot.value, bindings)) is not None:
             found[p] = [(load, slot.value) for load in loads]
     return found
+
+
+def _aliases(name: str, fwd: cst.FunctionDef, bindings: dict[str, list[cst.CSTNode]]) -> set[str]:
+    """``name`` and the names fwd's own statements bind to it once and never again (`w_ = w`)."""
+    found = {name}
+    for stmt in body_statements(fwd):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(alias := small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Name)
+                and small.value.value == name
+                and [id(b) for b in bindings.get(alias.value, [])] == [id(small)]
+            ):
+                found.add(alias.value)
+    return found
+
+
+def _paths_to(literal: cst.BaseExpression, names: set[str], path: tuple[int, ...] = ()) -> Iterator[tuple[int, ...]]:
+    """Where a tuple literal holds one of ``names``, as indices into it and its nested tuple literals."""
+    if not isinstance(literal, (cst.Tuple, cst.List)) or any(
+        isinstance(e, cst.StarredElement)
+        for e in literal.elements  # positions unknown
+    ):
+        return
+    for index, element in enumerate(literal.elements):
+        if isinstance(element.value, cst.Name) and element.value.value in names:
+            yield (*path, index)
+        yield from _paths_to(element.value, names, (*path, index))
+
+
+def _unpacked_at(
+    target: cst.BaseExpression, literals: list[cst.BaseExpression], path: tuple[int, ...]
+) -> cst.Name | None:
+    """The name bwd's unpack target binds at ``path`` of fwd's residual ``literals``, when the
+    target has their shape down to there (`(c, w), x = res` for `((c, w), x)`)."""
+    for index in path:
+        if not all(_same_width(target, literal) for literal in literals):
+            return None
+        assert isinstance(target, (cst.Tuple, cst.List))
+        target = target.elements[index].value
+        literals = [literal.elements[index].value for literal in literals if isinstance(literal, (cst.Tuple, cst.List))]
+    return target if isinstance(target, cst.Name) else None
+
+
+def _same_width(target: cst.BaseExpression, literal: cst.BaseExpression) -> bool:
+    """Both are tuples (or lists) without starred items, of as many items."""
+    return all(
+        isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements)
+        for node in (target, literal)
+    ) and len(target.elements) == len(literal.elements)  # type: ignore[attr-defined]
 
 
 def _reads_after(
