@@ -1950,3 +1950,43 @@ f.defvjp(f_fwd, f_bwd)
     )
     assert migrated in out, out
     assert f"    {fwd_body}\n" in out or "w_static, " in migrated, out  # fwd saves nothing new when reused
+
+
+@pytest.mark.parametrize(
+    ("annotation", "body", "migrated"),
+    [
+        pytest.param("Sequence[Array]", "return (g * c * w, g)", " -> Sequence[Array | None]", id="Sequence"),
+        pytest.param("Iterable[jax.Array]", "return (g * c * w, g)", " -> Iterable[jax.Array | None]", id="Iterable"),
+        pytest.param("list[Array]", "return [g * c * w, g]", " -> list[Array | None]", id="list literal"),
+        pytest.param(
+            "List[Array]", "grads = [g * c * w, g]\n    return grads", " -> List[Array | None]", id="name of a list"
+        ),
+        pytest.param("list[Array]", "return (g * c * w, g)", "", id="list type of a tuple: removed"),
+        pytest.param(
+            "Sequence[Optional[Array]]", "return (g * c * w, g)", " -> Sequence[Optional[Array]]", id="holds None"
+        ),
+        pytest.param('Sequence["Array"]', "return (g * c * w, g)", "", id="string: removed"),
+    ],
+)
+def test_a_sequence_cotangent_annotation_admits_none(annotation: str, body: str, migrated: str) -> None:
+    # bwd's `-> Sequence[Array]` stays true once None joins the items; `list[X]` only of a list.
+    out = fix(
+        HEAD
+        + f"""\
+from typing import Iterable, List, Optional, Sequence
+from jax import Array
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w, y):
+    return jnp.sin(x) * w + y
+
+def f_fwd(x, w, y):
+    return f(x, w, y), jnp.cos(x)
+
+def f_bwd(w, c, g) -> {annotation}:
+    {body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"def f_bwd(res, g){migrated}:\n" in out, out

@@ -610,7 +610,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         reused=tuple(rename for renames in reused.values() for rename in renames),
         jit_edits=edits,
         bwd_def_name=def_name,
-        retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots),
+        retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots, _returns_lists(own_returns(bwd), literals)),
     )
 
 
@@ -637,9 +637,11 @@ def _retyped(
     saved_bwd: tuple[str, ...],
     unpack: cst.Assign | None,
     slots: tuple[int, ...],
+    returns_lists: bool,
 ) -> tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...]:
     """The annotations the change makes wrong, and what replaces them: the updated type when it
-    is known exactly, else nothing (section 3h). ``unpack``: bwd's `a, b = res` (tuple layouts)."""
+    is known exactly, else nothing (section 3h). ``unpack``: bwd's `a, b = res` (tuple layouts);
+    ``returns_lists``: every return of bwd gives a list literal, which stays a list."""
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     target = unpack.targets[0].target if unpack is not None else None
     width = len(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else None
@@ -656,8 +658,9 @@ def _retyped(
         bwd.returns is not None
         and not _holds_anything(bwd.returns.annotation, False)
         and not _admits_none(_variadic_item(bwd.returns.annotation))
+        and not _admits_none(_sequence_item(bwd.returns.annotation, returns_lists))
     ):
-        edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots)))
+        edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots, returns_lists)))
     params = _param_nodes(bwd)
     residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
     if layout is Layout.NONE and len(saved_bwd) == 1:  # the residual is that argument now
@@ -781,15 +784,45 @@ def _admits_none(expr: cst.BaseExpression | None) -> bool:
     return _holds_anything(expr, False)
 
 
-def _cotangents_type(site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...]) -> TupleType | None:
+def _sequence_item(expr: cst.BaseExpression, returns_lists: bool) -> cst.BaseExpression | None:
+    """``X`` of `Sequence[X]` (`Iterable`, `Collection`; `typing.` or `collections.abc.`), which
+    any tuple or list of X is, or of `list[X]` (`List`) when bwd returns list literals only."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
+        return None
+    index = expr.slice[0].slice
+    last = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+    if not isinstance(index, cst.Index) or index.star is not None:
+        return None
+    if last in _SEQUENCE_TYPES or (returns_lists and last in ("list", "List")):
+        return index.value
+    return None
+
+
+_SEQUENCE_TYPES = ("Sequence", "Iterable", "Collection")
+
+
+def _returns_lists(returns: list[cst.Return], literals: dict[int, cst.Assign]) -> bool:
+    """Every return gives a list literal (`[a, b]`, or a name bound once to one, `grads = [a, b]`)."""
+    values = [literals[id(r)].value if id(r) in literals else r.value for r in returns]
+    return bool(values) and all(isinstance(v, cst.List) for v in values)
+
+
+def _cotangents_type(
+    site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...], returns_lists: bool
+) -> TupleType | None:
     """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent;
-    `tuple[X, ...]` becomes `tuple[X | None, ...]`."""
+    `tuple[X, ...]` becomes `tuple[X | None, ...]`, `Sequence[X]` `Sequence[X | None]`, and so
+    does `list[X]` of a bwd that returns list literals."""
     item = _variadic_item(old)
     if isinstance(item, (cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
         assert isinstance(old, cst.Subscript)
         ellipsis = old.slice[1].slice
         assert isinstance(ellipsis, cst.Index)
         return TupleType(dotted(old.value) or "tuple", (OrNone(item), ellipsis.value), old)
+    item = _sequence_item(old, returns_lists)
+    if isinstance(item, (cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
+        assert isinstance(old, cst.Subscript)
+        return TupleType(dotted(old.value) or "Sequence", (OrNone(item),), old)
     found = _tuple_items(old)
     if found is None or not site.nondiff.complete or len(found[1]) != len(site.params) - len(site.nondiff.positions):
         return None
