@@ -254,7 +254,8 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     n_nondiff = len(site.nondiff.positions)
     ignored = ignored_argnames(site)
     if not n_nondiff and not ignored:
-        return None  # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
+        # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
+        return _unread_import(site, imports)
     if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
         return (
             f"nondiff_argnums lists position {site.nondiff.positions[0]}, but custom_vjp does not count "
@@ -295,6 +296,27 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value; JAX needs a tuple with one cotangent per argument"
     return None
+
+
+def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:
+    """nondiff_argnums given by an imported name whose value is not read, of a bwd that takes
+    nondiff arguments whose names are not the primal's (sites reads the positions from them when
+    they are): which arguments it lists cannot be told, and silence would hide a broken rule."""
+    arg, bwd = site.nondiff.argnums_arg, site.bwd
+    name = dotted(arg.value) if arg is not None else None
+    if name is None or name.split(".")[0] not in imports.aliases or bwd is None or bwd.node is None:
+        return None
+    if site.nondiff.complete or site.nondiff.argnames_arg is not None:
+        return None
+    leading = positional_params(bwd.node)[bwd.bound_args :][:-2]
+    if not leading or isinstance(bwd.node.params.star_arg, cst.Param):
+        return None
+    listed = ", ".join(f"`{n}`" for n in leading)
+    return (
+        f"{site.nondiff.problem}, and bwd `{bwd.node.name.value}`'s nondiff parameters ({listed}) "
+        f"are not named like parameters of `{_primal_name(site)}` in order, so which arguments it lists "
+        "cannot be told"
+    )
 
 
 def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
