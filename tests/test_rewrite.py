@@ -1918,6 +1918,12 @@ def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.
         ),
         pytest.param(
             "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
+            "cw, x = res\n    c, w = cw\n    return (g * c * w * w_static,)",
+            "def f_bwd(res, g):\n    cw, x = res\n    c, w = cw\n    return (g * c * w * w, None)\n",
+            id="nested tuple unpacked in two steps",
+        ),
+        pytest.param(
+            "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
             "cw, x = res\n    return (g * cw[0] * w_static,)",
             "def f_bwd(res, g):\n    w_static, cw, x = res\n",
             id="nested tuple unpacked as one name: saved",

@@ -874,7 +874,6 @@ def _already_saved(
     unpack = _single_unpack(bwd, residual, counts, ())
     if unpack is None:
         return {}
-    target = unpack.targets[0].target
     fwd_bindings = _bindings(fwd)
     tuples = [
         _residual_literal(r.value.elements[1].value, fwd_bindings)
@@ -893,12 +892,13 @@ def _already_saved(
         places = {tuple(_paths_to(t, saved_as)) for t in tuples}  # each return's, once
         if len(places) != 1 or len(paths := next(iter(places))) != 1:
             continue
-        slot = _unpacked_at(target, tuples, paths[0])
-        if slot is None:
+        found_slot = _unpacked_at(bwd, unpack, tuples, paths[0], counts, bindings)
+        if found_slot is None:
             continue
+        slot, slot_unpack = found_slot
         if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
             found[p] = [(slot, wanted)] if slot.value != wanted else []
-        elif (loads := _reads_after(bwd, unpack, wanted, slot.value, bindings)) is not None:
+        elif (loads := _reads_after(bwd, slot_unpack, wanted, slot.value, bindings)) is not None:
             found[p] = [(load, slot.value) for load in loads]
     return found
 
@@ -934,17 +934,46 @@ def _paths_to(literal: cst.BaseExpression, names: set[str], path: tuple[int, ...
 
 
 def _unpacked_at(
-    target: cst.BaseExpression, literals: list[cst.BaseExpression], path: tuple[int, ...]
-) -> cst.Name | None:
-    """The name bwd's unpack target binds at ``path`` of fwd's residual ``literals``, when the
-    target has their shape down to there (`(c, w), x = res` for `((c, w), x)`)."""
+    bwd: cst.FunctionDef,
+    unpack: cst.Assign,
+    literals: list[cst.BaseExpression],
+    path: tuple[int, ...],
+    counts: dict[str, int],
+    bindings: dict[str, list[cst.CSTNode]],
+) -> tuple[cst.Name, cst.Assign] | None:
+    """The name bwd's unpack binds at ``path`` of fwd's residual ``literals``, and the statement
+    binding it, when the targets have their shape down to there: `(c, w), x = res` for
+    `((c, w), x)`, or `cw, x = res` and then `c, w = cw`, `cw` read nowhere else."""
+    target: cst.BaseExpression = unpack.targets[0].target
     for index in path:
+        if isinstance(target, cst.Name) and (inner := _inner_unpack(bwd, target.value, counts, bindings)) is not None:
+            unpack, target = inner, inner.targets[0].target
         if not all(_same_width(target, literal) for literal in literals):
             return None
         assert isinstance(target, (cst.Tuple, cst.List))
         target = target.elements[index].value
         literals = [literal.elements[index].value for literal in literals if isinstance(literal, (cst.Tuple, cst.List))]
-    return target if isinstance(target, cst.Name) else None
+    return (target, unpack) if isinstance(target, cst.Name) else None
+
+
+def _inner_unpack(
+    bwd: cst.FunctionDef, name: str, counts: dict[str, int], bindings: dict[str, list[cst.CSTNode]]
+) -> cst.Assign | None:
+    """bwd's one plain `a, b = name` statement, when that is all that reads ``name``, bound once."""
+    if counts.get(name, 0) != 2 or len(bindings.get(name, [])) != 1:
+        return None
+    for stmt in body_statements(bwd):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+            and _plain_target(small.targets[0].target)
+            and isinstance(small.value, cst.Name)
+            and small.value.value == name
+        ):
+            return small
+    return None
 
 
 def _same_width(target: cst.BaseExpression, literal: cst.BaseExpression) -> bool:
