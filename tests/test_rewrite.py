@@ -1875,3 +1875,124 @@ def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.
     monkeypatch.setattr(rewrite._DropImports, "on_visit", no_visit, raising=False)
     assert fix_source(head + RULES_BELOW).source == expected
     assert "from functools import reduce\n" in expected
+
+
+@pytest.mark.parametrize(
+    ("fwd_body", "bwd_body", "migrated"),
+    [
+        pytest.param(
+            "w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias of the parameter",
+        ),
+        pytest.param(
+            "w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "_, c = res\n    return (g * c * w_static,)",
+            "def f_bwd(res, g):\n    w_static, c = res\n    return (g * c * w_static, None)\n",
+            id="alias unpacked into _",
+        ),
+        pytest.param(
+            "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
+            "(c, w), x = res\n    return (g * c * w_static,)",
+            "def f_bwd(res, g):\n    (c, w_static), x = res\n    return (g * c * w_static, None)\n",
+            id="nested tuple, unread target",
+        ),
+        pytest.param(
+            "c = jnp.cos(x)\n    return f(x, w), (x, (c, w))",
+            "x, (c, w) = res\n    return (g * c * w * w_static,)",
+            "def f_bwd(res, g):\n    x, (c, w) = res\n    return (g * c * w * w, None)\n",
+            id="nested tuple, read target",
+        ),
+        pytest.param(
+            "w_ = w\n    res = (jnp.cos(x), (x, w_))\n    return f(x, w), res",
+            "c, (x, w) = res\n    return (g * c * w * w_static,)",
+            "def f_bwd(res, g):\n    c, (x, w) = res\n    return (g * c * w * w, None)\n",
+            id="alias in a nested tuple bound to a name",
+        ),
+        pytest.param(
+            "w_ = w\n    w_ = w_ * 2\n    return f(x, w), (w_, jnp.cos(x))",
+            "w2, c = res\n    return (g * c * w2 * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w2, c = res\n",
+            id="alias rebound: saved",
+        ),
+        pytest.param(
+            "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
+            "cw, x = res\n    c, w = cw\n    return (g * c * w * w_static,)",
+            "def f_bwd(res, g):\n    cw, x = res\n    c, w = cw\n    return (g * c * w * w, None)\n",
+            id="nested tuple unpacked in two steps",
+        ),
+        pytest.param(
+            "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
+            "cw, x = res\n    return (g * cw[0] * w_static,)",
+            "def f_bwd(res, g):\n    w_static, cw, x = res\n",
+            id="nested tuple unpacked as one name: saved",
+        ),
+        pytest.param(
+            "c = jnp.cos(x)\n    return f(x, w), ((c, w, x), x)",
+            "(c, w), x = res\n    return (g * c * w_static,)",
+            "def f_bwd(res, g):\n    w_static, (c, w), x = res\n",
+            id="nested widths differ: saved",
+        ),
+    ],
+)
+def test_an_alias_or_nested_residual_fwd_already_saves_is_reused(fwd_body: str, bwd_body: str, migrated: str) -> None:
+    # fwd saves `w` under another name, or inside a nested tuple: bwd reads that, no second copy.
+    out = fix(
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    {fwd_body}
+
+def f_bwd(w_static, res, g):
+    {bwd_body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert migrated in out, out
+    assert f"    {fwd_body}\n" in out or "w_static, " in migrated, out  # fwd saves nothing new when reused
+
+
+@pytest.mark.parametrize(
+    ("annotation", "body", "migrated"),
+    [
+        pytest.param("Sequence[Array]", "return (g * c * w, g)", " -> Sequence[Array | None]", id="Sequence"),
+        pytest.param("Iterable[jax.Array]", "return (g * c * w, g)", " -> Iterable[jax.Array | None]", id="Iterable"),
+        pytest.param("list[Array]", "return [g * c * w, g]", " -> list[Array | None]", id="list literal"),
+        pytest.param(
+            "List[Array]", "grads = [g * c * w, g]\n    return grads", " -> List[Array | None]", id="name of a list"
+        ),
+        pytest.param("list[Array]", "return (g * c * w, g)", "", id="list type of a tuple: removed"),
+        pytest.param(
+            "Sequence[Optional[Array]]", "return (g * c * w, g)", " -> Sequence[Optional[Array]]", id="holds None"
+        ),
+        pytest.param('Sequence["Array"]', "return (g * c * w, g)", "", id="string: removed"),
+    ],
+)
+def test_a_sequence_cotangent_annotation_admits_none(annotation: str, body: str, migrated: str) -> None:
+    # bwd's `-> Sequence[Array]` stays true once None joins the items; `list[X]` only of a list.
+    out = fix(
+        HEAD
+        + f"""\
+from typing import Iterable, List, Optional, Sequence
+from jax import Array
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w, y):
+    return jnp.sin(x) * w + y
+
+def f_fwd(x, w, y):
+    return f(x, w, y), jnp.cos(x)
+
+def f_bwd(w, c, g) -> {annotation}:
+    {body}
+
+f.defvjp(f_fwd, f_bwd)
+"""
+    )
+    assert f"def f_bwd(res, g){migrated}:\n" in out, out

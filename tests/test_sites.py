@@ -261,6 +261,89 @@ def test_nondiff_argnums_from_a_variable_is_not_literal() -> None:
 
 
 @pytest.mark.parametrize(
+    ("header", "bwd_params", "positions", "problem"),
+    [
+        pytest.param(
+            "from consts import ND",
+            "a, _, g",
+            (0,),
+            "nondiff_argnums is given by `ND`, imported from `consts`, which is not among the files checked "
+            "(its positions are read from bwd `f_bwd`'s parameter names)",
+            id="bwd names the argument",
+        ),
+        pytest.param(
+            "import pkg.consts as C",
+            "a, _, g",
+            (0,),
+            "nondiff_argnums is given by `C.ND`, imported from `pkg.consts`, which is not among the files checked "
+            "(its positions are read from bwd `f_bwd`'s parameter names)",
+            id="attribute of an imported module",
+        ),
+        pytest.param(
+            "from consts import ND",
+            "a_static, _, g",
+            (),
+            "nondiff_argnums is given by `ND`, imported from `consts`, which is not among the files checked",
+            id="bwd names no parameter: unread",
+        ),
+        pytest.param(
+            "from consts import ND",
+            "b, a, _, g",
+            (),
+            "nondiff_argnums is given by `ND`, imported from `consts`, which is not among the files checked",
+            id="out of order: unread",
+        ),
+    ],
+)
+def test_nondiff_argnums_imported_from_a_module_not_read(
+    header: str, bwd_params: str, positions: tuple[int, ...], problem: str
+) -> None:
+    # The value is not known; bwd's leading parameters are the nondiff arguments, in position order.
+    argnums = "C.ND" if " as C" in header else "ND"
+    code = f"import jax\nfrom functools import partial\n{header}\n"
+    code += f"@partial(jax.custom_vjp, nondiff_argnums={argnums})\ndef f(a, b):\n    return b\n"
+    code += RULE.replace("def f_bwd(a, _, g):", f"def f_bwd({bwd_params}):")
+    (site,) = sites_of(code)
+    assert site.nondiff.positions == positions and not site.nondiff.literal
+    assert site.nondiff.problem == problem
+
+
+def test_nondiff_argnums_imported_is_read_through_the_project_hook() -> None:
+    # project.py passes the constant's value in the module it comes from.
+    code = "import jax\nfrom functools import partial\nfrom consts import ND\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=ND)\ndef f(a, b):\n    return b\n"
+    code += RULE.replace("def f_bwd(a, _, g):", "def f_bwd(a_static, _, g):")
+    module, imports = parse(code)
+    asked: list[str] = []
+
+    def value(name: str) -> cst.BaseExpression | str | None:
+        asked.append(name)
+        return cst.parse_expression("(0,)")
+
+    (site,) = SiteFinder(module, imports, imported_value=value).find()
+    assert asked == ["ND"] and site.nondiff.positions == (0,) and site.nondiff.complete
+    assert site.nondiff.problem == "nondiff_argnums is given by `ND`, imported from `consts`"
+
+
+def test_an_imported_nondiff_argnums_is_never_passed_over() -> None:
+    # The array argument is judged from bwd's names (VJP003); bwd naming none of them: VJP004.
+    code = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nfrom consts import ND\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=ND)\ndef f(a, b):\n    return jnp.sin(b) * a\n"
+    rules = RULE.replace("return f(a, b), None", "return f(a, b), jnp.cos(b)").replace(
+        "return (g * a,)", "return (g * a * _,)"
+    )
+    found = check_source(code + rules)
+    assert [(d.code, d.argument) for d in found] == [("VJP003", "a")], found
+    renamed = rules.replace("def f_bwd(a, _, g):", "def f_bwd(w, _, g):").replace("g * a * _", "g * w * _")
+    found = check_source(code + renamed)
+    assert [d.code for d in found] == ["VJP004"], found
+    assert found[0].message.endswith(
+        "and bwd `f_bwd`'s nondiff parameters (`w`) are not named like parameters of `f` in order, "
+        "so which arguments it lists cannot be told"
+    )
+
+
+@pytest.mark.parametrize(
     ("argnums", "positions", "literal"),
     [
         pytest.param("tuple(range(1, 3))", (1, 2), True, id="tuple of range"),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import replace
 
 import libcst as cst
@@ -254,7 +254,8 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     n_nondiff = len(site.nondiff.positions)
     ignored = ignored_argnames(site)
     if not n_nondiff and not ignored:
-        return None  # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
+        # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
+        return _unread_import(site, imports)
     if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
         return (
             f"nondiff_argnums lists position {site.nondiff.positions[0]}, but custom_vjp does not count "
@@ -295,6 +296,27 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value; JAX needs a tuple with one cotangent per argument"
     return None
+
+
+def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:
+    """nondiff_argnums given by an imported name whose value is not read, of a bwd that takes
+    nondiff arguments whose names are not the primal's (sites reads the positions from them when
+    they are): which arguments it lists cannot be told, and silence would hide a broken rule."""
+    arg, bwd = site.nondiff.argnums_arg, site.bwd
+    name = dotted(arg.value) if arg is not None else None
+    if name is None or name.split(".")[0] not in imports.aliases or bwd is None or bwd.node is None:
+        return None
+    if site.nondiff.complete or site.nondiff.argnames_arg is not None:
+        return None
+    leading = positional_params(bwd.node)[bwd.bound_args :][:-2]
+    if not leading or isinstance(bwd.node.params.star_arg, cst.Param):
+        return None
+    listed = ", ".join(f"`{n}`" for n in leading)
+    return (
+        f"{site.nondiff.problem}, and bwd `{bwd.node.name.value}`'s nondiff parameters ({listed}) "
+        f"are not named like parameters of `{_primal_name(site)}` in order, so which arguments it lists "
+        "cannot be told"
+    )
 
 
 def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
@@ -549,9 +571,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         return f"fwd `{fwd.name.value}` takes the argument through *args"
     fwd_bound = names_in(fwd).bound
     fwd_returns = own_returns(fwd)
-    reused = _already_saved(
-        read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd_returns, fwd_bound, _bindings(fwd)
-    )
+    reused = _already_saved(read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd, fwd_returns, fwd_bound)
     saved = tuple(p for p in read if p not in reused)
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
@@ -612,7 +632,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         reused=tuple(rename for renames in reused.values() for rename in renames),
         jit_edits=edits,
         bwd_def_name=def_name,
-        retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots),
+        retyped=_retyped(site, layout, saved_fwd, saved_bwd, unpack, slots, _returns_lists(own_returns(bwd), literals)),
     )
 
 
@@ -639,9 +659,11 @@ def _retyped(
     saved_bwd: tuple[str, ...],
     unpack: cst.Assign | None,
     slots: tuple[int, ...],
+    returns_lists: bool,
 ) -> tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...]:
     """The annotations the change makes wrong, and what replaces them: the updated type when it
-    is known exactly, else nothing (section 3h). ``unpack``: bwd's `a, b = res` (tuple layouts)."""
+    is known exactly, else nothing (section 3h). ``unpack``: bwd's `a, b = res` (tuple layouts);
+    ``returns_lists``: every return of bwd gives a list literal, which stays a list."""
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     target = unpack.targets[0].target if unpack is not None else None
     width = len(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else None
@@ -658,8 +680,9 @@ def _retyped(
         bwd.returns is not None
         and not _holds_anything(bwd.returns.annotation, False)
         and not _admits_none(_variadic_item(bwd.returns.annotation))
+        and not _admits_none(_sequence_item(bwd.returns.annotation, returns_lists))
     ):
-        edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots)))
+        edits.append((bwd, _cotangents_type(site, bwd.returns.annotation, slots, returns_lists)))
     params = _param_nodes(bwd)
     residual = params[site.bwd.bound_args + len(site.nondiff.positions)]
     if layout is Layout.NONE and len(saved_bwd) == 1:  # the residual is that argument now
@@ -783,15 +806,45 @@ def _admits_none(expr: cst.BaseExpression | None) -> bool:
     return _holds_anything(expr, False)
 
 
-def _cotangents_type(site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...]) -> TupleType | None:
+def _sequence_item(expr: cst.BaseExpression, returns_lists: bool) -> cst.BaseExpression | None:
+    """``X`` of `Sequence[X]` (`Iterable`, `Collection`; `typing.` or `collections.abc.`), which
+    any tuple or list of X is, or of `list[X]` (`List`) when bwd returns list literals only."""
+    if not isinstance(expr, cst.Subscript) or len(expr.slice) != 1:
+        return None
+    index = expr.slice[0].slice
+    last = (dotted(expr.value) or "").rsplit(".", 1)[-1]
+    if not isinstance(index, cst.Index) or index.star is not None:
+        return None
+    if last in _SEQUENCE_TYPES or (returns_lists and last in ("list", "List")):
+        return index.value
+    return None
+
+
+_SEQUENCE_TYPES = ("Sequence", "Iterable", "Collection")
+
+
+def _returns_lists(returns: list[cst.Return], literals: dict[int, cst.Assign]) -> bool:
+    """Every return gives a list literal (`[a, b]`, or a name bound once to one, `grads = [a, b]`)."""
+    values = [literals[id(r)].value if id(r) in literals else r.value for r in returns]
+    return bool(values) and all(isinstance(v, cst.List) for v in values)
+
+
+def _cotangents_type(
+    site: VjpSite, old: cst.BaseExpression, slots: tuple[int, ...], returns_lists: bool
+) -> TupleType | None:
     """bwd's `tuple[X, Y]` with `None` at the new slots, when it lists every old cotangent;
-    `tuple[X, ...]` becomes `tuple[X | None, ...]`."""
+    `tuple[X, ...]` becomes `tuple[X | None, ...]`, `Sequence[X]` `Sequence[X | None]`, and so
+    does `list[X]` of a bwd that returns list literals."""
     item = _variadic_item(old)
     if isinstance(item, (cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
         assert isinstance(old, cst.Subscript)
         ellipsis = old.slice[1].slice
         assert isinstance(ellipsis, cst.Index)
         return TupleType(dotted(old.value) or "tuple", (OrNone(item), ellipsis.value), old)
+    item = _sequence_item(old, returns_lists)
+    if isinstance(item, (cst.Name, cst.Attribute, cst.Subscript, cst.BinaryOperation)):
+        assert isinstance(old, cst.Subscript)
+        return TupleType(dotted(old.value) or "Sequence", (OrNone(item),), old)
     found = _tuple_items(old)
     if found is None or not site.nondiff.complete or len(found[1]) != len(site.params) - len(site.nondiff.positions):
         return None
@@ -808,52 +861,127 @@ def _already_saved(
     bwd_params: tuple[str, ...],
     bwd: cst.FunctionDef,
     counts: dict[str, int],
+    fwd: cst.FunctionDef,
     fwd_returns: list[cst.Return],
     fwd_bound: set[str],
-    fwd_bindings: dict[str, list[cst.CSTNode]],
 ) -> dict[int, list[tuple[cst.Name, str]]]:
     """Moved arguments that fwd already saves by hand (half-migrated code), with the names bwd
     renames for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
-    parameter at one index, and bwd unpacks it in one plain assignment whose target there can
-    take bwd's name for it, or whose target bwd's reads of its parameter can read instead."""
+    parameter, or an alias of it (`w_ = w`), at one place, in nested tuples too, and bwd unpacks
+    it in one plain assignment whose target there can take bwd's name for it, or whose target
+    bwd's reads of its parameter can read instead."""
     residual = bwd_params[len(order)]
     unpack = _single_unpack(bwd, residual, counts, ())
     if unpack is None:
         return {}
-    target = unpack.targets[0].target
-    if not isinstance(target, (cst.Tuple, cst.List)):
-        return {}
+    fwd_bindings = _bindings(fwd)
     tuples = [
         _residual_literal(r.value.elements[1].value, fwd_bindings)
         for r in fwd_returns
         if isinstance(r.value, cst.Tuple)
     ]
-    if len(tuples) != len(fwd_returns) or not all(
-        isinstance(t, cst.Tuple)
-        and len(t.elements) == len(target.elements)
-        and not any(isinstance(e, cst.StarredElement) for e in t.elements)  # positions unknown
-        for t in tuples
-    ):
+    if len(tuples) != len(fwd_returns) or not all(isinstance(t, cst.Tuple) for t in tuples):
         return {}
     found: dict[int, list[tuple[cst.Name, str]]] = {}
     bindings = _bindings(bwd)
     for p in read:
         name, wanted = fwd_params[p], bwd_params[order.index(p)]
-        slots = {
-            tuple(i for i, e in enumerate(t.elements) if isinstance(e.value, cst.Name) and e.value.value == name)
-            for t in tuples
-            if isinstance(t, cst.Tuple)
-        }
-        if name in fwd_bound or len(slots) != 1 or len(next(iter(slots))) != 1:
+        if name in fwd_bound:
             continue
-        slot = target.elements[next(iter(slots))[0]].value
-        if not isinstance(slot, cst.Name):
+        saved_as = _aliases(name, fwd, fwd_bindings)
+        places = {tuple(_paths_to(t, saved_as)) for t in tuples}  # each return's, once
+        if len(places) != 1 or len(paths := next(iter(places))) != 1:
             continue
+        found_slot = _unpacked_at(bwd, unpack, tuples, paths[0], counts, bindings)
+        if found_slot is None:
+            continue
+        slot, slot_unpack = found_slot
         if slot.value in ("_", wanted) or (counts.get(slot.value, 0) == 1 and slot.value not in bwd_params):
             found[p] = [(slot, wanted)] if slot.value != wanted else []
-        elif (loads := _reads_after(bwd, unpack, wanted, slot.value, bindings)) is not None:
+        elif (loads := _reads_after(bwd, slot_unpack, wanted, slot.value, bindings)) is not None:
             found[p] = [(load, slot.value) for load in loads]
     return found
+
+
+def _aliases(name: str, fwd: cst.FunctionDef, bindings: dict[str, list[cst.CSTNode]]) -> set[str]:
+    """``name`` and the names fwd's own statements bind to it once and never again (`w_ = w`)."""
+    found = {name}
+    for stmt in body_statements(fwd):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(alias := small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Name)
+                and small.value.value == name
+                and [id(b) for b in bindings.get(alias.value, [])] == [id(small)]
+            ):
+                found.add(alias.value)
+    return found
+
+
+def _paths_to(literal: cst.BaseExpression, names: set[str], path: tuple[int, ...] = ()) -> Iterator[tuple[int, ...]]:
+    """Where a tuple literal holds one of ``names``, as indices into it and its nested tuple literals."""
+    if not isinstance(literal, (cst.Tuple, cst.List)) or any(
+        isinstance(e, cst.StarredElement)
+        for e in literal.elements  # positions unknown
+    ):
+        return
+    for index, element in enumerate(literal.elements):
+        if isinstance(element.value, cst.Name) and element.value.value in names:
+            yield (*path, index)
+        yield from _paths_to(element.value, names, (*path, index))
+
+
+def _unpacked_at(
+    bwd: cst.FunctionDef,
+    unpack: cst.Assign,
+    literals: list[cst.BaseExpression],
+    path: tuple[int, ...],
+    counts: dict[str, int],
+    bindings: dict[str, list[cst.CSTNode]],
+) -> tuple[cst.Name, cst.Assign] | None:
+    """The name bwd's unpack binds at ``path`` of fwd's residual ``literals``, and the statement
+    binding it, when the targets have their shape down to there: `(c, w), x = res` for
+    `((c, w), x)`, or `cw, x = res` and then `c, w = cw`, `cw` read nowhere else."""
+    target: cst.BaseExpression = unpack.targets[0].target
+    for index in path:
+        if isinstance(target, cst.Name) and (inner := _inner_unpack(bwd, target.value, counts, bindings)) is not None:
+            unpack, target = inner, inner.targets[0].target
+        if not all(_same_width(target, literal) for literal in literals):
+            return None
+        assert isinstance(target, (cst.Tuple, cst.List))
+        target = target.elements[index].value
+        literals = [literal.elements[index].value for literal in literals if isinstance(literal, (cst.Tuple, cst.List))]
+    return (target, unpack) if isinstance(target, cst.Name) else None
+
+
+def _inner_unpack(
+    bwd: cst.FunctionDef, name: str, counts: dict[str, int], bindings: dict[str, list[cst.CSTNode]]
+) -> cst.Assign | None:
+    """bwd's one plain `a, b = name` statement, when that is all that reads ``name``, bound once."""
+    if counts.get(name, 0) != 2 or len(bindings.get(name, [])) != 1:
+        return None
+    for stmt in body_statements(bwd):
+        small = stmt.body[0] if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 else None
+        if (
+            isinstance(small, cst.Assign)
+            and len(small.targets) == 1
+            and isinstance(small.targets[0].target, (cst.Tuple, cst.List))
+            and _plain_target(small.targets[0].target)
+            and isinstance(small.value, cst.Name)
+            and small.value.value == name
+        ):
+            return small
+    return None
+
+
+def _same_width(target: cst.BaseExpression, literal: cst.BaseExpression) -> bool:
+    """Both are tuples (or lists) without starred items, of as many items."""
+    return all(
+        isinstance(node, (cst.Tuple, cst.List)) and not any(isinstance(e, cst.StarredElement) for e in node.elements)
+        for node in (target, literal)
+    ) and len(target.elements) == len(literal.elements)  # type: ignore[attr-defined]
 
 
 def _reads_after(

@@ -31,9 +31,13 @@ if TYPE_CHECKING:
     from vjp_migrate.api import Analysis
     from vjp_migrate.classify import Context
     from vjp_migrate.imports import ImportTable
-    from vjp_migrate.sites import ImportedRule
+    from vjp_migrate.sites import ImportedRule, ImportedValue
 
 _MAX_REEXPORTS = 4  # `from ._impl import bwd` in an __init__.py, followed this many times
+
+
+def _not_checked(module: str) -> str:
+    return f"imported from `{module}`, which is not among the files checked"
 
 
 def outside_message(role: str, name: str, module: str) -> str:
@@ -101,7 +105,9 @@ class Project:
     def find_sites(self, module: cst.Module, imports: ImportTable, path: str) -> list[VjpSite]:
         from vjp_migrate.sites import find_sites
 
-        sites = find_sites(module, imports, self.imported_rule(Path(path), module))
+        sites = find_sites(
+            module, imports, self.imported_rule(Path(path), module), self.imported_value(Path(path), module)
+        )
         return [self._block(site) for site in sites]
 
     def _block(self, site: VjpSite) -> VjpSite:
@@ -154,6 +160,40 @@ class Project:
             return self._lookup(role, local, target, path, 0)
 
         return resolve
+
+    def imported_value(self, path: Path, module: cst.Module) -> ImportedValue:
+        """A constant's value in the checked module it is imported from (`nondiff_argnums=NONDIFF`)."""
+        found: list[ModuleImports] = []
+
+        def resolve(local: str) -> cst.BaseExpression | str | None:
+            if not found:
+                found.append(module_imports(module, self.index.package_of(path)))
+            origin = found[0].origin(local)
+            if origin is None:
+                return None
+            self.imported.setdefault(path, set()).add(origin)
+            target = found[0].target(local)
+            return self._constant(target, 0) if target is not None else _not_checked(origin)
+
+        return resolve
+
+    def _constant(self, target: str, depth: int) -> cst.BaseExpression | str:
+        from vjp_migrate.sites import module_constants
+
+        split = self.index.split(target)
+        if split is None:
+            return _not_checked(target.rpartition(".")[0] or target)
+        module_name, attribute = split
+        loaded = self.load(self.index.paths[module_name])
+        if isinstance(loaded, str):
+            return f"imported from `{module_name}`, which {loaded}"
+        value = module_constants(loaded.module).get(attribute)
+        if value is not None:
+            return value
+        further = module_imports(loaded.module, self.index.package_of(self.index.paths[module_name])).target(attribute)
+        if further is not None and depth < _MAX_REEXPORTS:
+            return self._constant(further, depth + 1)
+        return f"imported from `{module_name}`, where no constant `{attribute}` is assigned"
 
     def _lookup(self, role: str, local: str, target: str, importer: Path, depth: int) -> FunctionRef:
         from vjp_migrate.sites import Scope, find_def

@@ -24,6 +24,10 @@ from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 # Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
 # (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
 ImportedRule = Callable[[str, str], FunctionRef | None]
+# ... and the value of a constant imported from another module (`nondiff_argnums=NONDIFF`): its
+# expression there, why it cannot be read (`imported from `pkg.consts`, which is ...`), or None
+# when the name is not imported.
+ImportedValue = Callable[[str], cst.BaseExpression | str | None]
 
 _COMPOUND_TYPES = node_types(cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
 
@@ -107,24 +111,21 @@ def _str_literals(expr: cst.BaseExpression) -> tuple[str, ...] | None:
 class SiteFinder:
     """Walks one module's scopes and collects its custom_vjp sites."""
 
-    def __init__(self, module: cst.Module, imports: ImportTable, imported_rule: ImportedRule | None = None) -> None:
+    def __init__(
+        self,
+        module: cst.Module,
+        imports: ImportTable,
+        imported_rule: ImportedRule | None = None,
+        imported_value: ImportedValue | None = None,
+    ) -> None:
         self.module = module
         self.imports = imports
         self.imported_rule = imported_rule
-        self.constants = self._module_constants()
+        self.imported_value = imported_value
+        self.constants = module_constants(module)
+        self.unread_imports: set[int] = set()  # id(nondiff_argnums Arg) of imported names not read
         self.names: set[str] | None = None  # every name the module uses, once needed
         self.bindings: dict[str, int] | None = None  # module-level binding counts, once needed
-
-    def _module_constants(self) -> dict[str, cst.BaseExpression]:
-        constants: dict[str, cst.BaseExpression] = {}
-        for stmt in self.module.body:
-            if isinstance(stmt, cst.SimpleStatementLine):
-                for small in stmt.body:
-                    if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                        target = small.targets[0].target
-                        if isinstance(target, cst.Name):
-                            constants[target.value] = small.value
-        return constants
 
     # --- nondiff_argnums / nondiff_argnames --------------------------------------------------
 
@@ -162,6 +163,20 @@ class SiteFinder:
                 problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
                 if name in self.constants:
                     found = self._positions(self.constants[name])
+                elif name is not None and (origin := self._origin(name)) is not None:
+                    value = self.imported_value(name) if self.imported_value is not None else None
+                    if isinstance(value, cst.BaseExpression):
+                        found = self._positions(value)
+                    where = value if isinstance(value, str) else f"imported from `{origin}`"
+                    if found is None and not isinstance(value, str):
+                        where += (
+                            ", which is not among the files checked"
+                            if value is None
+                            else ", where its value is no literal"
+                        )
+                    problem += f", {where}"
+                    if found is None:
+                        self.unread_imports.add(id(argnums))
             complete = found is not None
             positions.update(found or ())
         if argnames is not None:
@@ -175,6 +190,13 @@ class SiteFinder:
                 complete = complete and (seen or all(n in params for n in names))
         listed = argnums is not None and self._written_as_list(argnums.value)
         return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete, listed)
+
+    def _origin(self, name: str) -> str | None:
+        """The module an imported ``name`` comes from, as the import spells it."""
+        target = self.imports.aliases.get(name.split(".")[0])
+        if target is None:
+            return None
+        return target if "." in name else target.rpartition(".")[0] or target
 
     def _written_as_list(self, expr: cst.BaseExpression) -> bool:
         """``[0, 1]`` or ``list(...)`` of the builtins: the rewrite keeps a list."""
@@ -328,7 +350,8 @@ class SiteFinder:
         if bwd.lambda_node is not None:
             bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
         site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
-        return self._signature_from_fwd(site) if site.primal is None else site
+        site = self._signature_from_fwd(site) if site.primal is None else site
+        return _positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
 
     def _signature_from_fwd(self, site: VjpSite) -> VjpSite:
         """An unseen primal has fwd's signature: the parameter names and nondiff_argnames read there."""
@@ -463,6 +486,24 @@ class SiteFinder:
             name, index = f"{wanted}_{index}", index + 1
         self.names.add(name)
         return name
+
+
+def _positions_from_bwd(site: VjpSite) -> VjpSite:
+    """nondiff_argnums given by an imported name whose value is not read: bwd's leading
+    parameters are the nondiff arguments, in ascending position order, so when each names a
+    parameter of the primal, in that order, those are the positions judged (plan.inconsistency
+    says so, as VJP004, when they do not)."""
+    bwd = site.bwd
+    if bwd is None or bwd.node is None or site.nondiff.argnames_arg is not None or site.nondiff.positions:
+        return site
+    names = positional_params(bwd.node)[bwd.bound_args :][:-2]
+    if not names or not all(n in site.params for n in names):
+        return site
+    positions = tuple(site.params.index(n) for n in names)
+    if list(positions) != sorted(set(positions)):
+        return site
+    problem = f"{site.nondiff.problem} (its positions are read from bwd `{bwd.node.name.value}`'s parameter names)"
+    return replace(site, nondiff=replace(site.nondiff, positions=positions, problem=problem, complete=True))
 
 
 def _signature_from_bwd(site: VjpSite) -> VjpSite:
@@ -743,6 +784,24 @@ def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
     return None
 
 
-def find_sites(module: cst.Module, imports: ImportTable, imported_rule: ImportedRule | None = None) -> list[VjpSite]:
+def find_sites(
+    module: cst.Module,
+    imports: ImportTable,
+    imported_rule: ImportedRule | None = None,
+    imported_value: ImportedValue | None = None,
+) -> list[VjpSite]:
     """Every custom_vjp in the module that has nondiff_argnums or nondiff_argnames."""
-    return SiteFinder(module, imports, imported_rule).find()
+    return SiteFinder(module, imports, imported_rule, imported_value).find()
+
+
+def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
+    """The values the module's top-level `NAME = value` statements give (the last one of each)."""
+    constants: dict[str, cst.BaseExpression] = {}
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                    target = small.targets[0].target
+                    if isinstance(target, cst.Name):
+                        constants[target.value] = small.value
+    return constants
