@@ -571,6 +571,79 @@ def test_a_class_registered_with_a_leaf_is_traced_by_jit(config: str) -> None:
     assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
 
 
+_OPTIONAL_CONFIG = "import dataclasses\nimport typing\nfrom typing import Optional, Union\n"
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["Optional[Config]", "typing.Optional[Config]", "Config | None", "None | Config", "Union[Config, None]"],
+)
+@pytest.mark.parametrize(
+    ("config", "how"),
+    [
+        pytest.param(
+            "@partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=['chunks'])\n"
+            + _DC
+            + "class Config:\n    chunks: int = 2\n",
+            "register_dataclass",
+            id="register_dataclass",
+        ),
+        pytest.param(_TREE_CLASS.format(children="()"), "register_pytree_node_class", id="tree_flatten returns ()"),
+    ],
+)
+@pytest.mark.parametrize("where", ["in the rules", "in the jitted caller"])
+def test_a_leafless_config_or_none_passes_jit_untraced(annotation: str, config: str, how: str, where: str) -> None:
+    # None is a pytree with no leaves too: either value reaches the rules untraced.
+    annotated, caller = ("a: ANN, x", "cfg") if where == "in the rules" else ("a, x", "cfg: ANN")
+    code = site_module(
+        "return helper(x, a)",
+        "return (g,)",
+        annotated.replace("ANN", annotation),
+        extra=_OPTIONAL_CONFIG + config + "from lib import helper\n",
+    )
+    info = _unscreened(code + f"@jax.jit\ndef run(x, {caller.replace('ANN', annotation)}):\n    return f(cfg, x)\n")
+    assert info.kind is not ArgKind.ARRAY, info.evidence
+    assert not any("a traced value" in e.text for e in info.evidence), info.evidence
+    if where == "in the rules":
+        assert info.kind is ArgKind.STATIC and any(how in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["Optional[Leafy]", "Config | jax.Array", "Union[Config, int]", "Optional[Config, int]", "list[Config]"],
+)
+def test_a_union_with_a_type_that_has_leaves_is_traced_by_jit(annotation: str) -> None:
+    config = (
+        "@partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=['chunks'])\n"
+        + _DC
+        + "class Config:\n    chunks: int = 2\n"
+        + "@partial(jax.tree_util.register_dataclass, data_fields=['chunks'], meta_fields=[])\n"
+        + _DC
+        + "class Leafy:\n    chunks: int = 2\n"
+    )
+    code = site_module(
+        "return helper(x, a)", "return (g,)", extra=_OPTIONAL_CONFIG + config + "from lib import helper\n"
+    )
+    info = _unscreened(code + f"@jax.jit\ndef run(x, cfg: {annotation}):\n    return f(cfg, x)\n")
+    assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def test_an_optional_leafless_config_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:
+    @functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=["chunks"])
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        chunks: int = 2
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Config | None, x: jax.Array) -> jax.Array:
+        return jnp.sum(x.reshape(1 if cfg is None else cfg.chunks, -1))
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g),))
+    run = jax.jit(lambda x, cfg: f(cfg, x))
+    for cfg in (Config(), None):
+        assert (jax.grad(run)(jnp.arange(4.0), cfg) == 1.0).all()
+
+
 def test_configs_registered_with_no_leaves_passed_through_jit_are_no_tracers_in_nondiff_argnums() -> None:
     @functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=["chunks"])
     @dataclasses.dataclass(frozen=True)

@@ -1137,11 +1137,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         return []
     found: list[tuple[Evidence, str]] = []
     line = ctx.line_of(param)
-    if _static_class(param, ctx):
+    if (static_class := _static_class(param, ctx)) is not None:
         annotation = param.annotation.annotation if param.annotation else None
         text = cst.Module([]).code_for_node(annotation) if annotation else ""
-        how = ctx.static_classes[annotation.value] if isinstance(annotation, cst.Name) else ""
-        note = f"{how}, which jit passes on untraced"
+        note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
@@ -1180,10 +1179,41 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     return found
 
 
-def _static_class(param: cst.Param, ctx: Context) -> bool:
-    """Whether ``param`` is annotated with a class of the module registered as a pytree with no leaves."""
-    annotation = param.annotation.annotation if param.annotation is not None else None
-    return isinstance(annotation, cst.Name) and annotation.value in ctx.static_classes
+def _static_class(param: cst.Param, ctx: Context) -> str | None:
+    """The class of the module registered as a pytree with no leaves that ``param`` is annotated
+    with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
+    if param.annotation is None:
+        return None
+    alternatives = list(_alternatives(param.annotation.annotation))
+    classes = [a.value for a in alternatives if isinstance(a, cst.Name) and a.value in ctx.static_classes]
+    others = [a for a in alternatives if not (isinstance(a, cst.Name) and a.value in ctx.static_classes)]
+    if classes and all(isinstance(a, cst.Name) and a.value == "None" for a in others):
+        return classes[0]
+    return None
+
+
+def _annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
+    return any(_static_class(p, ctx) is not None for p in _all_params(func.params) if p.name.value == name)
+
+
+def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A and B)."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        yield from _alternatives(annotation.left)
+        yield from _alternatives(annotation.right)
+        return
+    kind = (dotted(annotation.value) or "").rsplit(".", 1)[-1] if isinstance(annotation, cst.Subscript) else ""
+    if isinstance(annotation, cst.Subscript) and kind in ("Optional", "Union"):
+        items = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+        if len(items) != len(annotation.slice) or (kind == "Optional" and len(items) != 1):
+            yield annotation  # not a union this reads
+            return
+        for item in items:
+            yield from _alternatives(item)
+        if kind == "Optional":
+            yield cst.Name("None")
+        return
+    yield annotation
 
 
 def call_site_evidence(
@@ -1259,7 +1289,7 @@ def _traced_parameter(
             caller is not None
             and _traces(caller, leaf.value, ctx, wrapped)
             and not _rebound(caller, leaf.value, ctx)
-            and not any(_static_class(p, ctx) for p in _all_params(caller.params) if p.name.value == leaf.value)
+            and not _annotated_leafless(caller, leaf.value, ctx)
         ):
             return leaf.value, caller.name.value, through
         bound = _local_value(leaf.value, callers[-1], ctx) if callers and caller is None and depth < 3 else None
