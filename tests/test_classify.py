@@ -2620,6 +2620,184 @@ def test_a_local_or_a_jit_call_that_traces_nothing_is_no_call_site_evidence(call
     assert not any("traced" in e.text for e in info.evidence), info.evidence
 
 
+_LOOP = "@jax.jit\ndef run(x, ws):\n    out = 0.0\n    for {target} in {sequence}:\n        out = out + f({value}, x)\n    return out\n"
+
+
+@pytest.mark.parametrize(
+    ("caller", "through"),
+    [
+        pytest.param(_LOOP.format(target="w", sequence="ws", value="w"), "`w`", id="for w in ws"),
+        pytest.param(
+            _LOOP.format(target="i, w", sequence="enumerate(ws)", value="w * i"), "`w`", id="for i, w in enumerate(ws)"
+        ),
+        pytest.param(
+            _LOOP.format(target="b, w", sequence="zip(x, ws)", value="w + b"), "`w`", id="for b, w in zip(x, ws)"
+        ),
+        pytest.param(
+            "@jax.jit\ndef run(x, ws):\n    return sum(f(w * 2.0, x) for w in ws)\n", "`w`", id="comprehension"
+        ),
+        pytest.param("@jax.jit\ndef run(x, ws):\n    w, b = ws\n    return f(w, x) + b\n", "`w`", id="unpacked"),
+        pytest.param(
+            "def doubled(v):\n    return v * 2.0\n@jax.jit\ndef run(x, ws):\n    return f(doubled(ws), x)\n",
+            "`doubled(...)`",
+            id="helper",
+        ),
+        pytest.param(
+            "def scaled(v, k=2.0):\n    return k * v\n@jax.jit\ndef run(x, ws):\n    return f(scaled(k=3.0, v=ws), x)\n",
+            "`scaled(...)`",
+            id="helper by keyword",
+        ),
+        pytest.param(
+            "def doubled(v):\n    return v * 2.0\n@jax.jit\ndef run(x, ws):\n    for w in ws:\n        x = f(doubled(w), x)\n"
+            "    return x\n",
+            "`doubled(...)`",
+            id="helper in a loop",
+        ),
+    ],
+)
+def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: str, through: str) -> None:
+    # jit traces every leaf of `ws`: its items, its unpacked parts and arithmetic on them are Tracers.
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    want = f"a traced value (from the parameter `ws` of the jitted `run`, through {through})"
+    assert any(want in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(_LOOP.format(target="w", sequence="range(3)", value="w"), id="range"),
+        pytest.param(_LOOP.format(target="w", sequence="(1.0, 2.0)", value="w"), id="literal tuple"),
+        pytest.param(_LOOP.format(target="w, v", sequence="enumerate(ws)", value="w"), id="enumerate's index"),
+        pytest.param(_LOOP.format(target="w", sequence="ws.keys()", value="w"), id="keys"),
+        pytest.param(
+            _LOOP.replace("ws):", "ws: dict[str, float]):").format(target="w", sequence="ws", value="w"), id="dict"
+        ),
+        pytest.param(
+            _LOOP.replace("@jax.jit", "@partial(jax.jit, static_argnums=(1,))").format(
+                target="w", sequence="ws", value="w"
+            ),
+            id="static",
+        ),
+        pytest.param(
+            _LOOP.replace("out = 0.0", "out = w = 0.0").format(target="w", sequence="ws", value="w"), id="bound twice"
+        ),
+        pytest.param(
+            "def one(v):\n    return 1.0\n@jax.jit\ndef run(x, ws):\n    return f(one(ws), x)\n", id="constant"
+        ),
+        pytest.param(
+            "def size(v):\n    return v.shape[0]\n@jax.jit\ndef run(x, ws):\n    return f(size(ws), x)\n", id="shape"
+        ),
+        pytest.param(
+            "def pick(v, flag):\n    if flag:\n        return v\n    return 1.0\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, True), x)\n",
+            id="two returns",
+        ),
+        pytest.param(
+            "def halved(v):\n    v = 1.0\n    return v / 2\n@jax.jit\ndef run(x, ws):\n    return f(halved(ws), x)\n",
+            id="helper rebinds it",
+        ),
+        pytest.param(
+            "def doubled(v):\n    return v * 2.0\n@partial(jax.jit, static_argnums=(1,))\ndef run(x, ws):\n"
+            "    return f(doubled(ws), x)\n",
+            id="helper of a static parameter",
+        ),
+    ],
+)
+def test_a_loop_or_a_helper_that_carries_no_traced_value_is_no_call_site_evidence(caller: str) -> None:
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_items_of_a_traced_sequence_and_a_helpers_result_are_tracers_in_nondiff_argnums() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+
+    def doubled(v: jax.Array) -> jax.Array:
+        return v * 2.0
+
+    def loop(x: jax.Array, ws: tuple[jax.Array, ...]) -> jax.Array:
+        return sum((f(w, x) for w in ws), start=jnp.zeros(()))
+
+    def helper(x: jax.Array, ws: jax.Array) -> jax.Array:
+        return f(doubled(ws), x)
+
+    def counted(x: jax.Array, ws: jax.Array) -> jax.Array:
+        return sum((f(float(n), x) for n in range(3)), start=jnp.zeros(()))
+
+    assert jax.grad(jax.jit(counted))(1.0, 0.0) == 3.0  # a Python int loop variable stays a Python value
+    for run, ws in ((loop, (2.0, 3.0)), (helper, 2.0)):
+        with pytest.raises(jax.errors.UnexpectedTracerError):
+            jax.grad(jax.jit(run))(1.0, ws)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def run(x, w, scale):\n    return f(w * scale, x)\nfast = jax.jit(partial(run, scale=2.0))\n",
+            id="partial binding another keyword",
+        ),
+        pytest.param(
+            "import functools\ndef run(s, x, w):\n    return f(w, x) * s\n"
+            "fast = jax.jit(functools.partial(run, 2.0))\n",
+            id="functools.partial binding another position",
+        ),
+        pytest.param(
+            "def run(s, x, w, n):\n    return f(w, x) * s * n\nfast = jax.jit(partial(run, 2.0), static_argnums=(2,))\n",
+            id="static_argnums counted past the bound position",
+        ),
+    ],
+)
+def test_a_parameter_a_jitted_partial_leaves_open_is_traced(caller: str) -> None:
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    assert any("a traced value (from the parameter `w` of the jitted `run`" in e.text for e in info.evidence), info
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def run(x, w, mode):\n    return f(mode, x) * w\nfast = jax.jit(partial(run, mode=2.0))\n",
+            id="bound by keyword",
+        ),
+        pytest.param(
+            "import functools\ndef run(w, x):\n    return f(w, x)\nfast = jax.jit(functools.partial(run, 2.0))\n",
+            id="bound by position",
+        ),
+        pytest.param(
+            "def run(s, x, w):\n    return f(w, x) * s\nfast = jax.jit(partial(run, 2.0), static_argnums=(1,))\n",
+            id="static_argnums counted past the bound position",
+        ),
+        pytest.param(
+            "def run(x, s, w):\n    return f(w, x) * s\nfast = jax.jit(partial(run, s=2.0), static_argnums=(1,))\n",
+            id="static_argnums after a keyword-bound position",
+        ),
+        pytest.param("def run(x, w):\n    return f(w, x)\nfast = jax.jit(partial(run, *ARGS))\n", id="star"),
+    ],
+)
+def test_a_parameter_a_jitted_partial_binds_or_marks_static_is_not_traced(caller: str) -> None:
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_jitted_partial_traces_what_it_leaves_open_and_passes_what_it_binds() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+
+    def run(x: jax.Array, w: jax.Array, mode: float) -> jax.Array:
+        return f(mode, x) + f(w, x)
+
+    assert jax.grad(jax.jit(functools.partial(run, w=3.0, mode=2.0)))(1.0) == 5.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(functools.partial(run, mode=2.0)))(1.0, 3.0)
+
+
 def test_a_value_traced_through_a_local_disagrees_with_a_static_call_site() -> None:
     static = '@partial(jax.jit, static_argnames=("s",))\ndef use_static(x, s):\n    return f(s, x)\n'
     traced = "def use_traced(x, w):\n    s = w * 2.0\n    return f(s, x)\nuse_traced = jax.jit(use_traced)\n"

@@ -1279,9 +1279,17 @@ def _traced_parameter(
     depth: int = 0,
 ) -> tuple[str, str, str] | None:
     """A parameter that the ``jax.jit`` of its def traces, passed as it came or in arithmetic
-    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`), itself or through a local of the calling def bound
-    once to such a value (`s = w * 2.0`): the parameter, the def and the first such local."""
+    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`), itself, through a local of the calling def bound
+    once to such a value (`s = w * 2.0`) or to an item of one (`for w in ws`), or through a module
+    helper returning such a value of its own parameter (`doubled(w)`): the parameter, the def and
+    the first such local or helper call."""
     for leaf in _arithmetic_leaves(value):
+        if isinstance(leaf, cst.Call) and depth < 3:
+            for passed in _helper_passes(leaf, ctx):
+                shown = through or f"{_code(leaf.func)}(...)"
+                found = _traced_parameter(passed, ctx, callers, wrapped, lambda_params, shown, depth + 1)
+                if found is not None:
+                    return found
         if not isinstance(leaf, cst.Name) or leaf.value in lambda_params:
             continue
         caller = _binder(leaf.value, callers, ctx)
@@ -1310,12 +1318,69 @@ def _traces(func: cst.FunctionDef, param: str, ctx: Context, wrapped: Wrapped) -
 
 
 def _local_value(name: str, func: cst.FunctionDef, ctx: Context) -> cst.BaseExpression | None:
-    """The value a local of ``func`` that one plain assignment binds is bound to (`s = w * 2.0`)."""
+    """The value a local of ``func`` that one plain assignment binds is bound to (`s = w * 2.0`),
+    or the sequence a local that one loop binds takes its items from (`for w in ws`)."""
     bound = _locals(func, ctx).bindings.get(name, [])
-    if len(bound) != 1 or not isinstance(bound[0].node, (cst.Assign, cst.AnnAssign)) or bound[0].values is None:
+    if len(bound) != 1 or bound[0].values is None:
+        return None
+    node = bound[0].node
+    if isinstance(node, (cst.For, cst.CompFor)):
+        sequence = _loop_sequence(name, node.target, node.iter)
+        return None if sequence is None or _keyed(sequence, func) else sequence
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)):
         return None
     (value,) = bound[0].values
     return value
+
+
+def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The sequence whose items the loop target ``name`` takes: `ws` in `for w in ws`,
+    `for i, w in enumerate(ws)` and `for w, b in zip(ws, bs)` (not `i`: a Python int)."""
+    if isinstance(target, cst.Name):
+        return iterable if target.value == name else None
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(iterable, cst.Call):
+        return None
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    sequences = [a.value for a in iterable.args if not a.keyword and not a.star]
+    if len(sequences) != len(iterable.args) or name not in names or not isinstance(iterable.func, cst.Name):
+        return None
+    if iterable.func.value == "enumerate" and len(names) == 2 and len(sequences) == 1:
+        return sequences[0] if names[1] == name else None
+    if iterable.func.value == "zip" and len(names) == len(sequences):
+        return sequences[names.index(name)]
+    return None
+
+
+def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
+    """Whether ``sequence`` is a parameter of ``func`` annotated as a mapping: a loop over it
+    takes its keys, Python values."""
+    param = next(
+        (p for p in _all_params(func.params) if isinstance(sequence, cst.Name) and p.name.value == sequence.value), None
+    )
+    annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+    if annotation is None:
+        return False
+    head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    return (dotted(head) or "").rsplit(".", 1)[-1] in ("dict", "Dict", "Mapping", "MutableMapping", "FrozenDict")
+
+
+def _helper_passes(call: cst.Call, ctx: Context) -> Iterator[cst.BaseExpression]:
+    """The values ``call`` passes to the parameters that an undecorated module helper with one
+    return, no other binding of them, returns as they came or in arithmetic (`return w * 2.0`)."""
+    helper = ctx.helpers.get(call.func.value) if isinstance(call.func, cst.Name) else None
+    if helper is None or helper.decorators or any(arg.star for arg in call.args):
+        return
+    returns = _ReturnCollector()
+    for stmt in _own_body(helper):
+        walk.visit(stmt, returns)
+    if len(returns.returns) != 1 or returns.returns[0].value is None:
+        return
+    params = positional_params(helper)
+    for leaf in _arithmetic_leaves(returns.returns[0].value):
+        if isinstance(leaf, cst.Name) and leaf.value in params and not _rebound(helper, leaf.value, ctx):
+            passed = _call_value(call, params.index(leaf.value), leaf.value)
+            if passed is not None:
+                yield passed
 
 
 def _arithmetic_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -1427,21 +1492,48 @@ def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst
 
 
 def _jit_wrapped(calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]], ctx: Context) -> Wrapped:
-    """The module's defs that a call ``jax.jit(run, ...)`` wraps (where no def around it binds
-    ``run`` otherwise), each with the parameters every such call with literal static arguments
-    marks static."""
+    """The module's defs that a call ``jax.jit(run, ...)`` or ``jax.jit(partial(run, ...), ...)``
+    wraps (where no def around it binds ``run`` otherwise), each with the parameters every such
+    call with literal static arguments marks static or binds with its partial."""
     wrapped: Wrapped = {}
     for _, call, callers in calls:
         if not call.args or call.args[0].keyword or call.args[0].star or not ctx.imports.is_one_of(call.func, JIT):
             continue
-        target = call.args[0].value
+        target: cst.BaseExpression | None = call.args[0].value
+        partial = target if isinstance(target, cst.Call) and ctx.imports.is_one_of(target.func, PARTIAL) else None
+        if partial is not None:
+            target = _first_positional(partial)
         func = ctx.helpers.get(target.value) if isinstance(target, cst.Name) else None
         if func is None or any(func.name.value in _locals(caller, ctx).bindings for caller in callers):
             continue
-        static = jit_call_static_names(call, func)
+        bound = _partial_bound(partial, func) if partial is not None else (0, frozenset[str]())
+        if bound is None:
+            continue
+        count, names = bound
+        if names & set(positional_params(func)[count:]) and any(
+            a.keyword and a.keyword.value == "static_argnums" for a in call.args
+        ):
+            continue  # a positional parameter bound by keyword makes those after it keyword-only
+        static = jit_call_static_names(call, func, count)
         if static is not None:
-            wrapped.setdefault(func.name.value, []).append(static)
+            wrapped.setdefault(func.name.value, []).append(static | names | set(positional_params(func)[:count]))
     return wrapped
+
+
+def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _partial_bound(partial: cst.Call, func: cst.FunctionDef) -> tuple[int, frozenset[str]] | None:
+    """How many leading positions of ``func`` the call ``partial(func, ...)`` fills, and the
+    parameters it binds by keyword (jit passes both on as the Python values they are); None
+    when it passes ``*``/``**``."""
+    rest = partial.args[1:]
+    if any(arg.star for arg in rest):
+        return None
+    names = frozenset(arg.keyword.value for arg in rest if arg.keyword is not None)
+    return sum(arg.keyword is None for arg in rest), names
 
 
 def _captures_itself(param: cst.Param) -> bool:
