@@ -2519,6 +2519,27 @@ def test_an_item_of_star_args_in_nondiff_argnums_fails_under_jit() -> None:
         pytest.param(
             lines("if isinstance(a, float):", "    return x * a", "return x * a(x)"), "return (g * a,)", id="number"
         ),
+        pytest.param(
+            lines("if not callable(a):", "    return x * a", "else:", "    y = x", "return x * a(x)"),
+            "return (g * a,)",
+            id="returns, with an else",
+        ),
+        pytest.param(
+            lines("if callable(a):", "    y = x", "else:", "    return jnp.where(a, x, 0.0)", "return x * a(x)"),
+            "return (g * a,)",
+            id="the else returns",
+        ),
+        pytest.param(
+            lines(
+                "if x.ndim == 0:",
+                "    return x",
+                "elif not callable(a):",
+                "    return jnp.where(a, x, 0.0)",
+                "return jnp.where(a(x), x, 0.0)",
+            ),
+            "return (g * a,)",
+            id="elif after a returning if",
+        ),
     ],
 )
 def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_array_data(primal: str, bwd: str) -> None:
@@ -2527,6 +2548,43 @@ def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_arra
     info = classified(site_module(primal, bwd))
     assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
     assert any("called as a function" in e.text and "early return" in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(
+            lines(
+                "out = x",
+                "for i in range(2):",
+                "    if not callable(a):",
+                "        out = jnp.where(a, out, 0.0)",
+                "        continue",
+                "    out = jnp.where(a(out), out, 0.0)",
+                "return out",
+            ),
+            id="continue",
+        ),
+        pytest.param(
+            lines(
+                "out = x",
+                "for i in range(2):",
+                "    if callable(a):",
+                "        out = jnp.where(a(out), out, 0.0)",
+                "    else:",
+                "        out = jnp.where(a, out, 0.0)",
+                "        continue",
+                "    out = out * a(out)",
+                "return out",
+            ),
+            id="the else continues",
+        ),
+    ],
+)
+def test_a_static_use_after_a_continue_a_type_test_picks_does_not_hide_array_data(primal: str) -> None:
+    info = classified(site_module(primal, "return (jnp.where(a, g, 0.0),)"))
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
+    assert any("called as a function" in e.text and "a `continue`" in e.text for e in info.evidence), info.evidence
 
 
 @pytest.mark.parametrize(
@@ -2543,7 +2601,27 @@ def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_arra
         ),
         pytest.param(lines("if not callable(a):", "    y = x * a", "return x * a(x)"), id="no return"),
         pytest.param(
-            lines("if not callable(a):", "    return x * a", "else:", "    y = x", "return x * a(x)"), id="else"
+            lines(
+                "if callable(a):",
+                "    y = a(x)",
+                "else:",
+                "    raise TypeError('a must be callable')",
+                "return x * a(x)",
+            ),
+            id="else raises",
+        ),
+        pytest.param(
+            lines("if callable(a):", "    y = x", "else:", "    return x", "return x * a(x)"), id="else ignores it"
+        ),
+        pytest.param(
+            lines("for i in range(2):", "    if not callable(a):", "        continue", "    x = a(x)", "return x"),
+            id="continue ignoring it",
+        ),
+        pytest.param(
+            lines("if callable(a):", "    y = x", "else:", "    return x * a", "return x * a(x)").replace(
+                "if callable(a):", "if x.ndim == 1:"
+            ),
+            id="else exits, no type test",
         ),
         pytest.param(
             lines("if x.ndim == 1:", "    x = x[None]", "elif not callable(a):", "    return x * a", "return x * a(x)"),
@@ -2556,6 +2634,40 @@ def test_a_static_use_after_a_validation_or_outside_the_returning_block_still_de
     kind, reasons, _ = classify(primal, "return (g * a,)")
     assert kind is ArgKind.STATIC, reasons
     assert not any("early return" in r for r in reasons), reasons
+
+
+def test_a_mask_that_takes_the_else_or_a_continue_fails_under_jit_in_nondiff_argnums() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def masked(x: jax.Array, mask: jax.Array) -> jax.Array:
+        if callable(mask):
+            mask = mask(x)
+        else:
+            return jnp.where(mask, x, 0.0)
+        return jnp.where(mask, x, 0.0)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def rows(x: jax.Array, mask: jax.Array) -> jax.Array:
+        out = []
+        for row in x:
+            if not callable(mask):
+                out.append(jnp.where(mask, row, 0.0))
+                continue
+            out.append(jnp.where(mask(row), row, 0.0))
+        return jnp.stack(out)
+
+    _fails_under_jit_for_an_array_mask(masked)
+    _fails_under_jit_for_an_array_mask(rows)
+
+
+def _fails_under_jit_for_an_array_mask(f: jax.custom_vjp[jax.Array]) -> None:
+    def fwd(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return f(x, mask), x
+
+    f.defvjp(fwd, lambda mask, x, g: (jnp.where(mask(x) if callable(mask) else mask, g, 0.0),))
+    x = jnp.arange(3.0)[None]
+    assert jax.grad(lambda x: f(x, lambda v: v > 0.5).sum())(x).tolist() == [[0.0, 1.0, 1.0]]
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda x, m: f(x, m).sum()))(x, x > 0.5)
 
 
 def test_a_mask_that_takes_the_early_return_fails_under_jit_in_nondiff_argnums() -> None:

@@ -340,11 +340,14 @@ class Uses(cst.CSTVisitor):
         # For each if/else being walked: where its evidence starts and the type test that picks
         # its branch (`callable(m)`), or None when its test is no type test of the argument.
         self.branches: list[tuple[int, str] | None] = []
-        # For each block being walked: where the code after an `if` on a type test that returns
-        # early (`if not callable(m): return ...`) starts, and that test; the rest of the block
-        # runs only for the type the test did not pick.
-        self.exits: list[list[tuple[int, str]]] = [[]]
-        self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: code after them is reached otherwise too
+        # For each block being walked: where the code after an `if` on a type test that exits
+        # early (`if not callable(m): return ...`, or `continue` in a loop) starts, that test and
+        # how it exits; the rest of the block runs only for the type the test did not pick.
+        self.exits: list[list[tuple[int, str, str]]] = [[]]
+        self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: their chain is judged at its head
+        # Where the evidence of each if's test and of each if's and else's body starts, by id.
+        self.tests: dict[int, int] = {}
+        self.bodies: dict[int, int] = {}
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -894,23 +897,45 @@ class Uses(cst.CSTVisitor):
         self.evidence[start:] = [_on_branch(e, weight, tested) for e, weight in self.evidence[start:]]
 
     def visit_If(self, node: cst.If) -> None:
+        self.tests[id(node)] = len(self.evidence)
         self._control(node.test, node, "if")
         self._enter_branches(node.test)
+        self.bodies[id(node)] = len(self.evidence)
         if isinstance(node.orelse, cst.If):
             self.elifs.add(id(node.orelse))
 
+    def visit_Else(self, node: cst.Else) -> None:
+        self.bodies[id(node)] = len(self.evidence)
+
     def leave_If(self, original_node: cst.If) -> None:
-        entered = self.branches[-1]
         self._leave_branches()
-        if (
-            entered is not None
-            and original_node.orelse is None
-            and id(original_node) not in self.elifs
-            and _returns(original_node.body)
-        ):
-            start, tested = entered
-            if len(self.evidence) > start:  # the branch returned from uses the argument: another kind
-                self.exits[-1].append((len(self.evidence), tested))
+        if id(original_node) not in self.elifs and (exit_ := self._type_exit(original_node)) is not None:
+            self.exits[-1].append((len(self.evidence), *exit_))
+
+    def _type_exit(self, head: cst.If) -> tuple[str, str] | None:
+        """The type test that an if/elif/else chain exits early on, and how it exits, when the
+        code after the chain runs only for the other type: `if <test>: ... return`, each link
+        before it exiting too, or `if <test>: ... else: ... return`. The branch exited from must
+        use the argument (another kind of it); a `raise` guards nothing."""
+        links = [head]
+        while isinstance(links[-1].orelse, cst.If):
+            links.append(links[-1].orelse)
+        last = links[-1].orelse
+        ends = [self.tests[id(link)] for link in links[1:]]
+        ends.append(self.bodies[id(last)] if last is not None else len(self.evidence))
+        if isinstance(head.orelse, cst.Else) and _exit(head.body) is None:
+            how = _exit(head.orelse.body)
+            tested = _type_test_of(head.test, self.names, self.ctx.imports)
+            used = len(self.evidence) > self.bodies[id(head.orelse)]
+            return (tested, how) if how is not None and tested is not None and used else None
+        for link, end in zip(links, ends, strict=True):
+            how = _exit(link.body)
+            if how is None:
+                return None  # the code after is reached from this branch too, whatever the type
+            tested = _type_test_of(link.test, self.names, self.ctx.imports)
+            if tested is not None and end > self.bodies[id(link)]:
+                return tested, how
+        return None
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.exits.append([])
@@ -924,8 +949,8 @@ class Uses(cst.CSTVisitor):
         `raise` guards nothing: whatever else the test let through fails, so every call that
         returns (`if not isinstance(n, int): raise TypeError`, then `range(n)`) needs the value
         concrete. Nor does a `return` that ignores the argument (`return x`)."""
-        for start, tested in self.exits[-1]:
-            self.evidence[start:] = [_after_return(e, weight, tested) for e, weight in self.evidence[start:]]
+        for start, tested, how in self.exits[-1]:
+            self.evidence[start:] = [_after_exit(e, weight, tested, how) for e, weight in self.evidence[start:]]
         self.exits[-1] = []
 
     def visit_While(self, node: cst.While) -> None:
@@ -967,21 +992,24 @@ def _on_branch(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, 
     return evidence, weight
 
 
-def _after_return(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, str]:
-    """Evidence found after an early return that the type test ``tested`` picks: a static use
-    there is guarded. An array use stays as strong as it was: the argument may be array data on
-    this side of the test (`if callable(m): return m(x)`, then `jnp.where(m, x, 0.0)`)."""
+def _after_exit(evidence: Evidence, weight: str, tested: str, how: str) -> tuple[Evidence, str]:
+    """Evidence found after an early exit (``how``) that the type test ``tested`` picks: a static
+    use there is guarded. An array use stays as strong as it was: the argument may be array data
+    on this side of the test (`if callable(m): return m(x)`, then `jnp.where(m, x, 0.0)`)."""
     if evidence.kind is ArgKind.STATIC and weight != GUARDED:
-        return replace(evidence, text=f"{evidence.text}, after an early return its type picks (`{tested}`)"), GUARDED
+        return replace(evidence, text=f"{evidence.text}, after {how} its type picks (`{tested}`)"), GUARDED
     return evidence, weight
 
 
-def _returns(body: cst.BaseSuite) -> bool:
-    """Whether a block's last statement is a ``return``."""
+def _exit(body: cst.BaseSuite) -> str | None:
+    """How a block whose last statement leaves the rest of the block unrun does so: an early
+    ``return``, or a ``continue`` of the loop it is in."""
     last = body.body[-1] if body.body else None
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1] if last.body else None
-    return isinstance(last, cst.Return)
+    if isinstance(last, cst.Return):
+        return "an early return"
+    return "a `continue`" if isinstance(last, cst.Continue) else None
 
 
 def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTable) -> str | None:
