@@ -2782,6 +2782,10 @@ def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: 
         pytest.param(_LOOP.format(target="w, v", sequence="enumerate(ws)", value="w"), id="enumerate's index"),
         pytest.param(_LOOP.format(target="w", sequence="ws.keys()", value="w"), id="keys"),
         pytest.param(
+            _LOOP.replace("out + f(", "out * ws[w] + f(").format(target="w", sequence="ws", value="w"),
+            id="keys looked up",
+        ),
+        pytest.param(
             _LOOP.replace("ws):", "ws: dict[str, float]):").format(target="w", sequence="ws", value="w"), id="dict"
         ),
         pytest.param(

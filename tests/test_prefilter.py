@@ -309,9 +309,10 @@ def test_screen_keeps_a_traced_value_through_a_local_or_a_jit_call(text: str) ->
 def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial(text: str) -> None:
     # classify (classify17): the items a loop takes from a traced parameter (`for w in ws`,
     # `enumerate(ws)`, `zip(..., ws)`, a comprehension; not `range(n)`, a literal, enumerate's
-    # index or a parameter annotated as a mapping), the parts a tuple unpacking takes from one
-    # (`a, b = pair`, read since classify14), a module helper's result (an undecorated def with one
-    # return that is its parameter or arithmetic on it: `doubled(w)`), and the parameters that a
+    # index, a parameter annotated as a mapping or one the item subscripts: `params[k]`), the
+    # parts a tuple unpacking takes from one (`a, b = pair`, read since classify14), a module
+    # helper's result (an undecorated def with one return that is its parameter or arithmetic on
+    # it: `doubled(w)`), and the parameters that a
     # `jax.jit(partial(run, ...))` leaves open (not those the partial binds by position or keyword;
     # literal static_argnums count past the bound positions) are traced values.
     assert _findings(text, "traced.py", Settings(DEFAULT_SELECT))

@@ -1354,7 +1354,7 @@ def _local_value(name: str, func: cst.FunctionDef, ctx: Context) -> cst.BaseExpr
     node = bound[0].node
     if isinstance(node, (cst.For, cst.CompFor)):
         sequence = _loop_sequence(name, node.target, node.iter)
-        return None if sequence is None or _keyed(sequence, func) else sequence
+        return None if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name) else sequence
     if not isinstance(node, (cst.Assign, cst.AnnAssign)):
         return None
     (value,) = bound[0].values
@@ -1390,6 +1390,31 @@ def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
         return False
     head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
     return (dotted(head) or "").rsplit(".", 1)[-1] in ("dict", "Dict", "Mapping", "MutableMapping", "FrozenDict")
+
+
+class _Lookups(cst.CSTVisitor):
+    """The key names subscripting one name: `k` in `params[k]`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.keys: set[str] = set()
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == self.name and len(node.slice) == 1:
+            key = node.slice[0].slice
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.Name):
+                self.keys.add(key.value.value)
+
+
+def _looks_up(func: cst.FunctionDef, sequence: cst.BaseExpression, name: str) -> bool:
+    """Whether ``func`` subscripts the looped-over ``sequence`` with the loop target ``name``
+    (`for k in params: ... params[k]`): a mapping's keys, Python values."""
+    if not isinstance(sequence, cst.Name):
+        return False
+    lookups = _Lookups(sequence.value)
+    for stmt in _own_body(func):
+        walk.visit(stmt, lookups)
+    return name in lookups.keys
 
 
 def _helper_passes(call: cst.Call, ctx: Context) -> Iterator[cst.BaseExpression]:
