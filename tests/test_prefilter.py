@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import FIXTURES, read_exact
+from conftest import FIXTURES, SCREEN_GAPS, read_exact
 
 from vjp_migrate import imports, screen, vocabulary
 from vjp_migrate.api import analyze, check_paths
@@ -105,17 +105,9 @@ def test_every_supported_spelling_passes_both_cheap_stages(header: str) -> None:
 # --- the structural screen: soundness ---------------------------------------------------------
 
 
-# Fixtures whose only array evidence is a traced value the screen does not follow yet (classify17:
-# loop items, a helper's result, a jitted partial's open parameter), with the selections whose
-# findings it drops; test_screen_keeps_the_fixtures_of_its_known_gaps holds them to it.
-_SCREEN_GAPS = {
-    f"{case}/before.py": (DEFAULT_SELECT, frozenset({"VJP001"}))
-    for case in (
-        "jitted_loop_over_warp_offsets",
-        "jitted_helper_scales_warp_offset",
-        "jitted_partial_leaves_warp_offset_open",
-    )
-}
+# The selections under which the screen drops the findings of the conftest.SCREEN_GAPS fixtures;
+# test_screen_keeps_the_fixtures_of_its_known_gaps holds it to them.
+_SCREEN_GAPS = {f"{case}/before.py": (DEFAULT_SELECT, frozenset({"VJP001"})) for case in SCREEN_GAPS}
 
 
 @pytest.mark.parametrize("select", SELECTIONS)
