@@ -571,6 +571,79 @@ def test_a_class_registered_with_a_leaf_is_traced_by_jit(config: str) -> None:
     assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
 
 
+_OPTIONAL_CONFIG = "import dataclasses\nimport typing\nfrom typing import Optional, Union\n"
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["Optional[Config]", "typing.Optional[Config]", "Config | None", "None | Config", "Union[Config, None]"],
+)
+@pytest.mark.parametrize(
+    ("config", "how"),
+    [
+        pytest.param(
+            "@partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=['chunks'])\n"
+            + _DC
+            + "class Config:\n    chunks: int = 2\n",
+            "register_dataclass",
+            id="register_dataclass",
+        ),
+        pytest.param(_TREE_CLASS.format(children="()"), "register_pytree_node_class", id="tree_flatten returns ()"),
+    ],
+)
+@pytest.mark.parametrize("where", ["in the rules", "in the jitted caller"])
+def test_a_leafless_config_or_none_passes_jit_untraced(annotation: str, config: str, how: str, where: str) -> None:
+    # None is a pytree with no leaves too: either value reaches the rules untraced.
+    annotated, caller = ("a: ANN, x", "cfg") if where == "in the rules" else ("a, x", "cfg: ANN")
+    code = site_module(
+        "return helper(x, a)",
+        "return (g,)",
+        annotated.replace("ANN", annotation),
+        extra=_OPTIONAL_CONFIG + config + "from lib import helper\n",
+    )
+    info = _unscreened(code + f"@jax.jit\ndef run(x, {caller.replace('ANN', annotation)}):\n    return f(cfg, x)\n")
+    assert info.kind is not ArgKind.ARRAY, info.evidence
+    assert not any("a traced value" in e.text for e in info.evidence), info.evidence
+    if where == "in the rules":
+        assert info.kind is ArgKind.STATIC and any(how in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["Optional[Leafy]", "Config | jax.Array", "Union[Config, int]", "Optional[Config, int]", "list[Config]"],
+)
+def test_a_union_with_a_type_that_has_leaves_is_traced_by_jit(annotation: str) -> None:
+    config = (
+        "@partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=['chunks'])\n"
+        + _DC
+        + "class Config:\n    chunks: int = 2\n"
+        + "@partial(jax.tree_util.register_dataclass, data_fields=['chunks'], meta_fields=[])\n"
+        + _DC
+        + "class Leafy:\n    chunks: int = 2\n"
+    )
+    code = site_module(
+        "return helper(x, a)", "return (g,)", extra=_OPTIONAL_CONFIG + config + "from lib import helper\n"
+    )
+    info = _unscreened(code + f"@jax.jit\ndef run(x, cfg: {annotation}):\n    return f(cfg, x)\n")
+    assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def test_an_optional_leafless_config_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:
+    @functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=["chunks"])
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        chunks: int = 2
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Config | None, x: jax.Array) -> jax.Array:
+        return jnp.sum(x.reshape(1 if cfg is None else cfg.chunks, -1))
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g),))
+    run = jax.jit(lambda x, cfg: f(cfg, x))
+    for cfg in (Config(), None):
+        assert (jax.grad(run)(jnp.arange(4.0), cfg) == 1.0).all()
+
+
 def test_configs_registered_with_no_leaves_passed_through_jit_are_no_tracers_in_nondiff_argnums() -> None:
     @functools.partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=["chunks"])
     @dataclasses.dataclass(frozen=True)
@@ -2446,6 +2519,27 @@ def test_an_item_of_star_args_in_nondiff_argnums_fails_under_jit() -> None:
         pytest.param(
             lines("if isinstance(a, float):", "    return x * a", "return x * a(x)"), "return (g * a,)", id="number"
         ),
+        pytest.param(
+            lines("if not callable(a):", "    return x * a", "else:", "    y = x", "return x * a(x)"),
+            "return (g * a,)",
+            id="returns, with an else",
+        ),
+        pytest.param(
+            lines("if callable(a):", "    y = x", "else:", "    return jnp.where(a, x, 0.0)", "return x * a(x)"),
+            "return (g * a,)",
+            id="the else returns",
+        ),
+        pytest.param(
+            lines(
+                "if x.ndim == 0:",
+                "    return x",
+                "elif not callable(a):",
+                "    return jnp.where(a, x, 0.0)",
+                "return jnp.where(a(x), x, 0.0)",
+            ),
+            "return (g * a,)",
+            id="elif after a returning if",
+        ),
     ],
 )
 def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_array_data(primal: str, bwd: str) -> None:
@@ -2454,6 +2548,43 @@ def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_arra
     info = classified(site_module(primal, bwd))
     assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
     assert any("called as a function" in e.text and "early return" in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param(
+            lines(
+                "out = x",
+                "for i in range(2):",
+                "    if not callable(a):",
+                "        out = jnp.where(a, out, 0.0)",
+                "        continue",
+                "    out = jnp.where(a(out), out, 0.0)",
+                "return out",
+            ),
+            id="continue",
+        ),
+        pytest.param(
+            lines(
+                "out = x",
+                "for i in range(2):",
+                "    if callable(a):",
+                "        out = jnp.where(a(out), out, 0.0)",
+                "    else:",
+                "        out = jnp.where(a, out, 0.0)",
+                "        continue",
+                "    out = out * a(out)",
+                "return out",
+            ),
+            id="the else continues",
+        ),
+    ],
+)
+def test_a_static_use_after_a_continue_a_type_test_picks_does_not_hide_array_data(primal: str) -> None:
+    info = classified(site_module(primal, "return (jnp.where(a, g, 0.0),)"))
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
+    assert any("called as a function" in e.text and "a `continue`" in e.text for e in info.evidence), info.evidence
 
 
 @pytest.mark.parametrize(
@@ -2470,7 +2601,27 @@ def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_arra
         ),
         pytest.param(lines("if not callable(a):", "    y = x * a", "return x * a(x)"), id="no return"),
         pytest.param(
-            lines("if not callable(a):", "    return x * a", "else:", "    y = x", "return x * a(x)"), id="else"
+            lines(
+                "if callable(a):",
+                "    y = a(x)",
+                "else:",
+                "    raise TypeError('a must be callable')",
+                "return x * a(x)",
+            ),
+            id="else raises",
+        ),
+        pytest.param(
+            lines("if callable(a):", "    y = x", "else:", "    return x", "return x * a(x)"), id="else ignores it"
+        ),
+        pytest.param(
+            lines("for i in range(2):", "    if not callable(a):", "        continue", "    x = a(x)", "return x"),
+            id="continue ignoring it",
+        ),
+        pytest.param(
+            lines("if callable(a):", "    y = x", "else:", "    return x * a", "return x * a(x)").replace(
+                "if callable(a):", "if x.ndim == 1:"
+            ),
+            id="else exits, no type test",
         ),
         pytest.param(
             lines("if x.ndim == 1:", "    x = x[None]", "elif not callable(a):", "    return x * a", "return x * a(x)"),
@@ -2483,6 +2634,40 @@ def test_a_static_use_after_a_validation_or_outside_the_returning_block_still_de
     kind, reasons, _ = classify(primal, "return (g * a,)")
     assert kind is ArgKind.STATIC, reasons
     assert not any("early return" in r for r in reasons), reasons
+
+
+def test_a_mask_that_takes_the_else_or_a_continue_fails_under_jit_in_nondiff_argnums() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def masked(x: jax.Array, mask: jax.Array) -> jax.Array:
+        if callable(mask):
+            mask = mask(x)
+        else:
+            return jnp.where(mask, x, 0.0)
+        return jnp.where(mask, x, 0.0)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def rows(x: jax.Array, mask: jax.Array) -> jax.Array:
+        out = []
+        for row in x:
+            if not callable(mask):
+                out.append(jnp.where(mask, row, 0.0))
+                continue
+            out.append(jnp.where(mask(row), row, 0.0))
+        return jnp.stack(out)
+
+    _fails_under_jit_for_an_array_mask(masked)
+    _fails_under_jit_for_an_array_mask(rows)
+
+
+def _fails_under_jit_for_an_array_mask(f: jax.custom_vjp[jax.Array]) -> None:
+    def fwd(x: jax.Array, mask: jax.Array) -> tuple[jax.Array, jax.Array]:
+        return f(x, mask), x
+
+    f.defvjp(fwd, lambda mask, x, g: (jnp.where(mask(x) if callable(mask) else mask, g, 0.0),))
+    x = jnp.arange(3.0)[None]
+    assert jax.grad(lambda x: f(x, lambda v: v > 0.5).sum())(x).tolist() == [[0.0, 1.0, 1.0]]
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda x, m: f(x, m).sum()))(x, x > 0.5)
 
 
 def test_a_mask_that_takes_the_early_return_fails_under_jit_in_nondiff_argnums() -> None:
@@ -2545,6 +2730,188 @@ def test_a_traced_parameter_reaches_the_call_through_a_local_or_a_jit_call(calle
 def test_a_local_or_a_jit_call_that_traces_nothing_is_no_call_site_evidence(caller: str) -> None:
     info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
     assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+_LOOP = "@jax.jit\ndef run(x, ws):\n    out = 0.0\n    for {target} in {sequence}:\n        out = out + f({value}, x)\n    return out\n"
+
+
+@pytest.mark.parametrize(
+    ("caller", "through"),
+    [
+        pytest.param(_LOOP.format(target="w", sequence="ws", value="w"), "`w`", id="for w in ws"),
+        pytest.param(
+            _LOOP.format(target="i, w", sequence="enumerate(ws)", value="w * i"), "`w`", id="for i, w in enumerate(ws)"
+        ),
+        pytest.param(
+            _LOOP.format(target="b, w", sequence="zip(x, ws)", value="w + b"), "`w`", id="for b, w in zip(x, ws)"
+        ),
+        pytest.param(
+            "@jax.jit\ndef run(x, ws):\n    return sum(f(w * 2.0, x) for w in ws)\n", "`w`", id="comprehension"
+        ),
+        pytest.param("@jax.jit\ndef run(x, ws):\n    w, b = ws\n    return f(w, x) + b\n", "`w`", id="unpacked"),
+        pytest.param(
+            "def doubled(v):\n    return v * 2.0\n@jax.jit\ndef run(x, ws):\n    return f(doubled(ws), x)\n",
+            "`doubled(...)`",
+            id="helper",
+        ),
+        pytest.param(
+            "def scaled(v, k=2.0):\n    return k * v\n@jax.jit\ndef run(x, ws):\n    return f(scaled(k=3.0, v=ws), x)\n",
+            "`scaled(...)`",
+            id="helper by keyword",
+        ),
+        pytest.param(
+            "def doubled(v):\n    return v * 2.0\n@jax.jit\ndef run(x, ws):\n    for w in ws:\n        x = f(doubled(w), x)\n"
+            "    return x\n",
+            "`doubled(...)`",
+            id="helper in a loop",
+        ),
+    ],
+)
+def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: str, through: str) -> None:
+    # jit traces every leaf of `ws`: its items, its unpacked parts and arithmetic on them are Tracers.
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    want = f"a traced value (from the parameter `ws` of the jitted `run`, through {through})"
+    assert any(want in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(_LOOP.format(target="w", sequence="range(3)", value="w"), id="range"),
+        pytest.param(_LOOP.format(target="w", sequence="(1.0, 2.0)", value="w"), id="literal tuple"),
+        pytest.param(_LOOP.format(target="w, v", sequence="enumerate(ws)", value="w"), id="enumerate's index"),
+        pytest.param(_LOOP.format(target="w", sequence="ws.keys()", value="w"), id="keys"),
+        pytest.param(
+            _LOOP.replace("out + f(", "out * ws[w] + f(").format(target="w", sequence="ws", value="w"),
+            id="keys looked up",
+        ),
+        pytest.param(
+            _LOOP.replace("ws):", "ws: dict[str, float]):").format(target="w", sequence="ws", value="w"), id="dict"
+        ),
+        pytest.param(
+            _LOOP.replace("@jax.jit", "@partial(jax.jit, static_argnums=(1,))").format(
+                target="w", sequence="ws", value="w"
+            ),
+            id="static",
+        ),
+        pytest.param(
+            _LOOP.replace("out = 0.0", "out = w = 0.0").format(target="w", sequence="ws", value="w"), id="bound twice"
+        ),
+        pytest.param(
+            "def one(v):\n    return 1.0\n@jax.jit\ndef run(x, ws):\n    return f(one(ws), x)\n", id="constant"
+        ),
+        pytest.param(
+            "def size(v):\n    return v.shape[0]\n@jax.jit\ndef run(x, ws):\n    return f(size(ws), x)\n", id="shape"
+        ),
+        pytest.param(
+            "def pick(v, flag):\n    if flag:\n        return v\n    return 1.0\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, True), x)\n",
+            id="two returns",
+        ),
+        pytest.param(
+            "def halved(v):\n    v = 1.0\n    return v / 2\n@jax.jit\ndef run(x, ws):\n    return f(halved(ws), x)\n",
+            id="helper rebinds it",
+        ),
+        pytest.param(
+            "def doubled(v):\n    return v * 2.0\n@partial(jax.jit, static_argnums=(1,))\ndef run(x, ws):\n"
+            "    return f(doubled(ws), x)\n",
+            id="helper of a static parameter",
+        ),
+    ],
+)
+def test_a_loop_or_a_helper_that_carries_no_traced_value_is_no_call_site_evidence(caller: str) -> None:
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_items_of_a_traced_sequence_and_a_helpers_result_are_tracers_in_nondiff_argnums() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+
+    def doubled(v: jax.Array) -> jax.Array:
+        return v * 2.0
+
+    def loop(x: jax.Array, ws: tuple[jax.Array, ...]) -> jax.Array:
+        return sum((f(w, x) for w in ws), start=jnp.zeros(()))
+
+    def helper(x: jax.Array, ws: jax.Array) -> jax.Array:
+        return f(doubled(ws), x)
+
+    def counted(x: jax.Array, ws: jax.Array) -> jax.Array:
+        return sum((f(float(n), x) for n in range(3)), start=jnp.zeros(()))
+
+    assert jax.grad(jax.jit(counted))(1.0, 0.0) == 3.0  # a Python int loop variable stays a Python value
+    for run, ws in ((loop, (2.0, 3.0)), (helper, 2.0)):
+        with pytest.raises(jax.errors.UnexpectedTracerError):
+            jax.grad(jax.jit(run))(1.0, ws)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def run(x, w, scale):\n    return f(w * scale, x)\nfast = jax.jit(partial(run, scale=2.0))\n",
+            id="partial binding another keyword",
+        ),
+        pytest.param(
+            "import functools\ndef run(s, x, w):\n    return f(w, x) * s\n"
+            "fast = jax.jit(functools.partial(run, 2.0))\n",
+            id="functools.partial binding another position",
+        ),
+        pytest.param(
+            "def run(s, x, w, n):\n    return f(w, x) * s * n\nfast = jax.jit(partial(run, 2.0), static_argnums=(2,))\n",
+            id="static_argnums counted past the bound position",
+        ),
+    ],
+)
+def test_a_parameter_a_jitted_partial_leaves_open_is_traced(caller: str) -> None:
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    assert any("a traced value (from the parameter `w` of the jitted `run`" in e.text for e in info.evidence), info
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def run(x, w, mode):\n    return f(mode, x) * w\nfast = jax.jit(partial(run, mode=2.0))\n",
+            id="bound by keyword",
+        ),
+        pytest.param(
+            "import functools\ndef run(w, x):\n    return f(w, x)\nfast = jax.jit(functools.partial(run, 2.0))\n",
+            id="bound by position",
+        ),
+        pytest.param(
+            "def run(s, x, w):\n    return f(w, x) * s\nfast = jax.jit(partial(run, 2.0), static_argnums=(1,))\n",
+            id="static_argnums counted past the bound position",
+        ),
+        pytest.param(
+            "def run(x, s, w):\n    return f(w, x) * s\nfast = jax.jit(partial(run, s=2.0), static_argnums=(1,))\n",
+            id="static_argnums after a keyword-bound position",
+        ),
+        pytest.param("def run(x, w):\n    return f(w, x)\nfast = jax.jit(partial(run, *ARGS))\n", id="star"),
+    ],
+)
+def test_a_parameter_a_jitted_partial_binds_or_marks_static_is_not_traced(caller: str) -> None:
+    info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_jitted_partial_traces_what_it_leaves_open_and_passes_what_it_binds() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+
+    def run(x: jax.Array, w: jax.Array, mode: float) -> jax.Array:
+        return f(mode, x) + f(w, x)
+
+    assert jax.grad(jax.jit(functools.partial(run, w=3.0, mode=2.0)))(1.0) == 5.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(functools.partial(run, mode=2.0)))(1.0, 3.0)
 
 
 def test_a_value_traced_through_a_local_disagrees_with_a_static_call_site() -> None:

@@ -340,11 +340,14 @@ class Uses(cst.CSTVisitor):
         # For each if/else being walked: where its evidence starts and the type test that picks
         # its branch (`callable(m)`), or None when its test is no type test of the argument.
         self.branches: list[tuple[int, str] | None] = []
-        # For each block being walked: where the code after an `if` on a type test that returns
-        # early (`if not callable(m): return ...`) starts, and that test; the rest of the block
-        # runs only for the type the test did not pick.
-        self.exits: list[list[tuple[int, str]]] = [[]]
-        self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: code after them is reached otherwise too
+        # For each block being walked: where the code after an `if` on a type test that exits
+        # early (`if not callable(m): return ...`, or `continue` in a loop) starts, that test and
+        # how it exits; the rest of the block runs only for the type the test did not pick.
+        self.exits: list[list[tuple[int, str, str]]] = [[]]
+        self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: their chain is judged at its head
+        # Where the evidence of each if's test and of each if's and else's body starts, by id.
+        self.tests: dict[int, int] = {}
+        self.bodies: dict[int, int] = {}
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Uses:
@@ -894,23 +897,45 @@ class Uses(cst.CSTVisitor):
         self.evidence[start:] = [_on_branch(e, weight, tested) for e, weight in self.evidence[start:]]
 
     def visit_If(self, node: cst.If) -> None:
+        self.tests[id(node)] = len(self.evidence)
         self._control(node.test, node, "if")
         self._enter_branches(node.test)
+        self.bodies[id(node)] = len(self.evidence)
         if isinstance(node.orelse, cst.If):
             self.elifs.add(id(node.orelse))
 
+    def visit_Else(self, node: cst.Else) -> None:
+        self.bodies[id(node)] = len(self.evidence)
+
     def leave_If(self, original_node: cst.If) -> None:
-        entered = self.branches[-1]
         self._leave_branches()
-        if (
-            entered is not None
-            and original_node.orelse is None
-            and id(original_node) not in self.elifs
-            and _returns(original_node.body)
-        ):
-            start, tested = entered
-            if len(self.evidence) > start:  # the branch returned from uses the argument: another kind
-                self.exits[-1].append((len(self.evidence), tested))
+        if id(original_node) not in self.elifs and (exit_ := self._type_exit(original_node)) is not None:
+            self.exits[-1].append((len(self.evidence), *exit_))
+
+    def _type_exit(self, head: cst.If) -> tuple[str, str] | None:
+        """The type test that an if/elif/else chain exits early on, and how it exits, when the
+        code after the chain runs only for the other type: `if <test>: ... return`, each link
+        before it exiting too, or `if <test>: ... else: ... return`. The branch exited from must
+        use the argument (another kind of it); a `raise` guards nothing."""
+        links = [head]
+        while isinstance(links[-1].orelse, cst.If):
+            links.append(links[-1].orelse)
+        last = links[-1].orelse
+        ends = [self.tests[id(link)] for link in links[1:]]
+        ends.append(self.bodies[id(last)] if last is not None else len(self.evidence))
+        if isinstance(head.orelse, cst.Else) and _exit(head.body) is None:
+            how = _exit(head.orelse.body)
+            tested = _type_test_of(head.test, self.names, self.ctx.imports)
+            used = len(self.evidence) > self.bodies[id(head.orelse)]
+            return (tested, how) if how is not None and tested is not None and used else None
+        for link, end in zip(links, ends, strict=True):
+            how = _exit(link.body)
+            if how is None:
+                return None  # the code after is reached from this branch too, whatever the type
+            tested = _type_test_of(link.test, self.names, self.ctx.imports)
+            if tested is not None and end > self.bodies[id(link)]:
+                return tested, how
+        return None
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self.exits.append([])
@@ -924,8 +949,8 @@ class Uses(cst.CSTVisitor):
         `raise` guards nothing: whatever else the test let through fails, so every call that
         returns (`if not isinstance(n, int): raise TypeError`, then `range(n)`) needs the value
         concrete. Nor does a `return` that ignores the argument (`return x`)."""
-        for start, tested in self.exits[-1]:
-            self.evidence[start:] = [_after_return(e, weight, tested) for e, weight in self.evidence[start:]]
+        for start, tested, how in self.exits[-1]:
+            self.evidence[start:] = [_after_exit(e, weight, tested, how) for e, weight in self.evidence[start:]]
         self.exits[-1] = []
 
     def visit_While(self, node: cst.While) -> None:
@@ -967,21 +992,24 @@ def _on_branch(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, 
     return evidence, weight
 
 
-def _after_return(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, str]:
-    """Evidence found after an early return that the type test ``tested`` picks: a static use
-    there is guarded. An array use stays as strong as it was: the argument may be array data on
-    this side of the test (`if callable(m): return m(x)`, then `jnp.where(m, x, 0.0)`)."""
+def _after_exit(evidence: Evidence, weight: str, tested: str, how: str) -> tuple[Evidence, str]:
+    """Evidence found after an early exit (``how``) that the type test ``tested`` picks: a static
+    use there is guarded. An array use stays as strong as it was: the argument may be array data
+    on this side of the test (`if callable(m): return m(x)`, then `jnp.where(m, x, 0.0)`)."""
     if evidence.kind is ArgKind.STATIC and weight != GUARDED:
-        return replace(evidence, text=f"{evidence.text}, after an early return its type picks (`{tested}`)"), GUARDED
+        return replace(evidence, text=f"{evidence.text}, after {how} its type picks (`{tested}`)"), GUARDED
     return evidence, weight
 
 
-def _returns(body: cst.BaseSuite) -> bool:
-    """Whether a block's last statement is a ``return``."""
+def _exit(body: cst.BaseSuite) -> str | None:
+    """How a block whose last statement leaves the rest of the block unrun does so: an early
+    ``return``, or a ``continue`` of the loop it is in."""
     last = body.body[-1] if body.body else None
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1] if last.body else None
-    return isinstance(last, cst.Return)
+    if isinstance(last, cst.Return):
+        return "an early return"
+    return "a `continue`" if isinstance(last, cst.Continue) else None
 
 
 def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTable) -> str | None:
@@ -1137,11 +1165,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         return []
     found: list[tuple[Evidence, str]] = []
     line = ctx.line_of(param)
-    if _static_class(param, ctx):
+    if (static_class := _static_class(param, ctx)) is not None:
         annotation = param.annotation.annotation if param.annotation else None
         text = cst.Module([]).code_for_node(annotation) if annotation else ""
-        how = ctx.static_classes[annotation.value] if isinstance(annotation, cst.Name) else ""
-        note = f"{how}, which jit passes on untraced"
+        note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
@@ -1180,10 +1207,41 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     return found
 
 
-def _static_class(param: cst.Param, ctx: Context) -> bool:
-    """Whether ``param`` is annotated with a class of the module registered as a pytree with no leaves."""
-    annotation = param.annotation.annotation if param.annotation is not None else None
-    return isinstance(annotation, cst.Name) and annotation.value in ctx.static_classes
+def _static_class(param: cst.Param, ctx: Context) -> str | None:
+    """The class of the module registered as a pytree with no leaves that ``param`` is annotated
+    with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
+    if param.annotation is None:
+        return None
+    alternatives = list(_alternatives(param.annotation.annotation))
+    classes = [a.value for a in alternatives if isinstance(a, cst.Name) and a.value in ctx.static_classes]
+    others = [a for a in alternatives if not (isinstance(a, cst.Name) and a.value in ctx.static_classes)]
+    if classes and all(isinstance(a, cst.Name) and a.value == "None" for a in others):
+        return classes[0]
+    return None
+
+
+def _annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
+    return any(_static_class(p, ctx) is not None for p in _all_params(func.params) if p.name.value == name)
+
+
+def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A and B)."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        yield from _alternatives(annotation.left)
+        yield from _alternatives(annotation.right)
+        return
+    kind = (dotted(annotation.value) or "").rsplit(".", 1)[-1] if isinstance(annotation, cst.Subscript) else ""
+    if isinstance(annotation, cst.Subscript) and kind in ("Optional", "Union"):
+        items = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+        if len(items) != len(annotation.slice) or (kind == "Optional" and len(items) != 1):
+            yield annotation  # not a union this reads
+            return
+        for item in items:
+            yield from _alternatives(item)
+        if kind == "Optional":
+            yield cst.Name("None")
+        return
+    yield annotation
 
 
 def call_site_evidence(
@@ -1249,9 +1307,17 @@ def _traced_parameter(
     depth: int = 0,
 ) -> tuple[str, str, str] | None:
     """A parameter that the ``jax.jit`` of its def traces, passed as it came or in arithmetic
-    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`), itself or through a local of the calling def bound
-    once to such a value (`s = w * 2.0`): the parameter, the def and the first such local."""
+    (`w`, `w * 2.0`, `-w`; not `w.shape[0]`), itself, through a local of the calling def bound
+    once to such a value (`s = w * 2.0`) or to an item of one (`for w in ws`), or through a module
+    helper returning such a value of its own parameter (`doubled(w)`): the parameter, the def and
+    the first such local or helper call."""
     for leaf in _arithmetic_leaves(value):
+        if isinstance(leaf, cst.Call) and depth < 3:
+            for passed in _helper_passes(leaf, ctx):
+                shown = through or f"{_code(leaf.func)}(...)"
+                found = _traced_parameter(passed, ctx, callers, wrapped, lambda_params, shown, depth + 1)
+                if found is not None:
+                    return found
         if not isinstance(leaf, cst.Name) or leaf.value in lambda_params:
             continue
         caller = _binder(leaf.value, callers, ctx)
@@ -1259,7 +1325,7 @@ def _traced_parameter(
             caller is not None
             and _traces(caller, leaf.value, ctx, wrapped)
             and not _rebound(caller, leaf.value, ctx)
-            and not any(_static_class(p, ctx) for p in _all_params(caller.params) if p.name.value == leaf.value)
+            and not _annotated_leafless(caller, leaf.value, ctx)
         ):
             return leaf.value, caller.name.value, through
         bound = _local_value(leaf.value, callers[-1], ctx) if callers and caller is None and depth < 3 else None
@@ -1280,12 +1346,94 @@ def _traces(func: cst.FunctionDef, param: str, ctx: Context, wrapped: Wrapped) -
 
 
 def _local_value(name: str, func: cst.FunctionDef, ctx: Context) -> cst.BaseExpression | None:
-    """The value a local of ``func`` that one plain assignment binds is bound to (`s = w * 2.0`)."""
+    """The value a local of ``func`` that one plain assignment binds is bound to (`s = w * 2.0`),
+    or the sequence a local that one loop binds takes its items from (`for w in ws`)."""
     bound = _locals(func, ctx).bindings.get(name, [])
-    if len(bound) != 1 or not isinstance(bound[0].node, (cst.Assign, cst.AnnAssign)) or bound[0].values is None:
+    if len(bound) != 1 or bound[0].values is None:
+        return None
+    node = bound[0].node
+    if isinstance(node, (cst.For, cst.CompFor)):
+        sequence = _loop_sequence(name, node.target, node.iter)
+        return None if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name) else sequence
+    if not isinstance(node, (cst.Assign, cst.AnnAssign)):
         return None
     (value,) = bound[0].values
     return value
+
+
+def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The sequence whose items the loop target ``name`` takes: `ws` in `for w in ws`,
+    `for i, w in enumerate(ws)` and `for w, b in zip(ws, bs)` (not `i`: a Python int)."""
+    if isinstance(target, cst.Name):
+        return iterable if target.value == name else None
+    if not isinstance(target, (cst.Tuple, cst.List)) or not isinstance(iterable, cst.Call):
+        return None
+    names = [e.value.value if isinstance(e.value, cst.Name) else None for e in target.elements]
+    sequences = [a.value for a in iterable.args if not a.keyword and not a.star]
+    if len(sequences) != len(iterable.args) or name not in names or not isinstance(iterable.func, cst.Name):
+        return None
+    if iterable.func.value == "enumerate" and len(names) == 2 and len(sequences) == 1:
+        return sequences[0] if names[1] == name else None
+    if iterable.func.value == "zip" and len(names) == len(sequences):
+        return sequences[names.index(name)]
+    return None
+
+
+def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
+    """Whether ``sequence`` is a parameter of ``func`` annotated as a mapping: a loop over it
+    takes its keys, Python values."""
+    param = next(
+        (p for p in _all_params(func.params) if isinstance(sequence, cst.Name) and p.name.value == sequence.value), None
+    )
+    annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
+    if annotation is None:
+        return False
+    head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    return (dotted(head) or "").rsplit(".", 1)[-1] in ("dict", "Dict", "Mapping", "MutableMapping", "FrozenDict")
+
+
+class _Lookups(cst.CSTVisitor):
+    """The key names subscripting one name: `k` in `params[k]`."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.keys: set[str] = set()
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if isinstance(node.value, cst.Name) and node.value.value == self.name and len(node.slice) == 1:
+            key = node.slice[0].slice
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.Name):
+                self.keys.add(key.value.value)
+
+
+def _looks_up(func: cst.FunctionDef, sequence: cst.BaseExpression, name: str) -> bool:
+    """Whether ``func`` subscripts the looped-over ``sequence`` with the loop target ``name``
+    (`for k in params: ... params[k]`): a mapping's keys, Python values."""
+    if not isinstance(sequence, cst.Name):
+        return False
+    lookups = _Lookups(sequence.value)
+    for stmt in _own_body(func):
+        walk.visit(stmt, lookups)
+    return name in lookups.keys
+
+
+def _helper_passes(call: cst.Call, ctx: Context) -> Iterator[cst.BaseExpression]:
+    """The values ``call`` passes to the parameters that an undecorated module helper with one
+    return, no other binding of them, returns as they came or in arithmetic (`return w * 2.0`)."""
+    helper = ctx.helpers.get(call.func.value) if isinstance(call.func, cst.Name) else None
+    if helper is None or helper.decorators or any(arg.star for arg in call.args):
+        return
+    returns = _ReturnCollector()
+    for stmt in _own_body(helper):
+        walk.visit(stmt, returns)
+    if len(returns.returns) != 1 or returns.returns[0].value is None:
+        return
+    params = positional_params(helper)
+    for leaf in _arithmetic_leaves(returns.returns[0].value):
+        if isinstance(leaf, cst.Name) and leaf.value in params and not _rebound(helper, leaf.value, ctx):
+            passed = _call_value(call, params.index(leaf.value), leaf.value)
+            if passed is not None:
+                yield passed
 
 
 def _arithmetic_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -1397,21 +1545,48 @@ def _calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst
 
 
 def _jit_wrapped(calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]], ctx: Context) -> Wrapped:
-    """The module's defs that a call ``jax.jit(run, ...)`` wraps (where no def around it binds
-    ``run`` otherwise), each with the parameters every such call with literal static arguments
-    marks static."""
+    """The module's defs that a call ``jax.jit(run, ...)`` or ``jax.jit(partial(run, ...), ...)``
+    wraps (where no def around it binds ``run`` otherwise), each with the parameters every such
+    call with literal static arguments marks static or binds with its partial."""
     wrapped: Wrapped = {}
     for _, call, callers in calls:
         if not call.args or call.args[0].keyword or call.args[0].star or not ctx.imports.is_one_of(call.func, JIT):
             continue
-        target = call.args[0].value
+        target: cst.BaseExpression | None = call.args[0].value
+        partial = target if isinstance(target, cst.Call) and ctx.imports.is_one_of(target.func, PARTIAL) else None
+        if partial is not None:
+            target = _first_positional(partial)
         func = ctx.helpers.get(target.value) if isinstance(target, cst.Name) else None
         if func is None or any(func.name.value in _locals(caller, ctx).bindings for caller in callers):
             continue
-        static = jit_call_static_names(call, func)
+        bound = _partial_bound(partial, func) if partial is not None else (0, frozenset[str]())
+        if bound is None:
+            continue
+        count, names = bound
+        if names & set(positional_params(func)[count:]) and any(
+            a.keyword and a.keyword.value == "static_argnums" for a in call.args
+        ):
+            continue  # a positional parameter bound by keyword makes those after it keyword-only
+        static = jit_call_static_names(call, func, count)
         if static is not None:
-            wrapped.setdefault(func.name.value, []).append(static)
+            wrapped.setdefault(func.name.value, []).append(static | names | set(positional_params(func)[:count]))
     return wrapped
+
+
+def _first_positional(call: cst.Call) -> cst.BaseExpression | None:
+    first = call.args[0] if call.args else None
+    return first.value if first is not None and first.keyword is None and not first.star else None
+
+
+def _partial_bound(partial: cst.Call, func: cst.FunctionDef) -> tuple[int, frozenset[str]] | None:
+    """How many leading positions of ``func`` the call ``partial(func, ...)`` fills, and the
+    parameters it binds by keyword (jit passes both on as the Python values they are); None
+    when it passes ``*``/``**``."""
+    rest = partial.args[1:]
+    if any(arg.star for arg in rest):
+        return None
+    names = frozenset(arg.keyword.value for arg in rest if arg.keyword is not None)
+    return sum(arg.keyword is None for arg in rest), names
 
 
 def _captures_itself(param: cst.Param) -> bool:

@@ -707,9 +707,10 @@ def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[s
     return _static_params(func, numbers, names)
 
 
-def jit_call_static_names(call: cst.Call, func: cst.FunctionDef) -> frozenset[str] | None:
+def jit_call_static_names(call: cst.Call, func: cst.FunctionDef, bound: int = 0) -> frozenset[str] | None:
     """The parameters of ``func`` that the call ``jax.jit(func, ...)`` marks static; None when it
-    gives its static arguments by other than literals (or by ``*``/``**``)."""
+    gives its static arguments by other than literals (or by ``*``/``**``). ``bound``: the leading
+    positions a ``partial(func, ...)`` it wraps fills, which its argnums count past."""
     numbers: set[int] = set()
     names: set[str] = set()
     for arg in call.args[1:]:
@@ -720,7 +721,7 @@ def jit_call_static_names(call: cst.Call, func: cst.FunctionDef) -> frozenset[st
             found = _int_literals(arg.value, signed=True)
             if found is None:
                 return None
-            numbers.update(found)
+            numbers.update(n + bound if n >= 0 else n for n in found)
         elif keyword == "static_argnames":
             named = _str_literals(arg.value)
             if named is None:
