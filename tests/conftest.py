@@ -6,12 +6,6 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-# Fixtures with a default-selection finding the screen drops (a traced value it does not follow
-# yet: classify17). test_prefilter holds the screen to them with a strict xfail; tests comparing
-# the CLI, which screens, with fix_source, which does not, leave them out.
-SCREEN_GAPS = frozenset(
-    {"jitted_loop_over_warp_offsets", "jitted_helper_scales_warp_offset", "jitted_partial_leaves_warp_offset_open"}
-)
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT, SCREEN_GAPS
+from conftest import FIXTURES, ROOT
 from helpers import durability_log
 
 from vjp_migrate.api import fix_paths, fix_source
@@ -50,7 +50,7 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, by
     """Every fixture's before.py in a two-level tree, with the bytes fix_source makes of each."""
     tree = tmp_path_factory.mktemp("corpus") / "tree"
     expected = {}
-    befores = sorted(p for p in FIXTURES.glob("*/before.py") if p.parent.name not in SCREEN_GAPS)
+    befores = sorted(FIXTURES.glob("*/before.py"))
     for index, before in enumerate(befores):
         relative = f"{'ab'[index % 2]}/{before.parent.name}.py"
         target = tree / relative

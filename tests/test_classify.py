@@ -369,7 +369,7 @@ def test_a_string_key_in_a_dict_of_tracers_works_under_jit_and_the_dict_in_nondi
 )
 def test_a_traced_parameter_of_a_jitted_caller_is_array_data(caller: str) -> None:
     # jit traces every parameter it does not mark static, a `bool` one too: a Tracer in
-    # nondiff_argnums (not through `classify`: the screen drops these, test_prefilter xfail).
+    # nondiff_argnums (read by classify alone; test_prefilter holds the screen to keeping these).
     info = _unscreened(_SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1) + caller)
     texts = [e.text for e in info.evidence]
     assert info.kind is ArgKind.ARRAY, texts
@@ -773,7 +773,7 @@ def test_annotations_and_defaults(signature: str, expected: ArgKind) -> None:
 )
 def test_an_array_annotation_imported_under_another_name_is_array_evidence(alias: str) -> None:
     # The last name (`JaxArray`) is no array type's: only the qualified name says it is one.
-    # Not through `classify`: the screen drops this module (test_prefilter, xfail).
+    # Read by classify alone; test_prefilter holds the screen to keeping this module.
     info = _unscreened(site_module("return x", signature="a: JaxArray, x", extra=alias))
     assert info.kind is ArgKind.ARRAY, info.evidence
     assert "annotated `JaxArray` in the primal `f`" in [e.text for e in info.evidence]
@@ -963,7 +963,7 @@ def test_other_parameters_of_the_caller_passed_on_say_nothing_static(wrapper: st
 
 def test_a_bool_parameter_of_a_def_a_jit_call_traces_is_array_data() -> None:
     # `run_fast = jax.jit(run)` traces `flag` (a bool too): a Tracer in nondiff_argnums. Not
-    # through `classified`: the screen drops it (test_prefilter strict xfail).
+    # through `classified`: read by classify alone (test_prefilter holds the screen to it).
     info = _wrapped("def run(x, flag: bool = True):\n    return f(flag, x)\nrun_fast = jax.jit(run)\n", screened=False)
     assert info.kind is ArgKind.ARRAY and any("jitted `run`" in e.text for e in info.evidence), info.evidence
 

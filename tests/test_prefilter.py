@@ -13,7 +13,7 @@ from pathlib import Path
 
 import jax
 import pytest
-from conftest import FIXTURES, SCREEN_GAPS, read_exact
+from conftest import FIXTURES, read_exact
 
 from vjp_migrate import imports, screen, vocabulary
 from vjp_migrate.api import analyze, check_paths
@@ -107,30 +107,24 @@ def test_every_supported_spelling_passes_both_cheap_stages(header: str) -> None:
 # --- the structural screen: soundness ---------------------------------------------------------
 
 
-# The selections under which the screen drops the findings of the conftest.SCREEN_GAPS fixtures;
-# test_screen_keeps_the_fixtures_of_its_known_gaps holds it to them.
-_SCREEN_GAPS = {f"{case}/before.py": (DEFAULT_SELECT, frozenset({"VJP001"})) for case in SCREEN_GAPS}
-
-
 @pytest.mark.parametrize("select", SELECTIONS)
 def test_screen_keeps_every_fixture_with_a_finding(select: frozenset[str]) -> None:
     for name, text in _fixture_texts():
         settings = Settings(select)
-        if select in _SCREEN_GAPS.get(name, ()):
-            continue
         if _findings(text, name, settings):
             assert screen.may_report(text, settings), f"the screen dropped {name}, which has findings"
 
 
-@pytest.mark.xfail(
-    strict=True, reason="screen.py misses traced values through loops, helpers, jitted partials (lead, classify17)"
+@pytest.mark.parametrize(
+    "case",
+    ["jitted_loop_over_warp_offsets", "jitted_helper_scales_warp_offset", "jitted_partial_leaves_warp_offset_open"],
 )
-@pytest.mark.parametrize("name", sorted(_SCREEN_GAPS))
-def test_screen_keeps_the_fixtures_of_its_known_gaps(name: str) -> None:
-    text = read_exact(FIXTURES / name)
-    for select in _SCREEN_GAPS[name]:
-        assert _findings(text, name, Settings(select)) == ["VJP001"]
-        assert screen.may_report(text, Settings(select)), f"the screen dropped {name} under {sorted(select)}"
+def test_screen_keeps_the_fixtures_whose_argument_a_jit_traces_through_a_loop_a_helper_or_a_partial(case: str) -> None:
+    # A default-selection finding that only a traced value at a call site gives (classify17).
+    text = read_exact(FIXTURES / case / "before.py")
+    for select in (DEFAULT_SELECT, frozenset({"VJP001"})):
+        assert _findings(text, case, Settings(select)) == ["VJP001"]
+        assert screen.may_report(text, Settings(select)), f"the screen dropped {case} under {sorted(select)}"
 
 
 def test_screen_keeps_the_fixture_whose_argument_holds_a_prng_key() -> None:
@@ -265,10 +259,6 @@ def test_screen_keeps_a_traced_value_through_a_local_or_a_jit_call(text: str) ->
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="screen.py misses traced values through loops, unpacking, helpers, jitted partials (lead, classify17)",
-)
 @pytest.mark.parametrize(
     "text",
     [
@@ -311,6 +301,35 @@ def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial
     # literal static_argnums count past the bound positions) are traced values.
     assert _findings(text, "traced.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(
+            _KERNEL_SITE + "@jax.jit\ndef run(x, n):\n    out = 0.0\n    for w in range(3):\n"
+            "        out = out + f(w, x)\n    return out\n",
+            id="for w in range(3)",
+        ),
+        pytest.param(
+            _KERNEL_SITE + "def run(x, w):\n    return f(w, x)\nfast = jax.jit(partial(run, w=2.0))\n",
+            id="bound by the partial's keyword",
+        ),
+        pytest.param(
+            _KERNEL_SITE + "def run(w, x):\n    return f(w, x)\nfast = jax.jit(partial(run, 2.0))\n",
+            id="bound by the partial's position",
+        ),
+        pytest.param(
+            _KERNEL_SITE
+            + "def run(x, w):\n    return f(w, x)\nfast = jax.jit(partial(run, 1.0), static_argnums=(0,))\n",
+            id="static, counted past the partial's position",
+        ),
+    ],
+)
+def test_screen_rules_out_a_value_no_jit_traces(text: str) -> None:
+    # The other side of the test above: the screen stays precise where classify finds nothing.
+    assert not _findings(text, "untraced.py", Settings(DEFAULT_SELECT))
+    assert not screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
 _KEY_LOOKUP = """\
