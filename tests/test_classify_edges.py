@@ -5,9 +5,13 @@ pins one decision a hand-made mutant of classify.py got through unnoticed (notes
 from __future__ import annotations
 
 import pytest
+from helpers import parse
 from test_classify import HEADER, classified, lines, site_module
 
+from vjp_migrate.classify import Context, classify_site
 from vjp_migrate.model import ArgKind
+from vjp_migrate.sites import find_sites
+from vjp_migrate.walk import index_of
 
 
 def _third_item_site(primal: str) -> str:
@@ -59,3 +63,58 @@ def test_a_raise_on_a_type_test_guards_nothing_after_it() -> None:
     info = classified(site_module(primal, "return (g * a,)"))
     assert info.kind is ArgKind.STATIC, info.evidence
     assert not any("early return" in e.text for e in info.evidence), info.evidence
+
+
+_SCALE_SITE = HEADER + (
+    "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, x):\n    return x * 2.0\n"
+    "def f_fwd(a, x):\n    return f(a, x), None\ndef f_bwd(a, _, g):\n    return (g * a,)\nf.defvjp(f_fwd, f_bwd)\n"
+)
+
+
+def test_a_method_named_like_a_jit_wrapped_def_is_not_traced_by_that_jit() -> None:
+    # `jax.jit(run)` wraps the module's `run`; `Model.run` is another function, never traced.
+    caller = (
+        "def run(x, w):\n    return x * w\nfast_run = jax.jit(run)\n"
+        "class Model:\n    def run(self, x, w):\n        return f(w, x)\n"
+    )
+    module, imports = parse(_SCALE_SITE + caller)
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_rule_jit_marks_an_item_of_star_args_static_by_its_position() -> None:
+    # jax.jit(static_argnums=(1,)) on `f_fwd(x, *args)` marks args[0] static: jit hashes it.
+    code = HEADER + (
+        "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, *args):\n    return x\n"
+        "@partial(jax.jit, static_argnums=(1,))\ndef f_fwd(x, *args):\n    return f(x, *args), x\n"
+        "def f_bwd(*args):\n    return (args[-1],)\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    info = classified(code)
+    assert (info.name, info.kind) == ("args[0]", ArgKind.STATIC), info.evidence
+    assert any("static in the jax.jit of fwd `f_fwd`" in e.text for e in info.evidence), info.evidence
+
+
+_DECORATED_FLATTEN = (
+    "from lib import with_scale\n"
+    "@jax.tree_util.register_pytree_node_class\n"
+    "class Config:\n"
+    "    def __init__(self, chunks=2):\n"
+    "        self.chunks = chunks\n"
+    "    @with_scale\n"
+    "    def tree_flatten(self):\n"
+    "        return (), self.chunks\n"
+    "    @classmethod\n"
+    "    def tree_unflatten(cls, aux, children):\n"
+    "        return cls(aux)\n"
+)
+
+
+def test_a_tree_flatten_behind_a_decorator_is_not_read_as_leafless() -> None:
+    # What `with_scale` makes of `((), aux)` is not seen: it may add a leaf, which jit traces.
+    code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=_DECORATED_FLATTEN)
+    module, imports = parse(code + "from lib import helper\n@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert not any("register_pytree_node_class" in e.text for e in info.evidence), info.evidence
+    assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
