@@ -181,6 +181,12 @@ def test_a_gate_no_input_opens_is_named_even_when_equal(wrong_report: VerifyRepo
     ) in wrong_report.warnings
 
 
+def test_an_argument_with_a_nonzero_cotangent_on_some_input_is_exercised(right_report: VerifyReport) -> None:
+    # clip_synth's x has a zero cotangent on the inputs outside its bounds only: its rule ran.
+    zero = [w.split(":", 1)[0] for w in right_report.warnings if "zero cotangent on every input" in w]
+    assert zero == ["gate"], right_report.warnings
+
+
 def test_a_float64_result_of_before_is_held_to_float64_tolerance_when_after_gives_float32() -> None:
     import jax
     import jax.numpy as jnp
