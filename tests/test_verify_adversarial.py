@@ -9,6 +9,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -263,3 +264,34 @@ def test_pairing_sees_a_changed_closure_value_of_a_factory() -> None:
 
     assert pair_functions(found(2.0), found(2.0))[0] == []
     assert [p.name for p in pair_functions(found(2.0), found(2.5))[0]] == ["make_op()"]
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        pytest.param(
+            "import jax\n\n\ndef f_bwd(_, g, k={k}):\n    return (g * k,)\n\n\n"
+            "@jax.custom_vjp\ndef f(x):\n    return x\n\n\nf.defvjp(lambda x: (x, None), f_bwd)\n",
+            id="a default of the rule",
+        ),
+        pytest.param(
+            "import jax\nimport numpy as np\n\nW = np.array([{k}, 1.0])\n\n\n"
+            "@jax.custom_vjp\ndef f(x):\n    return x\n\n\nf.defvjp(lambda x: (x, None), lambda _, g: (g * W[0],))\n",
+            id="the values of a global array",
+        ),
+    ],
+)
+def test_pairing_sees_a_changed_value_the_rule_reads(source: str) -> None:
+    import types
+
+    import jax
+
+    from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
+
+    def found(k: float) -> dict[str, Any]:
+        module = types.ModuleType("values_m")
+        exec(compile(source.format(k=k), "values_m", "exec"), vars(module))
+        return find_custom_vjps(module, jax.custom_vjp)
+
+    assert pair_functions(found(2.0), found(2.0))[0] == []  # the same values: not verified again
+    assert [p.name for p in pair_functions(found(2.0), found(2.5))[0]] == ["f"]
