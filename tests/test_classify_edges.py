@@ -118,3 +118,30 @@ def test_a_tree_flatten_behind_a_decorator_is_not_read_as_leafless() -> None:
     (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
     assert not any("register_pytree_node_class" in e.text for e in info.evidence), info.evidence
     assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def _called_from(caller: str) -> list[str]:
+    module, imports = parse(_SCALE_SITE + caller)
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    return [e.text for e in info.evidence if "a traced value" in e.text]
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("@jax.jit\ndef run(x, w):\n    return f(2.0 * w, x)\n", id="right operand"),
+        pytest.param(
+            'def run(x, w):\n    return f(w, x)\nslow = jax.jit(run, static_argnames="w")\nfast = jax.jit(run)\n',
+            id="one of two jax.jit calls traces it",
+        ),
+        pytest.param(
+            "import dataclasses\n@jax.tree_util.register_static\n@dataclasses.dataclass(frozen=True)\n"
+            "class Config:\n    chunks: int = 2\nfrom lib import Config\n"
+            "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n",
+            id="a static class name bound again",
+        ),
+    ],
+)
+def test_a_traced_value_reaches_the_call(caller: str) -> None:
+    assert _called_from(caller), caller
