@@ -71,3 +71,11 @@ f.defvjp(f_fwd, f_bwd)
 def test_a_variadic_cotangent_annotation_that_admits_none_stays(annotation: str) -> None:
     out = fix(HEAD + _ANNOTATED.replace("ANNOTATION", annotation))
     assert f"def f_bwd(res, g) -> {annotation}:\n" in out, out
+
+
+def test_a_parameter_bwd_binds_again_is_saved_again() -> None:
+    # `w_static = 2.0 * w_static` after the unpack: reading `w` for it would double `w` itself.
+    body = "w, c = res\n    w_static = 2.0 * w_static\n    return (g * c * w * w_static,)"
+    out = fix(HEAD + _SAVED.replace("BODY", body))
+    assert "    return f(x, w), (w, w, jnp.cos(x))\n" in out, out
+    assert "    w_static, w, c = res\n    w_static = 2.0 * w_static\n" in out, out
