@@ -145,3 +145,19 @@ def _called_from(caller: str) -> list[str]:
 )
 def test_a_traced_value_reaches_the_call(caller: str) -> None:
     assert _called_from(caller), caller
+
+
+def test_field_metadata_does_not_outweigh_the_data_fields_given() -> None:
+    # With data_fields and meta_fields given, JAX ignores `metadata={"static": True}`: `chunks`
+    # is a leaf (jax.tree_util.tree_leaves(Config()) == [2]), traced by jit.
+    config = (
+        "import dataclasses\n"
+        "@partial(jax.tree_util.register_dataclass, data_fields=['chunks'], meta_fields=[])\n"
+        "@dataclasses.dataclass(frozen=True)\n"
+        "class Config:\n    chunks: int = dataclasses.field(default=2, metadata={'static': True})\n"
+    )
+    code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=config + "from lib import helper\n")
+    module, imports = parse(code + "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
