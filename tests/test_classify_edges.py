@@ -161,3 +161,55 @@ def test_field_metadata_does_not_outweigh_the_data_fields_given() -> None:
     (site,) = find_sites(module, imports)
     (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
     assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def _traced_config(config: str) -> list[str]:
+    """The evidence texts for a nondiff `a: Config` that a jitted caller passes its `cfg: Config`."""
+    code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=config + "from lib import helper\n")
+    module, imports = parse(code + "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
+    (site,) = find_sites(module, imports)
+    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    return [e.text for e in info.evidence]
+
+
+_STATIC_FIELD = "dataclasses.field(default=2, metadata={'static': True})"
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param(
+            "import dataclasses\n@dataclasses.dataclass(frozen=True)\nclass Base:\n    scale: float = 1.0\n"
+            "@jax.tree_util.register_dataclass\n@dataclasses.dataclass(frozen=True)\n"
+            f"class Config(Base):\n    chunks: int = {_STATIC_FIELD}\n",
+            id="register_dataclass, a data field inherited",
+        ),
+        pytest.param(
+            "from flax import struct\n@struct.dataclass\nclass Base:\n    scale: float = 1.0\n"
+            "@struct.dataclass\nclass Config(Base):\n    chunks: int = struct.field(pytree_node=False, default=2)\n",
+            id="flax struct.dataclass, a pytree field inherited",
+        ),
+        pytest.param(
+            "@jax.tree_util.register_pytree_node_class\nclass Config:\n"
+            "    def __init__(self, chunks=2, scale=None):\n        self.chunks, self.scale = chunks, scale\n"
+            "    def tree_flatten(self):\n        if self.scale is None:\n            return (), self.chunks\n"
+            "        return (self.scale,), self.chunks\n"
+            "    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(aux, *children)\n",
+            id="tree_flatten returning children on one path",
+        ),
+    ],
+)
+def test_a_config_that_may_have_a_leaf_is_traced_by_jit(config: str) -> None:
+    # jax.tree_util.tree_leaves of the register_dataclass one is [1.0]: `scale` is a leaf.
+    assert any("a traced value" in text for text in _traced_config(config))
+
+
+def test_a_class_variable_is_no_field_of_a_leafless_config() -> None:
+    # `n: ClassVar[int]` is no dataclass field: jax.tree_util.tree_leaves(Config()) == [].
+    config = (
+        "import dataclasses\nfrom typing import ClassVar\n@jax.tree_util.register_dataclass\n"
+        f"@dataclasses.dataclass(frozen=True)\nclass Config:\n    n: ClassVar[int] = 3\n    chunks: int = {_STATIC_FIELD}\n"
+    )
+    texts = _traced_config(config)
+    assert not any("a traced value" in text for text in texts), texts
+    assert any("register_dataclass" in text for text in texts), texts
