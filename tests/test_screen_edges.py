@@ -58,3 +58,17 @@ def test_screen_keeps_a_traced_value_through_a_chain_of_locals(caller: str) -> N
     settings = Settings(DEFAULT_SELECT)
     assert _findings(text, "case.py", settings) == ["VJP001"]
     assert screen.may_report(text, settings)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("@jax.jit\ndef run(x, w):\n    return f(2.0 * w, x)\n", id="right operand"),
+        pytest.param("def run(x, *, w):\n    return f(w, x)\nfast = jax.jit(run)\n", id="keyword-only, jax.jit(run)"),
+    ],
+)
+def test_screen_keeps_a_traced_parameter_passed_in_any_spelling(caller: str) -> None:
+    text = _SITE + caller
+    settings = Settings(DEFAULT_SELECT)
+    assert _findings(text, "case.py", settings) == ["VJP001"]
+    assert screen.may_report(text, settings)
