@@ -41,3 +41,18 @@ def test_check_file_pauses_cycle_collection(tmp_path: Path, monkeypatch: pytest.
     monkeypatch.setattr(api, "_analyze", spy)
     assert api.check_file(path).diagnostics
     assert seen == [False] and gc.isenabled()
+
+
+def test_an_interrupt_inside_a_file_restores_cycle_collection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # _guard turns an Exception into a FAILED result; a KeyboardInterrupt goes through, and a
+    # library caller that catches it must get the collector back.
+    path = tmp_path / "f.py"
+    path.write_text(FIXABLE)
+
+    def interrupted(*args: Any, **kwargs: Any) -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(api, "_fix_text", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        api.fix_file(path, write=False)
+    assert gc.isenabled()
