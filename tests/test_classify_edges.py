@@ -213,3 +213,28 @@ def test_a_class_variable_is_no_field_of_a_leafless_config() -> None:
     texts = _traced_config(config)
     assert not any("a traced value" in text for text in texts), texts
     assert any("register_dataclass" in text for text in texts), texts
+
+
+def test_an_early_return_after_other_statements_on_its_line_guards_what_follows() -> None:
+    # `m = jnp.where(a, x, 0.0); return m` ends the branch with a return as surely as `return m`.
+    primal = lines("if not callable(a):", "    m = jnp.where(a, x, 0.0); return m", "return jnp.where(a(x), x, 0.0)")
+    info = classified(site_module(primal, "return (g * a,)"))
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
+    assert any("called as a function" in e.text and "early return" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_negated_traced_parameter_is_no_traced_value_passed() -> None:
+    # `not w` of a Tracer raises before the call: what reaches `f` is a Python bool.
+    assert not _called_from("@jax.jit\ndef run(x, w):\n    return f(not w, x)\n")
+
+
+def test_a_return_of_a_function_nested_in_tree_flatten_is_not_its_own() -> None:
+    config = (
+        "@jax.tree_util.register_pytree_node_class\nclass Config:\n"
+        "    def __init__(self, chunks=2):\n        self.chunks = chunks\n"
+        "    def tree_flatten(self):\n        def describe():\n            return (self.chunks,)\n"
+        "        return (), self.chunks\n"
+        "    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(aux)\n"
+    )
+    texts = _traced_config(config)
+    assert not any("a traced value" in text for text in texts), texts
