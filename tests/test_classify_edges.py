@@ -5,13 +5,9 @@ pins one decision a hand-made mutant of classify.py got through unnoticed (notes
 from __future__ import annotations
 
 import pytest
-from helpers import parse
-from test_classify import HEADER, classified, lines, site_module
+from test_classify import HEADER, _unscreened, classified, lines, site_module
 
-from vjp_migrate.classify import Context, classify_site
 from vjp_migrate.model import ArgKind
-from vjp_migrate.sites import find_sites
-from vjp_migrate.walk import index_of
 
 
 def _third_item_site(primal: str) -> str:
@@ -77,9 +73,7 @@ def test_a_method_named_like_a_jit_wrapped_def_is_not_traced_by_that_jit() -> No
         "def run(x, w):\n    return x * w\nfast_run = jax.jit(run)\n"
         "class Model:\n    def run(self, x, w):\n        return f(w, x)\n"
     )
-    module, imports = parse(_SCALE_SITE + caller)
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    info = _unscreened(_SCALE_SITE + caller)
     assert not any("traced" in e.text for e in info.evidence), info.evidence
 
 
@@ -113,17 +107,13 @@ _DECORATED_FLATTEN = (
 def test_a_tree_flatten_behind_a_decorator_is_not_read_as_leafless() -> None:
     # What `with_scale` makes of `((), aux)` is not seen: it may add a leaf, which jit traces.
     code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=_DECORATED_FLATTEN)
-    module, imports = parse(code + "from lib import helper\n@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    info = _unscreened(code + "from lib import helper\n@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
     assert not any("register_pytree_node_class" in e.text for e in info.evidence), info.evidence
     assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
 
 
 def _called_from(caller: str) -> list[str]:
-    module, imports = parse(_SCALE_SITE + caller)
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    info = _unscreened(_SCALE_SITE + caller)
     return [e.text for e in info.evidence if "a traced value" in e.text]
 
 
@@ -156,19 +146,13 @@ def test_field_metadata_does_not_outweigh_the_data_fields_given() -> None:
         "@dataclasses.dataclass(frozen=True)\n"
         "class Config:\n    chunks: int = dataclasses.field(default=2, metadata={'static': True})\n"
     )
-    code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=config + "from lib import helper\n")
-    module, imports = parse(code + "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
-    assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+    assert any("a traced value" in text for text in _traced_config(config))
 
 
 def _traced_config(config: str) -> list[str]:
     """The evidence texts for a nondiff `a: Config` that a jitted caller passes its `cfg: Config`."""
     code = site_module("return helper(x, a)", "return (g,)", "a: Config, x", extra=config + "from lib import helper\n")
-    module, imports = parse(code + "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
-    (site,) = find_sites(module, imports)
-    (info,) = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    info = _unscreened(code + "@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n")
     return [e.text for e in info.evidence]
 
 
