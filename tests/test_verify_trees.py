@@ -189,6 +189,17 @@ def test_a_file_using_custom_vjp_that_after_lacks_fails_the_run(tmp_path: Path, 
     )
 
 
+def test_a_file_that_after_lacks_fails_the_run_beside_a_verified_migration(tmp_path: Path, before: Path) -> None:
+    after = project(tmp_path / "after", OPS_AFTER, RULES_AFTER)
+    (before / "pkg" / "gone.py").write_text("import jax\nf = jax.custom_vjp(lambda x: x)\n")
+    code, report = verify_cli(before, after)  # ops.py and rules.py differ: the worker runs too
+    assert [(f["name"], f["verdict"]) for f in report["functions"]] == [
+        ("pkg/gone.py", "missing in AFTER"),
+        ("pkg.ops:clip", "equal"),
+    ]
+    assert code == 1
+
+
 @pytest.mark.parametrize(
     ("source", "name", "is_package", "expected"),
     [

@@ -1,0 +1,74 @@
+"""The ast screen keeps what classify reports at the edges the last sessions added, under every
+selection of codes (notes/mut17-findings.md)."""
+
+from __future__ import annotations
+
+import pytest
+from test_prefilter import _POSITION_IN_STAR_ARGS, _findings
+
+from vjp_migrate import screen
+from vjp_migrate.codes import DEFAULT_SELECT
+from vjp_migrate.model import Settings
+
+
+def test_screen_keeps_a_position_in_star_args_when_only_vjp002_is_selected() -> None:
+    # `--select VJP002`: the argument `args[0]` is unknown, reported as VJP002 with no fix.
+    text = _POSITION_IN_STAR_ARGS.replace("x * args[0]", "log(args[0], x)").replace("(g * w,)", "(g,)")
+    settings = Settings(frozenset({"VJP002"}))
+    assert _findings(text, "case.py", settings) == ["VJP002"]
+    assert screen.may_report(text, settings)
+
+
+_SITE = """\
+from functools import partial
+import jax
+from lib import helper
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(a, x):
+    return helper(x, a)
+
+def f_fwd(a, x):
+    return f(a, x), None
+
+def f_bwd(a, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+
+"""
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "@jax.jit\ndef run(x, w):\n    s = w * 2.0\n    t = s + 1.0\n    return f(t, x)\n", id="two locals"
+        ),
+        pytest.param(
+            "@jax.jit\ndef run(x, w):\n    def inner():\n        s = w * 2.0\n        t = s + 1.0\n"
+            "        return f(t, x)\n    return inner()\n",
+            id="two locals of a nested def",
+        ),
+    ],
+)
+def test_screen_keeps_a_traced_value_through_a_chain_of_locals(caller: str) -> None:
+    # classify follows `t = s + 1.0` back to `s = w * 2.0` and the traced `w`: an array is passed.
+    text = _SITE + caller
+    settings = Settings(DEFAULT_SELECT)
+    assert _findings(text, "case.py", settings) == ["VJP001"]
+    assert screen.may_report(text, settings)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("@jax.jit\ndef run(x, w):\n    return f(2.0 * w, x)\n", id="right operand"),
+        pytest.param("def run(x, *, w):\n    return f(w, x)\nfast = jax.jit(run)\n", id="keyword-only, jax.jit(run)"),
+    ],
+)
+def test_screen_keeps_a_traced_parameter_passed_in_any_spelling(caller: str) -> None:
+    text = _SITE + caller
+    settings = Settings(DEFAULT_SELECT)
+    assert _findings(text, "case.py", settings) == ["VJP001"]
+    assert screen.may_report(text, settings)
