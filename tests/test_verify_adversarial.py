@@ -297,11 +297,6 @@ def test_pairing_sees_a_changed_value_the_rule_reads(source: str) -> None:
     assert [p.name for p in pair_functions(found(2.0), found(2.5))[0]] == ["f"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="pairing keys a rule's constants by repr, which names a nested code object by its address "
-    "(notes/mut17-pairing-nested-code.patch)",
-)
 def test_pairing_sees_an_unchanged_rule_with_a_nested_function_as_unchanged() -> None:
     # A lambda, def or generator in a rule made every load of it differ: verified again each
     # time, and a global only a nested function reads was never what told the two apart.

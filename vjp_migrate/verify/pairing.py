@@ -114,7 +114,14 @@ def _code_key(fn: Any, seen: set[int] | None = None) -> Any:
     read = {name: _value_key(namespace[name], seen) for name in sorted(_names(code)) if name in namespace}
     cells = tuple(_value_key(_cell(c), seen) for c in getattr(fn, "__closure__", None) or ())
     defaults = tuple(_value_key(d, seen) for d in getattr(fn, "__defaults__", None) or ())
-    return (code.co_code, code.co_names, code.co_varnames, repr(code.co_consts), read, cells, defaults)
+    return (*_code_shape(code), read, cells, defaults)
+
+
+def _code_shape(code: types.CodeType) -> tuple[Any, ...]:
+    """``code`` as it computes, the functions nested in it too (a nested code object's repr
+    holds its address, which differs between any two loads)."""
+    consts = tuple(_code_shape(c) if isinstance(c, types.CodeType) else repr(c) for c in code.co_consts)
+    return (code.co_code, code.co_names, code.co_varnames, consts)
 
 
 def _names(code: types.CodeType) -> set[str]:
