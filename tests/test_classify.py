@@ -14,7 +14,8 @@ from jax.extend.core import Primitive
 from jax.interpreters import mlir
 
 from vjp_migrate import screen
-from vjp_migrate.classify import Context, classify_site
+from vjp_migrate.classify import classify_site
+from vjp_migrate.classify.context import Context
 from vjp_migrate.codes import DEFAULT_SELECT
 from vjp_migrate.model import ArgInfo, ArgKind, Settings
 from vjp_migrate.sites import find_sites

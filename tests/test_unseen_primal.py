@@ -13,7 +13,8 @@ from helpers import parse, sites_of
 
 from vjp_migrate import screen
 from vjp_migrate.api import check_source, fix_source
-from vjp_migrate.classify import Context, classify_site
+from vjp_migrate.classify import classify_site
+from vjp_migrate.classify.context import Context
 from vjp_migrate.cli import main
 from vjp_migrate.codes import BY_CODE, DEFAULT_SELECT
 from vjp_migrate.model import ArgKind, FixSafety, Settings

@@ -570,8 +570,8 @@ def _all_nodes(node: cst.CSTNode) -> Iterator[cst.CSTNode]:
 
 @pytest.mark.parametrize(("name", "text"), CORPUS, ids=[name for name, _ in CORPUS])
 def test_source_text_is_the_generated_code_but_for_whitespace(name: str, text: str) -> None:
-    # classify._code reads an expression's code so, and collapses its whitespace anyway
-    from vjp_migrate.classify import _code
+    # classify.expressions.code_text reads an expression's code so, and collapses its whitespace anyway
+    from vjp_migrate.classify.expressions import code_text as _code
 
     module = cst.parse_module(text)
     walk.index_of(module)
@@ -588,7 +588,7 @@ def test_source_text_is_the_generated_code_but_for_whitespace(name: str, text: s
 
 
 def test_code_of_an_indexed_expression_generates_nothing(monkeypatch: pytest.MonkeyPatch) -> None:
-    from vjp_migrate.classify import _code
+    from vjp_migrate.classify.expressions import code_text as _code
 
     module = cst.parse_module("y = f(\n    a,  # why\n    b[1:2],\n)\n")
     walk.index_of(module)

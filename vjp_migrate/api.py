@@ -82,7 +82,8 @@ def _analyze(
     # Imported here: a run where the byte filter rules everything out never loads these.
     import libcst as cst
 
-    from vjp_migrate.classify import Context, apply_overrides, classify_site
+    from vjp_migrate.classify import apply_overrides, classify_site
+    from vjp_migrate.classify.context import Context
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
     from vjp_migrate.noqa import suppress

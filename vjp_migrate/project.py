@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from vjp_migrate.api import Analysis
-    from vjp_migrate.classify import Context
+    from vjp_migrate.classify.context import Context
     from vjp_migrate.imports import ImportTable
     from vjp_migrate.sites import ImportedRule, ImportedValue
 
@@ -118,7 +118,7 @@ class Project:
 
     def widen(self, ctx: Context, sites: Sequence[VjpSite]) -> Context:
         """Let classification read rules from other modules with those modules' imports."""
-        from vjp_migrate.classify import module_helpers
+        from vjp_migrate.classify.module_facts import module_helpers
         from vjp_migrate.imports import ImportTable, import_table
 
         others = {ref.path for site in sites for ref in (site.fwd, site.bwd) if ref is not None and ref.path}

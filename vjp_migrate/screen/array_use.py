@@ -1,4 +1,4 @@
-"""Screen step 5: whether a parameter may be used as array data, an over-approximation of
+"""Screen, step 5: whether a parameter may be used as array data, an over-approximation of
 classify's array evidence (arithmetic, array attributes and functions, helpers followed, arrays
 passed at call sites)."""
 

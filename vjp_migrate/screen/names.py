@@ -1,4 +1,4 @@
-"""Screen step 2: what an expression may name, through every import alias, and the literals it
+"""Screen, step 2: what an expression may name, through every import alias, and the literals it
 may hold (positions, argument names), read as sites.py reads them."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Screen step 3: the custom_vjp sites (a superset of sites.py's), their nondiff positions, the
+"""Screen, step 3: the custom_vjp sites (a superset of sites.py's), their nondiff positions, the
 defs that may be their rules, and whether those rules may be inconsistent (VJP004)."""
 
 from __future__ import annotations

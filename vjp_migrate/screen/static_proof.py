@@ -1,4 +1,4 @@
-"""Screen step 6: static evidence classify surely finds too (static evidence wins there). Every
+"""Screen, step 6: static evidence classify surely finds too (static evidence wins there). Every
 rule here is an under-approximation of classify: only exact, unambiguous cases."""
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ class StaticProof:
         self.m = m
         self.site = site
         self.top = m.top_defs
-        self.helpers: dict[str, Func] = {}  # classify.module_helpers: direct module-level defs
+        self.helpers: dict[str, Func] = {}  # classify.module_facts.module_helpers: direct module-level defs
         counts: dict[str, int] = {}
         for stmt in m.tree.body:
             if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -160,7 +160,7 @@ class StaticProof:
         return self._body(func, param.arg, depth)
 
     def _static_annotation(self, annotation: ast.expr) -> bool:
-        """classify.annotation_evidence surely finds the outermost name static (`bool`, `jnp.dtype`,
+        """classify.annotations.annotation_evidence surely finds the outermost name static (`bool`, `jnp.dtype`,
         `Callable[...]`, `tuple[int, ...]`), and surely not an array annotation first."""
         outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
         name = dotted(outer) if isinstance(outer, (ast.Name, ast.Attribute)) else None
@@ -283,7 +283,7 @@ def _mentions(m: Module, test: ast.expr, name: str) -> bool:
         if isinstance(node, ast.Compare) and all(isinstance(op, (ast.Is, ast.IsNot)) for op in node.ops):
             continue  # `x is None` is blanked out by classify
         if isinstance(node, ast.Compare) and _key_lookup(node):
-            continue  # `"b" in params` reads keys only (classify._key_lookup)
+            continue  # `"b" in params` reads keys only (classify.expressions.key_lookup)
         if isinstance(node, ast.Attribute) and node.attr in METADATA_ATTRIBUTES:
             continue  # `x.shape`: classify skips it when rooted at a name; skipping more only loses proofs
         if isinstance(node, ast.Call) and _may_be_metadata_function(m, node.func):

@@ -1,4 +1,4 @@
-"""Screen step 1: the module's `ast`, indexed in one walk (defs, calls, imports, decorators,
+"""Screen, step 1: the module's `ast`, indexed in one walk (defs, calls, imports, decorators,
 assignments), and the walks the later screen steps make over it."""
 
 from __future__ import annotations

@@ -1,0 +1,176 @@
+"""Stage 6: site -> an ArgInfo per nondiff argument: STATIC, ARRAY or UNKNOWN, with the evidence.
+
+Static evidence wins over numeric use: a legitimate callable or setting must never be migrated.
+
+The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
+expression reads), ``module_facts`` and ``pytrees`` (what the module defines), ``context`` (all of
+it, once per module), then the evidence: ``annotations``, ``uses`` (what the primal, fwd and bwd
+do with the argument), ``call_sites`` (what callers pass); ``classify_site`` here decides.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from dataclasses import replace
+
+import libcst as cst
+
+from vjp_migrate.classify.annotations import annotation_evidence
+from vjp_migrate.classify.call_sites import call_site_evidence, calls_of
+from vjp_migrate.classify.context import Context
+from vjp_migrate.classify.expressions import call_value, param_at
+from vjp_migrate.classify.uses import Uses
+from vjp_migrate.classify.weights import BRANCH_ARRAY, CALL_SITE, DOUBT, GUARDED, OBJECT, SCALAR, STRONG, WEAK
+from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
+from vjp_migrate.sites import positional_params, rule_jit, varargs_item
+
+
+def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
+    """One ArgInfo per nondiff position of the site that names a positional parameter or an item of its ``*args``."""
+    calls = calls_of(site, module, ctx)
+    passed = ctx.passed.get(id(module), frozenset())  # filled by calls_of
+    wrapped = ctx.wrapped.get(id(module), {})
+    infos: list[ArgInfo] = []
+    for order, index in enumerate(site.nondiff.positions):
+        name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
+        if name is None:
+            continue
+        evidence: list[tuple[Evidence, str]] = []
+        if index in site.jit_static and site.primal is not None:
+            evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
+        primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
+        roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
+            ("the primal", site.primal, index, primal_jit)
+        ]
+        if site.fwd is not None and site.fwd.node is not None:
+            roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
+        if site.bwd is not None and site.bwd.node is not None:
+            roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args, site.bwd.jit))
+        for role, func, position, jit in roles:
+            if func is None or (param := param_at(func, position)) is None:
+                continue
+            params = positional_params(func)
+            where = f"{role} `{func.name.value}`"
+            if jit is not None and _jit_marks(jit, position, params):
+                if func is not site.primal:  # the primal's is "static in a stacked jax.jit" above
+                    text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
+                    evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
+            elif jit is not None and (jit.static_argnums is None or jit.static_argnames is None):
+                text = f"the jax.jit of {where} names its static arguments by other than literals: it may be one"
+                evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(jit.decorator)), DOUBT))
+            elif jit is not None:
+                # A string, callable or object there is no valid jit argument, and a concrete use
+                # inside fails on the Tracer: it is a JAX value, used as one (None and a tuple of
+                # ints pass too: weak).
+                text = f"traced by the jax.jit of {where}, which does not mark it static"
+                evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
+            evidence.extend(Uses.of(func, param, ctx, where).evidence)
+            evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
+        for call, callers in calls:
+            value = call_value(call, index, name)
+            found = (
+                call_site_evidence(
+                    value,
+                    ctx,
+                    callers,
+                    ctx.line_of(call),
+                    passed,
+                    wrapped,
+                    ctx.lambda_params.get(id(call), frozenset()),
+                )
+                if value is not None
+                else None
+            )
+            if found is not None:
+                evidence.append(found)
+        infos.append(_unseen_primal(site, module, ctx, _decide(index, name, evidence)))
+    return infos
+
+
+def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
+    """Whether a function's jax.jit marks its parameter at ``position`` static (a negative
+    ``static_argnums`` counts from the end; an item of ``*args`` is marked by its position only)."""
+    numbers = jit.static_argnums or ()
+    if position >= len(params):
+        return position in numbers
+    return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
+
+
+def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:
+    """A primal whose body is not seen may need the argument concretely: never a safe fix."""
+    if site.primal is not None or site.primal_expr is None or info.kind is ArgKind.STATIC:
+        return info
+    text = (
+        f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module, "
+        "so its uses were not seen"
+    )
+    unseen = Evidence(ArgKind.UNKNOWN, text, ctx.line_of(site.primal_expr))
+    return replace(info, evidence=(*info.evidence, unseen), strong=False)
+
+
+def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgInfo:
+    static = [(e, weight) for e, weight in evidence if e.kind is ArgKind.STATIC and weight != GUARDED]
+    array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
+    if static:
+        if all(weight == CALL_SITE for _, weight in static) and any(weight == CALL_SITE for _, weight in array):
+            # One call passes a static value and another an array: the array's call breaks, and
+            # moving the argument may break the other (a string or function is no JAX value).
+            found = _once([*(e for e, _ in static), *(e for e, _ in array)])
+            return ArgInfo(index, name, ArgKind.ARRAY, found, False, False)
+        return ArgInfo(index, name, ArgKind.STATIC, _once(e for e, _ in static), False)
+    guarded = [e for e, weight in evidence if weight == GUARDED]
+    if guarded:  # static on one branch: array data elsewhere is then never a safe fix
+        if any(weight not in (WEAK, BRANCH_ARRAY) for _, weight in array):  # a function is no residual: no fix
+            return ArgInfo(index, name, ArgKind.ARRAY, _once([*guarded, *(e for e, _ in array)]), False, False)
+        return ArgInfo(index, name, ArgKind.STATIC, _once(guarded), False)
+    doubt = [e for e, weight in evidence if weight == DOUBT]
+    if doubt:  # a value from it may be needed concretely: never a safe fix
+        return ArgInfo(index, name, ArgKind.UNKNOWN, _once(doubt + [e for e, _ in array]), False)
+    scalar = [e for e, weight in evidence if weight in (SCALAR, OBJECT)]
+    # A Python-number or host NumPy annotation, or a method arrays lack, means numeric use (or
+    # `.dot`) proves nothing; an array passed at a call site or an array annotation still does,
+    # unless another function annotates the argument as a Python number or NumPy array (the two
+    # annotations disagree).
+    numbers = any(weight == SCALAR for _, weight in evidence)
+    decisive = [e for e, weight in array if weight == CALL_SITE or ("annotated" in e.text and not numbers)]
+    if array and (decisive or not scalar):
+        strong = any(weight != WEAK for _, weight in array)
+        return ArgInfo(index, name, ArgKind.ARRAY, _once(e for e, _ in array), strong)
+    unknown = [e for e, _ in evidence if e.kind is ArgKind.UNKNOWN]
+    return ArgInfo(index, name, ArgKind.UNKNOWN, _once(unknown + [e for e, _ in array]), False)
+
+
+def _once(evidence: Iterable[Evidence]) -> tuple[Evidence, ...]:
+    """Each reason once (two uses on one line read the same)."""
+    return tuple(dict.fromkeys(evidence))
+
+
+def _override_matches(entry: str, full_name: str, info: ArgInfo) -> bool:
+    function, _, argument = entry.partition(":")
+    named = full_name == function or full_name.endswith("." + function)
+    return named and argument.strip() in (info.name, str(info.index))
+
+
+def apply_overrides(infos: list[ArgInfo], site: VjpSite, path: str, settings: Settings) -> list[ArgInfo]:
+    """The configuration's `static-args` / `array-args` win over the evidence in the code.
+
+    An entry names ``module.function:argument``; any dotted suffix of the file's module path
+    works (``fn:x``, ``mod.fn:x``, ``pkg.mod.Class.fn:0``), the path made absolute so that every
+    spelling of the file matches alike.
+    """
+    if not settings.static_args and not settings.array_args:
+        return infos
+    where = os.path.abspath(path).replace("\\", "/")
+    parts = [p for p in where.removesuffix(".py").removesuffix(".ipynb").split("/") if p]
+    full_name = ".".join([*(parts[:-1] if parts[-1:] == ["__init__"] else parts), site.qualname])
+    result = []
+    for info in infos:
+        if any(_override_matches(e, full_name, info) for e in settings.static_args):
+            said = Evidence(ArgKind.STATIC, "listed in static-args in the configuration")
+            info = ArgInfo(info.index, info.name, ArgKind.STATIC, (said,), False)
+        elif any(_override_matches(e, full_name, info) for e in settings.array_args):
+            said = Evidence(ArgKind.ARRAY, "listed in array-args in the configuration")
+            info = ArgInfo(info.index, info.name, ArgKind.ARRAY, (said,), True)
+        result.append(info)
+    return result

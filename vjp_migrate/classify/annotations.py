@@ -1,0 +1,127 @@
+"""Classify, step 6: evidence from an argument's annotation (array types, static settings,
+Python numbers, leafless config classes)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from vjp_migrate.classify.context import Context
+from vjp_migrate.classify.expressions import all_params, is_int_tuple
+from vjp_migrate.classify.weights import SCALAR, STRONG
+from vjp_migrate.imports import dotted
+from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.vocabulary import (
+    ARRAY_ANNOTATION_NAMES,
+    ARRAY_ANNOTATIONS,
+    CONTAINER_ANNOTATION_NAMES,
+    HOST_ARRAY_ANNOTATIONS,
+    SCALAR_ANNOTATION_NAMES,
+    STATIC_ANNOTATION_NAMES,
+)
+
+
+def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The names inside an annotation, outermost first: ``Optional[X]`` gives Optional, X."""
+    if isinstance(expr, cst.Subscript):
+        yield expr.value
+        for element in expr.slice:
+            if isinstance(element.slice, cst.Index):
+                yield from _annotation_names(element.slice.value)
+    elif isinstance(expr, cst.BinaryOperation):  # X | None
+        yield from _annotation_names(expr.left)
+        yield from _annotation_names(expr.right)
+    else:
+        yield expr
+
+
+def _array_annotation(part: cst.BaseExpression, ctx: Context) -> bool:
+    last = (dotted(part) or "").rsplit(".", 1)[-1]
+    return last in ARRAY_ANNOTATION_NAMES or (ctx.imports.qualify(part) or "") in ARRAY_ANNOTATIONS
+
+
+def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
+    """Evidence from the annotation and default of the parameter ``name``."""
+    param = next((p for p in all_params(func.params) if p.name.value == name), None)
+    if param is None:
+        return []
+    found: list[tuple[Evidence, str]] = []
+    line = ctx.line_of(param)
+    if (static_class := _static_class(param, ctx)) is not None:
+        annotation = param.annotation.annotation if param.annotation else None
+        text = cst.Module([]).code_for_node(annotation) if annotation else ""
+        note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+    elif param.annotation is not None:
+        annotation = param.annotation.annotation
+        text = cst.Module([]).code_for_node(annotation)
+        parts = list(_annotation_names(annotation))
+        for at, part in enumerate(parts):
+            qname = ctx.imports.qualify(part) or ""
+            last = (dotted(part) or "").rsplit(".", 1)[-1]
+            if last in CONTAINER_ANNOTATION_NAMES and any(_array_annotation(p, ctx) for p in parts[at + 1 :]):
+                continue  # `Sequence[jax.Array]`, `tuple[jax.Array, int]`: the arrays inside decide
+            if qname in HOST_ARRAY_ANNOTATIONS:
+                note = "a host NumPy array, which may be concrete data such as indices"
+                found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
+                break
+            if _array_annotation(part, ctx):
+                found.append((Evidence(ArgKind.ARRAY, f"annotated `{text}` in {where}", line), STRONG))
+                break
+            if last in SCALAR_ANNOTATION_NAMES and all(
+                (dotted(p) or "") in (*SCALAR_ANNOTATION_NAMES, "None", "Optional", "typing.Optional")
+                for p in _annotation_names(annotation)
+            ):
+                note = "a Python number, which may be a static setting"
+                found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
+                break
+            if last in STATIC_ANNOTATION_NAMES or (last in ("tuple", "Tuple") and "int" in text):
+                found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}", line), STRONG))
+                break
+    default = param.default
+    if (
+        isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.Lambda))
+        or (isinstance(default, cst.Name) and default.value in ("True", "False"))
+        or (default is not None and is_int_tuple(default))
+    ):
+        text = cst.Module([]).code_for_node(default)
+        found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", line), STRONG))
+    return found
+
+
+def _static_class(param: cst.Param, ctx: Context) -> str | None:
+    """The class of the module registered as a pytree with no leaves that ``param`` is annotated
+    with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
+    if param.annotation is None:
+        return None
+    alternatives = list(_alternatives(param.annotation.annotation))
+    classes = [a.value for a in alternatives if isinstance(a, cst.Name) and a.value in ctx.static_classes]
+    others = [a for a in alternatives if not (isinstance(a, cst.Name) and a.value in ctx.static_classes)]
+    if classes and all(isinstance(a, cst.Name) and a.value == "None" for a in others):
+        return classes[0]
+    return None
+
+
+def annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
+    return any(_static_class(p, ctx) is not None for p in all_params(func.params) if p.name.value == name)
+
+
+def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A and B)."""
+    if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
+        yield from _alternatives(annotation.left)
+        yield from _alternatives(annotation.right)
+        return
+    kind = (dotted(annotation.value) or "").rsplit(".", 1)[-1] if isinstance(annotation, cst.Subscript) else ""
+    if isinstance(annotation, cst.Subscript) and kind in ("Optional", "Union"):
+        items = [e.slice.value for e in annotation.slice if isinstance(e.slice, cst.Index)]
+        if len(items) != len(annotation.slice) or (kind == "Optional" and len(items) != 1):
+            yield annotation  # not a union this reads
+            return
+        for item in items:
+            yield from _alternatives(item)
+        if kind == "Optional":
+            yield cst.Name("None")
+        return
+    yield annotation

@@ -1,0 +1,120 @@
+"""Classify, step 5: ``Context``, what classify knows about the module once (imports, helpers,
+enums, leafless configs, primitives, line numbers), and the locals of a function."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from vjp_migrate.classify.expressions import all_params, value_names
+from vjp_migrate.classify.module_facts import module_enums, module_helpers, module_primitives, module_variants
+from vjp_migrate.classify.pytrees import module_static_classes
+from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
+from vjp_migrate.derived import Locals, locals_of
+from vjp_migrate.imports import ImportTable
+from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.sites import body_statements
+
+LineOf = Callable[[cst.CSTNode], "int | None"]
+Wrapped = dict[str, list[frozenset[str]]]
+
+
+@dataclass(frozen=True)
+class Via:
+    """A value computed from the argument's values that reaches a use: the text that says how."""
+
+    text: str  # through `n` (from `a`, line 3)
+    certain: bool
+
+    def needs(self, use: str, certain: bool = True) -> tuple[ArgKind, str, str]:
+        """Kind, text and weight of the evidence a use of the value needing it concrete gives."""
+        sure = self.certain and certain
+        for lead in (NEEDED, MAYBE_NEEDED):
+            if use.startswith(f"{lead} "):  # the value reached a helper's own derived value
+                use = f", then {use.removeprefix(lead + ' ')}"
+                break
+        else:
+            use = f": {use}"
+        if sure:
+            return ArgKind.STATIC, f"{NEEDED} {self.text}{use}", STRONG
+        return ArgKind.UNKNOWN, f"{MAYBE_NEEDED} {self.text}{use}", DOUBT
+
+    def carried(self, found: Iterable[tuple[Evidence, str]]) -> list[tuple[Evidence, str]]:
+        """What a helper's evidence about the value says about the argument: only its need for
+        concrete values (or a doubt) carries back through the value."""
+        carried: list[tuple[Evidence, str]] = []
+        for evidence, weight in found:
+            if evidence.kind is ArgKind.STATIC or weight == DOUBT:
+                kind, text, weight = self.needs(evidence.text, evidence.kind is ArgKind.STATIC)
+                carried.append((Evidence(kind, text, evidence.line), weight))
+        return carried
+
+
+@dataclass(frozen=True)
+class Context:
+    imports: ImportTable
+    helpers: dict[str, cst.FunctionDef]  # module-level functions, followed one call deep at a time
+    line_of: LineOf
+    # Every call of a dotted name in the module, with the functions it is in: one walk per module.
+    calls: dict[int, list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]]] = field(
+        default_factory=dict, compare=False
+    )
+    # The names the module passes as an argument of some call (`jax.jit(run)`), from that same walk.
+    passed: dict[int, frozenset[str]] = field(default_factory=dict, compare=False)
+    # The module's defs that a call `jax.jit(run, ...)` wraps, each with what every such call whose
+    # static arguments are literals marks static: `run = jax.jit(run)`, `jax.jit(run)(x, w)`.
+    wrapped: dict[int, Wrapped] = field(default_factory=dict, compare=False)
+    # The parameters of the lambdas around each of those calls (by the call's id), from that walk:
+    # `lambda w: f(w, x)` passes the lambda's `w`, not the `w` of the def around it.
+    lambda_params: dict[int, frozenset[str]] = field(default_factory=dict, compare=False)
+    # The bindings of each function analysed, whichever parameter is followed through it (by the
+    # ids of the function and of the imports its values were read with).
+    locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
+    # Module-level names bound once, to a new `Primitive(...)`.
+    primitives: frozenset[str] = frozenset()
+    # Names bound to several defs, in the branches of a module-level `if` or `try`.
+    variants: dict[str, tuple[cst.FunctionDef, ...]] = field(default_factory=dict)
+    # Module-level classes that are enums whose members are no numbers (not `IntEnum`/`IntFlag`).
+    enums: frozenset[str] = frozenset()
+    # Module-level classes registered as pytrees with no leaves (`@jax.tree_util.register_static`,
+    # `register_dataclass(..., data_fields=[])`, ...), each with how it is registered.
+    static_classes: dict[str, str] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
+        """The context of one module: its helpers, primitives and enums read from it."""
+        primitives = module_primitives(module, imports)
+        return cls(
+            imports,
+            module_helpers(module),
+            line_of,
+            primitives=primitives,
+            variants=module_variants(module),
+            enums=module_enums(module, imports),
+            static_classes=module_static_classes(module, imports),
+        )
+
+    def definitions(self, name: str) -> tuple[cst.FunctionDef, ...]:
+        """The defs a call of ``name`` may reach: its helper, or every variant; none if neither."""
+        helper = self.helpers.get(name)
+        return (helper,) if helper is not None else self.variants.get(name, ())
+
+
+def own_body(func: cst.FunctionDef) -> Sequence[cst.BaseStatement | cst.SimpleStatementSuite]:
+    """What to read of a function: its block's statements, or the suite of a one-line def
+    (`def f_bwd(w, _, g): return (g * w,)`)."""
+    return [func.body] if isinstance(func.body, cst.SimpleStatementSuite) else body_statements(func)
+
+
+def function_locals(func: cst.FunctionDef, ctx: Context) -> Locals:
+    found = ctx.locals.get((id(func), id(ctx.imports)))
+    if found is None:
+
+        def sources(expr: cst.BaseExpression) -> list[tuple[str, bool]]:
+            return list(value_names(expr, ctx.imports))
+
+        statements = own_body(func)
+        found = ctx.locals[id(func), id(ctx.imports)] = locals_of(statements, all_params(func.params), sources)
+    return found

@@ -1,0 +1,161 @@
+"""Classify, step 3: module-wide facts the evidence rules consult: the defs of the module scope,
+its enum classes and JAX primitives, the names bound once."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from vjp_migrate.imports import ImportTable, dotted, node_types, small_statements, target_names
+from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES
+
+
+def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
+    """The functions the module defines in its own scope, by name: each def at its top level (the
+    last of a name), and a def inside a module-level ``if``, ``try`` or ``with`` (``if HAS_JAX:``)
+    whose name nothing else in the module's scope binds."""
+    return {name: defs[0] for name, defs in _module_defs(module).items() if len(defs) == 1}
+
+
+def module_variants(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
+    """The names bound to more than one def in the module's scope, one of them at least inside a
+    block (``if HAS_JAX: def f ... else: def f ...``): which one a call reaches is not known."""
+    return {name: defs for name, defs in _module_defs(module).items() if len(defs) > 1}
+
+
+def _module_defs(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
+    top: dict[str, cst.FunctionDef] = {}
+    nested: dict[str, list[cst.FunctionDef]] = {}
+    others: set[str] = set()
+    for stmt, in_block in _scope_statements(module.body):
+        if isinstance(stmt, cst.FunctionDef):
+            if in_block:
+                nested.setdefault(stmt.name.value, []).append(stmt)
+            else:
+                top[stmt.name.value] = stmt
+        else:
+            others.update(_names_bound_by(stmt))
+    found: dict[str, tuple[cst.FunctionDef, ...]] = {name: (func,) for name, func in top.items()}
+    for name, defs in nested.items():
+        if name in others:  # `try: from fast import f` / `except ImportError: def f ...`
+            found.pop(name, None)
+        else:
+            found[name] = (*((top[name],) if name in top else ()), *defs)
+    return found
+
+
+_BLOCKS = node_types(cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
+
+
+def _scope_statements(
+    statements: Sequence[cst.BaseStatement | cst.BaseSmallStatement], in_block: bool = False
+) -> Iterator[tuple[cst.BaseStatement | cst.BaseSmallStatement, bool]]:
+    """The statements run in the module's own scope (not in a def's or a class's), each with
+    whether it is inside a block."""
+    for stmt in statements:
+        yield stmt, in_block
+        if type(stmt) in _BLOCKS:
+            yield from _scope_statements(list(_block_statements(stmt)), True)
+
+
+def _block_statements(node: cst.CSTNode) -> Iterator[cst.BaseStatement | cst.BaseSmallStatement]:
+    for name in ("body", "handlers", "orelse", "finalbody"):
+        value = getattr(node, name, None)
+        for part in value if isinstance(value, (list, tuple)) else (value,):
+            if isinstance(part, cst.BaseSuite):
+                yield from part.body
+            elif isinstance(part, cst.If):  # elif
+                yield part
+            elif isinstance(part, (cst.Else, cst.ExceptHandler, cst.ExceptStarHandler, cst.Finally)):
+                yield from _block_statements(part)
+
+
+_SMALL_STATEMENTS = node_types(cst.BaseSmallStatement)
+
+
+def _names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterator[str]:
+    """The names a statement other than a def binds in the scope it runs in (not inside it)."""
+    if type(stmt) is cst.SimpleStatementLine:  # `type() is`: see imports.node_types
+        for small in stmt.body:
+            yield from _small_bound_names(small)
+    elif type(stmt) is cst.ClassDef:
+        yield stmt.name.value
+    elif type(stmt) is cst.For:
+        yield from target_names(stmt.target)
+    elif type(stmt) is cst.With:
+        for item in stmt.items:
+            if item.asname is not None:
+                yield from target_names(item.asname.name)
+    elif type(stmt) in _SMALL_STATEMENTS and isinstance(stmt, cst.BaseSmallStatement):
+        yield from _small_bound_names(stmt)
+
+
+def module_enums(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The classes the module defines at its top level that derive (through each other too) from
+    ``enum.Enum``, ``StrEnum`` or ``Flag``: not ``IntEnum``/``IntFlag``, whose members are ints that
+    a comparison with an array would broadcast against."""
+    classes = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)}
+    enums: set[str] = set()
+    changed = True
+    while changed:
+        changed = False
+        for name, node in classes.items():
+            if name not in enums and any(
+                imports.qualify(base.value) in ENUM_CLASSES
+                or (isinstance(base.value, cst.Name) and base.value.value in enums)
+                for base in node.bases
+            ):
+                enums.add(name)
+                changed = True
+    return bound_once(module, enums)
+
+
+def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """Names the module binds once, at its top level, to a new ``Primitive(...)``; a name bound by
+    any other assignment, import, def or class anywhere in the module is not one."""
+    made: set[str] = set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                if (
+                    isinstance(small, cst.Assign)
+                    and len(small.targets) == 1
+                    and isinstance(small.targets[0].target, cst.Name)
+                    and isinstance(small.value, cst.Call)
+                    and imports.qualify(small.value.func) in PRIMITIVE_CLASSES
+                ):
+                    made.add(small.targets[0].target.value)
+    return bound_once(module, made)
+
+
+def bound_once(module: cst.Module, names: set[str]) -> frozenset[str]:
+    """Those of ``names`` that the module binds exactly once, counting every binding anywhere."""
+    if not names:
+        return frozenset()
+    counts: dict[str, int] = {}
+    for name in _bound_names(module):
+        counts[name] = counts.get(name, 0) + 1
+    return frozenset(name for name in names if counts.get(name) == 1)
+
+
+def _bound_names(module: cst.Module) -> Iterator[str]:
+    for stmt in module.body:
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            yield stmt.name.value
+    for small in small_statements(module):
+        yield from _small_bound_names(small)
+
+
+def _small_bound_names(small: cst.BaseSmallStatement) -> Iterator[str]:
+    if type(small) is cst.Assign:  # `type() is`: see imports.node_types
+        for target in small.targets:
+            yield from target_names(target.target)
+    elif type(small) is cst.AnnAssign or type(small) is cst.AugAssign:
+        yield from target_names(small.target)
+    elif (type(small) is cst.Import or type(small) is cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+        for alias in small.names:
+            bound = alias.asname.name if alias.asname is not None else alias.name
+            text = dotted(bound)  # None for anything but a Name or an Attribute
+            if text is not None:
+                yield text.split(".")[0]

@@ -1,0 +1,205 @@
+"""Classify, step 4: config classes that are pytrees with no leaves (jit passes them on untraced):
+`register_static`, `register_dataclass` with no data fields, `register_pytree_node_class` whose
+`tree_flatten` returns no children, flax struct dataclasses with only static fields."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+
+import libcst as cst
+
+from vjp_migrate.classify.module_facts import bound_once
+from vjp_migrate.imports import PARTIAL, ImportTable, dotted
+from vjp_migrate.sites import body_statements
+from vjp_migrate.vocabulary import (
+    DATACLASS_FIELDS,
+    DATACLASS_REGISTRARS,
+    FLAX_DATACLASSES,
+    FLAX_FIELDS,
+    FLAX_PYTREE_NODES,
+    PYTREE_NODE_CLASS_REGISTRARS,
+    STATIC_PYTREE_DECORATORS,
+)
+
+
+def module_static_classes(module: cst.Module, imports: ImportTable) -> dict[str, str]:
+    """The classes the module defines at its top level and registers as pytrees with no leaves,
+    each with how: ``@jax.tree_util.register_static``, ``register_dataclass`` with no data
+    fields, ``register_pytree_node_class`` with a ``tree_flatten`` returning no children, a flax
+    struct class whose every field is ``pytree_node=False``. jit passes such an object on as it is."""
+    classes = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)}
+    found: dict[str, str] = {}
+    for name, cls in classes.items():
+        how = _flax_leafless(cls, imports)
+        for registrar, args in _decorator_registrations(cls, imports):
+            how = how or _leafless_registration(registrar, args, cls, imports)
+        if how:
+            found[name] = how
+    for name, registrar, args in _call_registrations(module, imports):
+        how = _leafless_registration(registrar, args, classes[name], imports) if name in classes else None
+        if how and name not in found:
+            found[name] = how
+    once = bound_once(module, set(found))
+    return {name: how for name, how in found.items() if name in once}
+
+
+def _decorator_registrations(cls: cst.ClassDef, imports: ImportTable) -> Iterator[tuple[str, Sequence[cst.Arg]]]:
+    """The class's decorators as (registrar, arguments past the class): `@register_static`,
+    `@partial(register_dataclass, data_fields=[], meta_fields=[...])` (a positional argument
+    bound by `partial` would be the class's own place: no registration read)."""
+    for decorator in cls.decorators:
+        expr = decorator.decorator
+        if isinstance(expr, cst.Call) and imports.qualify(expr.func) in PARTIAL and expr.args:
+            bound = expr.args[1:]
+            yield ("" if any(_plain(arg) for arg in bound) else imports.qualify(expr.args[0].value) or ""), bound
+        else:
+            yield imports.qualify(expr) or "", ()
+
+
+def _call_registrations(module: cst.Module, imports: ImportTable) -> Iterator[tuple[str, str, Sequence[cst.Arg]]]:
+    """Module-level statements `register_dataclass(Config, data_fields=[], meta_fields=[...])`:
+    the class's name, the registrar and the arguments past the class."""
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
+            first = call.args[0] if call is not None and call.args else None
+            if call is not None and first is not None and isinstance(first.value, cst.Name) and _plain(first):
+                yield first.value.value, imports.qualify(call.func) or "", call.args[1:]
+
+
+def _plain(arg: cst.Arg) -> bool:
+    return arg.keyword is None and not arg.star
+
+
+def _leafless_registration(
+    registrar: str, args: Sequence[cst.Arg], cls: cst.ClassDef, imports: ImportTable
+) -> str | None:
+    """How ``registrar`` called with ``args`` (past the class) registers ``cls`` with no leaves, if it does."""
+    if registrar in STATIC_PYTREE_DECORATORS and not args:
+        return "a class registered with `jax.tree_util.register_static`"
+    if registrar in DATACLASS_REGISTRARS:
+        data, meta = _argument(args, 0, "data_fields"), _argument(args, 1, "meta_fields")
+        if isinstance(data, (cst.List, cst.Tuple)) and not data.elements and meta is not None:
+            return "a class registered with `jax.tree_util.register_dataclass` with no data fields"
+        if not args and not cls.bases and _every_field(cls, imports, _static_dataclass_field):
+            return "a class registered with `jax.tree_util.register_dataclass` whose every field is static"
+    if registrar in PYTREE_NODE_CLASS_REGISTRARS and not args and _flattens_to_no_children(cls):
+        registered = "a class registered with `jax.tree_util.register_pytree_node_class`"
+        return f"{registered} whose `tree_flatten` returns no children"
+    return None
+
+
+def _argument(args: Sequence[cst.Arg], position: int, keyword: str) -> cst.BaseExpression | None:
+    """The argument passed at ``position`` or as ``keyword``; None if absent or behind a star."""
+    if any(arg.star for arg in args):
+        return None
+    for at, arg in enumerate(args):
+        if (arg.keyword is None and at == position) or (arg.keyword is not None and arg.keyword.value == keyword):
+            return arg.value
+    return None
+
+
+def _flattens_to_no_children(cls: cst.ClassDef) -> bool:
+    """Whether the class's own ``tree_flatten`` returns `((), aux)` at every return."""
+    flatten = [
+        stmt for stmt in body_statements(cls) if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "tree_flatten"
+    ]
+    if len(flatten) != 1 or flatten[0].decorators:
+        return False
+    collector = ReturnCollector()
+    flatten[0].body.visit(collector)
+    return bool(collector.returns) and all(_no_children(ret.value) for ret in collector.returns)
+
+
+def _no_children(value: cst.BaseExpression | None) -> bool:
+    """`((), aux)` or `[], aux`: a pair whose first item is an empty tuple or list literal."""
+    if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
+        return False
+    first = value.elements[0]
+    return (
+        isinstance(first, cst.Element) and isinstance(first.value, (cst.Tuple, cst.List)) and not first.value.elements
+    )
+
+
+class ReturnCollector(cst.CSTVisitor):
+    """The returns of one def, not of the defs, lambdas or classes inside it."""
+
+    def __init__(self) -> None:
+        self.returns: list[cst.Return] = []
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+
+def _flax_leafless(cls: cst.ClassDef, imports: ImportTable) -> str | None:
+    """A flax struct class (`@struct.dataclass`, or a `struct.PyTreeNode` with no other base)
+    whose every field is `struct.field(pytree_node=False)`: how it is declared, if it is one."""
+    bases = [imports.qualify(base.value) for base in cls.bases]
+    decorated = any(
+        imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
+        for d in cls.decorators
+    )
+    node = len(bases) == 1 and bases[0] in FLAX_PYTREE_NODES and not cls.keywords
+    if not ((decorated and not bases) or node):
+        return None
+    if not _every_field(cls, imports, _static_flax_field):
+        return None
+    kind = "`flax.struct.PyTreeNode`" if node else "`flax.struct.dataclass`"
+    return f"a {kind} class whose every field is `pytree_node=False`"
+
+
+def _every_field(
+    cls: cst.ClassDef, imports: ImportTable, static: Callable[[cst.BaseExpression | None, ImportTable], bool]
+) -> bool:
+    """Whether every field the class body declares (`x: int = ...`; not a `ClassVar`) has a
+    value that ``static`` accepts."""
+    for stmt in body_statements(cls):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and not _class_var(small) and not static(small.value, imports):
+                return False
+    return True
+
+
+def _class_var(declared: cst.AnnAssign) -> bool:
+    annotation = declared.annotation.annotation
+    head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
+    return (dotted(head) or "").rsplit(".", 1)[-1] == "ClassVar"
+
+
+def _static_flax_field(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+    """`struct.field(pytree_node=False, ...)`."""
+    if not isinstance(value, cst.Call) or imports.qualify(value.func) not in FLAX_FIELDS:
+        return False
+    flag = _argument(value.args, 0, "pytree_node")
+    return isinstance(flag, cst.Name) and flag.value == "False"
+
+
+def _static_dataclass_field(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+    """`dataclasses.field(..., metadata={"static": True})` or `metadata=dict(static=True)`."""
+    if not isinstance(value, cst.Call) or imports.qualify(value.func) not in DATACLASS_FIELDS:
+        return False
+    metadata = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "metadata"), None)
+    if isinstance(metadata, cst.Call) and imports.qualify(metadata.func) == "builtins.dict":
+        flag = next((a.value for a in metadata.args if a.keyword is not None and a.keyword.value == "static"), None)
+    elif isinstance(metadata, cst.Dict):
+        flag = next(
+            (
+                e.value
+                for e in metadata.elements
+                if isinstance(e, cst.DictElement)
+                and isinstance(e.key, cst.SimpleString)
+                and e.key.evaluated_value == "static"
+            ),
+            None,
+        )
+    else:
+        flag = None
+    return isinstance(flag, cst.Name) and flag.value == "True"

@@ -1,0 +1,13 @@
+"""Classify, step 1: how much a piece of evidence weighs; the later steps mark it, ``_decide`` reads it."""
+
+from __future__ import annotations
+
+# DOUBT: a local that only possibly holds the argument's values is needed concretely; the argument
+# is then UNKNOWN whatever else says array.
+STRONG, WEAK, CALL_SITE, SCALAR, OBJECT, DOUBT = "strong", "weak", "call site", "scalar", "object", "doubt"
+# A static use on a branch a type test of the argument picks (`if callable(m): m = m(x)`): the
+# argument may be something else on the other branch, array data too. An array use on such a
+# branch (`if isinstance(lr, float): return x * lr`) may be of a Python number: it weighs as
+# strong everywhere but against a GUARDED static use.
+GUARDED, BRANCH_ARRAY = "guarded", "array on a type-picked branch"
+NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be needed concretely"
