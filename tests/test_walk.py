@@ -622,7 +622,7 @@ def test_code_of_an_indexed_expression_generates_nothing(monkeypatch: pytest.Mon
 def test_defvjp_owner_read_off_the_node_equals_the_ast_one(func: str) -> None:
     import ast
 
-    from vjp_migrate.plan import _defvjp_owner, _owner
+    from vjp_migrate.plan.shared import _defvjp_owner, _owner
 
     module = cst.parse_module(f"{func}(f_fwd, f_bwd)\n")
     call = module.body[0].body[0].value  # type: ignore[attr-defined]

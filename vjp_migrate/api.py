@@ -87,7 +87,8 @@ def _analyze(
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
     from vjp_migrate.noqa import suppress
-    from vjp_migrate.plan import decide, reconcile_shared, rules_used_elsewhere
+    from vjp_migrate.plan import decide
+    from vjp_migrate.plan.shared import reconcile_shared, rules_used_elsewhere
     from vjp_migrate.sites import find_sites
     from vjp_migrate.walk import index_of
 

@@ -59,7 +59,7 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FileResult(path, Status.OK, diagnostics=analysis.diagnostics, old_text=source.text, new_text=source.text)
-    from vjp_migrate.plan import plan_groups
+    from vjp_migrate.plan.shared import plan_groups
     from vjp_migrate.rewrite import apply_plans
 
     accepted: list[RewritePlan] = []

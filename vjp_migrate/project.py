@@ -231,7 +231,7 @@ def _rule_files(decision: SiteDecision) -> set[str]:
 
 def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
     """Rules shared across files whose users do not all migrate the same way."""
-    from vjp_migrate.plan import rule_change  # the same test a module applies to its own shared rules
+    from vjp_migrate.plan.shared import rule_change  # the same test a module applies to its own shared rules
 
     users: dict[int, list[tuple[Path, SiteDecision, str, FunctionRef]]] = {}
     crosses: set[int] = set()

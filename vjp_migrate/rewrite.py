@@ -12,7 +12,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.model import JitEdit, Layout, OrNone, RewritePlan, TupleType
-from vjp_migrate.plan import cotangent_count, literal_branches, trailing_slots
+from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
 
 _SPACE = cst.SimpleWhitespace(" ")
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing

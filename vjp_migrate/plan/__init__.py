@@ -1,0 +1,168 @@
+"""Stage 7: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST building).
+
+The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``consistency`` (whether the
+rules agree), ``cotangents``, ``annotations``, ``residuals`` and ``jit`` (each part of the plan),
+``shared`` (rules several sites or other code use); ``decide`` and ``plan_site`` here put it together.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vjp_migrate.imports import ImportTable
+from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, SiteDecision, VjpSite
+from vjp_migrate.plan.annotations import returns_only_lists, retyped
+from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, own_returns, param_names
+from vjp_migrate.plan.consistency import inconsistency, repeated_param
+from vjp_migrate.plan.cotangents import bwd_return_plan, cotangent_count, cotangent_slots, symbolic_zeros
+from vjp_migrate.plan.jit import jit_edits
+from vjp_migrate.plan.residuals import TEMP_NAMES, already_saved, fresh_name, fwd_residual_assign, layout_of
+from vjp_migrate.sites import positional_params, varargs_owner
+
+
+def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int, ...]:
+    """The arguments fix moves: selected codes only, unsafe ones only with --unsafe-fixes."""
+    moved = []
+    for info in infos:
+        if not info.fixable:
+            continue
+        if (info.kind is ArgKind.ARRAY and "VJP001" in settings.select and (info.strong or settings.unsafe_fixes)) or (
+            info.kind is ArgKind.UNKNOWN and "VJP002" in settings.select and settings.unsafe_fixes
+        ):
+            moved.append(info.index)
+    return tuple(moved)
+
+
+def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
+    """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done."""
+    if site.problem:
+        return site.problem
+    if not site.nondiff.literal:
+        return site.nondiff.problem or "nondiff_argnums is not a literal"
+    starred = [p for p in moved if p >= len(site.params)]
+    star = varargs_owner(site)
+    if starred and star is not None:
+        return f"position {starred[0]} falls in `*{star[0]}` of {star[1]}, which the rewrite does not handle"
+    for ref in (site.fwd, site.bwd):
+        if ref is None or ref.node is None:
+            return ref.problem if ref and ref.problem else "the rules were not found"
+    assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
+    fwd, bwd = site.fwd.node, site.bwd.node
+    for func in (f for f in (site.primal, fwd, bwd) if f is not None):
+        if (twice := repeated_param(func)) is not None:
+            return f"`{func.name.value}` has two parameters named `{twice}`, which Python rejects"
+    if site.bwd.decorator_problem:
+        return site.bwd.decorator_problem
+    if (symbolic := symbolic_zeros(site.defvjp)) is not None:
+        return (
+            f"defvjp is called with `symbolic_zeros={symbolic}`: fwd would get the moved arguments "
+            "wrapped in CustomVJPPrimal (`.value`, `.perturbed`), not as arrays"
+        )
+    # A functools.partial binds the leading parameters; JAX's arguments fill the rest.
+    fwd_params = positional_params(fwd)[site.fwd.bound_args :]
+    bwd_params = positional_params(bwd)[site.bwd.bound_args :]
+    if isinstance(bwd.params.star_arg, cst.Param):
+        return f"bwd `{bwd.name.value}` takes *{bwd.params.star_arg.name.value}"
+    required = [p.name.value for p in bwd.params.kwonly_params if p.default is None]
+    if required:  # JAX passes bwd's arguments by position: a call would raise TypeError
+        return (
+            f"bwd `{bwd.name.value}` has a keyword-only parameter `{required[0]}` without a default, "
+            "which JAX never passes"
+        )
+    order = site.nondiff.positions
+    kept = tuple(p for p in order if p not in moved)
+    moved_bwd = tuple(bwd_params[order.index(p)] for p in moved)
+    bwd_names = names_in(bwd)
+    read = tuple(p for p in moved if bwd_names.loads(bwd_params[order.index(p)]) > 0)
+    if any(p >= len(fwd_params) for p in read):
+        return f"fwd `{fwd.name.value}` takes the argument through *args"
+    fwd_bound = names_in(fwd).bound
+    fwd_returns = own_returns(fwd)
+    reused = already_saved(read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd, fwd_returns, fwd_bound)
+    saved = tuple(p for p in read if p not in reused)
+    saved_fwd = tuple(fwd_params[p] for p in saved)
+    saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
+    rebound = sorted(set(saved_fwd) & fwd_bound)
+    if rebound:
+        return f"fwd `{fwd.name.value}` assigns to `{rebound[0]}` before saving it"
+    for ret in fwd_returns:
+        value = ret.value
+        if not (isinstance(value, cst.Tuple) and len(value.elements) == 2) or any(
+            isinstance(e, cst.StarredElement) for e in value.elements
+        ):
+            return f"fwd `{fwd.name.value}` returns `{code_of(value)}`, not an `(output, residuals)` pair"
+    if not fwd_returns:
+        return f"fwd `{fwd.name.value}` has no return statement"
+    slots = cotangent_slots(site, kept, moved)
+    bwd_bindings = bindings_of(bwd)
+    returned = bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings, bwd_names.counts)
+    if isinstance(returned, str):
+        return returned
+    temp_returns, starred_lengths, literals = returned
+    residual = bwd_params[len(order)]
+    taken = set(bwd_names.counts) | (param_names(bwd) - {residual})
+    layout, new_param, old_name, unpack = layout_of(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
+    needs_unpack = layout in (Layout.NONE, Layout.GENERAL) and new_param != saved_bwd[0]
+    def_name = site.bwd.def_name if needs_unpack and site.bwd.lambda_node is not None else None
+    if needs_unpack and def_name is None and not isinstance(bwd.body, cst.IndentedBlock):
+        return f"bwd `{bwd.name.value}` is written on one line"
+    fwd_assign = fwd_residual_assign(fwd, fwd_returns, unpack) if layout is Layout.BOUND else None
+    if fwd_assign is not None:
+        layout = Layout.VARIABLE
+    temp_name = fresh_name(taken | {new_param, residual}, TEMP_NAMES) if temp_returns else ""
+    edits = jit_edits(site, moved, moved_bwd, residual, new_param)
+    if isinstance(edits, str):
+        return edits
+    unread = {bwd_params[order.index(p)] for p in moved if p not in read}
+    if layout is Layout.NONE:  # the old residual (always None, never read) leaves the signature
+        unread.add(residual)
+    return RewritePlan(
+        site=site,
+        moved=moved,
+        kept=kept,
+        saved_fwd_names=saved_fwd,
+        saved_bwd_names=saved_bwd,
+        moved_bwd_params=moved_bwd,
+        layout=layout,
+        residual_param=new_param,
+        old_residual_name=old_name,
+        tuple_unpack=unpack,
+        fwd_returns=tuple(fwd_returns),
+        bwd_returns=tuple(r for r in own_returns(bwd) if id(r) not in literals),
+        cotangent_literals=tuple({id(a): a for a in literals.values()}.values()),
+        none_slots=slots,
+        fwd_assign=fwd_assign,
+        temp_name=temp_name,
+        temp_returns=tuple(temp_returns),
+        starred_lengths=tuple(sorted(starred_lengths.items())),
+        dels=dropped_dels(bwd, unread),
+        reused=tuple(rename for renames in reused.values() for rename in renames),
+        jit_edits=edits,
+        bwd_def_name=def_name,
+        retyped=retyped(
+            site, layout, saved_fwd, saved_bwd, unpack, slots, returns_only_lists(own_returns(bwd), literals)
+        ),
+    )
+
+
+def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, imports: ImportTable) -> SiteDecision:
+    """Combine classification, settings and rewritability into what check and fix do."""
+    broken = inconsistency(site, imports)
+    moved = moved_positions(infos, settings)
+    if broken is not None:
+        return SiteDecision(site, infos, moved, None, None, broken)
+    candidates = tuple(i.index for i in infos if i.kind is not ArgKind.STATIC)
+    if not candidates:
+        return SiteDecision(site, infos, moved, None, None, None)
+    # Rewritability is judged for every non-static argument, so check's verdict does not
+    # depend on --unsafe-fixes; the plan itself moves only what the settings allow.
+    probe = plan_site(site, candidates)
+    if isinstance(probe, str):
+        return SiteDecision(site, infos, moved, None, probe, None)
+    if not moved:
+        plan: RewritePlan | str | None = None
+    else:  # usually every candidate moves: the probe is the plan
+        plan = probe if moved == candidates else plan_site(site, moved)
+    if isinstance(plan, str):
+        return SiteDecision(site, infos, moved, None, plan, None)
+    return SiteDecision(site, infos, moved, plan, None, None)

@@ -1,0 +1,121 @@
+"""Plan, step 2: whether the rules agree with the primal and with each other (arity, bwd's
+return, a rule imported but unread): the reason a site cannot be planned (VJP004), or None."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.model import VjpSite
+from vjp_migrate.plan.bodies import own_returns
+from vjp_migrate.sites import ignored_argnames, positional_params
+from vjp_migrate.vocabulary import ARRAY_MODULES
+from vjp_migrate.wording import count
+
+
+def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: ImportTable) -> bool:
+    if isinstance(value, cst.Call):  # jnp.multiply(g, s) is one array; f_vjp(g) may be a tuple
+        return (imports.qualify(value.func) or "").startswith(ARRAY_MODULES)
+    return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)) or (
+        isinstance(value, cst.Name) and value.value == cotangent
+    )
+
+
+def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
+    """The VJP004 detail for a rule whose shape does not fit its primal, if any."""
+    fwd = site.fwd.node if site.fwd else None
+    # bwd's shape is judged only when every nondiff position is known (how many arguments it gets)
+    bwd = site.bwd.node if site.bwd and site.nondiff.complete else None
+    n_nondiff = len(site.nondiff.positions)
+    ignored = ignored_argnames(site)
+    if not n_nondiff and not ignored:
+        # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
+        return _unread_import(site, imports)
+    if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
+        return (
+            f"nondiff_argnums lists position {site.nondiff.positions[0]}, but custom_vjp does not count "
+            "positions from the end: JAX passes that argument to bwd and still expects a cotangent for it"
+        )
+    beyond = [p for p in site.nondiff.positions if p >= len(site.params)]
+    if beyond and not site.has_varargs:
+        return (
+            f"nondiff_argnums lists position {beyond[0]}, but `{_primal_name(site)}` takes "
+            f"{count(len(site.params), 'positional parameter')}"
+        )
+    bwd_bound = site.bwd.bound_args if site.bwd else 0
+    fwd_bound = site.fwd.bound_args if site.fwd else 0
+    if bwd is not None and not isinstance(bwd.params.star_arg, cst.Param):
+        least, most = _arity(bwd, bwd_bound)
+        if not least <= n_nondiff + 2 <= most:
+            because = (
+                f"; JAX ignores `{ignored[0][0]}` in nondiff_argnames: it is {ignored[0][1]}, and only "
+                "positional-or-keyword parameters count there"
+                if ignored
+                else ""
+            )
+            return (
+                f"bwd `{bwd.name.value}` takes {_count_range(least, most)}, but JAX calls it with "
+                f"{count(n_nondiff, 'nondiff argument')} + residuals + "
+                f"cotangent = {n_nondiff + 2}{because}"
+            )
+    fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
+    least, most = _arity(fwd, fwd_bound) if fwd is not None else (0, 0)
+    if fwd is not None and not site.has_varargs and not fwd_varargs and not least <= len(site.params) <= most:
+        return (
+            f"fwd `{fwd.name.value}` takes {_count_range(least, most)} but the primal `{site.name}` "
+            f"takes {len(site.params)}"
+        )
+    if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
+        params = positional_params(bwd)[bwd_bound:]
+        cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
+        if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
+            return f"bwd `{bwd.name.value}` returns a bare value; JAX needs a tuple with one cotangent per argument"
+    return None
+
+
+def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:
+    """nondiff_argnums given by an imported name whose value is not read, of a bwd that takes
+    nondiff arguments whose names are not the primal's (sites reads the positions from them when
+    they are): which arguments it lists cannot be told, and silence would hide a broken rule."""
+    arg, bwd = site.nondiff.argnums_arg, site.bwd
+    name = dotted(arg.value) if arg is not None else None
+    if name is None or name.split(".")[0] not in imports.aliases or bwd is None or bwd.node is None:
+        return None
+    if site.nondiff.complete or site.nondiff.argnames_arg is not None:
+        return None
+    leading = positional_params(bwd.node)[bwd.bound_args :][:-2]
+    if not leading or isinstance(bwd.node.params.star_arg, cst.Param):
+        return None
+    listed = ", ".join(f"`{n}`" for n in leading)
+    return (
+        f"{site.nondiff.problem}, and bwd `{bwd.node.name.value}`'s nondiff parameters ({listed}) "
+        f"are not named like parameters of `{_primal_name(site)}` in order, so which arguments it lists "
+        "cannot be told"
+    )
+
+
+def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
+    """How few and how many positional arguments ``func`` accepts after ``bound`` ones (defaults)."""
+    params = (*func.params.posonly_params, *func.params.params)[bound:]
+    return sum(1 for p in params if p.default is None), len(params)
+
+
+def _count_range(least: int, most: int) -> str:
+    return count(most, "parameter") if least == most else f"{least} to {most} parameters"
+
+
+def _primal_name(site: VjpSite) -> str:
+    if site.primal is None or site.primal_expr is not None:
+        return site.name  # a lambda, or an expression whose def is not seen: the name users call
+    return site.primal.name.value
+
+
+def repeated_param(func: cst.FunctionDef) -> str | None:
+    params = func.params
+    seen: set[str] = set()
+    for param in (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg):
+        if type(param) is cst.Param:  # not a MaybeSentinel or ParamStar (`type() is`: see imports.node_types)
+            if param.name.value in seen:
+                return param.name.value
+            seen.add(param.name.value)
+    return None
