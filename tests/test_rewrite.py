@@ -1863,16 +1863,16 @@ f.defvjp(f_fwd, f_bwd)
 
 
 def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.MonkeyPatch) -> None:
-    # rewrite._drop_imports rebuilds the import lines through walk.Index.transform, which calls
-    # leave methods only: LibCST's visit would call on_visit first
-    from vjp_migrate import rewrite
+    # rewrite.unused_imports.drop_imports rebuilds the import lines through walk.Index.transform,
+    # which calls leave methods only: LibCST's visit would call on_visit first
+    from vjp_migrate.rewrite import unused_imports
 
     def no_visit(self: object, node: object) -> bool:
         raise AssertionError(f"LibCST visited a {type(node).__name__}")
 
     head = "import jax\nfrom functools import partial, reduce\nimport numpy as np, os\n"
     expected = fix_source(head + RULES_BELOW).source
-    monkeypatch.setattr(rewrite._DropImports, "on_visit", no_visit, raising=False)
+    monkeypatch.setattr(unused_imports.DropImports, "on_visit", no_visit, raising=False)
     assert fix_source(head + RULES_BELOW).source == expected
     assert "from functools import reduce\n" in expected
 

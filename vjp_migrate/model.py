@@ -198,7 +198,7 @@ class TupleType:
 
 @dataclass(frozen=True)
 class RewritePlan:
-    """What to change for one site; rewrite.py applies it, nothing else decides."""
+    """What to change for one site; rewrite/ applies it, nothing else decides."""
 
     site: VjpSite
     moved: tuple[int, ...]  # positions leaving nondiff_argnums

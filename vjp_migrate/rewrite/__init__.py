@@ -1,0 +1,76 @@
+"""Stage 9: module + plans -> new module. The only place that builds CST nodes.
+
+The steps: ``lists`` (items taken out of or put into comma-separated lists), ``annotations``,
+``comments`` and ``unused_imports`` (what a change brings along), ``apply`` (the transformer that
+turns each plan into new nodes); ``apply_plans`` here runs them over a module.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import libcst as cst
+
+from vjp_migrate import walk
+from vjp_migrate.model import RewritePlan
+from vjp_migrate.rewrite.apply import Apply
+from vjp_migrate.rewrite.comments import saved_nothing
+from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports
+
+
+def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = True) -> cst.Module:
+    """Apply every plan in one pass, then drop the imports the change made unused.
+
+    ``local``: rebuild only the nodes that change and their ancestors (walk.Index) instead of
+    running the transformers over the whole module; the result is the same.
+    """
+    if not plans:
+        return module
+    applier = Apply(plans, module)
+    if local:
+        new, applier = _transform(module, applier)
+    else:
+        new = module.visit(applier)
+    if applier.removed_names:
+        uses = NameUses(applier.removed_names)
+        if local:
+            walk.visit(new, uses)
+        else:
+            new.visit(uses)
+        unused = applier.removed_names - uses.used
+        if unused:
+            new = (
+                drop_imports(new, DropImports(unused), walk.index_of(module))
+                if local
+                else new.visit(DropImports(unused))
+            )
+    return new
+
+
+def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
+    """Nodes whose statement line leave_SimpleStatementLine changes: a return that stores its
+    value first, a `del` that shrinks, a defvjp call that gets a new def before it, a fwd return
+    that saved nothing (its comment may say so)."""
+    for plan in plans:
+        yield from plan.temp_returns
+        yield from (node for node in plan.fwd_returns if saved_nothing(node))
+        yield from (node for node, _ in plan.dels)
+        if plan.bwd_def_name and plan.site.defvjp is not None:
+            yield plan.site.defvjp
+
+
+def _transform(module: cst.Module, applier: Apply) -> tuple[cst.Module, Apply]:
+    # Apply changes only nodes whose id is a key of one of its tables, and the statement lines
+    # around the anchors above; an anchor with no line (in a body on its def line, or a lambda
+    # rule's return made by the plan) has none to change (tests/test_walk.py compares this with
+    # the whole-module visit over every fixture).
+    index = walk.index_of(module)
+    keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
+    try:
+        lines = [index.statement_line(node) for node in _statement_anchors(applier.plans)]
+        new = index.transform(module, applier, [*index.nodes(keys), *filter(None, lines)])
+    except (walk.NotLocal, KeyError):  # the applier may be half-way: start again
+        applier = Apply(applier.plans, module)
+        return module.visit(applier), applier
+    assert isinstance(new, cst.Module)
+    return new, applier

@@ -1,0 +1,436 @@
+"""Rewrite, step 5: ``Apply``, the transformer that turns each plan into new nodes: the primal's
+decorator, fwd's residuals, bwd's parameters, unpacking and cotangents, a jit's static arguments."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from vjp_migrate import walk
+from vjp_migrate.imports import dotted
+from vjp_migrate.model import JitEdit, Layout, RewritePlan
+from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
+from vjp_migrate.rewrite.annotations import new_annotation
+from vjp_migrate.rewrite.comments import comment_lines, corrected, is_docstring, saved_nothing, spoken
+from vjp_migrate.rewrite.lists import (
+    Break,
+    Whitespace,
+    fix_trailing,
+    literal_without,
+    names_expr,
+    new_args,
+    one_per_line,
+    positions_expr,
+    prepend,
+    rebuilt_elements,
+    tuple_of,
+    with_items,
+    without,
+)
+from vjp_migrate.rewrite.unused_imports import NameUses
+
+
+class Apply(cst.CSTTransformer):
+    # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
+    # keying by node applies that change once.
+    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module) -> None:
+        self.plans = plans
+        self.config = module.config_for_parsing
+        self.top_level = {id(stmt) for stmt in module.body}
+        self.carriers = {id(p.site.carrier): p for p in plans}
+        self.fwd_returns = {id(r): p for p in plans for r in p.fwd_returns}
+        self.bwd_returns = {id(r): p for p in plans for r in p.bwd_returns}
+        self.bwds = {id(p.site.bwd.node): p for p in plans if p.site.bwd and p.site.bwd.node}
+        self.unpacks = {id(p.tuple_unpack): p for p in plans if p.tuple_unpack is not None}
+        self.fwd_assigns = {id(p.fwd_assign): p for p in plans if p.fwd_assign is not None}
+        self.temp_returns = {id(r): p for p in plans for r in p.temp_returns}
+        self.cotangent_literals = {id(a): p for p in plans for a in p.cotangent_literals}
+        self.temp_values: dict[int, tuple[str, cst.BaseExpression]] = {}  # return -> its stored value
+        self.dels = {id(node): names for p in plans for node, names in p.dels}
+        self.renames = {id(node): name for p in plans for node, name in p.reused}
+        self.jits = {id(e.decorator): e for p in plans for e in p.jit_edits}
+        self.fwd_lambdas = {id(p.site.fwd.lambda_node): p for p in plans if p.site.fwd and p.site.fwd.lambda_node}
+        self.bwd_lambdas = {id(p.site.bwd.lambda_node): p for p in plans if p.site.bwd and p.site.bwd.lambda_node}
+        self.retyped = {id(node): annotation for p in plans for node, annotation in p.retyped}
+        self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
+        self.removed_names: set[str] = set()
+        self.index = walk.index_of(module)
+
+    def _wraps(self, original: cst.BaseExpression | None) -> bool:
+        """Whether ``original`` is a literal of the module whose items fill its lines and wrap
+        (`(a, b,\n    c)`, `(x,\n    y)` under a hanging indent), not one item per line (items
+        under the first one, or black's layout): a new item then joins its neighbour's line."""
+        if not isinstance(original, (cst.Tuple, cst.List)) or not original.elements or one_per_line(original):
+            return False
+        if not self.index.covers(original):
+            return False
+        elements = original.elements
+        breaks = [isinstance(e.comma, cst.Comma) and isinstance(e.comma.whitespace_after, Break) for e in elements]
+        if not any(breaks[:-1]):
+            return False
+        first = self.index.span(elements[0])[1]
+        return not all(breaks[:-1]) or any(self.index.span(e)[1] != first for e in elements[1:])
+
+    # --- the primal's decorator or call --------------------------------------------------------
+
+    def leave_Decorator(self, original_node: cst.Decorator, updated_node: cst.Decorator) -> cst.Decorator:
+        edit = self.jits.get(id(original_node))
+        if edit is not None:
+            return self._jit_decorator(edit, updated_node)
+        plan = self.carriers.get(id(original_node))
+        if plan is None:
+            return updated_node
+        call, before = updated_node.decorator, original_node.decorator
+        assert isinstance(call, cst.Call) and isinstance(before, cst.Call)
+        self._forget_nondiff(plan)
+        args = new_args(plan, before.args, call.args)
+        if len(args) > 1:
+            return updated_node.with_changes(decorator=call.with_changes(args=args))
+        self._forget(call.func)
+        above = comment_lines(call.with_changes(args=args))  # `@partial(\n    # ...\n    jax.custom_vjp, ...)`
+        return updated_node.with_changes(
+            decorator=call.args[0].value, leading_lines=[*updated_node.leading_lines, *above]
+        )
+
+    def leave_Call(self, original_node: cst.Call, updated_node: cst.Call) -> cst.BaseExpression:
+        plan = self.carriers.get(id(original_node))
+        if plan is None:
+            return updated_node
+        self._forget_nondiff(plan)
+        if isinstance(updated_node.func, cst.Call):  # partial(jax.custom_vjp, ...)(f)
+            inner, before = updated_node.func, original_node.func
+            assert isinstance(before, cst.Call)
+            args = new_args(plan, before.args, inner.args)
+            if len(args) > 1:
+                return updated_node.with_changes(func=inner.with_changes(args=args))
+            self._forget(inner.func)
+            return updated_node.with_changes(func=inner.args[0].value)
+        return updated_node.with_changes(args=new_args(plan, original_node.args, updated_node.args))
+
+    def _jit_decorator(self, edit: JitEdit, node: cst.Decorator) -> cst.Decorator:
+        call = node.decorator
+        assert isinstance(call, cst.Call)
+        options: list[cst.Arg] = []
+        for arg in call.args:
+            keyword = arg.keyword.value if arg.keyword else None
+            if keyword == "static_argnums":
+                if edit.static_argnums:
+                    as_list = isinstance(arg.value, cst.List)  # jit's are int literals (sites.rule_jit)
+                    options.append(arg.with_changes(value=positions_expr(arg.value, edit.static_argnums, as_list)))
+            elif keyword == "static_argnames":
+                if edit.static_argnames:
+                    options.append(arg.with_changes(value=names_expr(arg.value, list(edit.static_argnames))))
+            else:
+                options.append(arg)
+        via_partial = bool(call.args) and call.args[0].keyword is None
+        if via_partial and len(options) == 1:  # partial(jax.jit) -> jax.jit
+            self._forget(call.func)
+            return node.with_changes(decorator=options[0].value)
+        if not via_partial and not options:  # jax.jit(static_argnums=...) -> jax.jit
+            return node.with_changes(decorator=call.func)
+        return node.with_changes(decorator=call.with_changes(args=fix_trailing(options, call.args)))
+
+    def _forget_nondiff(self, plan: RewritePlan) -> None:
+        """A rewritten nondiff_argnums may leave an import unused (`builtins.list(...)`)."""
+        for arg in (plan.site.nondiff.argnums_arg, plan.site.nondiff.argnames_arg):
+            if arg is not None:
+                self._forget_names(arg.value)
+
+    def _forget(self, partial_func: cst.BaseExpression) -> None:
+        name = dotted(partial_func)
+        if name:
+            self.removed_names.add(name.split(".")[0])
+
+    # --- fwd -----------------------------------------------------------------------------------
+
+    def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
+        plan = self.fwd_returns.get(id(original_node))
+        if plan is not None and plan.layout not in (Layout.UNCHANGED, Layout.VARIABLE):
+            return updated_node.with_changes(value=self._fwd_value(plan, updated_node.value, original_node.value))
+        plan = self.temp_returns.get(id(original_node))
+        if plan is not None:
+            assert updated_node.value is not None
+            self.temp_values[id(original_node)] = (plan.temp_name, updated_node.value)
+            return updated_node.with_changes(value=self._bwd_value(plan, cst.Name(plan.temp_name), None))
+        plan = self.bwd_returns.get(id(original_node))
+        if plan is not None:
+            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
+        return updated_node
+
+    def _store_first(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.FlattenSentinel[cst.BaseStatement] | None:
+        """A bwd return sliced around a None: its value goes to a temporary on the line before."""
+        stored = self.temp_values.get(id(original_node.body[0])) if len(original_node.body) == 1 else None
+        if stored is None:
+            return None
+        name, value = stored
+        assign = cst.SimpleStatementLine(
+            body=[cst.Assign(targets=[cst.AssignTarget(cst.Name(name))], value=value)],
+            leading_lines=updated_node.leading_lines,
+        )
+        return cst.FlattenSentinel([assign, updated_node.with_changes(leading_lines=[])])
+
+    def _fwd_value(
+        self, plan: RewritePlan, value: cst.BaseExpression | None, original: cst.BaseExpression | None
+    ) -> cst.BaseExpression:
+        """``original``: the same value in the module (``value`` may have changed below it)."""
+        assert isinstance(value, cst.Tuple) and isinstance(original, cst.Tuple)
+        out, old = value.elements
+        saved = plan.saved_fwd_names
+        if plan.layout is Layout.NONE:
+            residual = tuple_of(saved)
+        elif plan.layout is Layout.TUPLE:
+            assert isinstance(old.value, cst.Tuple)
+            residual = prepend(old.value, saved, self._wraps(original.elements[1].value))
+        else:
+            residual = cst.Tuple(rebuilt_elements([cst.Element(old.value)], [*saved, cst.Element(old.value)]))
+        return value.with_changes(elements=[out, old.with_changes(value=residual)])
+
+    # --- bwd -----------------------------------------------------------------------------------
+
+    def _bwd_value(
+        self, plan: RewritePlan, value: cst.BaseExpression | None, original: cst.BaseExpression | None
+    ) -> cst.BaseExpression:
+        """``original``: the same value in the module (None for a temporary's name)."""
+        if isinstance(value, cst.IfExp) and literal_branches(value) is not None:  # (a,) if c else (b,)
+            assert isinstance(original, cst.IfExp)
+            return value.with_changes(
+                body=self._bwd_value(plan, value.body, original.body),
+                orelse=self._bwd_value(plan, value.orelse, original.orelse),
+            )
+        slots = plan.none_slots
+        trailing = trailing_slots(slots, cotangent_count(plan.site, plan.kept))
+        wraps = self._wraps(original)
+        if isinstance(value, (cst.Tuple, cst.List)) and trailing:
+            return with_items(value, [*value.elements, *["None"] * len(slots)], wraps)
+        if isinstance(value, (cst.Tuple, cst.List)):
+            known = dict(plan.starred_lengths)
+            items: list[cst.BaseElement | str] = []
+            old = list(value.elements)
+            slot = 0
+            for index, element in enumerate(old):
+                while slot in slots:
+                    items.append("None")
+                    slot += 1
+                items.append(element)
+                name = element.value.value if isinstance(element.value, cst.Name) else ""
+                if not isinstance(element, cst.StarredElement):
+                    slot += 1
+                elif name in known:
+                    slot += known[name]
+                else:  # plan_site made sure no None is needed after it
+                    items.extend(old[index + 1 :])
+                    break
+            else:
+                while slot in slots:
+                    items.append("None")
+                    slot += 1
+            return with_items(value, items, wraps)
+        assert value is not None
+        text = cst.Module([]).code_for_node(value)
+        grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
+        if list(slots) == list(range(len(slots))):
+            return cst.parse_expression("(" + ", ".join(["None"] * len(slots) + [f"*{grads}"]) + ")")
+        if trailing:
+            return cst.parse_expression("(" + ", ".join([f"*{grads}"] + ["None"] * len(slots)) + ")")
+        parts: list[str] = []
+        start = 0
+        for count, slot in enumerate(slots):
+            before = slot - count  # old cotangents standing before this slot
+            if before > start:
+                parts.append(f"*{grads}[{start}:{before}]" if start else f"*{grads}[:{before}]")
+            parts.append("None")
+            start = before
+        parts.append(f"*{grads}[{start}:]")
+        return cst.parse_expression("(" + ", ".join(parts) + ")")
+
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+        plan = self.cotangent_literals.get(id(original_node))
+        if plan is not None:  # `grads = (a, b)` that bwd returns: `grads = (a, None, b)`
+            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
+        plan = self.fwd_assigns.get(id(original_node))
+        if plan is not None:
+            assert isinstance(updated_node.value, (cst.Tuple, cst.List))
+            wraps = self._wraps(original_node.value)
+            return updated_node.with_changes(value=prepend(updated_node.value, plan.saved_fwd_names, wraps))
+        plan = self.unpacks.get(id(original_node))
+        if plan is None:
+            return updated_node
+        target = updated_node.targets[0].target
+        if plan.layout is Layout.BOUND:  # `params = res` -> `lo, params = res`; `a, b = res` -> `lo, (a, b) = res`
+            if isinstance(target, cst.Tuple) and not target.lpar:
+                target = target.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+            whole = cst.Tuple([cst.Element(target)])
+            new_target: cst.BaseAssignTargetExpression = whole.with_changes(
+                elements=rebuilt_elements(whole.elements, [*plan.saved_bwd_names, whole.elements[0]]), lpar=[], rpar=[]
+            )
+        else:
+            assert isinstance(target, (cst.Tuple, cst.List))
+            new_target = prepend(target, plan.saved_bwd_names, self._wraps(original_node.targets[0].target))
+        return updated_node.with_changes(targets=[updated_node.targets[0].with_changes(target=new_target)])
+
+    # --- bwd's `del`s and unpack targets, lambdas ----------------------------------------------
+
+    def leave_Del(self, original_node: cst.Del, updated_node: cst.Del) -> cst.Del | cst.RemovalSentinel:
+        names = self.dels.get(id(original_node))
+        if names is None:
+            return updated_node
+        target = updated_node.target
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            return cst.RemoveFromParent() if isinstance(target, cst.Name) and target.value in names else updated_node
+
+        def gone(element: cst.Element) -> bool:
+            return isinstance(element.value, cst.Name) and element.value.value in names
+
+        # Before rebuilding: a bare `lo, hi` left empty would be a tuple without parentheses.
+        if all(isinstance(e, cst.Element) and gone(e) for e in target.elements):
+            return cst.RemoveFromParent()
+        new = literal_without(target, gone)
+        if len(new.elements) == 1 and not target.lpar and not isinstance(target, cst.List):
+            return updated_node.with_changes(target=new.elements[0].value)
+        return updated_node.with_changes(target=new)
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel:
+        if len(updated_node.body) < len(original_node.body) and updated_node.body:  # a `del` went
+            last = updated_node.body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
+            updated_node = updated_node.with_changes(body=[*updated_node.body[:-1], last])
+        stored = self._store_first(original_node, updated_node)
+        if stored is not None:
+            return stored
+        updated_node = self._true_comment(original_node, updated_node)
+        defs = [d for small in original_node.body for d in self.new_defs.get(id(getattr(small, "value", None)), [])]
+        if not defs:
+            return updated_node
+        # The new def takes the blank lines above the statement; comments right above it stay.
+        lines = list(updated_node.leading_lines)
+        comments = 0
+        while comments < len(lines) and lines[len(lines) - 1 - comments].comment is not None:
+            comments += 1
+        split = len(lines) - comments
+        gap = [cst.EmptyLine(indent=False)] * (2 if id(original_node) in self.top_level else 1)
+        defs[0] = defs[0].with_changes(leading_lines=lines[:split])
+        defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
+        return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
+
+    def _true_comment(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine:
+        """A fwd return that saved nothing and now saves the moved arguments: its comment saying
+        nothing is saved (on the line, or right above it) says what is saved instead."""
+        small = original_node.body[0] if len(original_node.body) == 1 else None
+        plan = self.fwd_returns.get(id(small))
+        if plan is None or plan.layout in (Layout.UNCHANGED, Layout.VARIABLE) or not saved_nothing(small):
+            return updated_node
+        said = f"save {spoken(plan.saved_fwd_names)} as residuals"
+        trailing = updated_node.trailing_whitespace
+        if trailing.comment is not None and (text := corrected(trailing.comment.value, said)) is not None:
+            comment = trailing.comment.with_changes(value=text)
+            return updated_node.with_changes(trailing_whitespace=trailing.with_changes(comment=comment))
+        lines = list(updated_node.leading_lines)
+        if lines and lines[-1].comment is not None and (text := corrected(lines[-1].comment.value, said)) is not None:
+            lines[-1] = lines[-1].with_changes(comment=lines[-1].comment.with_changes(value=text))
+            return updated_node.with_changes(leading_lines=lines)
+        return updated_node
+
+    def leave_Name(self, original_node: cst.Name, updated_node: cst.Name) -> cst.Name:
+        name = self.renames.get(id(original_node))
+        return updated_node if name is None else updated_node.with_changes(value=name)
+
+    def leave_Lambda(self, original_node: cst.Lambda, updated_node: cst.Lambda) -> cst.BaseExpression:
+        plan = self.fwd_lambdas.get(id(original_node))
+        if plan is not None:
+            if plan.layout is Layout.UNCHANGED:
+                return updated_node
+            return updated_node.with_changes(body=self._fwd_value(plan, updated_node.body, original_node.body))
+        plan = self.bwd_lambdas.get(id(original_node))
+        if plan is None:
+            return updated_node
+        params = self._bwd_params(plan, updated_node.params, None)[0]
+        body = self._bwd_value(plan, updated_node.body, original_node.body)
+        if plan.bwd_def_name is None:
+            return updated_node.with_changes(params=params, body=body)
+        empty = cst.Module([])
+        header = f"def {plan.bwd_def_name}({empty.code_for_node(params)}):\n"
+        returned = empty.code_for_node(body)
+        try:
+            node = cst.parse_statement(f"{header}    return {returned}\n", self.config)
+        except cst.ParserSyntaxError:  # a body spanning lines inside defvjp's own parentheses
+            node = cst.parse_statement(f"{header}    return ({returned})\n", self.config)
+        assert isinstance(node, cst.FunctionDef) and plan.site.defvjp is not None
+        self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
+        return cst.Name(plan.bwd_def_name)
+
+    def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        if id(original_node) not in self.retyped:
+            return updated_node
+        self._forget_names(updated_node.annotation)
+        return updated_node.with_changes(
+            annotation=new_annotation(updated_node.annotation, self.retyped[id(original_node)])
+        )
+
+    def _forget_names(self, node: cst.CSTNode | None) -> None:
+        """An annotation or expression that goes may leave imports unused (`Tuple`)."""
+        if node is not None:
+            uses = NameUses(None)
+            walk.visit(node, uses)
+            self.removed_names |= uses.used
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        if id(original_node) in self.retyped:
+            self._forget_names(updated_node.returns)
+            returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])
+            updated_node = updated_node.with_changes(returns=returns)
+        plan = self.bwds.get(id(original_node))
+        if plan is None:
+            return updated_node
+        params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
+        node = updated_node.with_changes(params=params, whitespace_before_params=lead)
+        return self._with_unpack(plan, node)
+
+    def _with_unpack(self, plan: RewritePlan, node: cst.FunctionDef) -> cst.FunctionDef:
+        if plan.layout is Layout.GENERAL or (plan.layout is Layout.NONE and len(plan.saved_bwd_names) > 1):
+            targets = list(plan.saved_bwd_names)
+            if plan.layout is Layout.GENERAL:
+                targets.append(plan.old_residual_name)
+            unpack = cst.parse_statement(f"{', '.join(targets)} = {plan.residual_param}\n")
+            body = node.body
+            assert isinstance(body, cst.IndentedBlock)
+            statements = list(body.body)
+            at = 1 if statements and is_docstring(statements[0]) else 0
+            statements.insert(at, unpack)
+            node = node.with_changes(body=body.with_changes(body=statements))
+        return node
+
+    def _bwd_params(
+        self, plan: RewritePlan, params: cst.Parameters, lead: Whitespace | None
+    ) -> tuple[cst.Parameters, Whitespace | None]:
+        """bwd's parameters without the moved ones (their comments kept, ``without``), the
+        residual renamed; and the new whitespace after the opening parenthesis (``lead``)."""
+        assert plan.site.bwd is not None
+        n_nondiff = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
+        single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
+        residual_name = plan.saved_bwd_names[0] if single else plan.residual_param
+        every = [*params.posonly_params, *params.params]
+        every[n_nondiff] = every[n_nondiff].with_changes(name=cst.Name(residual_name))
+        moved = set(plan.moved_bwd_params)
+
+        def gone(param: cst.Param) -> bool:
+            return param is not every[n_nondiff] and param.name.value in moved
+
+        slash = params.posonly_ind
+        n_posonly = len(params.posonly_params)
+        if not isinstance(slash, cst.ParamSlash) or all(gone(p) for p in every[:n_posonly]):
+            rest, lead = without(every, gone, lead)  # no `/`, or nothing left before it: it goes
+            return params.with_changes(posonly_params=[], posonly_ind=cst.MaybeSentinel.DEFAULT, params=rest), lead
+        posonly, lead = without(every[:n_posonly], gone, lead)
+        if not isinstance(slash.comma, cst.Comma):  # `(w, res, g, /)`
+            return params.with_changes(posonly_params=posonly, params=every[n_posonly:]), lead
+        rest, after_slash = without(every[n_posonly:], gone, slash.comma.whitespace_after)
+        if after_slash is not None:
+            slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
+        params = params.with_changes(posonly_ind=slash)
+        return params.with_changes(posonly_params=posonly, params=rest), lead

@@ -1,0 +1,198 @@
+"""Rewrite, step 4: imports the rewrite made unused (`functools.partial` above all), removed with
+the blank lines and comments around them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import libcst as cst
+
+from vjp_migrate import walk
+from vjp_migrate.imports import dotted, small_statements
+from vjp_migrate.rewrite.lists import names_one_of, without
+
+
+class NameUses(cst.CSTVisitor):
+    """Which of ``names`` (None: any name) a node reads, attributes' own names aside."""
+
+    def __init__(self, names: set[str] | None) -> None:
+        self.names = names
+        self.used: set[str] = set()
+
+    def visit_Import(self, node: cst.Import) -> bool:
+        return False
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> bool:
+        return False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if self.names is None or node.value in self.names:
+            self.used.add(node.value)
+
+    def visit_Attribute(self, node: cst.Attribute) -> bool:
+        walk.visit(node.value, self)
+        return False
+
+
+class DropImports(cst.CSTTransformer):
+    """Remove import aliases binding the given names (the change made them unused).
+
+    A statement line that goes leaves its blank lines above it to the next statement, unless
+    that one is set apart already: the gap after a docstring or between groups stays. A block
+    (`try:`, `if TYPE_CHECKING:`...) whose every line would go keeps its imports unchanged.
+    """
+
+    def __init__(self, names: set[str]) -> None:
+        self.names = names
+        self.emptied: set[int] = set()  # id() of the statement lines this visit removed
+
+    def leave_SimpleStatementLine(
+        self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
+    ) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        if not updated_node.body and original_node.body:
+            self.emptied.add(id(original_node))
+            return cst.RemoveFromParent()
+        return updated_node
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        if not updated_node.body:  # a person keeps `try: import x` rather than write `try: pass`
+            return original_node
+        return updated_node.with_changes(body=self.close_gaps(original_node.body, updated_node.body))
+
+    def leave_SimpleStatementSuite(
+        self, original_node: cst.SimpleStatementSuite, updated_node: cst.SimpleStatementSuite
+    ) -> cst.SimpleStatementSuite:
+        return updated_node if updated_node.body else original_node
+
+    def leave_Module(self, original_node: cst.Module, updated_node: cst.Module) -> cst.Module:
+        return updated_node.with_changes(body=self.module_body(original_node, updated_node.body))
+
+    def module_body(self, module: cst.Module, new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``close_gaps`` for a module: a file no longer starts with the lines that went, and
+        no longer starts with a blank line either (after its header comments one stays)."""
+        body = self.close_gaps(module.body, new)
+        header = module.header
+        if body and module.body and id(module.body[0]) in self.emptied and (not header or header[-1].comment is None):
+            lines = list(_leading_lines(body[0]))
+            body[0] = body[0].with_changes(leading_lines=lines[len(_blank_lead(body[0])) :])
+        return body
+
+    def close_gaps(self, old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
+        """``new``: ``old`` without the lines this visit emptied (the others in order, maybe
+        changed); each removed line's leading blank lines moved to the statement after it."""
+        body: list[cst.BaseStatement] = []
+        kept = iter(new)
+        gap: list[cst.EmptyLine] = []
+        heading: list[cst.EmptyLine] = []  # comment lines above the removed lines, since the last gap
+        for stmt in old:
+            if id(stmt) in self.emptied:
+                blank = _blank_lead(stmt)
+                gap = gap or blank
+                heading = [*([] if blank else heading), *_leading_lines(stmt)[len(blank) :]]
+                continue
+            following = next(kept)
+            if heading and not _blank_lead(following) and _is_import(following) and not self._about_removed(heading):
+                following = following.with_changes(leading_lines=[*heading, *_leading_lines(following)])
+            if gap and not _blank_lead(following):
+                following = following.with_changes(leading_lines=[*gap, *_leading_lines(following)])
+            body.append(following)
+            gap, heading = [], []
+        return body
+
+    def _about_removed(self, lines: Sequence[cst.EmptyLine]) -> bool:
+        """Whether comment lines above removed imports name one of them (else they head a group)."""
+        return any(line.comment and names_one_of(line.comment.value, self.names) for line in lines)
+
+    def _keep(self, alias: cst.ImportAlias) -> bool:
+        return _bound_name(alias).split(".")[0] not in self.names
+
+    def drops(self, node: cst.BaseSmallStatement) -> bool:
+        """Whether the import ``node`` loses a name."""
+        if type(node) is cst.Import or type(node) is cst.ImportFrom:  # `type() is`: see imports.node_types
+            names = node.names
+            return type(names) is not cst.ImportStar and not all(self._keep(a) for a in names)  # type: ignore[union-attr]
+        return False
+
+    def _trim(
+        self, node: cst.Import | cst.ImportFrom, names: Sequence[cst.ImportAlias]
+    ) -> cst.Import | cst.ImportFrom | cst.RemovalSentinel:
+        if all(self._keep(a) for a in names):
+            return node
+        lpar = node.lpar if isinstance(node, cst.ImportFrom) else None
+        lead = lpar.whitespace_after if lpar is not None else None
+        kept, lead = without(names, lambda a: not self._keep(a), lead)
+        if not kept:
+            return cst.RemoveFromParent()
+        if lpar is None:  # `import a, b` / `from m import a, b` take no trailing comma
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+        elif lead is not None:
+            node = node.with_changes(lpar=lpar.with_changes(whitespace_after=lead))
+        return node.with_changes(names=kept)
+
+    def leave_ImportFrom(
+        self, original_node: cst.ImportFrom, updated_node: cst.ImportFrom
+    ) -> cst.ImportFrom | cst.RemovalSentinel:
+        if isinstance(updated_node.names, cst.ImportStar):
+            return updated_node
+        return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
+
+    def leave_Import(self, original_node: cst.Import, updated_node: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        return self._trim(updated_node, updated_node.names)  # type: ignore[return-value]
+
+
+def _is_import(stmt: cst.BaseStatement) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(small, (cst.Import, cst.ImportFrom)) for small in stmt.body
+    )
+
+
+def _bound_name(alias: cst.ImportAlias) -> str:
+    bound = alias.asname.name if alias.asname else alias.name
+    return (dotted(bound) if isinstance(bound, (cst.Name, cst.Attribute)) else None) or ""
+
+
+def _leading_lines(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
+    lines: Sequence[cst.EmptyLine] = getattr(stmt, "leading_lines", ())  # every statement kind has them
+    return lines
+
+
+def _blank_lead(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+    """The blank lines (no comment) that start ``stmt``'s leading lines."""
+    lines: list[cst.EmptyLine] = []
+    for line in _leading_lines(stmt):
+        if line.comment is not None:
+            break
+        lines.append(line)
+    return lines
+
+
+# The nodes DropImports has a leave method for, but the module.
+_DROPPER_KINDS = frozenset(
+    {cst.SimpleStatementLine, cst.IndentedBlock, cst.SimpleStatementSuite, cst.Import, cst.ImportFrom}
+)
+
+
+def drop_imports(module: cst.Module, dropper: DropImports, index: walk.Index) -> cst.Module:
+    """``module.visit(dropper)``, run only on the top-level statements that hold an import
+    (as ``index.transform`` of their lines, blocks and imports, where ``index`` covers them)."""
+    body: list[cst.BaseStatement] = []
+    for stmt in module.body:
+        if not any(dropper.drops(s) for s in small_statements(stmt)):  # unchanged by the visit
+            body.append(stmt)
+            continue
+        new = _drop_from(stmt, dropper, index) if index.covers(stmt) else stmt.visit(dropper)
+        if isinstance(new, cst.BaseStatement):
+            body.append(new)
+    return module.with_changes(body=dropper.module_body(module, body))
+
+
+def _drop_from(stmt: cst.BaseStatement, dropper: DropImports, index: walk.Index) -> object:
+    """``stmt.visit(dropper)`` for a statement of the indexed module. The transform's root must
+    stay a node, so a statement line's own leave (which may remove it) is called here."""
+    targets = index.descendants(stmt, _DROPPER_KINDS)
+    if type(stmt) is not cst.SimpleStatementLine:
+        return index.transform(stmt, dropper, targets, again=True)
+    updated = index.transform(stmt, dropper, targets[1:], again=True)
+    return dropper.leave_SimpleStatementLine(stmt, updated)
