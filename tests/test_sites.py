@@ -14,14 +14,9 @@ from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.imports import node_types, small_statements
 from vjp_migrate.model import Settings
-from vjp_migrate.sites import (
-    SiteFinder,
-    _AllNames,
-    _ModuleBindings,
-    other_decorator,
-    positional_params,
-    rule_jit,
-)
+from vjp_migrate.sites import SiteFinder, other_decorator, positional_params, rule_jit
+from vjp_migrate.sites.scopes import AllNames as _AllNames
+from vjp_migrate.sites.scopes import ModuleBindings as _ModuleBindings
 
 RULE = RULES.format(name="f")
 

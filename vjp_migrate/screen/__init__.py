@@ -7,7 +7,7 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 - a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword whose function,
   or first positional argument, may name ``custom_vjp`` (through any import alias); a call form
   whose primal is surely no def of the module (an attribute, an imported name) is judged by its
-  fwd's signature, as sites.py does, and one whose primal may or may not be a def keeps the file;
+  fwd's signature, as the sites stage does, and one whose primal may or may not be a def keeps the file;
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array

@@ -1,5 +1,5 @@
 """Screen, step 2: what an expression may name, through every import alias, and the literals it
-may hold (positions, argument names), read as sites.py reads them."""
+may hold (positions, argument names), read as the sites stage reads them."""
 
 from __future__ import annotations
 
@@ -69,7 +69,7 @@ def positional_params(func: Func) -> list[ast.arg]:
 
 
 def int_positions(m: Module, expr: ast.expr, allow_range: bool = True) -> list[int]:
-    """The literal positions, as sites.py reads them; Doubt for anything else."""
+    """The literal positions, as the sites stage reads them; Doubt for anything else."""
     if isinstance(expr, (ast.Tuple, ast.List)):
         values = [int_positions(m, e, False) for e in expr.elts]
         return [v for value in values for v in value] if all(len(v) == 1 for v in values) else _doubt()

@@ -1,5 +1,5 @@
-"""Screen, step 3: the custom_vjp sites (a superset of sites.py's), their nondiff positions, the
-defs that may be their rules, and whether those rules may be inconsistent (VJP004)."""
+"""Screen, step 3: the custom_vjp sites (a superset of the sites stage's), their nondiff
+positions, the defs that may be their rules, and whether those rules may be inconsistent (VJP004)."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ class Site:
     call: ast.Call
     names: frozenset[str]  # what users call it: the primal's name and any assignment target
     primals: tuple[Func, ...]
-    unseen: bool = False  # a call form whose primal is surely no def (sites.py reads fwd's signature)
+    unseen: bool = False  # a call form whose primal is surely no def (the sites stage reads fwd's signature)
 
 
 def find_sites(m: Module) -> Iterator[Site]:
@@ -48,12 +48,12 @@ def find_sites(m: Module) -> Iterator[Site]:
         outer = next((c for c in m.calls if c.func is call and c.args), None)
         bound = m.assigned.get(id(outer if outer is not None else call), [])
         if not bound or (outer is None and not may_be_custom_vjp(m, call.func)):
-            continue  # sites.py finds call forms only as `name = custom_vjp(...)` or `partial(...)(f)`
+            continue  # the sites stage finds call forms only as `name = custom_vjp(...)` or `partial(...)(f)`
         if any("." in name for name in bound):
             raise Doubt  # `simulate.vjp = custom_vjp(...)`: users call it by the attribute
         target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
         if isinstance(target, ast.Call) and len(target.args) == 1 and not target.keywords:
-            wrapper = dotted(target.func) or ""  # any spelling sites.py may resolve to PRIMAL_WRAPPERS
+            wrapper = dotted(target.func) or ""  # any spelling the sites stage may resolve to PRIMAL_WRAPPERS
             if wrapper.rsplit(".", 1)[-1] in WRAPPER_NAMES:
                 target = target.args[0]
         if isinstance(target, ast.Name) and _surely_a_def(m, call, target.id):
@@ -61,7 +61,7 @@ def find_sites(m: Module) -> Iterator[Site]:
         elif isinstance(target, ast.Attribute) or (isinstance(target, ast.Name) and target.id not in m.defs):
             yield Site(call, frozenset(bound), (), unseen=True)  # find_def looks up plain names only
         else:
-            raise Doubt  # sites.py may or may not find a def (a lambda, a call, a def in another scope)
+            raise Doubt  # the sites stage may or may not find a def (a lambda, a call, a def in another scope)
 
 
 def _surely_a_def(m: Module, call: ast.Call, name: str) -> bool:
@@ -100,7 +100,7 @@ def defvjp_calls(m: Module, site: Site) -> Iterator[ast.Call]:
 
 
 def known_as(m: Module, site: Site) -> set[str]:
-    """The site's names and every name bound to one of them (``clip = _clip``: sites.py follows a
+    """The site's names and every name bound to one of them (``clip = _clip``: the sites stage follows a
     module-level alias to its defvjp), in any scope."""
     names = m.known_as.get(id(site.call))
     if names is None:
@@ -184,7 +184,7 @@ def may_be_inconsistent(m: Module, primal: Func, positions: list[int], fwd: Func
 
 
 def rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
-    """The rule sites._rule_arg reads (its keyword, else its position); None on any doubt."""
+    """The rule sites.rules.rule_arg reads (its keyword, else its position); None on any doubt."""
     if any(k.arg is None for k in call.keywords) or any(isinstance(a, ast.Starred) for a in call.args):
         return None
     named = [k.value for k in call.keywords if k.arg == keyword]

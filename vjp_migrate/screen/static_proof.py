@@ -50,7 +50,7 @@ class StaticProof:
         return found[0] if len(found) == 1 and found[0] in self.top else None
 
     def _exact_primal(self) -> Func | None:
-        """The primal sites.py surely picks: the site is in the module scope and so are all its defs."""
+        """The primal the sites stage surely picks: the site is in the module scope and so are all its defs."""
         if id(self.site.call) in self.m.decorated:
             (primal,) = self.site.primals
             return primal if primal in self.top else None
@@ -71,7 +71,7 @@ class StaticProof:
         return len(owner) == 1
 
     def _resolved_rules(self) -> tuple[Func | None, Func | None]:
-        """fwd and bwd when sites.py surely resolves them to these defs."""
+        """fwd and bwd when the sites stage surely resolves them to these defs."""
         primal = self.primal
         if self.site.unseen:
             if not self._assigned_at_top():
@@ -104,7 +104,7 @@ class StaticProof:
 
     def signatures(self) -> tuple[Func, ...]:
         """The defs whose parameters the site's positions index: the primal, or fwd for an unseen
-        primal (sites._signature_from_fwd), which must then be exactly the one sites.py reads."""
+        primal (sites.finder), which must then be exactly the one the sites stage reads."""
         if not self.site.unseen:
             return (self.primal,) if self.primal else self.site.primals
         fwd, bwd = self.rules

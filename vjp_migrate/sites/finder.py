@@ -1,24 +1,30 @@
-"""Stage 5: module -> every jax.custom_vjp with nondiff arguments, its fwd/bwd and its defvjp."""
+"""Sites, step 4: ``SiteFinder``, which walks a module's scopes and collects its custom_vjp sites
+(every spelling of the decorator and call forms, defvjp, rules imported through the project)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.imports import (
-    CUSTOM_VJP,
-    JIT,
-    PARTIAL,
-    ImportTable,
-    dotted,
-    node_types,
-    small_statements,
-    target_names,
+from vjp_migrate.imports import CUSTOM_VJP, PARTIAL, ImportTable, dotted, small_statements
+from vjp_migrate.model import FunctionRef, NondiffSpec, VjpSite
+from vjp_migrate.sites.jit import jit_static_positions, other_decorator, rule_jit
+from vjp_migrate.sites.rules import lambda_rule, partial_problem, positions_from_bwd, rule_arg, signature_from_bwd
+from vjp_migrate.sites.scopes import (
+    AllNames,
+    ModuleBindings,
+    Scope,
+    body_statements,
+    find_def,
+    int_literals,
+    module_constants,
+    positional_params,
+    scope_statements,
+    str_literals,
 )
-from vjp_migrate.model import FunctionRef, JitSpec, NondiffSpec, VjpSite
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 
 # Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
@@ -28,84 +34,6 @@ ImportedRule = Callable[[str, str], FunctionRef | None]
 # expression there, why it cannot be read (`imported from `pkg.consts`, which is ...`), or None
 # when the name is not imported.
 ImportedValue = Callable[[str], cst.BaseExpression | str | None]
-
-_COMPOUND_TYPES = node_types(cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
-
-
-@dataclass
-class Scope:
-    statements: list[cst.BaseStatement]
-    parent: Scope | None
-    is_class: bool
-    qualprefix: str
-
-
-def scope_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStatement]:
-    """Statements of one Python scope, looking through if/for/with/try but not into defs."""
-    for stmt in body:
-        yield stmt
-        if type(stmt) in _COMPOUND_TYPES and isinstance(stmt, cst.BaseCompoundStatement):
-            for block in _blocks_of(stmt):
-                yield from scope_statements(block)
-
-
-def _blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.BaseStatement]]:
-    suites: list[cst.BaseSuite] = [stmt.body]
-    orelse = getattr(stmt, "orelse", None)
-    while orelse is not None:
-        suites.append(orelse.body)
-        orelse = getattr(orelse, "orelse", None) if isinstance(orelse, cst.If) else None
-    for handler in getattr(stmt, "handlers", ()):
-        suites.append(handler.body)
-    finalbody = getattr(stmt, "finalbody", None)
-    if finalbody is not None:
-        suites.append(finalbody.body)
-    for suite in suites:
-        if isinstance(suite, cst.IndentedBlock):
-            yield suite.body
-
-
-def body_statements(func: cst.FunctionDef | cst.ClassDef) -> list[cst.BaseStatement]:
-    return list(func.body.body) if isinstance(func.body, cst.IndentedBlock) else []
-
-
-def positional_params(func: cst.FunctionDef) -> tuple[str, ...]:
-    params = func.params
-    return tuple(p.name.value for p in (*params.posonly_params, *params.params))
-
-
-def _int_literals(expr: cst.BaseExpression, signed: bool = False) -> tuple[int, ...] | None:
-    """The ints of a literal int, tuple or list; ``signed``: `-1` too (jit's argnums count from the end)."""
-    items = [expr] if not isinstance(expr, (cst.Tuple, cst.List)) else list(expr.elements)
-    values: list[int] = []
-    for item in items:
-        if isinstance(item, cst.StarredElement):
-            return None
-        value = item.value if isinstance(item, cst.BaseElement) else item
-        sign = 1
-        if signed and isinstance(value, cst.UnaryOperation) and isinstance(value.operator, cst.Minus):
-            value, sign = value.expression, -1
-        if not isinstance(value, cst.Integer):
-            return None
-        values.append(sign * int(value.value, 0))
-    return tuple(values)
-
-
-def _str_literals(expr: cst.BaseExpression) -> tuple[str, ...] | None:
-    if isinstance(expr, cst.SimpleString):
-        value = expr.evaluated_value
-        return (value,) if isinstance(value, str) else None
-    if isinstance(expr, (cst.Tuple, cst.List)):
-        values: list[str] = []
-        for element in expr.elements:
-            if not isinstance(element.value, cst.SimpleString):
-                return None
-            value = element.value.evaluated_value
-            if not isinstance(value, str):
-                return None
-            values.append(value)
-        return tuple(values)
-    return None
 
 
 class SiteFinder:
@@ -130,14 +58,14 @@ class SiteFinder:
     # --- nondiff_argnums / nondiff_argnames --------------------------------------------------
 
     def _positions(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
-        literal = _int_literals(expr, signed=True)  # a negative one is read, to be reported (VJP004)
+        literal = int_literals(expr, signed=True)  # a negative one is read, to be reported (VJP004)
         if literal is not None:
             return literal
         if not isinstance(expr, cst.Call) or not expr.args or any(a.keyword or a.star for a in expr.args):
             return None
         called = self.imports.qualify(expr.func)
         if called == "builtins.range":
-            bounds = [_int_literals(a.value) for a in expr.args]
+            bounds = [int_literals(a.value) for a in expr.args]
             if len(bounds) <= 3 and all(b is not None and len(b) == 1 for b in bounds):
                 return tuple(range(*[b[0] for b in bounds if b is not None]))
         if called in ("builtins.tuple", "builtins.list") and len(expr.args) == 1:
@@ -180,7 +108,7 @@ class SiteFinder:
             complete = found is not None
             positions.update(found or ())
         if argnames is not None:
-            names = _str_literals(argnames.value)
+            names = str_literals(argnames.value)
             if names is None:
                 literal = complete = False
                 problem = f"nondiff_argnames is given by `{self.module.code_for_node(argnames.value)}`"
@@ -317,7 +245,7 @@ class SiteFinder:
         if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
             return None
         # A lambda is read through a def view, like a lambda rule; anything else is not seen.
-        view = _lambda_rule(unwrapped).node if isinstance(unwrapped, cst.Lambda) else None
+        view = lambda_rule(unwrapped).node if isinstance(unwrapped, cst.Lambda) else None
         return self._make_site(name, f"{scope.qualprefix}{name}", view, call, options, vjp, primal_expr=written)
 
     def _unwrapped(self, target: cst.BaseExpression) -> cst.BaseExpression:
@@ -343,21 +271,21 @@ class SiteFinder:
         if isinstance(found, str):
             return replace(site, problem=found)
         call, call_scope = found
-        fwd_expr = _rule_arg(call, 0, "fwd")
-        bwd_expr = _rule_arg(call, 1, "bwd")
+        fwd_expr = rule_arg(call, 0, "fwd")
+        bwd_expr = rule_arg(call, 1, "bwd")
         fwd = self._resolve_rule(fwd_expr, call_scope, "fwd")
         bwd = self._resolve_rule(bwd_expr, call_scope, "bwd")
         if bwd.lambda_node is not None:
             bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
         site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
         site = self._signature_from_fwd(site) if site.primal is None else site
-        return _positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
+        return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
 
     def _signature_from_fwd(self, site: VjpSite) -> VjpSite:
         """An unseen primal has fwd's signature: the parameter names and nondiff_argnames read there."""
         fwd = site.fwd
         if fwd is None or fwd.node is None:
-            return _signature_from_bwd(site)
+            return signature_from_bwd(site)
         params = positional_params(fwd.node)[fwd.bound_args :]
         assert isinstance(site.carrier, cst.Call)
         call = site.carrier
@@ -419,7 +347,7 @@ class SiteFinder:
     def _module_bindings(self) -> dict[str, int]:
         """How many times each name is bound at module level (a `global` statement counts twice)."""
         if self.bindings is None:
-            counter = _ModuleBindings()
+            counter = ModuleBindings()
             walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
             walk.visit(self.module, counter)
             for small in small_statements(self.module):
@@ -449,10 +377,10 @@ class SiteFinder:
             return FunctionRef("?", None, f"defvjp is not given a {role} rule")
         text = self.module.code_for_node(expr)
         if isinstance(expr, cst.Lambda):
-            return _lambda_rule(expr)
+            return lambda_rule(expr)
         bound = 0
         if isinstance(expr, cst.Call) and self.imports.is_one_of(expr.func, PARTIAL) and expr.args:
-            problem = _partial_problem(expr, role, text)
+            problem = partial_problem(expr, role, text)
             if problem is not None:
                 return FunctionRef(text, None, problem)
             bound, expr = len(expr.args) - 1, expr.args[0].value
@@ -477,7 +405,7 @@ class SiteFinder:
     def _free_name(self, wanted: str) -> str:
         """A name nothing in the module uses yet: ``wanted``, then ``wanted_2``..."""
         if self.names is None:
-            collector = _AllNames()
+            collector = AllNames()
             walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
             walk.visit(self.module, collector)
             self.names = collector.names
@@ -486,323 +414,3 @@ class SiteFinder:
             name, index = f"{wanted}_{index}", index + 1
         self.names.add(name)
         return name
-
-
-def _positions_from_bwd(site: VjpSite) -> VjpSite:
-    """nondiff_argnums given by an imported name whose value is not read: bwd's leading
-    parameters are the nondiff arguments, in ascending position order, so when each names a
-    parameter of the primal, in that order, those are the positions judged (plan.inconsistency
-    says so, as VJP004, when they do not)."""
-    bwd = site.bwd
-    if bwd is None or bwd.node is None or site.nondiff.argnames_arg is not None or site.nondiff.positions:
-        return site
-    names = positional_params(bwd.node)[bwd.bound_args :][:-2]
-    if not names or not all(n in site.params for n in names):
-        return site
-    positions = tuple(site.params.index(n) for n in names)
-    if list(positions) != sorted(set(positions)):
-        return site
-    problem = f"{site.nondiff.problem} (its positions are read from bwd `{bwd.node.name.value}`'s parameter names)"
-    return replace(site, nondiff=replace(site.nondiff, positions=positions, problem=problem, complete=True))
-
-
-def _signature_from_bwd(site: VjpSite) -> VjpSite:
-    """An unseen primal and an unresolved fwd: bwd still names the nondiff arguments (its leading
-    parameters, in ascending position order), so they can be judged; the other positions are
-    unnamed (""). Nothing is named when bwd is unresolved or does not take them all."""
-    bwd, positions = site.bwd, site.nondiff.positions
-    if bwd is None or bwd.node is None or not positions or not site.nondiff.complete or site.nondiff.argnames_arg:
-        return site
-    names = positional_params(bwd.node)[bwd.bound_args :]
-    if len(names) < len(positions) + 2 or min(positions) < 0:
-        return site  # inconsistent (VJP004) or unreadable positions
-    params = [""] * (max(positions) + 1)
-    for order, position in enumerate(positions):
-        params[position] = names[order]
-    return replace(site, params=tuple(params))
-
-
-def varargs_item(site: VjpSite, index: int) -> str | None:
-    """How the signature the site is read through (the primal's, or fwd's when the primal is not
-    seen) names a nondiff position past its positional parameters: ``args[0]`` of its ``*args``;
-    None when it has no ``*args`` (or the position is negative)."""
-    star = varargs_owner(site)
-    if star is None or not len(site.params) <= index:
-        return None
-    return f"{star[0]}[{index - len(site.params)}]"
-
-
-def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
-    """The ``*args`` name of the signature the site is read through, and whose it is."""
-    if site.primal is not None:
-        func, owner = site.primal, f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
-    elif site.fwd is not None and site.fwd.node is not None:
-        func, owner = site.fwd.node, f"fwd `{site.fwd.node.name.value}`"
-    else:
-        return None
-    star = func.params.star_arg
-    return (star.name.value, owner) if isinstance(star, cst.Param) else None
-
-
-def ignored_argnames(site: VjpSite) -> tuple[tuple[str, str], ...]:
-    """The names nondiff_argnames lists that JAX ignores, for a primal that is seen (JAX counts
-    only positional-or-keyword parameters), each with what it is: ("w", "a keyword-only
-    parameter of `f`"), ("w", "no parameter of `f`")."""
-    names = _str_literals(site.nondiff.argnames_arg.value) if site.nondiff.argnames_arg else None
-    if site.primal is None or not names:
-        return ()
-    primal = f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
-    kinds = {p.name.value: "a keyword-only" for p in site.primal.params.kwonly_params}
-    kinds.update({p.name.value: "a positional-only" for p in site.primal.params.posonly_params})
-    return tuple(
-        (name, f"{kinds[name]} parameter of {primal}" if name in kinds else f"no parameter of {primal}")
-        for name in names
-        if name in kinds or name not in site.params
-    )
-
-
-def _lambda_rule(expr: cst.Lambda) -> FunctionRef:
-    body = cst.IndentedBlock([cst.SimpleStatementLine([cst.Return(expr.body)])])
-    view = cst.FunctionDef(name=cst.Name("lambda"), params=expr.params, body=body)
-    return FunctionRef("lambda", view, lambda_node=expr)
-
-
-def _partial_problem(call: cst.Call, role: str, text: str) -> str | None:
-    for arg in call.args[1:]:
-        if arg.keyword is not None:
-            return (
-                f"{role} `{text}` binds `{arg.keyword.value}=` by keyword; only partials binding "
-                "leading parameters by position are rewritten"
-            )
-        if arg.star:
-            return f"{role} `{text}` binds `{arg.star}` arguments, so the positions JAX fills cannot be told"
-    if call.args[0].keyword is not None or call.args[0].star:
-        return f"{role} `{text}` does not name its function first"
-    return None
-
-
-class _AllNames(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.names: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.names.add(node.value)
-
-
-class _ModuleBindings(cst.CSTVisitor):
-    """How many constructs bind each name in the module's own scope (not inside defs or classes)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {}
-
-    def add(self, name: str, times: int = 1) -> None:
-        self.counts[name] = self.counts.get(name, 0) + times
-
-    def _targets(self, target: cst.CSTNode) -> None:
-        for name in target_names(target):
-            self.add(name)
-
-    def _named(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
-        self.add(node.name.value)
-        return False
-
-    visit_FunctionDef = _named
-    visit_ClassDef = _named
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
-        self._targets(node.target)
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._targets(node.target)
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        self._targets(node.target)
-
-    def visit_For(self, node: cst.For) -> None:
-        self._targets(node.target)
-
-    def visit_NamedExpr(self, node: cst.NamedExpr) -> None:
-        self._targets(node.target)
-
-    def visit_AsName(self, node: cst.AsName) -> None:  # import ... as, with ... as, except ... as
-        self._targets(node.name)
-
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
-        if node.asname is None:
-            self.add((dotted(node.name) or "").split(".")[0])
-
-    def visit_Del(self, node: cst.Del) -> None:
-        self._targets(node.target)
-
-
-def _rule_arg(call: cst.Call, index: int, keyword: str) -> cst.BaseExpression | None:
-    for arg in call.args:
-        if arg.keyword is not None and arg.keyword.value == keyword:
-            return arg.value
-    positional = [a for a in call.args if a.keyword is None]
-    return positional[index].value if index < len(positional) else None
-
-
-def _jit_call(decorator: cst.Decorator, imports: ImportTable) -> cst.Call | bool:
-    """The call of a ``jax.jit`` decorator (True for a bare ``@jax.jit``; False: not jit)."""
-    expr = decorator.decorator
-    if not isinstance(expr, cst.Call):
-        return imports.is_one_of(expr, JIT)
-    if imports.is_one_of(expr.func, PARTIAL) and expr.args and imports.is_one_of(expr.args[0].value, JIT):
-        return expr
-    if imports.is_one_of(expr.func, JIT) and all(a.keyword is not None for a in expr.args):
-        return expr
-    return False
-
-
-def _first_jit(func: cst.FunctionDef, imports: ImportTable) -> tuple[int, cst.Call | bool]:
-    """The position of the first ``jax.jit`` decorator and its call (-1, False: none)."""
-    for position, decorator in enumerate(func.decorators):
-        call = _jit_call(decorator, imports)
-        if call is not False:
-            return position, call
-    return -1, False
-
-
-def rule_jit(func: cst.FunctionDef, imports: ImportTable) -> JitSpec | None:
-    """A rule's (first) jax.jit decorator, with its static arguments."""
-    position, call = _first_jit(func, imports)
-    if call is False:
-        return None
-    argnums: tuple[int, ...] | None = ()
-    argnames: tuple[str, ...] | None = ()
-    positional: list[str] = []
-    for arg in call.args if isinstance(call, cst.Call) else ():
-        keyword = arg.keyword.value if arg.keyword else None
-        if keyword == "static_argnums":
-            argnums = _int_literals(arg.value, signed=True)
-        elif keyword == "static_argnames":
-            argnames = _str_literals(arg.value)
-        elif keyword in ("donate_argnums", "donate_argnames", "in_shardings", "in_axis_resources"):
-            positional.append(keyword)
-    return JitSpec(func.decorators[position], argnums, argnames, tuple(positional))
-
-
-def other_decorator(func: cst.FunctionDef, imports: ImportTable) -> str | None:
-    """The code of a rule's first decorator other than its first jax.jit and ``staticmethod``."""
-    position = _first_jit(func, imports)[0]
-    for index, decorator in enumerate(func.decorators):
-        if index != position and dotted(decorator.decorator) != "staticmethod":
-            return cst.Module([]).code_for_node(decorator.decorator)
-    return None
-
-
-def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
-    """Positions a ``jax.jit`` decorator on ``func`` (plain or through partial) marks static."""
-    numbers, names = _jit_static(func, imports)
-    return frozenset(_counted(numbers, len(params)) | {params.index(n) for n in names if n in params})
-
-
-def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
-    """The parameters (keyword-only ones too) a ``jax.jit`` decorator on ``func`` marks static."""
-    numbers, names = _jit_static(func, imports)
-    return _static_params(func, numbers, names)
-
-
-def jit_call_static_names(call: cst.Call, func: cst.FunctionDef, bound: int = 0) -> frozenset[str] | None:
-    """The parameters of ``func`` that the call ``jax.jit(func, ...)`` marks static; None when it
-    gives its static arguments by other than literals (or by ``*``/``**``). ``bound``: the leading
-    positions a ``partial(func, ...)`` it wraps fills, which its argnums count past."""
-    numbers: set[int] = set()
-    names: set[str] = set()
-    for arg in call.args[1:]:
-        keyword = arg.keyword.value if arg.keyword else None
-        if arg.star or keyword is None:
-            return None
-        if keyword == "static_argnums":
-            found = _int_literals(arg.value, signed=True)
-            if found is None:
-                return None
-            numbers.update(n + bound if n >= 0 else n for n in found)
-        elif keyword == "static_argnames":
-            named = _str_literals(arg.value)
-            if named is None:
-                return None
-            names.update(named)
-    return _static_params(func, numbers, names)
-
-
-def _static_params(func: cst.FunctionDef, numbers: set[int], names: set[str]) -> frozenset[str]:
-    """The parameters of ``func`` that jit's ``static_argnums`` ``numbers`` and ``static_argnames``
-    ``names`` mark (a name ``func`` does not declare marks nothing)."""
-    params = positional_params(func)
-    declared = {*params, *(p.name.value for p in func.params.kwonly_params)}
-    return frozenset({params[i] for i in _counted(numbers, len(params)) if i < len(params)} | (names & declared))
-
-
-def _counted(numbers: set[int], n_params: int) -> set[int]:
-    """jit's argnums as positions among ``n_params`` parameters (a negative one counts from the end)."""
-    return {i + n_params if i < 0 else i for i in numbers if i >= -n_params}
-
-
-def _jit_static(func: cst.FunctionDef, imports: ImportTable) -> tuple[set[int], set[str]]:
-    """The literal ``static_argnums`` and ``static_argnames`` of the ``jax.jit`` decorators on ``func``."""
-    numbers: set[int] = set()
-    names: set[str] = set()
-    for decorator in func.decorators:
-        call = decorator.decorator
-        if not isinstance(call, cst.Call) or not _jit_decorator(call, imports):
-            continue
-        for arg in call.args:
-            keyword = arg.keyword.value if arg.keyword else None
-            if keyword == "static_argnums":
-                numbers.update(_int_literals(arg.value, signed=True) or ())
-            elif keyword == "static_argnames":
-                names.update(_str_literals(arg.value) or ())
-    return numbers, names
-
-
-def _jit_decorator(call: cst.Call, imports: ImportTable) -> bool:
-    """``jax.jit(...)`` or ``partial(jax.jit, ...)``."""
-    via_partial = imports.is_one_of(call.func, PARTIAL) and bool(call.args)
-    return (via_partial and imports.is_one_of(call.args[0].value, JIT)) or imports.is_one_of(call.func, JIT)
-
-
-def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
-    """The function a (dotted) name refers to from a scope: the last def in the nearest scope."""
-    head, _, rest = name.partition(".")
-    start = scope
-    while scope is not None:
-        if scope is start or not scope.is_class:
-            found: cst.FunctionDef | None = None
-            for stmt in scope_statements(scope.statements):
-                if rest and type(stmt) is cst.ClassDef and stmt.name.value == head:
-                    inner = Scope(body_statements(stmt), scope, True, "")
-                    found = find_def(inner, rest) or found
-                elif not rest and type(stmt) is cst.FunctionDef and stmt.name.value == head:
-                    found = stmt
-            if found is not None:
-                return found
-        scope = scope.parent
-    return None
-
-
-def find_sites(
-    module: cst.Module,
-    imports: ImportTable,
-    imported_rule: ImportedRule | None = None,
-    imported_value: ImportedValue | None = None,
-) -> list[VjpSite]:
-    """Every custom_vjp in the module that has nondiff_argnums or nondiff_argnames."""
-    return SiteFinder(module, imports, imported_rule, imported_value).find()
-
-
-def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
-    """The values the module's top-level `NAME = value` statements give (the last one of each)."""
-    constants: dict[str, cst.BaseExpression] = {}
-    for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                    target = small.targets[0].target
-                    if isinstance(target, cst.Name):
-                        constants[target.value] = small.value
-    return constants

@@ -1,0 +1,61 @@
+"""Stage 5: module -> every jax.custom_vjp with nondiff arguments, its fwd/bwd and its defvjp.
+
+The steps: ``scopes`` (what the module's scopes bind), ``jit`` (what a stacked or called
+`jax.jit` marks static), ``rules`` (a site's rules and the parameters its positions name),
+``finder`` (the walk that collects the sites). The names later stages use are exported here.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vjp_migrate.imports import ImportTable
+from vjp_migrate.model import VjpSite
+from vjp_migrate.sites.finder import ImportedRule, ImportedValue, SiteFinder
+from vjp_migrate.sites.jit import (
+    jit_call_static_names,
+    jit_static_names,
+    jit_static_positions,
+    other_decorator,
+    rule_jit,
+)
+from vjp_migrate.sites.rules import ignored_argnames, varargs_item, varargs_owner
+from vjp_migrate.sites.scopes import (
+    Scope,
+    body_statements,
+    find_def,
+    module_constants,
+    positional_params,
+    scope_statements,
+)
+
+__all__ = [
+    "ImportedRule",
+    "ImportedValue",
+    "Scope",
+    "SiteFinder",
+    "body_statements",
+    "find_def",
+    "find_sites",
+    "ignored_argnames",
+    "jit_call_static_names",
+    "jit_static_names",
+    "jit_static_positions",
+    "module_constants",
+    "other_decorator",
+    "positional_params",
+    "rule_jit",
+    "scope_statements",
+    "varargs_item",
+    "varargs_owner",
+]
+
+
+def find_sites(
+    module: cst.Module,
+    imports: ImportTable,
+    imported_rule: ImportedRule | None = None,
+    imported_value: ImportedValue | None = None,
+) -> list[VjpSite]:
+    """Every custom_vjp in the module that has nondiff_argnums or nondiff_argnames."""
+    return SiteFinder(module, imports, imported_rule, imported_value).find()
