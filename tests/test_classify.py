@@ -479,6 +479,12 @@ _LEAFLESS_CONFIGS = [
         id="flax PyTreeNode",
     ),
     pytest.param(
+        "from flax.struct import PyTreeNode, field\nclass Config(PyTreeNode, kw_only=True, frozen=False):\n"
+        "    chunks: int = field(pytree_node=False, default=2)\n",
+        "flax.struct.PyTreeNode",
+        id="flax PyTreeNode with dataclass keywords",
+    ),
+    pytest.param(
         "import dataclasses\n@partial(jax.tree_util.register_dataclass, data_fields=[], meta_fields=['chunks'])\n"
         + _DC
         + "class Config:\n    chunks: int = 2\n",
@@ -497,6 +503,17 @@ _LEAFLESS_CONFIGS = [
         + "class Config:\n    chunks: int = 2\nregister_dataclass(Config, (), ('chunks',))\n",
         "register_dataclass",
         id="register_dataclass positional",
+    ),
+    pytest.param(
+        "import dataclasses\n" + _DC + "class Config:\n    chunks: int = 2\n"
+        "jax.tree_util.register_dataclass(nodetype=Config, data_fields=[], meta_fields=['chunks'])\n",
+        "register_dataclass",
+        id="register_dataclass class by keyword",
+    ),
+    pytest.param(
+        "class Config:\n    chunks = 2\njax.tree_util.register_static(cls=Config)\n",
+        "register_static",
+        id="register_static class by keyword",
     ),
     pytest.param(
         "import dataclasses\n@jax.tree_util.register_dataclass\n"
@@ -519,6 +536,26 @@ _LEAFY_CONFIGS = [
         "from flax import struct\nclass Config(struct.PyTreeNode):\n"
         "    chunks: int = struct.field(pytree_node=True, default=2)\n",
         id="flax PyTreeNode with pytree_node=True",
+    ),
+    pytest.param(
+        "from flax import struct\nclass Config(struct.PyTreeNode, metaclass=Meta):\n"
+        "    chunks: int = struct.field(pytree_node=False, default=2)\n",
+        id="flax PyTreeNode with a metaclass",
+    ),
+    pytest.param(
+        "from flax import struct\nclass Config(struct.PyTreeNode, **options):\n"
+        "    chunks: int = struct.field(pytree_node=False, default=2)\n",
+        id="flax PyTreeNode with unread class keywords",
+    ),
+    pytest.param(
+        "import dataclasses\n" + _DC + "class Config:\n    chunks: int = 2\n"
+        "jax.tree_util.register_dataclass(nodetype=Config, data_fields=['chunks'], meta_fields=[])\n",
+        id="register_dataclass class by keyword, a data field",
+    ),
+    pytest.param(
+        "import dataclasses\n" + _DC + "class Config:\n    chunks: int = 2\n"
+        "jax.tree_util.register_dataclass([], ['chunks'], nodetype=Config)\n",
+        id="register_dataclass class by keyword after positionals",
     ),
     pytest.param(
         "import dataclasses\n@partial(jax.tree_util.register_dataclass, data_fields=['chunks'], meta_fields=[])\n"
@@ -577,7 +614,17 @@ _OPTIONAL_CONFIG = "import dataclasses\nimport typing\nfrom typing import Option
 
 @pytest.mark.parametrize(
     "annotation",
-    ["Optional[Config]", "typing.Optional[Config]", "Config | None", "None | Config", "Union[Config, None]"],
+    [
+        "Optional[Config]",
+        "typing.Optional[Config]",
+        "Config | None",
+        "None | Config",
+        "Union[Config, None]",
+        '"Config"',
+        'Optional["Config"]',
+        '"Optional[Config]"',
+        "'Config | None'",
+    ],
 )
 @pytest.mark.parametrize(
     ("config", "how"),
@@ -611,7 +658,17 @@ def test_a_leafless_config_or_none_passes_jit_untraced(annotation: str, config: 
 
 @pytest.mark.parametrize(
     "annotation",
-    ["Optional[Leafy]", "Config | jax.Array", "Union[Config, int]", "Optional[Config, int]", "list[Config]"],
+    [
+        "Optional[Leafy]",
+        "Config | jax.Array",
+        "Union[Config, int]",
+        "Optional[Config, int]",
+        "list[Config]",
+        'Optional["Leafy"]',
+        '"Config | jax.Array"',
+        '"Config["',
+        'b"Config"',
+    ],
 )
 def test_a_union_with_a_type_that_has_leaves_is_traced_by_jit(annotation: str) -> None:
     config = (
@@ -627,6 +684,34 @@ def test_a_union_with_a_type_that_has_leaves_is_traced_by_jit(annotation: str) -
     )
     info = _unscreened(code + f"@jax.jit\ndef run(x, cfg: {annotation}):\n    return f(cfg, x)\n")
     assert info.kind is ArgKind.ARRAY and any("a traced value" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_config_registered_by_keyword_or_with_dataclass_options_has_no_leaves() -> None:
+    # `register_dataclass(nodetype=...)`; flax's PyTreeNode hands class keywords to
+    # `dataclasses.dataclass(**kwargs)` and splits the fields it makes: kw_only adds none.
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        chunks: int = 2
+
+    jax.tree_util.register_dataclass(nodetype=Config, data_fields=[], meta_fields=["chunks"])
+
+    class Options:
+        chunks: int = dataclasses.field(default=2, metadata={"pytree_node": False})
+
+    made = dataclasses.dataclass(kw_only=True, frozen=True)(Options)
+    fields = dataclasses.fields(made)
+    data = [field.name for field in fields if field.metadata.get("pytree_node", True)]
+    meta = [field.name for field in fields if not field.metadata.get("pytree_node", True)]
+    jax.tree_util.register_dataclass(made, data, meta)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Config, x: jax.Array) -> jax.Array:
+        return x * cfg.chunks
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (g * cfg.chunks,))
+    for cfg in (Config(), made()):
+        assert jax.tree_util.tree_leaves(cfg) == []
+        assert jax.grad(jax.jit(lambda x, cfg: f(cfg, x)))(1.0, cfg) == 2.0
 
 
 def test_an_optional_leafless_config_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:
@@ -2580,12 +2665,41 @@ def test_a_static_use_after_an_early_return_a_type_test_picks_does_not_hide_arra
             ),
             id="the else continues",
         ),
+        pytest.param(
+            lines(
+                "out = x",
+                "while True:",
+                "    if not callable(a):",
+                "        out = jnp.where(a, out, 0.0)",
+                "        break",
+                "    out = jnp.where(a(out), out, 0.0)",
+                "    break",
+                "return out",
+            ),
+            id="break",
+        ),
+        pytest.param(
+            lines(
+                "out = x",
+                "for i in range(2):",
+                "    if callable(a):",
+                "        out = jnp.where(a(out), out, 0.0)",
+                "    else:",
+                "        out = jnp.where(a, out, 0.0)",
+                "        break",
+                "    out = out * a(out)",
+                "return out",
+            ),
+            id="the else breaks",
+        ),
     ],
 )
 def test_a_static_use_after_a_continue_a_type_test_picks_does_not_hide_array_data(primal: str) -> None:
+    # `break` leaves the rest of the loop body unrun as `continue` does: it runs for a function only.
     info = classified(site_module(primal, "return (jnp.where(a, g, 0.0),)"))
+    how = "a `break`" if "break" in primal else "a `continue`"
     assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
-    assert any("called as a function" in e.text and "a `continue`" in e.text for e in info.evidence), info.evidence
+    assert any("called as a function" in e.text and how in e.text for e in info.evidence), info.evidence
 
 
 @pytest.mark.parametrize(
@@ -2619,6 +2733,21 @@ def test_a_static_use_after_a_continue_a_type_test_picks_does_not_hide_array_dat
             id="continue ignoring it",
         ),
         pytest.param(
+            lines("for i in range(2):", "    if not callable(a):", "        break", "    x = a(x)", "return x"),
+            id="break ignoring it",
+        ),
+        pytest.param(
+            lines(
+                "for i in range(2):",
+                "    if not callable(a):",
+                "        x = x * a",
+                "        break",
+                "    x = a(x)",
+                "return x * a(x)",
+            ),
+            id="after the loop a break left",
+        ),
+        pytest.param(
             lines("if callable(a):", "    y = x", "else:", "    return x * a", "return x * a(x)").replace(
                 "if callable(a):", "if x.ndim == 1:"
             ),
@@ -2637,7 +2766,7 @@ def test_a_static_use_after_a_validation_or_outside_the_returning_block_still_de
     assert not any("early return" in r for r in reasons), reasons
 
 
-def test_a_mask_that_takes_the_else_or_a_continue_fails_under_jit_in_nondiff_argnums() -> None:
+def test_a_mask_that_takes_the_else_a_continue_or_a_break_fails_under_jit_in_nondiff_argnums() -> None:
     @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
     def masked(x: jax.Array, mask: jax.Array) -> jax.Array:
         if callable(mask):
@@ -2656,8 +2785,19 @@ def test_a_mask_that_takes_the_else_or_a_continue_fails_under_jit_in_nondiff_arg
             out.append(jnp.where(mask(row), row, 0.0))
         return jnp.stack(out)
 
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def all_rows(x: jax.Array, mask: jax.Array) -> jax.Array:
+        out = []
+        for row in x:
+            if not callable(mask):
+                out = [jnp.where(mask, r, 0.0) for r in x]
+                break
+            out.append(jnp.where(mask(row), row, 0.0))
+        return jnp.stack(out)
+
     _fails_under_jit_for_an_array_mask(masked)
     _fails_under_jit_for_an_array_mask(rows)
+    _fails_under_jit_for_an_array_mask(all_rows)
 
 
 def _fails_under_jit_for_an_array_mask(f: jax.custom_vjp[jax.Array]) -> None:
@@ -2766,6 +2906,14 @@ _LOOP = "@jax.jit\ndef run(x, ws):\n    out = 0.0\n    for {target} in {sequence
             "`doubled(...)`",
             id="helper in a loop",
         ),
+        pytest.param(_LOOP.format(target="w", sequence="(ws, 2.0)", value="w"), "`w`", id="literal tuple holding it"),
+        pytest.param(
+            _LOOP.format(target="w", sequence="[2.0, ws * 3.0]", value="w"), "`w`", id="literal list, arithmetic"
+        ),
+        pytest.param(_LOOP.format(target="w", sequence="(*ws, 1.0)", value="w"), "`w`", id="literal, starred"),
+        pytest.param(
+            _LOOP.format(target="i, w", sequence="enumerate((1.0, ws))", value="w"), "`w`", id="enumerate of a literal"
+        ),
     ],
 )
 def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: str, through: str) -> None:
@@ -2780,6 +2928,10 @@ def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: 
     [
         pytest.param(_LOOP.format(target="w", sequence="range(3)", value="w"), id="range"),
         pytest.param(_LOOP.format(target="w", sequence="(1.0, 2.0)", value="w"), id="literal tuple"),
+        pytest.param(
+            _LOOP.format(target="w", sequence="(ws.shape[0], len(ws), ws.ndim)", value="w"), id="literal of shapes"
+        ),
+        pytest.param(_LOOP.format(target="w", sequence="[(ws, 2.0)]", value="w"), id="literal of a tuple holding it"),
         pytest.param(_LOOP.format(target="w, v", sequence="enumerate(ws)", value="w"), id="enumerate's index"),
         pytest.param(_LOOP.format(target="w", sequence="ws.keys()", value="w"), id="keys"),
         pytest.param(
@@ -2848,6 +3000,24 @@ def test_items_of_a_traced_sequence_and_a_helpers_result_are_tracers_in_nondiff_
     for run, ws in ((loop, (2.0, 3.0)), (helper, 2.0)):
         with pytest.raises(jax.errors.UnexpectedTracerError):
             jax.grad(jax.jit(run))(1.0, ws)
+
+
+def test_items_of_a_literal_holding_a_traced_value_are_tracers_in_nondiff_argnums() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * a
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * a,))
+
+    def literal(x: jax.Array, w: jax.Array) -> jax.Array:
+        return sum((f(v, x) for v in (2.0, w)), start=jnp.zeros(()))
+
+    def constants(x: jax.Array, w: jax.Array) -> jax.Array:
+        return sum((f(v, x) for v in (2.0, 3.0)), start=jnp.zeros(())) * w
+
+    assert jax.grad(jax.jit(constants))(1.0, 2.0) == 10.0
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(literal))(1.0, 2.0)
 
 
 @pytest.mark.parametrize(

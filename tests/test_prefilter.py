@@ -273,6 +273,11 @@ def test_screen_keeps_a_traced_value_through_a_local_or_a_jit_call(text: str) ->
             id="for i, w in enumerate(ws)",
         ),
         pytest.param(
+            _KERNEL_SITE + "@jax.jit\ndef run(x, w1, w2):\n    out = 0.0\n    for w in (w1, w2):\n"
+            "        out = out + f(w, x)\n    return out\n",
+            id="for w in (w1, w2)",
+        ),
+        pytest.param(
             _KERNEL_SITE + "@jax.jit\ndef run(x, ws):\n    return sum(f(w, x) for w in ws)\n", id="comprehension"
         ),
         pytest.param(
@@ -292,8 +297,9 @@ def test_screen_keeps_a_traced_value_through_a_local_or_a_jit_call(text: str) ->
 )
 def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial(text: str) -> None:
     # classify (classify17): the items a loop takes from a traced parameter (`for w in ws`,
-    # `enumerate(ws)`, `zip(..., ws)`, a comprehension; not `range(n)`, a literal, enumerate's
-    # index, a parameter annotated as a mapping or one the item subscripts: `params[k]`), the
+    # `enumerate(ws)`, `zip(..., ws)`, a comprehension, a literal holding one: `(w1, w2)`; not
+    # `range(n)`, a literal of constants, enumerate's index, a parameter annotated as a mapping
+    # or one the item subscripts: `params[k]`), the
     # parts a tuple unpacking takes from one (`a, b = pair`, read since classify14), a module
     # helper's result (an undecorated def with one return that is its parameter or arithmetic on
     # it: `doubled(w)`), and the parameters that a
@@ -310,6 +316,11 @@ def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial
             _KERNEL_SITE + "@jax.jit\ndef run(x, n):\n    out = 0.0\n    for w in range(3):\n"
             "        out = out + f(w, x)\n    return out\n",
             id="for w in range(3)",
+        ),
+        pytest.param(
+            _KERNEL_SITE + "@jax.jit\ndef run(x, w1):\n    out = 0.0\n    for w in (1.0, 2.0):\n"
+            "        out = out + f(w, x)\n    return out * w1\n",
+            id="for w in (1.0, 2.0)",
         ),
         pytest.param(
             _KERNEL_SITE + "def run(x, w):\n    return f(w, x)\nfast = jax.jit(partial(run, w=2.0))\n",

@@ -570,6 +570,12 @@ DATACLASS_REGISTRARS = frozenset({"jax.tree_util.register_dataclass"})
 DATACLASS_FIELDS = frozenset({"dataclasses.field"})
 # Registrations whose leaves are the children the class's own `tree_flatten` returns.
 PYTREE_NODE_CLASS_REGISTRARS = frozenset({"jax.tree_util.register_pytree_node_class"})
+# The parameter each registrar takes the class as (`register_dataclass(nodetype=Config, ...)`).
+REGISTRAR_CLASS_PARAMETERS = {
+    "jax.tree_util.register_static": "cls",
+    "jax.tree_util.register_dataclass": "nodetype",
+    "jax.tree_util.register_pytree_node_class": "cls",
+}
 # Flax struct classes: every field is a leaf unless it is `struct.field(pytree_node=False)`.
 FLAX_DATACLASSES = frozenset({"flax.struct.dataclass"})
 FLAX_PYTREE_NODES = frozenset({"flax.struct.PyTreeNode"})

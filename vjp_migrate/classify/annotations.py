@@ -108,7 +108,11 @@ def annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
 
 
 def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A and B)."""
+    """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A
+    and B), reading into a string annotation (`Optional["A"]`, `"A | None"`)."""
+    if (written := _string_annotation(annotation)) is not None:
+        yield from _alternatives(written)
+        return
     if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
         yield from _alternatives(annotation.left)
         yield from _alternatives(annotation.right)
@@ -125,3 +129,16 @@ def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression
             yield cst.Name("None")
         return
     yield annotation
+
+
+def _string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The annotation a string annotation (a forward reference) holds, if it parses."""
+    if not isinstance(annotation, cst.SimpleString):
+        return None
+    text = annotation.evaluated_value
+    if not isinstance(text, str):
+        return None
+    try:
+        return cst.parse_expression(text.strip())
+    except cst.ParserSyntaxError:
+        return None

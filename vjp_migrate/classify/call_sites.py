@@ -112,9 +112,9 @@ def traced_parameter(
             and not annotated_leafless(caller, leaf.value, ctx)
         ):
             return leaf.value, caller.name.value, through
-        bound = _local_value(leaf.value, callers[-1], ctx) if callers and caller is None and depth < 3 else None
-        if bound is not None:
-            found = traced_parameter(bound, ctx, callers, wrapped, frozenset(), through or leaf.value, depth + 1)
+        bound = _local_values(leaf.value, callers[-1], ctx) if callers and caller is None and depth < 3 else ()
+        for value in bound:
+            found = traced_parameter(value, ctx, callers, wrapped, frozenset(), through or leaf.value, depth + 1)
             if found is not None:
                 return found
     return None
@@ -129,20 +129,24 @@ def _traces(func: cst.FunctionDef, param: str, ctx: Context, wrapped: Wrapped) -
     return ctx.helpers.get(name) is func and any(param not in static for static in wrapped.get(name, ()))
 
 
-def _local_value(name: str, func: cst.FunctionDef, ctx: Context) -> cst.BaseExpression | None:
+def _local_values(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.BaseExpression, ...]:
     """The value a local of ``func`` that one plain assignment binds is bound to (`s = w * 2.0`),
-    or the sequence a local that one loop binds takes its items from (`for w in ws`)."""
+    or what a local that one loop binds takes its items from: the sequence (`for w in ws`), or
+    each item a literal lists (`for w in (w1, w2)`; `*ws` in it gives the sequence ws)."""
     bound = function_locals(func, ctx).bindings.get(name, [])
     if len(bound) != 1 or bound[0].values is None:
-        return None
+        return ()
     node = bound[0].node
     if isinstance(node, (cst.For, cst.CompFor)):
         sequence = _loop_sequence(name, node.target, node.iter)
-        return None if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name) else sequence
+        if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name):
+            return ()
+        if isinstance(sequence, (cst.Tuple, cst.List, cst.Set)):
+            return tuple(element.value for element in sequence.elements)
+        return (sequence,)
     if not isinstance(node, (cst.Assign, cst.AnnAssign)):
-        return None
-    (value,) = bound[0].values
-    return value
+        return ()
+    return tuple(bound[0].values)
 
 
 def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -18,6 +18,7 @@ from vjp_migrate.vocabulary import (
     FLAX_FIELDS,
     FLAX_PYTREE_NODES,
     PYTREE_NODE_CLASS_REGISTRARS,
+    REGISTRAR_CLASS_PARAMETERS,
     STATIC_PYTREE_DECORATORS,
 )
 
@@ -57,16 +58,29 @@ def _decorator_registrations(cls: cst.ClassDef, imports: ImportTable) -> Iterato
 
 
 def _call_registrations(module: cst.Module, imports: ImportTable) -> Iterator[tuple[str, str, Sequence[cst.Arg]]]:
-    """Module-level statements `register_dataclass(Config, data_fields=[], meta_fields=[...])`:
-    the class's name, the registrar and the arguments past the class."""
+    """Module-level statements `register_dataclass(Config, data_fields=[], meta_fields=[...])`
+    (or `nodetype=Config`): the class's name, the registrar and the arguments past the class."""
     for stmt in module.body:
         if not isinstance(stmt, cst.SimpleStatementLine):
             continue
         for small in stmt.body:
-            call = small.value if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call) else None
-            first = call.args[0] if call is not None and call.args else None
-            if call is not None and first is not None and isinstance(first.value, cst.Name) and _plain(first):
-                yield first.value.value, imports.qualify(call.func) or "", call.args[1:]
+            if isinstance(small, cst.Expr) and isinstance(small.value, cst.Call):
+                registrar = imports.qualify(small.value.func) or ""
+                registered = _registered_class(small.value, REGISTRAR_CLASS_PARAMETERS.get(registrar))
+                if registered is not None:
+                    yield registered[0], registrar, registered[1]
+
+
+def _registered_class(call: cst.Call, keyword: str | None) -> tuple[str, Sequence[cst.Arg]] | None:
+    """The class a registrar's call names, first or by its parameter's ``keyword`` (with no
+    positional argument beside it), and the arguments past it."""
+    first = call.args[0] if call.args else None
+    if first is not None and isinstance(first.value, cst.Name) and _plain(first):
+        return first.value.value, call.args[1:]
+    named = [arg for arg in call.args if arg.keyword is not None and arg.keyword.value == keyword]
+    if len(named) != 1 or not isinstance(named[0].value, cst.Name) or any(_plain(arg) for arg in call.args):
+        return None
+    return named[0].value.value, [arg for arg in call.args if arg is not named[0]]
 
 
 def _plain(arg: cst.Arg) -> bool:
@@ -147,13 +161,19 @@ def _flax_leafless(cls: cst.ClassDef, imports: ImportTable) -> str | None:
         imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
         for d in cls.decorators
     )
-    node = len(bases) == 1 and bases[0] in FLAX_PYTREE_NODES and not cls.keywords
+    node = len(bases) == 1 and bases[0] in FLAX_PYTREE_NODES and all(map(_dataclass_keyword, cls.keywords))
     if not ((decorated and not bases) or node):
         return None
     if not _every_field(cls, imports, _static_flax_field):
         return None
     kind = "`flax.struct.PyTreeNode`" if node else "`flax.struct.dataclass`"
     return f"a {kind} class whose every field is `pytree_node=False`"
+
+
+def _dataclass_keyword(keyword: cst.Arg) -> bool:
+    """A class keyword that `PyTreeNode.__init_subclass__` hands on to `dataclasses.dataclass`
+    (`kw_only=True`, `frozen=False`): none adds a field. A metaclass is not handed on."""
+    return keyword.keyword is not None and keyword.keyword.value != "metaclass"
 
 
 def _every_field(

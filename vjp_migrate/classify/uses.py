@@ -89,7 +89,7 @@ class Uses(cst.CSTVisitor):
         # its branch (`callable(m)`), or None when its test is no type test of the argument.
         self.branches: list[tuple[int, str] | None] = []
         # For each block being walked: where the code after an `if` on a type test that exits
-        # early (`if not callable(m): return ...`, or `continue` in a loop) starts, that test and
+        # early (`if not callable(m): return ...`, or `continue` or `break` in a loop) starts, that test and
         # how it exits; the rest of the block runs only for the type the test did not pick.
         self.exits: list[list[tuple[int, str, str]]] = [[]]
         self.elifs: set[int] = set()  # the ids of `elif` tests' ifs: their chain is judged at its head
@@ -751,12 +751,14 @@ def _after_exit(evidence: Evidence, weight: str, tested: str, how: str) -> tuple
 
 def _exit(body: cst.BaseSuite) -> str | None:
     """How a block whose last statement leaves the rest of the block unrun does so: an early
-    ``return``, or a ``continue`` of the loop it is in."""
+    ``return``, or a ``continue`` or ``break`` of the loop it is in."""
     last = body.body[-1] if body.body else None
     if isinstance(last, cst.SimpleStatementLine):
         last = last.body[-1] if last.body else None
     if isinstance(last, cst.Return):
         return "an early return"
+    if isinstance(last, cst.Break):
+        return "a `break`"
     return "a `continue`" if isinstance(last, cst.Continue) else None
 
 
