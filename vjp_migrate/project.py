@@ -15,10 +15,10 @@ migrates the same argument positions the same way; otherwise all users get VJP00
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from vjp_migrate.model import Diagnostic, FileResult, FunctionRef, RewritePlan, Settings, SiteDecision, Status, VjpSite
 from vjp_migrate.modules import ModuleImports, ModuleIndex, module_imports
@@ -105,9 +105,8 @@ class Project:
     def find_sites(self, module: cst.Module, imports: ImportTable, path: str) -> list[VjpSite]:
         from vjp_migrate.sites import find_sites
 
-        sites = find_sites(
-            module, imports, self.imported_rule(Path(path), module), self.imported_value(Path(path), module)
-        )
+        importer = self._importer(Path(path), module)
+        sites = find_sites(module, imports, self.imported_rule(Path(path), importer), self.imported_value(importer))
         return [self._block(site) for site in sites]
 
     def _block(self, site: VjpSite) -> VjpSite:
@@ -141,84 +140,117 @@ class Project:
             aliases.pop(name, None)
         return dataclasses.replace(ctx, imports=ImportTable(aliases, frozenset(shadowed)), helpers=helpers)
 
-    # --- resolving imported rules ------------------------------------------------------------
+    # --- resolving imported rules and constants ----------------------------------------------
 
-    def imported_rule(self, path: Path, module: cst.Module) -> ImportedRule:
-        found: list[ModuleImports] = []  # read on the first rule no def binds (most modules: never)
+    def _importer(self, path: Path, module: cst.Module) -> Callable[[str], tuple[str, str | None] | None]:
+        """For a local name the module imports: the module it comes from (recorded for phase 1)
+        and its absolute target when that can be told; None when the name is not imported."""
+        found: list[ModuleImports] = []  # read on the first name looked up (most modules: never)
 
-        def resolve(role: str, local: str) -> FunctionRef | None:
-            if not found:
-                found.append(module_imports(module, self.index.package_of(path)))
-            imports = found[0]
-            origin = imports.origin(local)
-            if origin is None:
-                return None
-            self.imported.setdefault(path, set()).add(origin)
-            target = imports.target(local)
-            if target is None:
-                return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
-            return self._lookup(role, local, target, path, 0)
-
-        return resolve
-
-    def imported_value(self, path: Path, module: cst.Module) -> ImportedValue:
-        """A constant's value in the checked module it is imported from (`nondiff_argnums=NONDIFF`)."""
-        found: list[ModuleImports] = []
-
-        def resolve(local: str) -> cst.BaseExpression | str | None:
+        def origin_and_target(local: str) -> tuple[str, str | None] | None:
             if not found:
                 found.append(module_imports(module, self.index.package_of(path)))
             origin = found[0].origin(local)
             if origin is None:
                 return None
             self.imported.setdefault(path, set()).add(origin)
-            target = found[0].target(local)
-            return self._constant(target, 0) if target is not None else _not_checked(origin)
+            return origin, found[0].target(local)
+
+        return origin_and_target
+
+    def imported_rule(self, path: Path, importer: Callable[[str], tuple[str, str | None] | None]) -> ImportedRule:
+        def resolve(role: str, local: str) -> FunctionRef | None:
+            imported = importer(local)
+            if imported is None:
+                return None
+            origin, target = imported
+            if target is None:
+                return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
+            return self._lookup(role, local, target, path)
 
         return resolve
 
-    def _constant(self, target: str, depth: int) -> cst.BaseExpression | str:
+    def imported_value(self, importer: Callable[[str], tuple[str, str | None] | None]) -> ImportedValue:
+        """A constant's value in the checked module it is imported from (`nondiff_argnums=NONDIFF`)."""
+
+        def resolve(local: str) -> cst.BaseExpression | str | None:
+            imported = importer(local)
+            if imported is None:
+                return None
+            origin, target = imported
+            return self._constant(target) if target is not None else _not_checked(origin)
+
+        return resolve
+
+    def _follow(self, target: str, find: Callable[[cst.Module, str], _Found | None]) -> _Followed[_Found]:
+        """Where an import target leads among the checked modules, re-exports followed (up to
+        _MAX_REEXPORTS): what ``find`` finds there, or why nothing is found."""
+        depth = 0
+        while True:
+            split = self.index.split(target)
+            if split is None:
+                return _Followed(target)
+            module_name, attribute = split
+            path = self.index.paths[module_name]
+            loaded = self.load(path)
+            if isinstance(loaded, str):
+                return _Followed(target, module_name, attribute, path, problem=loaded)
+            found = find(loaded.module, attribute)
+            if found is not None:
+                return _Followed(target, module_name, attribute, path, found=found)
+            further = module_imports(loaded.module, self.index.package_of(path)).target(attribute)
+            if further is None or depth == _MAX_REEXPORTS:
+                return _Followed(target, module_name, attribute, path)
+            target, depth = further, depth + 1
+
+    def _constant(self, target: str) -> cst.BaseExpression | str:
         from vjp_migrate.sites import module_constants
 
-        split = self.index.split(target)
-        if split is None:
-            return _not_checked(target.rpartition(".")[0] or target)
-        module_name, attribute = split
-        loaded = self.load(self.index.paths[module_name])
-        if isinstance(loaded, str):
-            return f"imported from `{module_name}`, which {loaded}"
-        value = module_constants(loaded.module).get(attribute)
-        if value is not None:
-            return value
-        further = module_imports(loaded.module, self.index.package_of(self.index.paths[module_name])).target(attribute)
-        if further is not None and depth < _MAX_REEXPORTS:
-            return self._constant(further, depth + 1)
-        return f"imported from `{module_name}`, where no constant `{attribute}` is assigned"
+        followed = self._follow(target, lambda module, name: module_constants(module).get(name))
+        if followed.module_name is None:
+            return _not_checked(followed.target.rpartition(".")[0] or followed.target)
+        if followed.problem is not None:
+            return f"imported from `{followed.module_name}`, which {followed.problem}"
+        if followed.found is not None:
+            return followed.found
+        return f"imported from `{followed.module_name}`, where no constant `{followed.attribute}` is assigned"
 
-    def _lookup(self, role: str, local: str, target: str, importer: Path, depth: int) -> FunctionRef:
+    def _lookup(self, role: str, local: str, target: str, importer: Path) -> FunctionRef:
         from vjp_migrate.sites import Scope, find_def
 
-        origin = target.rpartition(".")[0] or target
-        split = self.index.split(target)
-        if split is None:
+        followed = self._follow(target, lambda module, name: find_def(Scope(list(module.body), None, False, ""), name))
+        origin = followed.target.rpartition(".")[0] or followed.target
+        module_name = followed.module_name
+        if module_name is None:
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
-        module_name, attribute = split
-        path = self.index.paths[module_name]
-        loaded = self.load(path)
-        if isinstance(loaded, str):
-            problem = f"{role} `{local}` is imported from `{module_name}` ({path}), which {loaded}"
+        if followed.problem is not None:
+            problem = f"{role} `{local}` is imported from `{module_name}` ({followed.path}), which {followed.problem}"
             return FunctionRef(local, None, problem, module=module_name)
-        node = find_def(Scope(list(loaded.module.body), None, False, ""), attribute)
-        if node is not None:
-            where = None if path == importer else str(path)
-            return FunctionRef(local, node, module=module_name, path=where)
-        further = module_imports(loaded.module, self.index.package_of(path)).target(attribute)
-        if further is not None and depth < _MAX_REEXPORTS:
-            return self._lookup(role, local, further, importer, depth + 1)
-        if "." in attribute:  # `pkg.sub.f` where pkg is checked and pkg.sub is not
+        if followed.found is not None:
+            where = None if followed.path == importer else str(followed.path)
+            return FunctionRef(local, followed.found, module=module_name, path=where)
+        if "." in followed.attribute:  # `pkg.sub.f` where pkg is checked and pkg.sub is not
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
-        problem = f"{role} `{local}` is imported from `{module_name}`, where no function `{attribute}` is defined"
+        problem = (
+            f"{role} `{local}` is imported from `{module_name}`, where no function `{followed.attribute}` is defined"
+        )
         return FunctionRef(local, None, problem, module=module_name)
+
+
+_Found = TypeVar("_Found")
+
+
+@dataclass(frozen=True)
+class _Followed(Generic[_Found]):
+    """The end of Project._follow: the last target followed, the checked module that holds it
+    (None: no checked module does), why that module could not be read, or what was found."""
+
+    target: str
+    module_name: str | None = None
+    attribute: str = ""
+    path: Path | None = None
+    problem: str | None = None
+    found: _Found | None = None
 
 
 # --- phase 2 -----------------------------------------------------------------------------------
