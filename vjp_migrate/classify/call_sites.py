@@ -20,11 +20,10 @@ from vjp_migrate.classify.expressions import (
     is_int_tuple,
     is_string_like,
 )
-from vjp_migrate.classify.pytrees import ReturnCollector
 from vjp_migrate.classify.weights import CALL_SITE
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence, VjpSite
-from vjp_migrate.sites import jit_call_static_names, jit_static_names, positional_params
+from vjp_migrate.sites import jit_call_static_names, jit_static_names, own_returns, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
 
 
@@ -211,13 +210,11 @@ def _helper_passes(call: cst.Call, ctx: Context) -> Iterator[cst.BaseExpression]
     helper = ctx.helpers.get(call.func.value) if isinstance(call.func, cst.Name) else None
     if helper is None or helper.decorators or any(arg.star for arg in call.args):
         return
-    returns = ReturnCollector()
-    for stmt in own_body(helper):
-        walk.visit(stmt, returns)
-    if len(returns.returns) != 1 or returns.returns[0].value is None:
+    returns = own_returns(helper)
+    if len(returns) != 1 or returns[0].value is None:
         return
     params = positional_params(helper)
-    for leaf in arithmetic_leaves(returns.returns[0].value):
+    for leaf in arithmetic_leaves(returns[0].value):
         if isinstance(leaf, cst.Name) and leaf.value in params and not _rebound(helper, leaf.value, ctx):
             passed = call_value(call, params.index(leaf.value), leaf.value)
             if passed is not None:

@@ -10,7 +10,7 @@ import libcst as cst
 
 from vjp_migrate.classify.module_facts import bound_once
 from vjp_migrate.imports import PARTIAL, ImportTable, dotted
-from vjp_migrate.sites import body_statements
+from vjp_migrate.sites import body_statements, own_returns
 from vjp_migrate.vocabulary import (
     DATACLASS_FIELDS,
     DATACLASS_REGISTRARS,
@@ -122,9 +122,8 @@ def _flattens_to_no_children(cls: cst.ClassDef) -> bool:
     ]
     if len(flatten) != 1 or flatten[0].decorators:
         return False
-    collector = ReturnCollector()
-    flatten[0].body.visit(collector)
-    return bool(collector.returns) and all(_no_children(ret.value) for ret in collector.returns)
+    returns = own_returns(flatten[0])
+    return bool(returns) and all(_no_children(ret.value) for ret in returns)
 
 
 def _no_children(value: cst.BaseExpression | None) -> bool:
@@ -135,22 +134,6 @@ def _no_children(value: cst.BaseExpression | None) -> bool:
     return (
         isinstance(first, cst.Element) and isinstance(first.value, (cst.Tuple, cst.List)) and not first.value.elements
     )
-
-
-class ReturnCollector(cst.CSTVisitor):
-    """The returns of one def, not of the defs, lambdas or classes inside it."""
-
-    def __init__(self) -> None:
-        self.returns: list[cst.Return] = []
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.returns.append(node)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
 
 
 def _flax_leafless(cls: cst.ClassDef, imports: ImportTable) -> str | None:

@@ -12,12 +12,12 @@ import libcst as cst
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.plan.annotations import returns_only_lists, retyped
-from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, own_returns, param_names
+from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, param_names
 from vjp_migrate.plan.consistency import inconsistency, repeated_param
 from vjp_migrate.plan.cotangents import bwd_return_plan, cotangent_count, cotangent_slots, symbolic_zeros
 from vjp_migrate.plan.jit import jit_edits
 from vjp_migrate.plan.residuals import TEMP_NAMES, already_saved, fresh_name, fwd_residual_assign, layout_of
-from vjp_migrate.sites import positional_params, varargs_owner
+from vjp_migrate.sites import own_returns, positional_params, varargs_owner
 
 
 def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int, ...]:

@@ -10,28 +10,18 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import target_names
+from vjp_migrate.sites import OwnReturns
 
 
-class Returns(cst.CSTVisitor):
-    """The function's own return statements (not those of nested functions or lambdas)."""
+class Returns(OwnReturns):
+    """The function's own return statements, which of them stand alone on their line, and its own
+    dels and assignments."""
 
     def __init__(self) -> None:
-        self.returns: list[cst.Return] = []
+        super().__init__()
         self.standalone: set[int] = set()  # returns alone on their line: a statement fits before them
         self.dels: list[cst.Del] = []
         self.assigns: set[int] = set()  # id() of the function's own `=` statements
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        return False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Return(self, node: cst.Return) -> None:
-        self.returns.append(node)
 
     def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
         if len(node.body) == 1 and type(node.body[0]) is cst.Return:
@@ -173,10 +163,6 @@ def del_targets(node: cst.Del) -> list[cst.BaseExpression]:
     if isinstance(target, (cst.Tuple, cst.List)):
         return [element.value for element in target.elements]
     return [target]
-
-
-def own_returns(func: cst.FunctionDef) -> list[cst.Return]:
-    return returns_of(func).returns
 
 
 def dropped_dels(bwd: cst.FunctionDef, unbound: set[str]) -> tuple[tuple[cst.Del, tuple[str, ...]], ...]:

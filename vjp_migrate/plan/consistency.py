@@ -7,8 +7,7 @@ import libcst as cst
 
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import VjpSite
-from vjp_migrate.plan.bodies import own_returns
-from vjp_migrate.sites import ignored_argnames, positional_params
+from vjp_migrate.sites import ignored_argnames, own_returns, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
 from vjp_migrate.wording import count
 

@@ -21,10 +21,12 @@ from vjp_migrate.sites.jit import (
 )
 from vjp_migrate.sites.rules import ignored_argnames, varargs_item, varargs_owner
 from vjp_migrate.sites.scopes import (
+    OwnReturns,
     Scope,
     body_statements,
     find_def,
     module_constants,
+    own_returns,
     positional_params,
     scope_statements,
 )
@@ -32,6 +34,7 @@ from vjp_migrate.sites.scopes import (
 __all__ = [
     "ImportedRule",
     "ImportedValue",
+    "OwnReturns",
     "Scope",
     "SiteFinder",
     "body_statements",
@@ -43,6 +46,7 @@ __all__ = [
     "jit_static_positions",
     "module_constants",
     "other_decorator",
+    "own_returns",
     "positional_params",
     "rule_jit",
     "scope_statements",

@@ -1,5 +1,6 @@
 """Sites, step 1: the module's scopes and what they bind: statements through compound blocks,
-parameters, the def a name finds, top-level constants, literal numbers and strings."""
+parameters, a def's own returns, the def a name finds, top-level constants, literal numbers and
+strings."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.imports import dotted, node_types, target_names
 
 _COMPOUND_TYPES = node_types(cst.If, cst.For, cst.While, cst.With, cst.Try, cst.TryStar)
@@ -176,3 +178,29 @@ def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
                     if isinstance(target, cst.Name):
                         constants[target.value] = small.value
     return constants
+
+
+class OwnReturns(cst.CSTVisitor):
+    """The returns of one def, not of the defs, classes or lambdas inside it."""
+
+    def __init__(self) -> None:
+        self.returns: list[cst.Return] = []
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        return False
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return False
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.returns.append(node)
+
+
+def own_returns(func: cst.FunctionDef) -> list[cst.Return]:
+    visitor = OwnReturns()
+    for node in func.body.body:
+        walk.visit(node, visitor)
+    return visitor.returns
