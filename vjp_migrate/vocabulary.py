@@ -771,6 +771,8 @@ STATIC_ANNOTATION_NAMES = frozenset(
 )
 # Static annotations that are containers: an array type inside (`Sequence[jax.Array]`) makes them array data.
 CONTAINER_ANNOTATION_NAMES = frozenset({"Sequence", "tuple", "Tuple"})
+# Mapping annotations: a loop over such a parameter takes its keys, Python values.
+MAPPING_ANNOTATION_NAMES = frozenset({"dict", "Dict", "Mapping", "MutableMapping", "FrozenDict"})
 
 
 # Builtins that test what a value is, not what it holds: as concrete for a Tracer or a pytree of

@@ -95,12 +95,9 @@ def _static_class(param: cst.Param, ctx: Context) -> str | None:
     with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
     if param.annotation is None:
         return None
-    alternatives = list(_alternatives(param.annotation.annotation))
-    classes = [a.value for a in alternatives if isinstance(a, cst.Name) and a.value in ctx.static_classes]
-    others = [a for a in alternatives if not (isinstance(a, cst.Name) and a.value in ctx.static_classes)]
-    if classes and all(isinstance(a, cst.Name) and a.value == "None" for a in others):
-        return classes[0]
-    return None
+    names = [a.value if isinstance(a, cst.Name) else None for a in _alternatives(param.annotation.annotation)]
+    classes = [name for name in names if name in ctx.static_classes]
+    return classes[0] if classes and all(name in ctx.static_classes or name == "None" for name in names) else None
 
 
 def annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:

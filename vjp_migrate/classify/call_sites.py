@@ -24,7 +24,7 @@ from vjp_migrate.classify.weights import CALL_SITE
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence, VjpSite
 from vjp_migrate.sites import jit_call_static_names, jit_static_names, own_returns, positional_params
-from vjp_migrate.vocabulary import ARRAY_MODULES
+from vjp_migrate.vocabulary import ARRAY_MODULES, MAPPING_ANNOTATION_NAMES
 
 
 def call_site_evidence(
@@ -176,7 +176,7 @@ def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
     if annotation is None:
         return False
     head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
-    return (dotted(head) or "").rsplit(".", 1)[-1] in ("dict", "Dict", "Mapping", "MutableMapping", "FrozenDict")
+    return (dotted(head) or "").rsplit(".", 1)[-1] in MAPPING_ANNOTATION_NAMES
 
 
 class _Lookups(cst.CSTVisitor):
