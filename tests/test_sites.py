@@ -336,6 +336,16 @@ def test_an_imported_nondiff_argnums_is_never_passed_over() -> None:
         "and bwd `f_bwd`'s nondiff parameters (`w`) are not named like parameters of `f` in order, "
         "so which arguments it lists cannot be told"
     )
+    # bwd imported too, from a module not checked with this one: nothing names the positions.
+    imported = rules.replace("def f_bwd(a, _, g):\n    return (g * a * _,)\n", "")
+    found = check_source(
+        code.replace("from consts import ND\n", "from consts import ND\nfrom rules import f_bwd\n") + imported
+    )
+    assert [d.code for d in found] == ["VJP004"], found
+    assert found[0].message.endswith(
+        "which is not among the files checked, and bwd `f_bwd` is imported from `rules`, so which arguments it lists "
+        "cannot be told"
+    ), found[0].message
 
 
 @pytest.mark.parametrize(

@@ -73,15 +73,19 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
 
 
 def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:
-    """nondiff_argnums given by an imported name whose value is not read, of a bwd that takes
-    nondiff arguments whose names are not the primal's (sites reads the positions from them when
-    they are): which arguments it lists cannot be told, and silence would hide a broken rule."""
+    """nondiff_argnums given by an imported name whose value is not read, of a bwd that is not
+    read either or takes nondiff arguments whose names are not the primal's (sites reads the
+    positions from them when they are): which arguments it lists cannot be told, and silence would
+    hide a broken rule."""
     arg, bwd = site.nondiff.argnums_arg, site.bwd
     name = dotted(arg.value) if arg is not None else None
-    if name is None or name.split(".")[0] not in imports.aliases or bwd is None or bwd.node is None:
+    if name is None or name.split(".")[0] not in imports.aliases or bwd is None:
         return None
     if site.nondiff.complete or site.nondiff.argnames_arg is not None:
         return None
+    if bwd.node is None:  # its problem's first clause says why (`bwd `g` is imported from `m``)
+        unread = (bwd.problem or f"bwd `{bwd.name}` is not read").split(";")[0]
+        return f"{site.nondiff.problem}, and {unread}, so which arguments it lists cannot be told"
     leading = positional_params(bwd.node)[bwd.bound_args :][:-2]
     if not leading or isinstance(bwd.node.params.star_arg, cst.Param):
         return None
