@@ -12,7 +12,7 @@ from itertools import compress
 
 import libcst as cst
 
-from vjp_migrate.walk.fields import children
+from vjp_migrate.walk.fields import children as children_of
 from vjp_migrate.walk.rebuild import Rebuilds
 from vjp_migrate.walk.record import Recorder, plain_parentheses
 from vjp_migrate.walk.regenerate import Regenerates
@@ -54,7 +54,7 @@ class Index(Replays, Rebuilds, Regenerates):
         """``node.children`` without whitespace, also for a node ``transform`` rebuilt."""
         rebuilt = self._rebuilt.get(id(node))
         if rebuilt is None or rebuilt[0] is not node:
-            return children(node)
+            return children_of(node)
         old = self._where[id(rebuilt[1])]
         found, child, ends = [], old + 1, self._ends
         while child < ends[old]:
