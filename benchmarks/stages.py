@@ -35,7 +35,7 @@ STAGES = [
     ("walk.Index (the one code-generation walk)", "vjp_migrate.walk", "Index.__init__"),
     ("classify", "vjp_migrate.classify", "classify_site"),
     ("plan", "vjp_migrate.plan", "decide"),
-    ("plan", "vjp_migrate.plan", "reconcile_shared"),
+    ("plan", "vjp_migrate.plan.shared", "reconcile_shared"),
     ("findings and noqa", "vjp_migrate.findings", "diagnostics_for"),
     ("findings and noqa", "vjp_migrate.noqa", "suppress"),
     ("rewrite (plans to new nodes, unused imports)", "vjp_migrate.rewrite", "apply_plans"),

@@ -100,7 +100,7 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     checked = 0
     for node, where in positions.items():
-        if isinstance(node, walk._UNRECORDED):
+        if isinstance(node, walk.record.UNRECORDED):
             continue
         start, end = where.start, where.end
         assert index.line(node) == start.line, (name, node)
@@ -108,8 +108,8 @@ def test_positions_and_replays_match_libcst(name: str, text: str) -> None:
         checked += 1
     assert checked > 0
     for node in positions:
-        expected = [c for c in node.children if not isinstance(c, walk._UNRECORDED)]
-        assert walk._children(node) == expected, (name, node)
+        expected = [c for c in node.children if not isinstance(c, walk.record.UNRECORDED)]
+        assert walk.fields.children(node) == expected, (name, node)
     for root in [module, *module.body]:
         found = _Comments()
         root.visit(found)
@@ -169,8 +169,8 @@ def test_visit_falls_back_outside_the_index_and_for_special_visitors() -> None:
     assert walk.index_of(module) is walk.index_of(module)
     walk.visit(other.body[0], visitor)
     assert visitor.seen == 2
-    assert walk._replayable(Attributes) is None
-    assert walk._replayable(_Recording) is not None
+    assert walk.replay.replayable(Attributes) is None
+    assert walk.replay.replayable(_Recording) is not None
     assert index.line(other.body[0]) is None
 
 

@@ -1,0 +1,102 @@
+"""Sites, step 4: reading a site's ``nondiff_argnums`` and ``nondiff_argnames`` into a NondiffSpec
+(literals, ``range``/``tuple``/``list`` of them, module constants and constants imported through the project)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import libcst as cst
+
+from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.model import NondiffSpec
+from vjp_migrate.sites.scopes import int_literals, str_literals
+
+# Project-wide analysis (project.py) gives the value of a constant imported from another module
+# (`nondiff_argnums=NONDIFF`): its expression there, why it cannot be read (`imported from
+# `pkg.consts`, which is ...`), or None when the name is not imported.
+ImportedValue = Callable[[str], cst.BaseExpression | str | None]
+
+
+class NondiffReader:
+    """Reads the nondiff positions of one module's sites (the base of SiteFinder)."""
+
+    module: cst.Module
+    imports: ImportTable
+    imported_value: ImportedValue | None
+    constants: dict[str, cst.BaseExpression]  # the module's constants, by name
+    unread_imports: set[int]  # id(nondiff_argnums Arg) of imported names not read
+
+    def _positions(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
+        literal = int_literals(expr, signed=True)  # a negative one is read, to be reported (VJP004)
+        if literal is not None:
+            return literal
+        if not isinstance(expr, cst.Call) or not expr.args or any(a.keyword or a.star for a in expr.args):
+            return None
+        called = self.imports.qualify(expr.func)
+        if called == "builtins.range":
+            bounds = [int_literals(a.value) for a in expr.args]
+            if len(bounds) <= 3 and all(b is not None and len(b) == 1 for b in bounds):
+                return tuple(range(*[b[0] for b in bounds if b is not None]))
+        if called in ("builtins.tuple", "builtins.list") and len(expr.args) == 1:
+            return self._positions(expr.args[0].value)  # tuple(range(2, 5)), list((1, 2))
+        return None
+
+    def nondiff_spec(
+        self, args: Sequence[cst.Arg], params: tuple[str, ...], seen: bool = True, positional_only: int = 0
+    ) -> NondiffSpec | None:
+        """``seen``: ``params`` are the primal's own (not fwd's, or none known); ``positional_only``:
+        how many of them are, whose names JAX ignores in nondiff_argnames, as it does keyword-only ones."""
+        argnums = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnums"), None)
+        argnames = next((a for a in args if a.keyword and a.keyword.value == "nondiff_argnames"), None)
+        if argnums is None and argnames is None:
+            return None
+        positions: set[int] = set()
+        literal, complete, problem = True, True, None
+        if argnums is not None:
+            found = self._positions(argnums.value)
+            if found is None:
+                literal = False
+                name = dotted(argnums.value)
+                problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
+                if name in self.constants:
+                    found = self._positions(self.constants[name])
+                elif name is not None and (origin := self._origin(name)) is not None:
+                    value = self.imported_value(name) if self.imported_value is not None else None
+                    if isinstance(value, cst.BaseExpression):
+                        found = self._positions(value)
+                    where = value if isinstance(value, str) else f"imported from `{origin}`"
+                    if found is None and not isinstance(value, str):
+                        where += (
+                            ", which is not among the files checked"
+                            if value is None
+                            else ", where its value is no literal"
+                        )
+                    problem += f", {where}"
+                    if found is None:
+                        self.unread_imports.add(id(argnums))
+            complete = found is not None
+            positions.update(found or ())
+        if argnames is not None:
+            names = str_literals(argnames.value)
+            if names is None:
+                literal = complete = False
+                problem = f"nondiff_argnames is given by `{self.module.code_for_node(argnames.value)}`"
+            else:
+                positions.update(params.index(n) for n in names if n in params[positional_only:])
+                # JAX skips a name the primal lacks; a name fwd lacks may still be the primal's.
+                complete = complete and (seen or all(n in params for n in names))
+        listed = argnums is not None and self._written_as_list(argnums.value)
+        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete, listed)
+
+    def _origin(self, name: str) -> str | None:
+        """The module an imported ``name`` comes from, as the import spells it."""
+        target = self.imports.aliases.get(name.split(".")[0])
+        if target is None:
+            return None
+        return target if "." in name else target.rpartition(".")[0] or target
+
+    def _written_as_list(self, expr: cst.BaseExpression) -> bool:
+        """``[0, 1]`` or ``list(...)`` of the builtins: the rewrite keeps a list."""
+        return isinstance(expr, cst.List) or (
+            isinstance(expr, cst.Call) and self.imports.qualify(expr.func) == "builtins.list"
+        )

@@ -1,0 +1,70 @@
+"""Walk: the Index of the module analysed last, and the calls that go through it.
+
+The analysis handles one module at a time: ``index_of`` builds its Index once, and ``visit``
+and ``source_text`` read through it without being handed it. ``forget`` lets the module go.
+"""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vjp_migrate.walk.index import Index
+from vjp_migrate.walk.replay import NO_METHODS, Table, replayable
+
+_LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
+
+
+def index_of(module: cst.Module) -> Index:
+    """The Index of ``module``, built once (kept for the module analysed last)."""
+    if _LAST and _LAST[0].module is module:
+        return _LAST[0]
+    index = Index(module)
+    _LAST[:] = [index]
+    return index
+
+
+def forget() -> None:
+    """Drop the index of the module analysed last, and the module with it."""
+    _LAST.clear()
+
+
+def source_text(node: cst.CSTNode) -> str | None:
+    """The source text of ``node``, read through the last Index; None for a node it does not
+    cover. It is ``cst.Module([]).code_for_node(node)`` but for whitespace: a line break inside
+    ``node`` is the module's newline followed by the indent of the block around it."""
+    return _LAST[0].text(node) if _LAST else None
+
+
+def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
+    """``node.visit(visitor)``, replayed over every part of ``node`` the last Index covers.
+
+    Parts it does not cover (nodes a rewrite built or rebuilt) are walked one level at a time
+    with ``children``, in the same order LibCST visits them.
+    """
+    table = replayable(type(visitor))
+    if not _LAST or table is None:
+        node.visit(visitor)
+        return
+    index = _LAST[0]
+    where = index._where
+    start = where.get(id(node))
+    if start is not None:
+        index._replay(start, table, visitor)
+        return
+
+    _mixed(index, table, visitor, node)
+
+
+def _mixed(index: Index, table: Table, visitor: cst.CSTVisitor, current: cst.CSTNode) -> None:
+    """``visit`` of a node the index may not cover (a function of its own, not a closure: a
+    closure that calls itself is a reference cycle, which keeps the module until a collection)."""
+    at = index._where.get(id(current))
+    if at is not None:
+        index._replay(at, table, visitor)
+        return
+    enter, leave = table.get(type(current), NO_METHODS)
+    if enter is None or enter(visitor, current) is not False:
+        for child in index.children(current):  # whitespace only holds whitespace: never visited
+            _mixed(index, table, visitor, child)
+    if leave is not None:
+        leave(visitor, current)
