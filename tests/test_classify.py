@@ -457,6 +457,18 @@ _TREE_CLASS = (
     "    def tree_unflatten(cls, aux, children):\n"
     "        return cls(aux)\n"
 )
+_PLAIN_CLASS = "class Config:\n    def __init__(self, chunks=2):\n        self.chunks = chunks\n"
+_KEYS_CLASS = (
+    "@{decorator}\n"
+    "class Config{base}:\n"
+    "    def __init__(self, chunks=2):\n"
+    "        self.chunks = chunks\n"
+    "    def tree_flatten_with_keys(self):\n"
+    "        return {children}, self.chunks\n"
+    "    @classmethod\n"
+    "    def tree_unflatten(cls, aux, children):\n"
+    "        return cls(aux)\n"
+)
 # Configs that are pytrees with no leaves, each spelt otherwise than with `register_static`.
 _LEAFLESS_CONFIGS = [
     pytest.param(
@@ -524,6 +536,48 @@ _LEAFLESS_CONFIGS = [
         id="register_dataclass with static fields",
     ),
     pytest.param(_TREE_CLASS.format(children="()"), "register_pytree_node_class", id="tree_flatten returns ()"),
+    pytest.param(
+        _PLAIN_CLASS
+        + "jax.tree_util.register_pytree_node(Config, lambda c: ((), c.chunks), lambda aux, _: Config(aux))\n",
+        "`jax.tree_util.register_pytree_node`",
+        id="register_pytree_node with a lambda",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    if c.chunks:\n        return (), c.chunks\n    return [], 0\n"
+        "def unflatten(aux, children):\n    return Config(aux)\n"
+        "from jax.tree_util import register_pytree_node\nregister_pytree_node(Config, flatten, unflatten)\n",
+        "`jax.tree_util.register_pytree_node`",
+        id="register_pytree_node with a def",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    return (), c.chunks\n"
+        "jax.tree_util.register_pytree_node(nodetype=Config, flatten_func=flatten, unflatten_func=Config)\n",
+        "`jax.tree_util.register_pytree_node`",
+        id="register_pytree_node by keywords",
+    ),
+    pytest.param(
+        _PLAIN_CLASS
+        + "jax.tree_util.register_pytree_with_keys(Config, lambda c: ((), c.chunks), lambda a, _: Config(a))\n",
+        "`jax.tree_util.register_pytree_with_keys`",
+        id="register_pytree_with_keys",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "jax.tree_util.register_pytree_with_keys(\n"
+        "    Config, lambda c: ((), c.chunks), lambda a, _: Config(a), lambda c: ((), c.chunks)\n)\n",
+        "`jax.tree_util.register_pytree_with_keys`",
+        id="register_pytree_with_keys with a flatten_func",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()"),
+        "register_pytree_with_keys_class",
+        id="register_pytree_with_keys_class",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()")
+        + "    def tree_flatten(self):\n        return (), self.chunks\n",
+        "register_pytree_with_keys_class",
+        id="register_pytree_with_keys_class with a tree_flatten",
+    ),
 ]
 # The same spellings with a leaf: jit traces it.
 _LEAFY_CONFIGS = [
@@ -579,6 +633,51 @@ _LEAFY_CONFIGS = [
         + _DC
         + "class Config:\n    chunks: int = 2\n",
         id="partial binding the class's own place",
+    ),
+    pytest.param(
+        _PLAIN_CLASS
+        + "jax.tree_util.register_pytree_node(Config, lambda c: ((c.chunks,), None), lambda _, c: Config(*c))\n",
+        id="register_pytree_node with a lambda returning a child",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    if c.chunks:\n        return (), c.chunks\n    return [c.chunks], 0\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with a def returning a child on one path",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "from lib import cached\n@cached\ndef flatten(c):\n    return (), c.chunks\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with a decorated def",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    return (), c.chunks\nfrom lib import flatten\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with a def name bound again",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "from lib import flatten\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with an imported flatten",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "jax.tree_util.register_pytree_with_keys(\n"
+        "    Config, lambda c: ((), c.chunks), lambda a, c: Config(a), flatten_func=lambda c: ((c.chunks,), None)\n)\n",
+        id="register_pytree_with_keys with a flatten_func returning a child",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()")
+        + "    def tree_flatten(self):\n        return (self.chunks,), None\n",
+        id="register_pytree_with_keys_class with a tree_flatten returning a child",
+    ),
+    pytest.param(
+        "from lib import Base\n"
+        + _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="(Base)", children="()"),
+        id="register_pytree_with_keys_class with a base that may flatten",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()")
+        + "    tree_flatten = staticmethod(lambda c: ((c.chunks,), None))\n",
+        id="register_pytree_with_keys_class with a tree_flatten assigned",
     ),
 ]
 
@@ -761,6 +860,52 @@ def test_configs_registered_with_no_leaves_passed_through_jit_are_no_tracers_in_
     run = jax.jit(lambda x, cfg: f(cfg, x))
     for cfg in (Meta(), Marked(), Node()):
         assert (jax.grad(run)(jnp.arange(4.0), cfg) == 2.0).all()
+
+
+def test_configs_registered_with_flatten_functions_returning_no_children_are_no_tracers_under_jit() -> None:
+    class Node:
+        def __init__(self, chunks: int = 2) -> None:
+            self.chunks = chunks
+
+    class Keyed(Node):
+        pass
+
+    def flatten(node: Node) -> tuple[tuple[()], int]:
+        return (), node.chunks
+
+    jax.tree_util.register_pytree_node(Node, flatten, lambda aux, _: Node(aux))
+    jax.tree_util.register_pytree_with_keys(Keyed, lambda k: ((), k.chunks), lambda aux, _: Keyed(aux))
+
+    @jax.tree_util.register_pytree_with_keys_class
+    class KeyedClass(Node):
+        def tree_flatten_with_keys(self) -> tuple[tuple[()], int]:
+            return (), self.chunks
+
+        @classmethod
+        def tree_unflatten(cls, aux: int, children: tuple[()]) -> KeyedClass:
+            return cls(aux)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Node, x: jax.Array) -> jax.Array:
+        return jnp.sum(x.reshape(cfg.chunks, -1)) * cfg.chunks
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g * cfg.chunks),))
+    run = jax.jit(lambda x, cfg: f(cfg, x))
+    for cfg in (Node(), Keyed(), KeyedClass()):
+        assert jax.tree_util.tree_leaves(cfg) == []
+        assert (jax.grad(run)(jnp.arange(4.0), cfg) == 2.0).all()
+
+
+def test_a_leafless_config_a_jitted_caller_annotates_outweighs_array_attributes() -> None:
+    # `cfg.size` reads like an array's `.size`, but the only caller's `cfg: Config` is a pytree
+    # with no leaves: jit hands the object on, and the rules read its Python `size`.
+    config = _PLAIN_CLASS.replace("chunks", "size") + (
+        "jax.tree_util.register_pytree_node(Config, lambda c: ((), c.size), lambda aux, _: Config(aux))\n"
+    )
+    code = site_module("return x * a.size", "return (g * a.size,)", extra=config)
+    info = _unscreened(code + "@jax.jit\ndef run(cfg: Config, x):\n    return f(cfg, x)\n")
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert any("annotated `Config` in the caller `run`" in e.text for e in info.evidence), info.evidence
 
 
 def test_a_config_registered_static_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:

@@ -68,6 +68,8 @@ def call_site_evidence(
                     return Evidence(
                         ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
                     ), CALL_SITE
+                if annotated_leafless(caller, value.value, ctx):  # untraced under a jit of the caller too
+                    return _passed_on(caller, value.value, ctx, at)
                 if (
                     ctx.helpers.get(caller.name.value) is caller
                     and not caller.decorators
