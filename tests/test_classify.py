@@ -1010,6 +1010,33 @@ def test_an_array_annotation_imported_under_another_name_is_array_evidence(alias
     assert "annotated `JaxArray` in the primal `f`" in [e.text for e in info.evidence]
 
 
+@pytest.mark.parametrize(
+    ("signature", "expected"),
+    [
+        pytest.param('a: "jax.Array", x', ArgKind.ARRAY, id="jax.Array"),
+        pytest.param('a: "jnp.ndarray", x', ArgKind.ARRAY, id="jnp.ndarray"),
+        pytest.param('a: Optional["Array"], x', ArgKind.ARRAY, id="Optional of a string"),
+        pytest.param("a: 'jax.Array | None', x", ArgKind.ARRAY, id="a union in a string"),
+        pytest.param('a: "Sequence[jax.Array]", x', ArgKind.ARRAY, id="a sequence of arrays"),
+        pytest.param('a: "Callable[[jax.Array], jax.Array]", x', ArgKind.STATIC, id="a callable on arrays"),
+        pytest.param('a: "str", x', ArgKind.STATIC, id="str"),
+        pytest.param('a: "float", x', ArgKind.UNKNOWN, id="float"),
+        pytest.param('a: "jax.Array[", x', ArgKind.UNKNOWN, id="no expression"),
+        pytest.param('a: b"jax.Array", x', ArgKind.UNKNOWN, id="bytes"),
+    ],
+)
+def test_a_string_annotation_is_read_as_the_annotation_it_holds(signature: str, expected: ArgKind) -> None:
+    # A forward reference (`if TYPE_CHECKING: from jax import Array`) means what it says unquoted.
+    # Read by classify alone; test_prefilter holds the screen to keeping these modules.
+    code = site_module("return x", signature=signature, extra="from typing import Optional, Sequence\n")
+    info = _unscreened(code)
+    assert info.kind is expected, info.evidence
+    if expected is ArgKind.ARRAY:
+        assert info.strong and f"annotated `{signature.split(': ')[1].removesuffix(', x')}` in the primal `f`" in [
+            e.text for e in info.evidence
+        ], info.evidence
+
+
 def test_a_sequence_of_arrays_in_nondiff_argnums_breaks_under_jit() -> None:
     # Why `Sequence[jax.Array]` is array data, not a static setting like `Sequence[int]`.
     @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
@@ -3085,6 +3112,14 @@ def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: 
         ),
         pytest.param(
             _LOOP.replace("ws):", "ws: dict[str, float]):").format(target="w", sequence="ws", value="w"), id="dict"
+        ),
+        pytest.param(
+            _LOOP.replace("ws):", 'ws: "dict[str, float]"):').format(target="w", sequence="ws", value="w"),
+            id="dict in a string",
+        ),
+        pytest.param(
+            _LOOP.replace("ws):", "ws: 'Mapping[str, jax.Array]'):").format(target="w", sequence="ws", value="w"),
+            id="Mapping in a string",
         ),
         pytest.param(
             _LOOP.replace("@jax.jit", "@partial(jax.jit, static_argnums=(1,))").format(

@@ -985,3 +985,12 @@ f.defvjp(f_fwd, f_bwd)
 def test_screen_keeps_an_array_annotation_imported_under_another_name() -> None:
     assert _findings(ALIASED_ANNOTATION, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(ALIASED_ANNOTATION, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason='the screen reads no string annotation (`a: "jax.Array"`), classify does')
+@pytest.mark.parametrize("annotation", ['"jax.Array"', '"jnp.ndarray"', 'Optional["Array"]'])
+def test_screen_keeps_a_string_array_annotation(annotation: str) -> None:
+    # What classify reports (test_classify.test_a_string_annotation_is_read_as_the_annotation_it_holds).
+    aliased = ALIASED_ANNOTATION.replace("from jax import Array as JaxArray\n", "from typing import Optional\n")
+    text = aliased.replace("a: JaxArray", f"a: {annotation}")
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

@@ -9,7 +9,7 @@ from dataclasses import replace
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence
+from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence, unquoted
 from vjp_migrate.classify.context import Context, Wrapped, function_locals, own_body
 from vjp_migrate.classify.expressions import (
     all_params,
@@ -177,6 +177,7 @@ def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
     annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
     if annotation is None:
         return False
+    annotation = unquoted(annotation)
     head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
     return (dotted(head) or "").rsplit(".", 1)[-1] in MAPPING_ANNOTATION_NAMES
 
