@@ -923,6 +923,30 @@ def test_a_config_registered_static_passed_through_jit_is_no_tracer_in_nondiff_a
     assert (jax.grad(run)(jnp.arange(4.0), Config()) == 1.0).all()
 
 
+def test_a_helpers_result_and_a_local_tuples_items_are_tracers_in_nondiff_argnums_under_jit() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * 2.0
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * 2.0,))
+
+    def scaled(w: jax.Array, flip: bool) -> jax.Array:
+        if flip:
+            return -w
+        return w * 2.0
+
+    def through_pair(x: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
+        pair = (w1, w2)
+        for w in pair:
+            x = f(w, x)
+        return x
+
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(lambda x, w: f(scaled(w, True), x)))(1.0, 3.0)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(through_pair))(1.0, 2.0, 3.0)
+
+
 def test_a_lambdas_parameter_named_like_a_jitted_parameter_is_a_python_value_under_jit() -> None:
     @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
     def f(a: float, x: jax.Array) -> jax.Array:
@@ -3086,6 +3110,32 @@ _LOOP = "@jax.jit\ndef run(x, ws):\n    out = 0.0\n    for {target} in {sequence
         pytest.param(
             _LOOP.format(target="i, w", sequence="enumerate((1.0, ws))", value="w"), "`w`", id="enumerate of a literal"
         ),
+        pytest.param(
+            "def scaled(v, flip):\n    if flip:\n        return -v\n    return v * 2.0\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(scaled(ws, True), x)\n",
+            "`scaled(...)`",
+            id="helper with two returns",
+        ),
+        pytest.param(
+            "def mixed(v, s):\n    if s > 0:\n        return v * s\n    return -s * v\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(mixed(ws, 2.0), x)\n",
+            "`mixed(...)`",
+            id="helper with two returns, two names in each",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = (ws, 2.0)\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            "`w`",
+            id="a local bound to a literal tuple",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair: tuple = 1.0, *ws\n").format(
+                target="i, w", sequence="enumerate(pair)", value="w"
+            ),
+            "`w`",
+            id="enumerate of a local bound to a literal tuple",
+        ),
     ],
 )
 def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: str, through: str) -> None:
@@ -3144,6 +3194,34 @@ def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: 
         pytest.param(
             "def halved(v):\n    v = 1.0\n    return v / 2\n@jax.jit\ndef run(x, ws):\n    return f(halved(ws), x)\n",
             id="helper rebinds it",
+        ),
+        pytest.param(
+            "def pick(v, s):\n    if s:\n        return v * 2.0\n    return s\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, 1.0), x)\n",
+            id="two returns, one without it",
+        ),
+        pytest.param(
+            "def pick(v, s):\n    if s:\n        return v * 2.0\n    return\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, 1.0), x)\n",
+            id="two returns, one bare",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = (ws, 2.0)\n    pair = (1.0, 2.0)\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            id="a local tuple rebound",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = [ws, 2.0]\n    pair[0] = 1.0\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            id="a local list changed in place",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = (ws.shape[0], 2.0)\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            id="a local tuple of shapes",
         ),
         pytest.param(
             "def doubled(v):\n    return v * 2.0\n@partial(jax.jit, static_argnums=(1,))\ndef run(x, ws):\n"

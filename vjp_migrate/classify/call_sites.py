@@ -142,12 +142,23 @@ def _local_values(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.B
         sequence = _loop_sequence(name, node.target, node.iter)
         if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name):
             return ()
+        sequence = _bound_tuple(sequence, func, ctx) or sequence
         if isinstance(sequence, (cst.Tuple, cst.List, cst.Set)):
             return tuple(element.value for element in sequence.elements)
         return (sequence,)
     if not isinstance(node, (cst.Assign, cst.AnnAssign)):
         return ()
     return tuple(bound[0].values)
+
+
+def _bound_tuple(sequence: cst.BaseExpression, func: cst.FunctionDef, ctx: Context) -> cst.Tuple | None:
+    """The literal tuple a local of ``func`` is bound to (`pair = (w1, w2)`), if no other binding
+    of it is: a tuple is never changed in place, so a loop over the name takes those items."""
+    bound = function_locals(func, ctx).bindings.get(sequence.value, []) if isinstance(sequence, cst.Name) else []
+    if len(bound) != 1 or not isinstance(bound[0].node, (cst.Assign, cst.AnnAssign)) or bound[0].values is None:
+        return None
+    value = bound[0].values[0]
+    return value if isinstance(value, cst.Tuple) else None
 
 
 def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -208,20 +219,25 @@ def _looks_up(func: cst.FunctionDef, sequence: cst.BaseExpression, name: str) ->
 
 
 def _helper_passes(call: cst.Call, ctx: Context) -> Iterator[cst.BaseExpression]:
-    """The values ``call`` passes to the parameters that an undecorated module helper with one
-    return, no other binding of them, returns as they came or in arithmetic (`return w * 2.0`)."""
+    """The values ``call`` passes to the parameters that an undecorated module helper, with no other
+    binding of them, returns as they came or in arithmetic at every return (`return w * 2.0`;
+    `return -w` on one branch, `return w` on the other)."""
     helper = ctx.helpers.get(call.func.value) if isinstance(call.func, cst.Name) else None
     if helper is None or helper.decorators or any(arg.star for arg in call.args):
         return
-    returns = own_returns(helper)
-    if len(returns) != 1 or returns[0].value is None:
-        return
+    returned = [_returned_names(ret.value) for ret in own_returns(helper)]
     params = positional_params(helper)
-    for leaf in arithmetic_leaves(returns[0].value):
-        if isinstance(leaf, cst.Name) and leaf.value in params and not _rebound(helper, leaf.value, ctx):
-            passed = call_value(call, params.index(leaf.value), leaf.value)
+    for name in dict.fromkeys(returned[0] if returned else ()):
+        if name in params and all(name in names for names in returned[1:]) and not _rebound(helper, name, ctx):
+            passed = call_value(call, params.index(name), name)
             if passed is not None:
                 yield passed
+
+
+def _returned_names(value: cst.BaseExpression | None) -> list[str]:
+    """The names a return gives as they are or in arithmetic (`w`, `w` and `s` in `-w * s`)."""
+    leaves = arithmetic_leaves(value) if value is not None else ()
+    return [leaf.value for leaf in leaves if isinstance(leaf, cst.Name)]
 
 
 def _binder(name: str, callers: tuple[cst.FunctionDef, ...], ctx: Context) -> cst.FunctionDef | None:
