@@ -1163,6 +1163,50 @@ def test_call_sites_that_disagree_leave_array_data_with_no_safe_fix(static_calle
     assert any("an array is passed" in t for t in texts) and any("at a call site" in t for t in texts[:1]), texts
 
 
+_STATIC_CONFIG_CLASS = (
+    "import dataclasses\n@jax.tree_util.register_static\n@dataclasses.dataclass(frozen=True)\n"
+    "class Config:\n    chunks: int = 2\n"
+)
+
+
+@pytest.mark.parametrize(
+    "config_caller",
+    [
+        pytest.param("@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n", id="jitted"),
+        pytest.param("def run(x, cfg: Config):\n    return f(cfg, x)\n", id="undecorated"),
+    ],
+)
+def test_a_leafless_config_at_one_call_site_and_an_array_at_another_is_safe_to_move(config_caller: str) -> None:
+    # A pytree with no leaves is a JAX value: moved out of nondiff_argnums it stays untraced.
+    code = _SCALE_SITE + _STATIC_CONFIG_CLASS + config_caller + "def by_norm(x):\n    return f(jnp.linalg.norm(x), x)\n"
+    info = _unscreened(code)
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, True, True), info.evidence
+    assert any("annotated `Config` in the caller `run`" in e.text for e in info.evidence), info.evidence
+    with_function = code.replace("def by_norm", "def by_function(x):\n    return f(lambda v: v, x)\ndef by_norm")
+    info = _unscreened(with_function)
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
+
+
+def test_a_leafless_config_moved_out_of_nondiff_argnums_works_beside_an_array() -> None:
+    @jax.tree_util.register_static
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        chunks: int = 2
+
+    def factor(a: Config | jax.Array) -> jax.Array:
+        return jnp.asarray(a.chunks if isinstance(a, Config) else a)
+
+    @jax.custom_vjp
+    def f(a: Config | jax.Array, x: jax.Array) -> jax.Array:
+        return x * factor(a)
+
+    f.defvjp(lambda a, x: (f(a, x), a), lambda a, g: (None, g * factor(a)))
+    with_config = jax.jit(lambda x, cfg: f(cfg, x))
+    with_array = jax.jit(lambda x, w: f(w, x))
+    assert jax.grad(with_config)(1.0, Config()) == 2.0
+    assert jax.grad(with_array)(1.0, 3.0) == 3.0
+
+
 def test_agreeing_static_call_sites_still_decide() -> None:
     code = _SCALE_SITE + '@partial(jax.jit, static_argnames=("s",))\ndef run(x, s):\n    return f(s, x)\n'
     assert _unscreened(code).kind is ArgKind.STATIC

@@ -20,7 +20,7 @@ from vjp_migrate.classify.expressions import (
     is_int_tuple,
     is_string_like,
 )
-from vjp_migrate.classify.weights import CALL_SITE
+from vjp_migrate.classify.weights import CALL_SITE, LEAFLESS
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence, VjpSite
 from vjp_migrate.sites import jit_call_static_names, jit_static_names, own_returns, positional_params
@@ -282,9 +282,10 @@ def _passed_on(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tu
     handed to a call such as `jax.jit(run)`) passed on as it came: what its own annotation or
     default says static (`use_tf32: bool = True`) holds for the argument too."""
     where = f"the caller `{caller.name.value}`"
+    weight = LEAFLESS if annotated_leafless(caller, param, ctx) else CALL_SITE
     for evidence, _ in annotation_evidence(caller, param, ctx, where):
         if evidence.kind is ArgKind.STATIC:
-            return replace(evidence, text=f"{evidence.text}, passed on {at}"), CALL_SITE
+            return replace(evidence, text=f"{evidence.text}, passed on {at}"), weight
     return None
 
 
