@@ -457,6 +457,18 @@ _TREE_CLASS = (
     "    def tree_unflatten(cls, aux, children):\n"
     "        return cls(aux)\n"
 )
+_PLAIN_CLASS = "class Config:\n    def __init__(self, chunks=2):\n        self.chunks = chunks\n"
+_KEYS_CLASS = (
+    "@{decorator}\n"
+    "class Config{base}:\n"
+    "    def __init__(self, chunks=2):\n"
+    "        self.chunks = chunks\n"
+    "    def tree_flatten_with_keys(self):\n"
+    "        return {children}, self.chunks\n"
+    "    @classmethod\n"
+    "    def tree_unflatten(cls, aux, children):\n"
+    "        return cls(aux)\n"
+)
 # Configs that are pytrees with no leaves, each spelt otherwise than with `register_static`.
 _LEAFLESS_CONFIGS = [
     pytest.param(
@@ -524,6 +536,48 @@ _LEAFLESS_CONFIGS = [
         id="register_dataclass with static fields",
     ),
     pytest.param(_TREE_CLASS.format(children="()"), "register_pytree_node_class", id="tree_flatten returns ()"),
+    pytest.param(
+        _PLAIN_CLASS
+        + "jax.tree_util.register_pytree_node(Config, lambda c: ((), c.chunks), lambda aux, _: Config(aux))\n",
+        "`jax.tree_util.register_pytree_node`",
+        id="register_pytree_node with a lambda",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    if c.chunks:\n        return (), c.chunks\n    return [], 0\n"
+        "def unflatten(aux, children):\n    return Config(aux)\n"
+        "from jax.tree_util import register_pytree_node\nregister_pytree_node(Config, flatten, unflatten)\n",
+        "`jax.tree_util.register_pytree_node`",
+        id="register_pytree_node with a def",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    return (), c.chunks\n"
+        "jax.tree_util.register_pytree_node(nodetype=Config, flatten_func=flatten, unflatten_func=Config)\n",
+        "`jax.tree_util.register_pytree_node`",
+        id="register_pytree_node by keywords",
+    ),
+    pytest.param(
+        _PLAIN_CLASS
+        + "jax.tree_util.register_pytree_with_keys(Config, lambda c: ((), c.chunks), lambda a, _: Config(a))\n",
+        "`jax.tree_util.register_pytree_with_keys`",
+        id="register_pytree_with_keys",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "jax.tree_util.register_pytree_with_keys(\n"
+        "    Config, lambda c: ((), c.chunks), lambda a, _: Config(a), lambda c: ((), c.chunks)\n)\n",
+        "`jax.tree_util.register_pytree_with_keys`",
+        id="register_pytree_with_keys with a flatten_func",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()"),
+        "register_pytree_with_keys_class",
+        id="register_pytree_with_keys_class",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()")
+        + "    def tree_flatten(self):\n        return (), self.chunks\n",
+        "register_pytree_with_keys_class",
+        id="register_pytree_with_keys_class with a tree_flatten",
+    ),
 ]
 # The same spellings with a leaf: jit traces it.
 _LEAFY_CONFIGS = [
@@ -579,6 +633,51 @@ _LEAFY_CONFIGS = [
         + _DC
         + "class Config:\n    chunks: int = 2\n",
         id="partial binding the class's own place",
+    ),
+    pytest.param(
+        _PLAIN_CLASS
+        + "jax.tree_util.register_pytree_node(Config, lambda c: ((c.chunks,), None), lambda _, c: Config(*c))\n",
+        id="register_pytree_node with a lambda returning a child",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    if c.chunks:\n        return (), c.chunks\n    return [c.chunks], 0\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with a def returning a child on one path",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "from lib import cached\n@cached\ndef flatten(c):\n    return (), c.chunks\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with a decorated def",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "def flatten(c):\n    return (), c.chunks\nfrom lib import flatten\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with a def name bound again",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "from lib import flatten\n"
+        "jax.tree_util.register_pytree_node(Config, flatten, lambda aux, _: Config(aux))\n",
+        id="register_pytree_node with an imported flatten",
+    ),
+    pytest.param(
+        _PLAIN_CLASS + "jax.tree_util.register_pytree_with_keys(\n"
+        "    Config, lambda c: ((), c.chunks), lambda a, c: Config(a), flatten_func=lambda c: ((c.chunks,), None)\n)\n",
+        id="register_pytree_with_keys with a flatten_func returning a child",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()")
+        + "    def tree_flatten(self):\n        return (self.chunks,), None\n",
+        id="register_pytree_with_keys_class with a tree_flatten returning a child",
+    ),
+    pytest.param(
+        "from lib import Base\n"
+        + _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="(Base)", children="()"),
+        id="register_pytree_with_keys_class with a base that may flatten",
+    ),
+    pytest.param(
+        _KEYS_CLASS.format(decorator="jax.tree_util.register_pytree_with_keys_class", base="", children="()")
+        + "    tree_flatten = staticmethod(lambda c: ((c.chunks,), None))\n",
+        id="register_pytree_with_keys_class with a tree_flatten assigned",
     ),
 ]
 
@@ -763,6 +862,52 @@ def test_configs_registered_with_no_leaves_passed_through_jit_are_no_tracers_in_
         assert (jax.grad(run)(jnp.arange(4.0), cfg) == 2.0).all()
 
 
+def test_configs_registered_with_flatten_functions_returning_no_children_are_no_tracers_under_jit() -> None:
+    class Node:
+        def __init__(self, chunks: int = 2) -> None:
+            self.chunks = chunks
+
+    class Keyed(Node):
+        pass
+
+    def flatten(node: Node) -> tuple[tuple[()], int]:
+        return (), node.chunks
+
+    jax.tree_util.register_pytree_node(Node, flatten, lambda aux, _: Node(aux))
+    jax.tree_util.register_pytree_with_keys(Keyed, lambda k: ((), k.chunks), lambda aux, _: Keyed(aux))
+
+    @jax.tree_util.register_pytree_with_keys_class
+    class KeyedClass(Node):
+        def tree_flatten_with_keys(self) -> tuple[tuple[()], int]:
+            return (), self.chunks
+
+        @classmethod
+        def tree_unflatten(cls, aux: int, children: tuple[()]) -> KeyedClass:
+            return cls(aux)
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(cfg: Node, x: jax.Array) -> jax.Array:
+        return jnp.sum(x.reshape(cfg.chunks, -1)) * cfg.chunks
+
+    f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g * cfg.chunks),))
+    run = jax.jit(lambda x, cfg: f(cfg, x))
+    for cfg in (Node(), Keyed(), KeyedClass()):
+        assert jax.tree_util.tree_leaves(cfg) == []
+        assert (jax.grad(run)(jnp.arange(4.0), cfg) == 2.0).all()
+
+
+def test_a_leafless_config_a_jitted_caller_annotates_outweighs_array_attributes() -> None:
+    # `cfg.size` reads like an array's `.size`, but the only caller's `cfg: Config` is a pytree
+    # with no leaves: jit hands the object on, and the rules read its Python `size`.
+    config = _PLAIN_CLASS.replace("chunks", "size") + (
+        "jax.tree_util.register_pytree_node(Config, lambda c: ((), c.size), lambda aux, _: Config(aux))\n"
+    )
+    code = site_module("return x * a.size", "return (g * a.size,)", extra=config)
+    info = _unscreened(code + "@jax.jit\ndef run(cfg: Config, x):\n    return f(cfg, x)\n")
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert any("annotated `Config` in the caller `run`" in e.text for e in info.evidence), info.evidence
+
+
 def test_a_config_registered_static_passed_through_jit_is_no_tracer_in_nondiff_argnums() -> None:
     @jax.tree_util.register_static
     @dataclasses.dataclass(frozen=True)
@@ -776,6 +921,30 @@ def test_a_config_registered_static_passed_through_jit_is_no_tracer_in_nondiff_a
     f.defvjp(lambda cfg, x: (f(cfg, x), None), lambda cfg, _, g: (jnp.full((4,), g),))
     run = jax.jit(lambda x, cfg: f(cfg, x))
     assert (jax.grad(run)(jnp.arange(4.0), Config()) == 1.0).all()
+
+
+def test_a_helpers_result_and_a_local_tuples_items_are_tracers_in_nondiff_argnums_under_jit() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def f(a: jax.Array, x: jax.Array) -> jax.Array:
+        return x * 2.0
+
+    f.defvjp(lambda a, x: (f(a, x), None), lambda a, _, g: (g * 2.0,))
+
+    def scaled(w: jax.Array, flip: bool) -> jax.Array:
+        if flip:
+            return -w
+        return w * 2.0
+
+    def through_pair(x: jax.Array, w1: jax.Array, w2: jax.Array) -> jax.Array:
+        pair = (w1, w2)
+        for w in pair:
+            x = f(w, x)
+        return x
+
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(lambda x, w: f(scaled(w, True), x)))(1.0, 3.0)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.grad(jax.jit(through_pair))(1.0, 2.0, 3.0)
 
 
 def test_a_lambdas_parameter_named_like_a_jitted_parameter_is_a_python_value_under_jit() -> None:
@@ -863,6 +1032,33 @@ def test_an_array_annotation_imported_under_another_name_is_array_evidence(alias
     info = _unscreened(site_module("return x", signature="a: JaxArray, x", extra=alias))
     assert info.kind is ArgKind.ARRAY, info.evidence
     assert "annotated `JaxArray` in the primal `f`" in [e.text for e in info.evidence]
+
+
+@pytest.mark.parametrize(
+    ("signature", "expected"),
+    [
+        pytest.param('a: "jax.Array", x', ArgKind.ARRAY, id="jax.Array"),
+        pytest.param('a: "jnp.ndarray", x', ArgKind.ARRAY, id="jnp.ndarray"),
+        pytest.param('a: Optional["Array"], x', ArgKind.ARRAY, id="Optional of a string"),
+        pytest.param("a: 'jax.Array | None', x", ArgKind.ARRAY, id="a union in a string"),
+        pytest.param('a: "Sequence[jax.Array]", x', ArgKind.ARRAY, id="a sequence of arrays"),
+        pytest.param('a: "Callable[[jax.Array], jax.Array]", x', ArgKind.STATIC, id="a callable on arrays"),
+        pytest.param('a: "str", x', ArgKind.STATIC, id="str"),
+        pytest.param('a: "float", x', ArgKind.UNKNOWN, id="float"),
+        pytest.param('a: "jax.Array[", x', ArgKind.UNKNOWN, id="no expression"),
+        pytest.param('a: b"jax.Array", x', ArgKind.UNKNOWN, id="bytes"),
+    ],
+)
+def test_a_string_annotation_is_read_as_the_annotation_it_holds(signature: str, expected: ArgKind) -> None:
+    # A forward reference (`if TYPE_CHECKING: from jax import Array`) means what it says unquoted.
+    # Read by classify alone; test_prefilter holds the screen to keeping these modules.
+    code = site_module("return x", signature=signature, extra="from typing import Optional, Sequence\n")
+    info = _unscreened(code)
+    assert info.kind is expected, info.evidence
+    if expected is ArgKind.ARRAY:
+        assert info.strong and f"annotated `{signature.split(': ')[1].removesuffix(', x')}` in the primal `f`" in [
+            e.text for e in info.evidence
+        ], info.evidence
 
 
 def test_a_sequence_of_arrays_in_nondiff_argnums_breaks_under_jit() -> None:
@@ -965,6 +1161,50 @@ def test_call_sites_that_disagree_leave_array_data_with_no_safe_fix(static_calle
     texts = [e.text for e in info.evidence]
     assert info.kind is ArgKind.ARRAY and not info.strong, texts
     assert any("an array is passed" in t for t in texts) and any("at a call site" in t for t in texts[:1]), texts
+
+
+_STATIC_CONFIG_CLASS = (
+    "import dataclasses\n@jax.tree_util.register_static\n@dataclasses.dataclass(frozen=True)\n"
+    "class Config:\n    chunks: int = 2\n"
+)
+
+
+@pytest.mark.parametrize(
+    "config_caller",
+    [
+        pytest.param("@jax.jit\ndef run(x, cfg: Config):\n    return f(cfg, x)\n", id="jitted"),
+        pytest.param("def run(x, cfg: Config):\n    return f(cfg, x)\n", id="undecorated"),
+    ],
+)
+def test_a_leafless_config_at_one_call_site_and_an_array_at_another_is_safe_to_move(config_caller: str) -> None:
+    # A pytree with no leaves is a JAX value: moved out of nondiff_argnums it stays untraced.
+    code = _SCALE_SITE + _STATIC_CONFIG_CLASS + config_caller + "def by_norm(x):\n    return f(jnp.linalg.norm(x), x)\n"
+    info = _unscreened(code)
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, True, True), info.evidence
+    assert any("annotated `Config` in the caller `run`" in e.text for e in info.evidence), info.evidence
+    with_function = code.replace("def by_norm", "def by_function(x):\n    return f(lambda v: v, x)\ndef by_norm")
+    info = _unscreened(with_function)
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, False), info.evidence
+
+
+def test_a_leafless_config_moved_out_of_nondiff_argnums_works_beside_an_array() -> None:
+    @jax.tree_util.register_static
+    @dataclasses.dataclass(frozen=True)
+    class Config:
+        chunks: int = 2
+
+    def factor(a: Config | jax.Array) -> jax.Array:
+        return jnp.asarray(a.chunks if isinstance(a, Config) else a)
+
+    @jax.custom_vjp
+    def f(a: Config | jax.Array, x: jax.Array) -> jax.Array:
+        return x * factor(a)
+
+    f.defvjp(lambda a, x: (f(a, x), a), lambda a, g: (None, g * factor(a)))
+    with_config = jax.jit(lambda x, cfg: f(cfg, x))
+    with_array = jax.jit(lambda x, w: f(w, x))
+    assert jax.grad(with_config)(1.0, Config()) == 2.0
+    assert jax.grad(with_array)(1.0, 3.0) == 3.0
 
 
 def test_agreeing_static_call_sites_still_decide() -> None:
@@ -2914,6 +3154,32 @@ _LOOP = "@jax.jit\ndef run(x, ws):\n    out = 0.0\n    for {target} in {sequence
         pytest.param(
             _LOOP.format(target="i, w", sequence="enumerate((1.0, ws))", value="w"), "`w`", id="enumerate of a literal"
         ),
+        pytest.param(
+            "def scaled(v, flip):\n    if flip:\n        return -v\n    return v * 2.0\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(scaled(ws, True), x)\n",
+            "`scaled(...)`",
+            id="helper with two returns",
+        ),
+        pytest.param(
+            "def mixed(v, s):\n    if s > 0:\n        return v * s\n    return -s * v\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(mixed(ws, 2.0), x)\n",
+            "`mixed(...)`",
+            id="helper with two returns, two names in each",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = (ws, 2.0)\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            "`w`",
+            id="a local bound to a literal tuple",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair: tuple = 1.0, *ws\n").format(
+                target="i, w", sequence="enumerate(pair)", value="w"
+            ),
+            "`w`",
+            id="enumerate of a local bound to a literal tuple",
+        ),
     ],
 )
 def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: str, through: str) -> None:
@@ -2942,6 +3208,14 @@ def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: 
             _LOOP.replace("ws):", "ws: dict[str, float]):").format(target="w", sequence="ws", value="w"), id="dict"
         ),
         pytest.param(
+            _LOOP.replace("ws):", 'ws: "dict[str, float]"):').format(target="w", sequence="ws", value="w"),
+            id="dict in a string",
+        ),
+        pytest.param(
+            _LOOP.replace("ws):", "ws: 'Mapping[str, jax.Array]'):").format(target="w", sequence="ws", value="w"),
+            id="Mapping in a string",
+        ),
+        pytest.param(
             _LOOP.replace("@jax.jit", "@partial(jax.jit, static_argnums=(1,))").format(
                 target="w", sequence="ws", value="w"
             ),
@@ -2964,6 +3238,34 @@ def test_a_traced_parameter_reaches_the_call_through_a_loop_or_a_helper(caller: 
         pytest.param(
             "def halved(v):\n    v = 1.0\n    return v / 2\n@jax.jit\ndef run(x, ws):\n    return f(halved(ws), x)\n",
             id="helper rebinds it",
+        ),
+        pytest.param(
+            "def pick(v, s):\n    if s:\n        return v * 2.0\n    return s\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, 1.0), x)\n",
+            id="two returns, one without it",
+        ),
+        pytest.param(
+            "def pick(v, s):\n    if s:\n        return v * 2.0\n    return\n"
+            "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, 1.0), x)\n",
+            id="two returns, one bare",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = (ws, 2.0)\n    pair = (1.0, 2.0)\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            id="a local tuple rebound",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = [ws, 2.0]\n    pair[0] = 1.0\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            id="a local list changed in place",
+        ),
+        pytest.param(
+            _LOOP.replace("    out = 0.0\n", "    out = 0.0\n    pair = (ws.shape[0], 2.0)\n").format(
+                target="w", sequence="pair", value="w"
+            ),
+            id="a local tuple of shapes",
         ),
         pytest.param(
             "def doubled(v):\n    return v * 2.0\n@partial(jax.jit, static_argnums=(1,))\ndef run(x, ws):\n"

@@ -570,11 +570,24 @@ DATACLASS_REGISTRARS = frozenset({"jax.tree_util.register_dataclass"})
 DATACLASS_FIELDS = frozenset({"dataclasses.field"})
 # Registrations whose leaves are the children the class's own `tree_flatten` returns.
 PYTREE_NODE_CLASS_REGISTRARS = frozenset({"jax.tree_util.register_pytree_node_class"})
+# `register_pytree_with_keys_class`: the children of the class's `tree_flatten` if it has one,
+# else those of its `tree_flatten_with_keys`.
+PYTREE_WITH_KEYS_CLASS_REGISTRARS = frozenset({"jax.tree_util.register_pytree_with_keys_class"})
+# Registrations taking the flatten functions themselves: the leaves are the children the flatten
+# function returns. Each with where it takes the functions that flatten (positions past the class,
+# keywords); `register_pytree_with_keys` flattens with its optional `flatten_func` when given.
+PYTREE_NODE_REGISTRARS = {
+    "jax.tree_util.register_pytree_node": ((0, "flatten_func"),),
+    "jax.tree_util.register_pytree_with_keys": ((0, "flatten_with_keys"), (2, "flatten_func")),
+}
 # The parameter each registrar takes the class as (`register_dataclass(nodetype=Config, ...)`).
 REGISTRAR_CLASS_PARAMETERS = {
     "jax.tree_util.register_static": "cls",
     "jax.tree_util.register_dataclass": "nodetype",
     "jax.tree_util.register_pytree_node_class": "cls",
+    "jax.tree_util.register_pytree_with_keys_class": "cls",
+    "jax.tree_util.register_pytree_node": "nodetype",
+    "jax.tree_util.register_pytree_with_keys": "nodetype",
 }
 # Flax struct classes: every field is a leaf unless it is `struct.field(pytree_node=False)`.
 FLAX_DATACLASSES = frozenset({"flax.struct.dataclass"})

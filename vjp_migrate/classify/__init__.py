@@ -21,7 +21,7 @@ from vjp_migrate.classify.call_sites import call_site_evidence, calls_of
 from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import call_value, param_at
 from vjp_migrate.classify.uses import Uses
-from vjp_migrate.classify.weights import BRANCH_ARRAY, CALL_SITE, DOUBT, GUARDED, OBJECT, SCALAR, STRONG, WEAK
+from vjp_migrate.classify.weights import BRANCH_ARRAY, CALL_SITE, DOUBT, GUARDED, LEAFLESS, OBJECT, SCALAR, STRONG, WEAK
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
 from vjp_migrate.sites import positional_params, rule_jit, varargs_item
 
@@ -113,11 +113,15 @@ def _decide(index: int, name: str, evidence: list[tuple[Evidence, str]]) -> ArgI
     static = [(e, weight) for e, weight in evidence if e.kind is ArgKind.STATIC and weight != GUARDED]
     array = [(e, weight) for e, weight in evidence if e.kind is ArgKind.ARRAY]
     if static:
-        if all(weight == CALL_SITE for _, weight in static) and any(weight == CALL_SITE for _, weight in array):
+        if all(weight in (CALL_SITE, LEAFLESS) for _, weight in static) and any(
+            weight == CALL_SITE for _, weight in array
+        ):
             # One call passes a static value and another an array: the array's call breaks, and
-            # moving the argument may break the other (a string or function is no JAX value).
+            # moving the argument may break the other (a string or function is no JAX value), unless
+            # every static value passed is a pytree with no leaves (moved, it stays untraced).
             found = _once([*(e for e, _ in static), *(e for e, _ in array)])
-            return ArgInfo(index, name, ArgKind.ARRAY, found, False, False)
+            movable = all(weight == LEAFLESS for _, weight in static)
+            return ArgInfo(index, name, ArgKind.ARRAY, found, movable, movable)
         return ArgInfo(index, name, ArgKind.STATIC, _once(e for e, _ in static), False)
     guarded = [e for e, weight in evidence if weight == GUARDED]
     if guarded:  # static on one branch: array data elsewhere is then never a safe fix

@@ -23,8 +23,11 @@ from vjp_migrate.vocabulary import (
 
 
 def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The names inside an annotation, outermost first: ``Optional[X]`` gives Optional, X."""
-    if isinstance(expr, cst.Subscript):
+    """The names inside an annotation, outermost first: ``Optional[X]`` gives Optional, X; a string
+    annotation gives those of the annotation it holds (``"jax.Array"``, ``Optional["Array"]``)."""
+    if (written := _string_annotation(expr)) is not None:
+        yield from _annotation_names(written)
+    elif isinstance(expr, cst.Subscript):
         yield expr.value
         for element in expr.slice:
             if isinstance(element.slice, cst.Index):
@@ -126,6 +129,12 @@ def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression
             yield cst.Name("None")
         return
     yield annotation
+
+
+def unquoted(annotation: cst.BaseExpression) -> cst.BaseExpression:
+    """The annotation itself, or the one a string annotation holds (`"dict[str, float]"`) if it parses."""
+    written = _string_annotation(annotation)
+    return annotation if written is None else written
 
 
 def _string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -9,7 +9,7 @@ from dataclasses import replace
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence
+from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence, unquoted
 from vjp_migrate.classify.context import Context, Wrapped, function_locals, own_body
 from vjp_migrate.classify.expressions import (
     all_params,
@@ -20,7 +20,7 @@ from vjp_migrate.classify.expressions import (
     is_int_tuple,
     is_string_like,
 )
-from vjp_migrate.classify.weights import CALL_SITE
+from vjp_migrate.classify.weights import CALL_SITE, LEAFLESS
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence, VjpSite
 from vjp_migrate.sites import jit_call_static_names, jit_static_names, own_returns, positional_params
@@ -68,6 +68,8 @@ def call_site_evidence(
                     return Evidence(
                         ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
                     ), CALL_SITE
+                if annotated_leafless(caller, value.value, ctx):  # untraced under a jit of the caller too
+                    return _passed_on(caller, value.value, ctx, at)
                 if (
                     ctx.helpers.get(caller.name.value) is caller
                     and not caller.decorators
@@ -140,12 +142,23 @@ def _local_values(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.B
         sequence = _loop_sequence(name, node.target, node.iter)
         if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name):
             return ()
+        sequence = _bound_tuple(sequence, func, ctx) or sequence
         if isinstance(sequence, (cst.Tuple, cst.List, cst.Set)):
             return tuple(element.value for element in sequence.elements)
         return (sequence,)
     if not isinstance(node, (cst.Assign, cst.AnnAssign)):
         return ()
     return tuple(bound[0].values)
+
+
+def _bound_tuple(sequence: cst.BaseExpression, func: cst.FunctionDef, ctx: Context) -> cst.Tuple | None:
+    """The literal tuple a local of ``func`` is bound to (`pair = (w1, w2)`), if no other binding
+    of it is: a tuple is never changed in place, so a loop over the name takes those items."""
+    bound = function_locals(func, ctx).bindings.get(sequence.value, []) if isinstance(sequence, cst.Name) else []
+    if len(bound) != 1 or not isinstance(bound[0].node, (cst.Assign, cst.AnnAssign)) or bound[0].values is None:
+        return None
+    value = bound[0].values[0]
+    return value if isinstance(value, cst.Tuple) else None
 
 
 def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -175,6 +188,7 @@ def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
     annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
     if annotation is None:
         return False
+    annotation = unquoted(annotation)
     head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
     return (dotted(head) or "").rsplit(".", 1)[-1] in MAPPING_ANNOTATION_NAMES
 
@@ -205,20 +219,25 @@ def _looks_up(func: cst.FunctionDef, sequence: cst.BaseExpression, name: str) ->
 
 
 def _helper_passes(call: cst.Call, ctx: Context) -> Iterator[cst.BaseExpression]:
-    """The values ``call`` passes to the parameters that an undecorated module helper with one
-    return, no other binding of them, returns as they came or in arithmetic (`return w * 2.0`)."""
+    """The values ``call`` passes to the parameters that an undecorated module helper, with no other
+    binding of them, returns as they came or in arithmetic at every return (`return w * 2.0`;
+    `return -w` on one branch, `return w` on the other)."""
     helper = ctx.helpers.get(call.func.value) if isinstance(call.func, cst.Name) else None
     if helper is None or helper.decorators or any(arg.star for arg in call.args):
         return
-    returns = own_returns(helper)
-    if len(returns) != 1 or returns[0].value is None:
-        return
+    returned = [_returned_names(ret.value) for ret in own_returns(helper)]
     params = positional_params(helper)
-    for leaf in arithmetic_leaves(returns[0].value):
-        if isinstance(leaf, cst.Name) and leaf.value in params and not _rebound(helper, leaf.value, ctx):
-            passed = call_value(call, params.index(leaf.value), leaf.value)
+    for name in dict.fromkeys(returned[0] if returned else ()):
+        if name in params and all(name in names for names in returned[1:]) and not _rebound(helper, name, ctx):
+            passed = call_value(call, params.index(name), name)
             if passed is not None:
                 yield passed
+
+
+def _returned_names(value: cst.BaseExpression | None) -> list[str]:
+    """The names a return gives as they are or in arithmetic (`w`, `w` and `s` in `-w * s`)."""
+    leaves = arithmetic_leaves(value) if value is not None else ()
+    return [leaf.value for leaf in leaves if isinstance(leaf, cst.Name)]
 
 
 def _binder(name: str, callers: tuple[cst.FunctionDef, ...], ctx: Context) -> cst.FunctionDef | None:
@@ -263,9 +282,10 @@ def _passed_on(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tu
     handed to a call such as `jax.jit(run)`) passed on as it came: what its own annotation or
     default says static (`use_tf32: bool = True`) holds for the argument too."""
     where = f"the caller `{caller.name.value}`"
+    weight = LEAFLESS if annotated_leafless(caller, param, ctx) else CALL_SITE
     for evidence, _ in annotation_evidence(caller, param, ctx, where):
         if evidence.kind is ArgKind.STATIC:
-            return replace(evidence, text=f"{evidence.text}, passed on {at}"), CALL_SITE
+            return replace(evidence, text=f"{evidence.text}, passed on {at}"), weight
     return None
 
 

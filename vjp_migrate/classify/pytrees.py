@@ -1,10 +1,12 @@
 """Classify, step 4: config classes that are pytrees with no leaves (jit passes them on untraced):
 `register_static`, `register_dataclass` with no data fields, `register_pytree_node_class` whose
-`tree_flatten` returns no children, flax struct dataclasses with only static fields."""
+`tree_flatten` returns no children (or `register_pytree_with_keys_class`, `tree_flatten_with_keys`),
+`register_pytree_node` with a flatten function returning none, flax struct dataclasses with only
+static fields."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
 
@@ -18,6 +20,8 @@ from vjp_migrate.vocabulary import (
     FLAX_FIELDS,
     FLAX_PYTREE_NODES,
     PYTREE_NODE_CLASS_REGISTRARS,
+    PYTREE_NODE_REGISTRARS,
+    PYTREE_WITH_KEYS_CLASS_REGISTRARS,
     REGISTRAR_CLASS_PARAMETERS,
     STATIC_PYTREE_DECORATORS,
 )
@@ -26,18 +30,21 @@ from vjp_migrate.vocabulary import (
 def module_static_classes(module: cst.Module, imports: ImportTable) -> dict[str, str]:
     """The classes the module defines at its top level and registers as pytrees with no leaves,
     each with how: ``@jax.tree_util.register_static``, ``register_dataclass`` with no data
-    fields, ``register_pytree_node_class`` with a ``tree_flatten`` returning no children, a flax
+    fields, ``register_pytree_node_class`` with a ``tree_flatten`` returning no children,
+    ``register_pytree_node(Config, flatten, unflatten)`` with a ``flatten`` returning none, a flax
     struct class whose every field is ``pytree_node=False``. jit passes such an object on as it is."""
     classes = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.ClassDef)}
+    defs = {stmt.name.value: stmt for stmt in module.body if isinstance(stmt, cst.FunctionDef)}
+    functions = {name: defs[name] for name in bound_once(module, set(defs))}
     found: dict[str, str] = {}
     for name, cls in classes.items():
         how = _flax_leafless(cls, imports)
         for registrar, args in _decorator_registrations(cls, imports):
-            how = how or _leafless_registration(registrar, args, cls, imports)
+            how = how or _leafless_registration(registrar, args, cls, imports, functions)
         if how:
             found[name] = how
     for name, registrar, args in _call_registrations(module, imports):
-        how = _leafless_registration(registrar, args, classes[name], imports) if name in classes else None
+        how = _leafless_registration(registrar, args, classes[name], imports, functions) if name in classes else None
         if how and name not in found:
             found[name] = how
     once = bound_once(module, set(found))
@@ -88,9 +95,14 @@ def _plain(arg: cst.Arg) -> bool:
 
 
 def _leafless_registration(
-    registrar: str, args: Sequence[cst.Arg], cls: cst.ClassDef, imports: ImportTable
+    registrar: str,
+    args: Sequence[cst.Arg],
+    cls: cst.ClassDef,
+    imports: ImportTable,
+    functions: Mapping[str, cst.FunctionDef],
 ) -> str | None:
-    """How ``registrar`` called with ``args`` (past the class) registers ``cls`` with no leaves, if it does."""
+    """How ``registrar`` called with ``args`` (past the class) registers ``cls`` with no leaves, if
+    it does (``functions``: the module's top-level defs bound once, which a flatten argument may name)."""
     if registrar in STATIC_PYTREE_DECORATORS and not args:
         return "a class registered with `jax.tree_util.register_static`"
     if registrar in DATACLASS_REGISTRARS:
@@ -99,9 +111,16 @@ def _leafless_registration(
             return "a class registered with `jax.tree_util.register_dataclass` with no data fields"
         if not args and not cls.bases and _every_field(cls, imports, _static_dataclass_field):
             return "a class registered with `jax.tree_util.register_dataclass` whose every field is static"
-    if registrar in PYTREE_NODE_CLASS_REGISTRARS and not args and _flattens_to_no_children(cls):
+    if registrar in PYTREE_NODE_CLASS_REGISTRARS and not args and _method_flattens_to_no_children(cls, "tree_flatten"):
         registered = "a class registered with `jax.tree_util.register_pytree_node_class`"
         return f"{registered} whose `tree_flatten` returns no children"
+    if registrar in PYTREE_WITH_KEYS_CLASS_REGISTRARS and not args and _keys_class_leafless(cls):
+        registered = "a class registered with `jax.tree_util.register_pytree_with_keys_class`"
+        return f"{registered} whose `tree_flatten_with_keys` returns no children"
+    if registrar in PYTREE_NODE_REGISTRARS:
+        flattens = [_argument(args, at, keyword) for at, keyword in PYTREE_NODE_REGISTRARS[registrar]]
+        if flattens[0] is not None and all(f is None or _flattens_to_no_children(f, functions) for f in flattens):
+            return f"a class registered with `{registrar}` whose flatten function returns no children"
     return None
 
 
@@ -115,14 +134,57 @@ def _argument(args: Sequence[cst.Arg], position: int, keyword: str) -> cst.BaseE
     return None
 
 
-def _flattens_to_no_children(cls: cst.ClassDef) -> bool:
-    """Whether the class's own ``tree_flatten`` returns `((), aux)` at every return."""
-    flatten = [
-        stmt for stmt in body_statements(cls) if isinstance(stmt, cst.FunctionDef) and stmt.name.value == "tree_flatten"
-    ]
-    if len(flatten) != 1 or flatten[0].decorators:
+def _method_flattens_to_no_children(cls: cst.ClassDef, name: str) -> bool:
+    """Whether the class's own method ``name`` (`tree_flatten`) returns `((), aux)` at every return."""
+    methods = _own_methods(cls, name)
+    return methods is not None and len(methods) == 1 and _returns_no_children(methods[0])
+
+
+def _keys_class_leafless(cls: cst.ClassDef) -> bool:
+    """Whether `register_pytree_with_keys_class` finds no children in ``cls``: it flattens with the
+    class's `tree_flatten` if it has one (its own, or a base's: a base is not read), else with
+    `tree_flatten_with_keys`; both must return `((), aux)`."""
+    if not _method_flattens_to_no_children(cls, "tree_flatten_with_keys"):
         return False
-    returns = own_returns(flatten[0])
+    return _method_flattens_to_no_children(cls, "tree_flatten") or (
+        _own_methods(cls, "tree_flatten") == [] and not cls.bases
+    )
+
+
+def _own_methods(cls: cst.ClassDef, name: str) -> list[cst.FunctionDef] | None:
+    """The defs of ``name`` in the class body; None if a statement other than a def binds it there
+    (`tree_flatten = flatten`), which is not read."""
+    methods: list[cst.FunctionDef] = []
+    for stmt in body_statements(cls):
+        if isinstance(stmt, cst.FunctionDef):
+            if stmt.name.value == name:
+                methods.append(stmt)
+        elif name in _class_level_names(stmt):
+            return None
+    return methods
+
+
+def _class_level_names(stmt: cst.BaseStatement) -> Iterator[str]:
+    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
+        if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
+            targets = [small.target]
+        yield from (target.value for target in targets if isinstance(target, cst.Name))
+
+
+def _flattens_to_no_children(flatten: cst.BaseExpression, functions: Mapping[str, cst.FunctionDef]) -> bool:
+    """Whether a flatten function given to a registrar returns `((), aux)`: a lambda, or a module
+    def (undecorated) at every return."""
+    if isinstance(flatten, cst.Lambda):
+        return _no_children(flatten.body)
+    func = functions.get(flatten.value) if isinstance(flatten, cst.Name) else None
+    return func is not None and _returns_no_children(func)
+
+
+def _returns_no_children(func: cst.FunctionDef) -> bool:
+    if func.decorators:
+        return False
+    returns = own_returns(func)
     return bool(returns) and all(_no_children(ret.value) for ret in returns)
 
 
