@@ -328,6 +328,11 @@ def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial
             id="for w in (1.0, 2.0)",
         ),
         pytest.param(
+            _KERNEL_SITE + "@jax.jit\ndef run(x, w1):\n    pair = (1.0, 2.0)\n    out = 0.0\n    for w in pair:\n"
+            "        out = out + f(w, x)\n    return out * w1\n",
+            id="for w in a local literal of constants",
+        ),
+        pytest.param(
             _KERNEL_SITE + "def run(x, w):\n    return f(w, x)\nfast = jax.jit(partial(run, w=2.0))\n",
             id="bound by the partial's keyword",
         ),
@@ -992,7 +997,6 @@ def test_screen_keeps_an_array_annotation_imported_under_another_name() -> None:
     assert screen.may_report(ALIASED_ANNOTATION, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(strict=True, reason='the screen reads no string annotation (`a: "jax.Array"`), classify does')
 @pytest.mark.parametrize("annotation", ['"jax.Array"', '"jnp.ndarray"', 'Optional["Array"]'])
 def test_screen_keeps_a_string_array_annotation(annotation: str) -> None:
     # What classify reports (test_classify.test_a_string_annotation_is_read_as_the_annotation_it_holds).
@@ -1001,9 +1005,6 @@ def test_screen_keeps_a_string_array_annotation(annotation: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="the screen follows no loop over a local bound to a literal tuple, classify does"
-)
 def test_screen_keeps_a_traced_value_looped_over_through_a_local_tuple() -> None:
     # classify19: `pair = (w1, w2)` bound once (a tuple is never changed in place), `for w in pair`.
     text = _KERNEL_SITE + (

@@ -7,7 +7,13 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 
-from vjp_migrate.screen.names import may_be_array_function, may_be_ffi_function, positional_params, qualified
+from vjp_migrate.screen.names import (
+    annotation_nodes,
+    may_be_array_function,
+    may_be_ffi_function,
+    positional_params,
+    qualified,
+)
 from vjp_migrate.screen.sites import Site, known_as
 from vjp_migrate.screen.tree import Func, Module, dotted, own_nodes, walk_nodes
 from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ANNOTATIONS, ARRAY_ATTRIBUTES, HOST_ARRAY_ANNOTATIONS
@@ -36,7 +42,7 @@ class ArrayUse:
     def annotated(self, param: ast.arg) -> bool:
         if param.annotation is None:
             return False
-        for node in ast.walk(param.annotation):
+        for node in annotation_nodes(param.annotation):
             if not isinstance(node, (ast.Name, ast.Attribute)) or (name := dotted(node)) is None:
                 continue
             if name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:

@@ -137,8 +137,9 @@ def _traced_by_call(m: Module, call: ast.Call, func: Func, bound: ast.Call | Non
 
 def _computed_from(m: Module, func: Func, names: set[str]) -> set[str]:
     """``names`` and the names ``func`` binds to values read from them, to a fixpoint: arithmetic
-    on them or a helper's result (`s = w * 2.0`), the parts of one unpacked (`a, b = pair`), and
-    the items of a loop or comprehension over anything that mentions them (`for w in ws`)."""
+    on them or a helper's result (`s = w * 2.0`), a literal holding one (`pair = (w1, w2)`), the
+    parts of one unpacked (`a, b = pair`), and the items of a loop or comprehension over anything
+    that mentions them (`for w in ws`)."""
     if id(func) not in m.bodies:  # nested defs too: a local of one may come from this def's parameter
         m.bodies[id(func)] = own_nodes(m, func) + walk_nodes(m.nested[id(func)])
     binders = [(n.targets, n.value) for n in m.bodies[id(func)] if isinstance(n, ast.Assign)]
@@ -149,7 +150,8 @@ def _computed_from(m: Module, func: Func, names: set[str]) -> set[str]:
     while grown:
         before = len(names)
         for targets, value in binders:
-            if _reads(m, value, names):
+            parts = value.elts if isinstance(value, (ast.Tuple, ast.List)) else [value]  # `pair = (w1, w2)`
+            if any(_reads(m, part, names) for part in parts):
                 names |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
         for target, over in loops:
             if any(isinstance(n, ast.Name) and n.id in names for n in ast.walk(over)):

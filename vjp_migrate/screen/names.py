@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import re
+from collections.abc import Iterator
 
 from vjp_migrate.screen.tree import Doubt, Func, Module, dotted
 from vjp_migrate.vocabulary import ARRAY_MODULES
@@ -112,3 +114,13 @@ def segment(m: Module, node: ast.expr) -> str:
 
 def _doubt() -> list:  # type: ignore[type-arg]
     raise Doubt
+
+
+def annotation_nodes(annotation: ast.expr) -> Iterator[ast.AST]:
+    """Every node of an annotation, and of the annotation each string in it holds when it parses
+    (`"jax.Array"`, `Optional["Array"]`), as classify reads a string annotation."""
+    for node in ast.walk(annotation):
+        yield node
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            with contextlib.suppress(SyntaxError, ValueError):
+                yield from annotation_nodes(ast.parse(node.value.strip(), mode="eval").body)

@@ -7,7 +7,7 @@ import ast
 
 from vjp_migrate.screen.array_use import STATIC_KEYWORDS, call_site_may_pass_array, root_of
 from vjp_migrate.screen.jit import call_site_may_pass_traced, jit_static
-from vjp_migrate.screen.names import exactly, positional_params, qualified, segment
+from vjp_migrate.screen.names import annotation_nodes, exactly, positional_params, qualified, segment
 from vjp_migrate.screen.sites import Site, call_value, defvjp_calls, rule_arg
 from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, own_nodes, walk_nodes
 from vjp_migrate.vocabulary import (
@@ -166,7 +166,7 @@ class StaticProof:
         name = dotted(outer) if isinstance(outer, (ast.Name, ast.Attribute)) else None
         if name is None:
             return False
-        for node in ast.walk(annotation):  # `Sequence[jax.Array]`: no proof, whatever classify reads first
+        for node in annotation_nodes(annotation):  # `Sequence[jax.Array]`: no proof, whatever classify reads first
             if not isinstance(node, (ast.Name, ast.Attribute)):
                 continue
             inner = dotted(node)
