@@ -1917,6 +1917,48 @@ def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.
             id="alias rebound: saved",
         ),
         pytest.param(
+            "if x.ndim > 1:\n        w_ = w\n    else:\n        w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias bound in both branches of an if",
+        ),
+        pytest.param(
+            "for _ in range(2):\n        w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias bound in a loop",
+        ),
+        pytest.param(
+            "a = w\n    b = a\n    return f(x, w), (b, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias of an alias",
+        ),
+        pytest.param(
+            "if x.ndim > 1:\n        w_ = w\n    else:\n        w_ = w * 2\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias bound to another value in one branch: saved",
+        ),
+        pytest.param(
+            "w_ = x\n    if x.ndim < 2:\n        w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias bound only when an if holds: saved",
+        ),
+        pytest.param(
+            "a = x\n    b = a\n    a = w\n    return f(x, w), (b, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias of a name bound to another value too: saved",
+        ),
+        pytest.param(
+            "def inner():\n        w_ = x\n        return w_\n    w_ = w\n    return f(x, w), (w_, inner())",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias name bound in a nested def too: saved",
+        ),
+        pytest.param(
             "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
             "cw, x = res\n    c, w = cw\n    return (g * c * w * w_static,)",
             "def f_bwd(res, g):\n    cw, x = res\n    c, w = cw\n    return (g * c * w * w, None)\n",
