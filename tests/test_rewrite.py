@@ -1002,6 +1002,35 @@ def test_a_comment_saying_fwd_saves_nothing_says_what_it_saves(
     assert expected in out, out
 
 
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        pytest.param(
+            SAVES_NOTHING.format(above="", residual="()", trailing=""),
+            "return x, (lo, hi)\n\ndef clip_bwd(res, g):\n    lo, hi = res\n",
+            id="two moved",
+        ),
+        pytest.param(
+            HEAD + RULES_BELOW.replace("f(x, w), None", "f(x, w), ()"),
+            "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
+            id="one moved",
+        ),
+    ],
+)
+def test_an_empty_residual_is_replaced_like_none(code: str, expected: str) -> None:
+    # `return out, ()` saves nothing, as `None` does: the moved arguments take its place, not
+    # `(lo, hi, ())` with bwd unpacking `lo, hi, _ = res`.
+    assert "()" in code
+    out = fix(code)
+    assert expected in out, out
+
+
+def test_a_comment_saying_one_argument_is_saved_is_singular() -> None:
+    code = SAVES_NOTHING.format(above="", residual="None", trailing="  # nothing to save")
+    out = fix(code.replace("(1, 2)", "(2,)").replace("def clip_bwd(lo, hi, _, g)", "def clip_bwd(hi, _, g)"))
+    assert "return x, hi  # save hi as a residual\n" in out, out
+
+
 def test_a_comment_on_a_residual_that_was_not_empty_stays() -> None:
     code = SAVES_NOTHING.format(above="", residual="(x,)", trailing="  # no residual but x").replace(
         "def clip_bwd(lo, hi, _, g):\n    return (jnp.clip(g, lo, hi),)",
@@ -1233,6 +1262,7 @@ DELIBERATELY_CHANGED = {
     # section 2: a comment saying fwd saves nothing says what it saves now
     ("seed_clip_gradient", "# no residual values to save"),
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
+    ("empty_tuple_residual", "# nothing to save: the map is linear"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
     # ... and with its own trailing comment (here also stale: the residual is no longer None)

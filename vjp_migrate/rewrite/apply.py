@@ -325,7 +325,8 @@ class Apply(cst.CSTTransformer):
         plan = self.fwd_returns.get(id(small))
         if plan is None or plan.layout in (Layout.UNCHANGED, Layout.VARIABLE) or not saved_nothing(small):
             return updated_node
-        said = f"save {spoken(plan.saved_fwd_names)} as residuals"
+        names = plan.saved_fwd_names
+        said = f"save {spoken(names)} as {'residuals' if len(names) > 1 else 'a residual'}"
         trailing = updated_node.trailing_whitespace
         if trailing.comment is not None and (text := corrected(trailing.comment.value, said)) is not None:
             comment = trailing.comment.with_changes(value=text)
