@@ -1031,6 +1031,24 @@ def test_a_comment_saying_one_argument_is_saved_is_singular() -> None:
     assert "return x, hi  # save hi as a residual\n" in out, out
 
 
+@pytest.mark.parametrize(
+    ("returned", "expected", "residual", "saved"),
+    [
+        pytest.param("(g * w, )", "(g * w, None)", "(x, )", "(w, x)", id="space before the bracket"),
+        pytest.param("[g * w, ]", "[g * w, None]", "(x,)", "(w, x)", id="list"),
+        pytest.param("( g * w, )", "( g * w, None )", "( x, )", "( w, x )", id="padded at both ends: kept"),
+    ],
+)
+def test_a_one_item_literal_that_gains_items_loses_its_lone_trailing_space(
+    returned: str, expected: str, residual: str, saved: str
+) -> None:
+    # `(g, )` loses its trailing comma when it gains an item: the space before `)` goes with it.
+    code = HEAD + RULES_BELOW.replace("return (g * w,)", f"return {returned}")
+    code = code.replace("f(x, w), None", f"f(x, w), {residual}").replace("(w, _, g)", "(w, res, g)")
+    out = fix(code.replace("return " + returned, "(x,) = res\n    return " + returned))
+    assert f"return {expected}\n" in out and f"return f(x, w), {saved}\n" in out, out
+
+
 def test_a_comment_on_a_residual_that_was_not_empty_stays() -> None:
     code = SAVES_NOTHING.format(above="", residual="(x,)", trailing="  # no residual but x").replace(
         "def clip_bwd(lo, hi, _, g):\n    return (jnp.clip(g, lo, hi),)",
