@@ -1049,6 +1049,29 @@ def test_a_one_item_literal_that_gains_items_loses_its_lone_trailing_space(
     assert f"return {expected}\n" in out and f"return f(x, w), {saved}\n" in out, out
 
 
+@pytest.mark.parametrize(
+    ("params", "argnums", "returned", "expected"),
+    [
+        pytest.param("x, y, w", "(2,)", "tuple(g for _ in y) + (g,)", "tuple(g for _ in y) + (g, None)", id="last"),
+        pytest.param("w, x, y", "(0,)", "(g * w,) + tuple(y)", "(None, g * w) + tuple(y)", id="first"),
+        pytest.param("w, x, y", "(0,)", "(g,) + (g,) + tuple(y)", "(None, g) + (g,) + tuple(y)", id="first of three"),
+        pytest.param("w, x, y", "(0,)", "tuple(y) + (g,)", "(None, *(tuple(y) + (g,)))", id="first not a literal"),
+        pytest.param("x, w, y", "(1,)", "(g,) + (g,)", "(*grads[:1], None, *grads[1:])", id="between: temporary"),
+    ],
+)
+def test_a_concatenation_of_tuples_takes_the_nones_in_its_end_literal(
+    params: str, argnums: str, returned: str, expected: str
+) -> None:
+    # `return rest + (b,)` gains its None in the literal, `rest + (b, None)`, not `(*(rest + (b,)), None)`.
+    code = HEAD + (
+        f"@partial(jax.custom_vjp, nondiff_argnums={argnums})\ndef f({params}):\n    return x * w + y\n\n"
+        f"def f_fwd({params}):\n    return f({params}), None\n\n"
+        f"def f_bwd(w, _, g):\n    return {returned}\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    out = fix(code)
+    assert f"    return {expected}\n" in out, out
+
+
 def test_a_comment_on_a_residual_that_was_not_empty_stays() -> None:
     code = SAVES_NOTHING.format(above="", residual="(x,)", trailing="  # no residual but x").replace(
         "def clip_bwd(lo, hi, _, g):\n    return (jnp.clip(g, lo, hi),)",

@@ -229,6 +229,9 @@ class Apply(cst.CSTTransformer):
                     slot += 1
             return with_items(value, items, wraps)
         assert value is not None
+        joined = self._joined_end(plan, value, original, trailing)
+        if joined is not None:
+            return joined
         text = cst.Module([]).code_for_node(value)
         grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
         if list(slots) == list(range(len(slots))):
@@ -245,6 +248,27 @@ class Apply(cst.CSTTransformer):
             start = before
         parts.append(f"*{grads}[{start}:]")
         return cst.parse_expression("(" + ", ".join(parts) + ")")
+
+    def _joined_end(
+        self, plan: RewritePlan, value: cst.BaseExpression, original: cst.BaseExpression | None, trailing: bool
+    ) -> cst.BaseExpression | None:
+        """A concatenation of tuples, `(a,) + rest + (b,)`, whose last literal takes the Nones
+        that all go at the end, or whose first the Nones that all go first (None otherwise)."""
+        leading = list(plan.none_slots) == list(range(len(plan.none_slots)))
+        if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, cst.Add):
+            return None
+        assert isinstance(original, cst.BinaryOperation)
+        nones = ["None"] * len(plan.none_slots)
+        if trailing and isinstance(value.right, cst.Tuple) and value.right.lpar:
+            right = with_items(value.right, [*value.right.elements, *nones], self._wraps(original.right))
+            return value.with_changes(right=right)
+        if leading and isinstance(value.left, cst.BinaryOperation):
+            left = self._joined_end(plan, value.left, original.left, False)
+            return value.with_changes(left=left) if left is not None else None
+        if leading and isinstance(value.left, cst.Tuple) and value.left.lpar:
+            left = with_items(value.left, [*nones, *value.left.elements], self._wraps(original.left))
+            return value.with_changes(left=left)
+        return None
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         plan = self.cotangent_literals.get(id(original_node))
