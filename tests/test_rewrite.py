@@ -1057,6 +1057,7 @@ def test_a_one_item_literal_that_gains_items_loses_its_lone_trailing_space(
         pytest.param("w, x, y", "(0,)", "(g,) + (g,) + tuple(y)", "(None, g) + (g,) + tuple(y)", id="first of three"),
         pytest.param("w, x, y", "(0,)", "tuple(y) + (g,)", "(None, *(tuple(y) + (g,)))", id="first not a literal"),
         pytest.param("x, w, y", "(1,)", "(g,) + (g,)", "(*grads[:1], None, *grads[1:])", id="between: temporary"),
+        pytest.param("x, y, w", "(2,)", "(g, g) + ()", "(*((g, g) + ()), None)", id="empty last: not `(None)`"),
     ],
 )
 def test_a_concatenation_of_tuples_takes_the_nones_in_its_end_literal(

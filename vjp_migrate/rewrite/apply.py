@@ -254,20 +254,22 @@ class Apply(cst.CSTTransformer):
     ) -> cst.BaseExpression | None:
         """A concatenation of tuples, `(a,) + rest + (b,)`, whose last literal takes the Nones
         that all go at the end, or whose first the Nones that all go first (None otherwise)."""
-        leading = list(plan.none_slots) == list(range(len(plan.none_slots)))
         if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, cst.Add):
             return None
-        assert isinstance(original, cst.BinaryOperation)
+        leading = list(plan.none_slots) == list(range(len(plan.none_slots)))
         nones = ["None"] * len(plan.none_slots)
-        if trailing and isinstance(value.right, cst.Tuple) and value.right.lpar:
-            right = with_items(value.right, [*value.right.elements, *nones], self._wraps(original.right))
-            return value.with_changes(right=right)
+        before = original if isinstance(original, cst.BinaryOperation) else None
+        if trailing and _filled_tuple(value.right):
+            assert isinstance(value.right, cst.Tuple)
+            wraps = self._wraps(before.right if before else None)
+            return value.with_changes(right=with_items(value.right, [*value.right.elements, *nones], wraps))
         if leading and isinstance(value.left, cst.BinaryOperation):
-            left = self._joined_end(plan, value.left, original.left, False)
+            left = self._joined_end(plan, value.left, before.left if before else None, False)
             return value.with_changes(left=left) if left is not None else None
-        if leading and isinstance(value.left, cst.Tuple) and value.left.lpar:
-            left = with_items(value.left, [*nones, *value.left.elements], self._wraps(original.left))
-            return value.with_changes(left=left)
+        if leading and _filled_tuple(value.left):
+            assert isinstance(value.left, cst.Tuple)
+            wraps = self._wraps(before.left if before else None)
+            return value.with_changes(left=with_items(value.left, [*nones, *value.left.elements], wraps))
         return None
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
@@ -459,3 +461,8 @@ class Apply(cst.CSTTransformer):
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
         return params.with_changes(posonly_params=posonly, params=rest), lead
+
+
+def _filled_tuple(node: cst.BaseExpression) -> bool:
+    """A parenthesized tuple literal with items (`()` gaining one None would read `(None)`)."""
+    return isinstance(node, cst.Tuple) and bool(node.lpar) and bool(node.elements)
