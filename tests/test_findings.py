@@ -99,6 +99,63 @@ def test_inconsistency_messages_count_in_the_singular() -> None:
     assert "takes 1 parameter, but JAX calls it with 1 nondiff argument + " in found.message, found.message
 
 
+INCONSISTENT = """\
+import jax
+from functools import partial
+{imports}
+@partial(jax.custom_vjp, {nondiff})
+def f(x, w{kw}):
+    return x * w
+
+def f_fwd(x, w):
+    return f(x, w), x
+
+{bwd}
+f.defvjp(f_fwd, f_bwd)
+"""
+BWD = "def f_bwd(w, res, g):\n    return (g * w,)\n"
+
+
+@pytest.mark.parametrize(
+    ("imports", "nondiff", "kw", "bwd", "detail"),
+    [
+        pytest.param("", "nondiff_argnums=(-1,)", "", BWD, "nondiff_argnums lists position -1, but", id="negative"),
+        pytest.param("", "nondiff_argnums=(2,)", "", BWD, "nondiff_argnums lists position 2, but `f`", id="beyond"),
+        pytest.param("", "nondiff_argnums=(0, 1)", "", BWD, "bwd `f_bwd` takes 3 parameters, but", id="bwd arity"),
+        pytest.param(
+            "", 'nondiff_argnames=("v",)', ", *, v=1.0", BWD, "since JAX ignores `v` in", id="ignored argname"
+        ),
+        pytest.param("", "nondiff_argnums=(1,)", ", v=1.0", BWD, "fwd `f_fwd` takes 2 parameters, but", id="fwd arity"),
+        pytest.param(
+            "", "nondiff_argnums=(1,)", "", BWD.replace("(g * w,)", "g * w"), "returns a bare value", id="bare value"
+        ),
+        pytest.param(
+            "from consts import ND\n",
+            "nondiff_argnums=ND",
+            "",
+            BWD.replace("(w, res", "(scale, res").replace("g * w", "g * scale"),
+            "so which arguments nondiff_argnums lists cannot be told",
+            id="imported argnums, bwd names no parameter",
+        ),
+        pytest.param(
+            "from consts import ND\nfrom rules import f_bwd\n",
+            "nondiff_argnums=ND",
+            "",
+            "",
+            "and bwd `f_bwd` is imported from `rules`, so",
+            id="imported argnums and bwd",
+        ),
+    ],
+)
+def test_every_inconsistency_reads_as_one_sentence(imports: str, nondiff: str, kw: str, bwd: str, detail: str) -> None:
+    # One fixed opening, then one clause: no `has an inconsistent rule:` before a reason that is
+    # no inconsistency (which arguments an imported nondiff_argnums lists), no second `:` or `;`.
+    code = INCONSISTENT.format(imports=imports, nondiff=nondiff, kw=kw, bwd=bwd)
+    (found,) = check_source(code)
+    assert found.code == "VJP004" and found.message.startswith("in custom_vjp `f`, "), found.message
+    assert detail in found.message and not {":", ";"} & set(found.message), found.message
+
+
 def test_old_jax_partial_is_functools_partial() -> None:
     # Pre-#4008 code, the code most likely to be broken, spelled it `jax.partial` (JAX's re-export).
     code = (Path(__file__).parent.parent / "fixtures" / "seed_clip_gradient" / "before.py").read_text()

@@ -1002,6 +1002,77 @@ def test_a_comment_saying_fwd_saves_nothing_says_what_it_saves(
     assert expected in out, out
 
 
+@pytest.mark.parametrize(
+    ("code", "expected"),
+    [
+        pytest.param(
+            SAVES_NOTHING.format(above="", residual="()", trailing=""),
+            "return x, (lo, hi)\n\ndef clip_bwd(res, g):\n    lo, hi = res\n",
+            id="two moved",
+        ),
+        pytest.param(
+            HEAD + RULES_BELOW.replace("f(x, w), None", "f(x, w), ()"),
+            "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
+            id="one moved",
+        ),
+    ],
+)
+def test_an_empty_residual_is_replaced_like_none(code: str, expected: str) -> None:
+    # `return out, ()` saves nothing, as `None` does: the moved arguments take its place, not
+    # `(lo, hi, ())` with bwd unpacking `lo, hi, _ = res`.
+    assert "()" in code
+    out = fix(code)
+    assert expected in out, out
+
+
+def test_a_comment_saying_one_argument_is_saved_is_singular() -> None:
+    code = SAVES_NOTHING.format(above="", residual="None", trailing="  # nothing to save")
+    out = fix(code.replace("(1, 2)", "(2,)").replace("def clip_bwd(lo, hi, _, g)", "def clip_bwd(hi, _, g)"))
+    assert "return x, hi  # save hi as a residual\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("returned", "expected", "residual", "saved"),
+    [
+        pytest.param("(g * w, )", "(g * w, None)", "(x, )", "(w, x)", id="space before the bracket"),
+        pytest.param("[g * w, ]", "[g * w, None]", "(x,)", "(w, x)", id="list"),
+        pytest.param("( g * w, )", "( g * w, None )", "( x, )", "( w, x )", id="padded at both ends: kept"),
+    ],
+)
+def test_a_one_item_literal_that_gains_items_loses_its_lone_trailing_space(
+    returned: str, expected: str, residual: str, saved: str
+) -> None:
+    # `(g, )` loses its trailing comma when it gains an item: the space before `)` goes with it.
+    code = HEAD + RULES_BELOW.replace("return (g * w,)", f"return {returned}")
+    code = code.replace("f(x, w), None", f"f(x, w), {residual}").replace("(w, _, g)", "(w, res, g)")
+    out = fix(code.replace("return " + returned, "(x,) = res\n    return " + returned))
+    assert f"return {expected}\n" in out and f"return f(x, w), {saved}\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("params", "argnums", "returned", "expected"),
+    [
+        pytest.param("x, y, w", "(2,)", "tuple(g for _ in y) + (g,)", "tuple(g for _ in y) + (g, None)", id="last"),
+        pytest.param("w, x, y", "(0,)", "(g * w,) + tuple(y)", "(None, g * w) + tuple(y)", id="first"),
+        pytest.param("w, x, y", "(0,)", "(g,) + (g,) + tuple(y)", "(None, g) + (g,) + tuple(y)", id="first of three"),
+        pytest.param("w, x, y", "(0,)", "tuple(y) + (g,)", "(None, *(tuple(y) + (g,)))", id="first not a literal"),
+        pytest.param("x, w, y", "(1,)", "(g,) + (g,)", "(*grads[:1], None, *grads[1:])", id="between: temporary"),
+        pytest.param("x, y, w", "(2,)", "(g, g) + ()", "(*((g, g) + ()), None)", id="empty last: not `(None)`"),
+    ],
+)
+def test_a_concatenation_of_tuples_takes_the_nones_in_its_end_literal(
+    params: str, argnums: str, returned: str, expected: str
+) -> None:
+    # `return rest + (b,)` gains its None in the literal, `rest + (b, None)`, not `(*(rest + (b,)), None)`.
+    code = HEAD + (
+        f"@partial(jax.custom_vjp, nondiff_argnums={argnums})\ndef f({params}):\n    return x * w + y\n\n"
+        f"def f_fwd({params}):\n    return f({params}), None\n\n"
+        f"def f_bwd(w, _, g):\n    return {returned}\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    out = fix(code)
+    assert f"    return {expected}\n" in out, out
+
+
 def test_a_comment_on_a_residual_that_was_not_empty_stays() -> None:
     code = SAVES_NOTHING.format(above="", residual="(x,)", trailing="  # no residual but x").replace(
         "def clip_bwd(lo, hi, _, g):\n    return (jnp.clip(g, lo, hi),)",
@@ -1233,6 +1304,7 @@ DELIBERATELY_CHANGED = {
     # section 2: a comment saying fwd saves nothing says what it saves now
     ("seed_clip_gradient", "# no residual values to save"),
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
+    ("empty_tuple_residual", "# nothing to save: the map is linear"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
     # ... and with its own trailing comment (here also stale: the residual is no longer None)
@@ -1915,6 +1987,48 @@ def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.
             "w2, c = res\n    return (g * c * w2 * w_static,)",
             "def f_bwd(res, g):\n    w_static, w2, c = res\n",
             id="alias rebound: saved",
+        ),
+        pytest.param(
+            "if x.ndim > 1:\n        w_ = w\n    else:\n        w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias bound in both branches of an if",
+        ),
+        pytest.param(
+            "for _ in range(2):\n        w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias bound in a loop",
+        ),
+        pytest.param(
+            "a = w\n    b = a\n    return f(x, w), (b, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n",
+            id="alias of an alias",
+        ),
+        pytest.param(
+            "if x.ndim > 1:\n        w_ = w\n    else:\n        w_ = w * 2\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias bound to another value in one branch: saved",
+        ),
+        pytest.param(
+            "w_ = x\n    if x.ndim < 2:\n        w_ = w\n    return f(x, w), (w_, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias bound only when an if holds: saved",
+        ),
+        pytest.param(
+            "a = x\n    b = a\n    a = w\n    return f(x, w), (b, jnp.cos(x))",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias of a name bound to another value too: saved",
+        ),
+        pytest.param(
+            "def inner():\n        w_ = x\n        return w_\n    w_ = w\n    return f(x, w), (w_, inner())",
+            "w_saved, c = res\n    return (g * c * w_saved * w_static,)",
+            "def f_bwd(res, g):\n    w_static, w_saved, c = res\n",
+            id="alias name bound in a nested def too: saved",
         ),
         pytest.param(
             "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",

@@ -334,7 +334,7 @@ def test_an_imported_nondiff_argnums_is_never_passed_over() -> None:
     assert [d.code for d in found] == ["VJP004"], found
     assert found[0].message.endswith(
         "and bwd `f_bwd`'s nondiff parameters (`w`) are not named like parameters of `f` in order, "
-        "so which arguments it lists cannot be told"
+        "so which arguments nondiff_argnums lists cannot be told"
     )
     # bwd imported too, from a module not checked with this one: nothing names the positions.
     imported = rules.replace("def f_bwd(a, _, g):\n    return (g * a * _,)\n", "")
@@ -343,8 +343,8 @@ def test_an_imported_nondiff_argnums_is_never_passed_over() -> None:
     )
     assert [d.code for d in found] == ["VJP004"], found
     assert found[0].message.endswith(
-        "which is not among the files checked, and bwd `f_bwd` is imported from `rules`, so which arguments it lists "
-        "cannot be told"
+        "which is not among the files checked, and bwd `f_bwd` is imported from `rules`, so which arguments "
+        "nondiff_argnums lists cannot be told"
     ), found[0].message
 
 
@@ -638,8 +638,8 @@ def test_a_name_jax_ignores_in_nondiff_argnames_explains_the_bwd_arity(code: str
     (found,) = check_source(code)
     assert found.code == "VJP004"
     assert found.message.endswith(
-        f"cotangent = 2; JAX ignores `w` in nondiff_argnames: it is {what}, "
-        "and only positional-or-keyword parameters count there"
+        f"cotangent = 2, since JAX ignores `w` in nondiff_argnames (it is {what}, "
+        "and only positional-or-keyword parameters count there)"
     )
 
 
@@ -673,7 +673,7 @@ def test_a_positional_only_name_in_nondiff_argnames_is_ignored_like_jax_does() -
     assert site.nondiff.positions == ()
     (found,) = check_source(POSITIONAL_ONLY)
     assert found.code == "VJP004"
-    assert "JAX ignores `w` in nondiff_argnames: it is a positional-only parameter of `f`" in found.message
+    assert "JAX ignores `w` in nondiff_argnames (it is a positional-only parameter of `f`," in found.message
     by_number = POSITIONAL_ONLY.replace('nondiff_argnames=("w",)', "nondiff_argnums=(0,)")
     assert [d.code for d in check_source(by_number)] == ["VJP001"]  # argnums counts it
 

@@ -164,7 +164,7 @@ CODES: tuple[Code, ...] = (
     Code(
         code="VJP004",
         name="inconsistent-vjp-rule",
-        message="custom_vjp `{function}` has an inconsistent rule: {detail}",
+        message="in custom_vjp `{function}`, {detail}",
         fix_title=None,
         fix_safety=FixSafety.NONE,
         default=True,
@@ -175,7 +175,11 @@ CODES: tuple[Code, ...] = (
             "ignores: a keyword-only or positional-only parameter, or none of the primal's), fwd's "
             "parameter count differs from the primal's, nondiff_argnums lists a position the primal "
             "lacks or a negative one (custom_vjp does not count from the end), or the bwd of a "
-            "one-argument primal returns a bare value instead of a tuple."
+            "one-argument primal returns a bare value instead of a tuple. Also, once per site, a "
+            "`nondiff_argnums` given by a name imported from a module not among the files checked, "
+            "when bwd is imported from one too or its nondiff parameters are not named like the "
+            "primal's parameters, in order: which arguments it lists cannot be told, and the site "
+            "is reported rather than passed over."
         ),
         why=(
             "JAX calls bwd as `bwd(*nondiff_args, residuals, g)` and requires a tuple with one "
@@ -184,7 +188,10 @@ CODES: tuple[Code, ...] = (
         ),
         example=_BEFORE.replace("def clip_gradient_bwd(lo, hi, _, g):", "def clip_gradient_bwd(res, g):"),
         use_instead=_AFTER,
-        safety="Never rewritten: the intent of an inconsistent rule cannot be read from the code.",
+        safety=(
+            "Never rewritten: the intent of an inconsistent rule cannot be read from the code, nor "
+            "the positions of a `nondiff_argnums` whose value is not seen."
+        ),
     ),
 )
 

@@ -21,7 +21,8 @@ def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: Im
 
 
 def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
-    """The VJP004 detail for a rule whose shape does not fit its primal, if any."""
+    """The VJP004 detail for a rule whose shape does not fit its primal, if any: one clause that
+    ends the sentence ``in custom_vjp `f`, ...`` (codes.py) and names the parts it is about."""
     fwd = site.fwd.node if site.fwd else None
     # bwd's shape is judged only when every nondiff position is known (how many arguments it gets)
     bwd = site.bwd.node if site.bwd and site.nondiff.complete else None
@@ -33,7 +34,7 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
         return (
             f"nondiff_argnums lists position {site.nondiff.positions[0]}, but custom_vjp does not count "
-            "positions from the end: JAX passes that argument to bwd and still expects a cotangent for it"
+            "positions from the end, so JAX passes that argument to bwd and still expects a cotangent for it"
         )
     beyond = [p for p in site.nondiff.positions if p >= len(site.params)]
     if beyond and not site.has_varargs:
@@ -47,8 +48,8 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         least, most = _arity(bwd, bwd_bound)
         if not least <= n_nondiff + 2 <= most:
             because = (
-                f"; JAX ignores `{ignored[0][0]}` in nondiff_argnames: it is {ignored[0][1]}, and only "
-                "positional-or-keyword parameters count there"
+                f", since JAX ignores `{ignored[0][0]}` in nondiff_argnames (it is {ignored[0][1]}, and only "
+                "positional-or-keyword parameters count there)"
                 if ignored
                 else ""
             )
@@ -61,14 +62,14 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     least, most = _arity(fwd, fwd_bound) if fwd is not None else (0, 0)
     if fwd is not None and not site.has_varargs and not fwd_varargs and not least <= len(site.params) <= most:
         return (
-            f"fwd `{fwd.name.value}` takes {_count_range(least, most)} but the primal `{site.name}` "
+            f"fwd `{fwd.name.value}` takes {_count_range(least, most)}, but the primal `{site.name}` "
             f"takes {len(site.params)}"
         )
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)[bwd_bound:]
         cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
         if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
-            return f"bwd `{bwd.name.value}` returns a bare value; JAX needs a tuple with one cotangent per argument"
+            return f"bwd `{bwd.name.value}` returns a bare value, but JAX needs a tuple with one cotangent per argument"
     return None
 
 
@@ -85,15 +86,15 @@ def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:
         return None
     if bwd.node is None:  # its problem's first clause says why (`bwd `g` is imported from `m``)
         unread = (bwd.problem or f"bwd `{bwd.name}` is not read").split(";")[0]
-        return f"{site.nondiff.problem}, and {unread}, so which arguments it lists cannot be told"
+        return f"{site.nondiff.problem}, and {unread}, so which arguments nondiff_argnums lists cannot be told"
     leading = positional_params(bwd.node)[bwd.bound_args :][:-2]
     if not leading or isinstance(bwd.node.params.star_arg, cst.Param):
         return None
     listed = ", ".join(f"`{n}`" for n in leading)
     return (
         f"{site.nondiff.problem}, and bwd `{bwd.node.name.value}`'s nondiff parameters ({listed}) "
-        f"are not named like parameters of `{_primal_name(site)}` in order, so which arguments it lists "
-        "cannot be told"
+        f"are not named like parameters of `{_primal_name(site)}` in order, so which arguments nondiff_argnums "
+        "lists cannot be told"
     )
 
 

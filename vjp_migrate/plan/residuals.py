@@ -10,7 +10,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import target_names
 from vjp_migrate.model import Layout
-from vjp_migrate.plan.bodies import FunctionNames, Loads, bindings_of, literal_binding, names_in
+from vjp_migrate.plan.bodies import FunctionNames, Loads, bindings_of, literal_binding, names_in, returns_of
 from vjp_migrate.sites import body_statements
 
 RESIDUAL_NAMES = ("res", "residuals", "res_")
@@ -77,20 +77,31 @@ def already_saved(
 
 
 def _aliases(name: str, fwd: cst.FunctionDef, bindings: dict[str, list[cst.CSTNode]]) -> set[str]:
-    """``name`` and the names fwd's own statements bind to it once and never again (`w_ = w`)."""
+    """``name`` and the names that hold its value wherever fwd reads them: every binding of such a
+    name is one of fwd's own `alias = other` statements (in an `if` or a loop too), `other` being
+    ``name`` or another of them (`a = w; b = a`). A path that skips them all leaves the name
+    unbound, and reading it raises before and after the rewrite alike."""
+    own = returns_of(fwd).assigns
     found = {name}
-    for stmt in body_statements(fwd):
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(alias := small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Name)
-                and small.value.value == name
-                and [id(b) for b in bindings.get(alias.value, [])] == [id(small)]
-            ):
-                found.add(alias.value)
+    grown = True
+    while grown:
+        grown = False
+        for alias, sites in bindings.items():
+            if alias not in found and sites and all(_copies(site, alias, found, own) for site in sites):
+                found.add(alias)
+                grown = True
     return found
+
+
+def _copies(site: cst.CSTNode, alias: str, names: set[str], own: set[int]) -> bool:
+    """Whether ``site`` is one of fwd's own statements binding ``alias`` to one of ``names`` as is."""
+    return (
+        isinstance(site, cst.Assign)
+        and id(site) in own
+        and isinstance(site.value, cst.Name)
+        and site.value.value in names
+        and any(isinstance(t.target, cst.Name) and t.target.value == alias for t in site.targets)
+    )
 
 
 def _paths_to(literal: cst.BaseExpression, names: set[str], path: tuple[int, ...] = ()) -> Iterator[tuple[int, ...]]:
@@ -199,7 +210,7 @@ def layout_of(
         return Layout.UNCHANGED, residual, residual, None
     residual_used = counts.get(residual, 0) > 0
     values = [r.value.elements[1].value for r in fwd_returns if isinstance(r.value, cst.Tuple)]
-    if not residual_used and all(isinstance(v, cst.Name) and v.value == "None" for v in values):
+    if not residual_used and all(_saves_nothing(v) for v in values):
         if len(saved_bwd) == 1:
             return Layout.NONE, saved_bwd[0], residual, None
         return Layout.NONE, fresh_name(taken), residual, None
@@ -210,6 +221,13 @@ def layout_of(
     if isinstance(target, (cst.Tuple, cst.List)) and all(_fills(v, len(target.elements)) for v in values):
         return Layout.TUPLE, residual, residual, unpack
     return Layout.BOUND, residual, residual, unpack
+
+
+def _saves_nothing(value: cst.BaseExpression) -> bool:
+    """`None` or `()`: a residual that holds nothing."""
+    return (isinstance(value, cst.Name) and value.value == "None") or (
+        isinstance(value, cst.Tuple) and not value.elements
+    )
 
 
 def _fills(value: cst.BaseExpression, width: int) -> bool:

@@ -229,6 +229,9 @@ class Apply(cst.CSTTransformer):
                     slot += 1
             return with_items(value, items, wraps)
         assert value is not None
+        joined = self._joined_end(plan, value, original, trailing)
+        if joined is not None:
+            return joined
         text = cst.Module([]).code_for_node(value)
         grads = text if isinstance(value, (cst.Name, cst.Call, cst.Attribute, cst.Subscript)) else f"({text})"
         if list(slots) == list(range(len(slots))):
@@ -245,6 +248,29 @@ class Apply(cst.CSTTransformer):
             start = before
         parts.append(f"*{grads}[{start}:]")
         return cst.parse_expression("(" + ", ".join(parts) + ")")
+
+    def _joined_end(
+        self, plan: RewritePlan, value: cst.BaseExpression, original: cst.BaseExpression | None, trailing: bool
+    ) -> cst.BaseExpression | None:
+        """A concatenation of tuples, `(a,) + rest + (b,)`, whose last literal takes the Nones
+        that all go at the end, or whose first the Nones that all go first (None otherwise)."""
+        if not isinstance(value, cst.BinaryOperation) or not isinstance(value.operator, cst.Add):
+            return None
+        leading = list(plan.none_slots) == list(range(len(plan.none_slots)))
+        nones = ["None"] * len(plan.none_slots)
+        before = original if isinstance(original, cst.BinaryOperation) else None
+        if trailing and _filled_tuple(value.right):
+            assert isinstance(value.right, cst.Tuple)
+            wraps = self._wraps(before.right if before else None)
+            return value.with_changes(right=with_items(value.right, [*value.right.elements, *nones], wraps))
+        if leading and isinstance(value.left, cst.BinaryOperation):
+            left = self._joined_end(plan, value.left, before.left if before else None, False)
+            return value.with_changes(left=left) if left is not None else None
+        if leading and _filled_tuple(value.left):
+            assert isinstance(value.left, cst.Tuple)
+            wraps = self._wraps(before.left if before else None)
+            return value.with_changes(left=with_items(value.left, [*nones, *value.left.elements], wraps))
+        return None
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         plan = self.cotangent_literals.get(id(original_node))
@@ -325,7 +351,8 @@ class Apply(cst.CSTTransformer):
         plan = self.fwd_returns.get(id(small))
         if plan is None or plan.layout in (Layout.UNCHANGED, Layout.VARIABLE) or not saved_nothing(small):
             return updated_node
-        said = f"save {spoken(plan.saved_fwd_names)} as residuals"
+        names = plan.saved_fwd_names
+        said = f"save {spoken(names)} as {'residuals' if len(names) > 1 else 'a residual'}"
         trailing = updated_node.trailing_whitespace
         if trailing.comment is not None and (text := corrected(trailing.comment.value, said)) is not None:
             comment = trailing.comment.with_changes(value=text)
@@ -434,3 +461,8 @@ class Apply(cst.CSTTransformer):
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
         return params.with_changes(posonly_params=posonly, params=rest), lead
+
+
+def _filled_tuple(node: cst.BaseExpression) -> bool:
+    """A parenthesized tuple literal with items (`()` gaining one None would read `(None)`)."""
+    return isinstance(node, cst.Tuple) and bool(node.lpar) and bool(node.elements)

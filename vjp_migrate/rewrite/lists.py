@@ -259,7 +259,7 @@ def with_items(node: Literal, items: Sequence[cst.BaseElement | str], wraps: boo
     (``wraps``: see ``Apply._wraps``)."""
     brackets = one_per_line(node)
     if brackets is None:
-        return node.with_changes(elements=rebuilt_elements(node.elements, items, wraps))
+        return _unpadded(node).with_changes(elements=rebuilt_elements(node.elements, items, wraps))
     opening, closing = brackets
     old = list(node.elements)
     # The comment lines above each element, and the rest of each element's own line.
@@ -291,6 +291,27 @@ def with_items(node: Literal, items: Sequence[cst.BaseElement | str], wraps: boo
         lpar=[node.lpar[0].with_changes(whitespace_after=opening)],
         rpar=[node.rpar[0].with_changes(whitespace_before=closing)],
     )
+
+
+def _unpadded(node: Literal) -> Literal:
+    """``node`` without the space a one-item literal kept between its trailing comma and the
+    closing bracket (`(g, )`), which loses that comma: `(g, None)`, not `(g, None )`. A literal
+    padded at both ends (`( g, )`) keeps its style."""
+    if len(node.elements) != 1 or not isinstance(node.elements[0].comma, cst.Comma):
+        return node
+    if isinstance(node, cst.List):
+        opening, closing = node.lbracket.whitespace_after, node.rbracket.whitespace_before
+    elif node.lpar and node.rpar:
+        opening, closing = node.lpar[0].whitespace_after, node.rpar[-1].whitespace_before
+    else:
+        return node
+    padded = isinstance(opening, cst.SimpleWhitespace) and opening.value
+    if not isinstance(closing, cst.SimpleWhitespace) or not closing.value or padded:
+        return node
+    if isinstance(node, cst.List):
+        return node.with_changes(rbracket=node.rbracket.with_changes(whitespace_before=cst.SimpleWhitespace("")))
+    rpar = [*node.rpar[:-1], node.rpar[-1].with_changes(whitespace_before=cst.SimpleWhitespace(""))]
+    return node.with_changes(rpar=rpar)
 
 
 def one_per_line(node: Literal) -> tuple[Break, Break] | None:
