@@ -1013,3 +1013,11 @@ def test_screen_keeps_a_traced_value_looped_over_through_a_local_tuple() -> None
     )
     assert _findings(text, "traced.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+def test_screen_keeps_a_site_whose_jax_a_project_module_re_exports() -> None:
+    # probe19 (ejKernel): `from .impl import jax, jnp`, as imports.py reads it.
+    text = ALIASED_ANNOTATION.replace("import jax\n", "from .impl import jax\n").replace("a: JaxArray", "a")
+    text = text.replace("return x\n", "return x * a\n", 1)
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

@@ -48,6 +48,14 @@ RULE = RULES.format(name="f")
             "from functools import partial\nimport jax\n@partial(jax.custom_vjp, nondiff_argnames=('a',))",
             id="nondiff_argnames",
         ),
+        pytest.param(
+            "from functools import partial\nfrom .compat import jax\n@partial(jax.custom_vjp, nondiff_argnums=(0,))",
+            id="jax re-exported by a project module",
+        ),
+        pytest.param(
+            "from functools import partial\nfrom mylib.shims import jax as J\n@partial(J.custom_vjp, nondiff_argnums=(0,))",
+            id="jax re-exported, imported under another name",
+        ),
     ],
 )
 def test_decorator_spellings_are_found(header: str) -> None:
@@ -104,6 +112,10 @@ def test_call_form_assigned_to_an_attribute_is_found() -> None:
         ),
         pytest.param("from functools import partial\n@partial(custom_vjp, nondiff_argnums=(0,))", id="unimported name"),
         pytest.param("import jax\n@jax.custom_vjp", id="no nondiff_argnums"),
+        pytest.param(
+            "from mylib import jaxx\nfrom functools import partial\n@partial(jaxx.custom_vjp, nondiff_argnums=(0,))",
+            id="a project module not named like jax",
+        ),
     ],
 )
 def test_look_alikes_are_not_custom_vjp(code: str) -> None:
@@ -721,3 +733,34 @@ def test_names_and_bindings_replayed_as_libcst_visits_them(path: Path) -> None:
     assert finder._module_bindings() == bindings.counts
     chosen = finder._free_name("x")
     assert chosen not in names.names and finder.names == {*names.names, chosen}
+
+
+REEXPORTED = """\
+from functools import partial
+
+from .impl import jax, jnp
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def scaled(x, w):
+    return jnp.dot(x, w)
+
+
+def scaled_fwd(x, w):
+    return scaled(x, w), x
+
+
+def scaled_bwd(w, x, g):
+    return (jnp.dot(g, w.T),)
+
+
+scaled.defvjp(scaled_fwd, scaled_bwd)
+"""
+
+
+def test_jax_and_jnp_re_exported_by_a_project_module_are_jax() -> None:
+    # probe19 (ejKernel): `from .._xla_impl_fwd import jax, jnp` hid the site; `jnp.dot` is array evidence.
+    assert [d.code for d in check_source(REEXPORTED, path="ops.py")] == ["VJP001"]
+    assert [
+        d.code for d in check_source(REEXPORTED.replace("from .impl import", "from jax import"), path="ops.py")
+    ] == []

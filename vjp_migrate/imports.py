@@ -11,6 +11,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from vjp_migrate.vocabulary import imported_name
+
 CUSTOM_VJP = frozenset(
     {"jax.custom_vjp", "jax.custom_derivatives.custom_vjp", "jax._src.custom_derivatives.custom_vjp"}
 )
@@ -144,7 +146,7 @@ def _collect(node: cst.Import | cst.ImportFrom, aliases: dict[str, str]) -> None
         local = name
         if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
             local = alias.asname.name.value
-        aliases[local] = f"{module}.{name}" if module else name
+        aliases[local] = imported_name(module, name)
 
 
 def import_table(module: cst.Module) -> ImportTable:

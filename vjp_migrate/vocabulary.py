@@ -5,6 +5,18 @@ No LibCST here: the screen runs before any LibCST import.
 
 from __future__ import annotations
 
+# Names a project's own module re-exports (`from .compat import jax, jnp`): taken for the module
+# each conventionally is, as such shims are, so `jax.custom_vjp` through one is JAX's.
+REEXPORTED_MODULES = {"jax": "jax", "jnp": "jax.numpy", "lax": "jax.lax", "np": "numpy"}
+
+
+def imported_name(module: str, name: str) -> str:
+    """What ``from module import name`` binds: ``module.name``, or a re-exported module's own name."""
+    if name in REEXPORTED_MODULES and module.lstrip(".").split(".")[0] not in ("jax", "numpy"):
+        return REEXPORTED_MODULES[name]
+    return f"{module}.{name}" if module else name
+
+
 ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
 ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
 ARRAY_ATTRIBUTES = frozenset(

@@ -7,6 +7,8 @@ import ast
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from vjp_migrate.vocabulary import imported_name
+
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
 
@@ -104,7 +106,7 @@ def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, st
     base = "." * node.level + (node.module or "")
     for alias in node.names:
         if alias.name != "*":
-            yield alias.asname or alias.name, f"{base}.{alias.name}" if base else alias.name
+            yield alias.asname or alias.name, imported_name(base, alias.name)
 
 
 _INDEXED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Import, ast.ImportFrom})
