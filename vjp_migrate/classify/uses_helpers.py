@@ -23,7 +23,11 @@ from vjp_migrate.vocabulary import HOST_CALLBACKS, PALLAS_CALL
 
 
 class Helpers(Branches):
-    """What the functions the argument reaches do with it, walked once the body is."""
+    """What the functions the argument reaches do with it, walked once the body is.
+
+    Each function is walked by a visitor of ``type(self)``: the composed ``Uses`` (uses.py), which
+    this step cannot import.
+    """
 
     @classmethod
     def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Self:
