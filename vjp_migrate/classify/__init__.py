@@ -4,8 +4,13 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 
 The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
 expression reads), ``module_facts`` and ``pytrees`` (what the module defines), ``context`` (all of
-it, once per module), then the evidence: ``annotations``, ``uses`` (what the primal, fwd and bwd
-do with the argument), ``call_sites`` (what callers pass); ``classify_site`` here decides.
+it, once per module), then the evidence: ``annotations``; ``uses`` (what the primal, fwd and bwd
+do with the argument: the ``Uses`` visitor, composed of ``uses_names`` (the names carrying it and
+the evidence so far), ``uses_operators``, ``uses_branches`` (control flow, type tests),
+``uses_helpers`` (helpers, kernels, ``partial``) and ``uses_calls``); the calls of the site:
+``calls`` (found once per module), ``call_locals`` (the values locals carry), ``call_traced``
+(a jitted caller's traced parameters) and ``call_sites`` (what callers pass); ``classify_site``
+here decides.
 """
 
 from __future__ import annotations
@@ -17,7 +22,8 @@ from dataclasses import replace
 import libcst as cst
 
 from vjp_migrate.classify.annotations import annotation_evidence
-from vjp_migrate.classify.call_sites import call_site_evidence, calls_of
+from vjp_migrate.classify.call_sites import call_site_evidence
+from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import call_value, param_at
 from vjp_migrate.classify.uses import Uses

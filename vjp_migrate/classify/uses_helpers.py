@@ -1,0 +1,202 @@
+"""Classify, step 7d: ``Helpers``, the evidence from the functions an argument is handed to: the
+module's helpers it is passed to (walked by a ``Uses`` of their own), functions a tree map gives
+its leaves, values ``partial`` binds, and kernels and host callbacks that cannot capture traced
+values; ``Helpers.of`` walks one function."""
+
+from __future__ import annotations
+
+from typing import Self
+
+import libcst as cst
+
+from vjp_migrate import walk
+from vjp_migrate.classify.annotations import annotation_evidence
+from vjp_migrate.classify.context import Context, Via, function_locals, own_body
+from vjp_migrate.classify.expressions import all_params, bound_parameter, call_value, place_of, strip_views
+from vjp_migrate.classify.uses_branches import Branches
+from vjp_migrate.classify.uses_names import NameFinder
+from vjp_migrate.classify.weights import DOUBT, WEAK
+from vjp_migrate.imports import dotted
+from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.sites import jit_static_names, positional_params
+from vjp_migrate.vocabulary import HOST_CALLBACKS, PALLAS_CALL
+
+
+class Helpers(Branches):
+    """What the functions the argument reaches do with it, walked once the body is.
+
+    Each function is walked by a visitor of ``type(self)``: the composed ``Uses`` (uses.py), which
+    this step cannot import.
+    """
+
+    @classmethod
+    def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Self:
+        """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it."""
+        found = function_locals(func, ctx)
+        uses = cls({name}, ctx, where, depth, found.derived({name}))
+        uses.bindings = found.bindings
+        for stmt in own_body(func):
+            walk.visit(stmt, uses)
+        uses.close_exits()
+        uses.judge_kernels()
+        return uses
+
+    def _kernel_of(self, call: cst.Call, method: str | None) -> None:
+        """Keep the kernel a ``pallas_call`` is given, or the host function of a callback."""
+        last = method or dotted(call.func)
+        if last not in ("pallas_call", "pure_callback", "io_callback", "callback", "call"):
+            return
+        qname = self.ctx.imports.qualify(call.func)
+        if qname == PALLAS_CALL:
+            kernel, what = call_value(call, 0, "kernel"), "a Pallas kernel"
+        elif qname in HOST_CALLBACKS:
+            func_text = dotted(call.func)
+            kernel, what = call_value(call, 0, HOST_CALLBACKS[qname]), f"the host function of `{func_text}`"
+        else:
+            return
+        if kernel is not None:
+            self.kernels.append((kernel, what))
+
+    def judge_kernels(self) -> None:
+        """Once the body is walked: judge each value bound by ``partial`` where the function it is
+        bound to gets it (a Pallas kernel or a callback's host function, never a traced value, or a
+        def of the module: its static uses only, as what the partial is called with later is not
+        seen), and each value a local def or lambda given to ``pallas_call`` as its kernel, or to a
+        callback as its host function, reads from around it."""
+        for kernel, what in self.kernels:
+            self._captured(kernel, what)
+        for call, position, keyword, via, packing in self.partials:
+            self.packing = packing
+            try:
+                self._bound(call, position, keyword, via)
+            finally:
+                self.packing = ""
+        self.partials.clear()
+
+    def _bound(self, call: cst.Call, position: int, keyword: str | None, via: Via | None) -> None:
+        func_text = dotted(call.func) or "partial"
+        function = call_value(call, 0, "func")
+        name = dotted(function) if function is not None else None
+        if function is None or name is None:
+            return
+        what = self._kernel_bound(call)
+        if what is not None:
+            place = place_of(position - 1, keyword)
+            text = f"bound by `{func_text}` as {place} of `{name}`, {what}, which cannot capture traced values"
+            self._add(ArgKind.STATIC, text, call, via=via)
+            return
+        helper = self.ctx.helpers.get(name)
+        if helper is None or self.packing or self.depth >= 3 or name in self.bindings:
+            return
+        target = bound_parameter(helper, position, keyword)
+        if target is None:
+            return
+        where = f"`{name}` (bound by `{func_text}` in {self.where})"
+        inner = type(self).of(helper, target, self.ctx, where, self.depth + 1)
+        found = [*inner.evidence, *annotation_evidence(helper, target, self.ctx, where)]
+        if via is not None:
+            self.evidence.extend(via.carried(found))
+        else:  # array use waits for what the partial is called with
+            self.evidence.extend((e, weight) for e, weight in found if e.kind is not ArgKind.ARRAY)
+
+    def _captured(self, kernel: cst.BaseExpression, what: str) -> None:
+        """The argument (or a value from it) read inside a kernel (or host function) defined here,
+        which captures it."""
+        function: cst.FunctionDef | cst.Lambda | None = kernel if isinstance(kernel, cst.Lambda) else None
+        if isinstance(kernel, cst.Name) and kernel.value not in self.names:
+            bound = self.bindings.get(kernel.value, [])
+            if len(bound) == 1 and isinstance(bound[0].node, cst.FunctionDef):
+                function = bound[0].node
+        if function is None:
+            return
+        params = {p.name.value for p in all_params(function.params)}
+        outside = {name for name in self.names | set(self.derived) if name.partition("[")[0] not in params}
+        finder = NameFinder(outside, self.ctx.imports)
+        walk.visit(function.body, finder)
+        name = function.name.value if isinstance(function, cst.FunctionDef) else "a lambda"
+        text = f"read inside `{name}`, {what}, which cannot capture traced values"
+        for read in sorted(finder.read):
+            self._add(ArgKind.STATIC, text, function, via=None if read in self.names else self._via(cst.Name(read)))
+
+    def _kernel_bound(self, call: cst.Call) -> str | None:
+        """What the ``partial(...)`` call is given to a ``pallas_call`` or a callback as (its kernel,
+        its host function), itself or through a local bound to it once; None when neither."""
+        for kernel, what in self.kernels:
+            if kernel is call:
+                return what
+            if isinstance(kernel, cst.Name) and self._value_once(kernel.value) is call:
+                return what
+        return None
+
+    def _mapped_leaves(self, call: cst.Call, func_text: str, index: int) -> None:
+        """A tree map hands the argument's leaves to its function: a lambda's or a module
+        helper's need for them concrete (`lambda v, lie: f(v) if lie else v`) is the argument's."""
+        mapped = strip_views(call.args[0].value) if call.args and call.args[0].keyword is None else None
+        where = f"the function mapped by `{func_text}` (in {self.where})"
+        if isinstance(mapped, cst.Lambda):
+            params = [p.name.value for p in mapped.params.params]
+            if index >= len(params) or self.depth >= 3:
+                return
+            inner = type(self)({params[index]}, self.ctx, where, self.depth + 1)
+            walk.visit(mapped.body, inner)
+            inner.judge_kernels()
+        elif isinstance(mapped, cst.Name) and mapped.value in self.ctx.helpers and self.depth < 3:
+            helper = self.ctx.helpers[mapped.value]
+            params = list(positional_params(helper))
+            if index >= len(params):
+                return
+            inner = type(self).of(helper, params[index], self.ctx, where, self.depth + 1)
+        else:
+            return
+        self.evidence.extend((e, weight) for e, weight in inner.evidence if e.kind is ArgKind.STATIC)
+
+    def _opaque(self, call: cst.Call, func_text: str) -> None:
+        text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
+        self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
+
+    def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
+        defs = self.ctx.definitions(func_text)
+        if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
+            if via is None:
+                self._opaque(call, func_text)
+            return
+        found = [self._in_helper(helper, call, func_text, position, keyword, via) for helper in defs]
+        self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))
+
+    def _in_helper(
+        self,
+        helper: cst.FunctionDef,
+        call: cst.Call,
+        func_text: str,
+        position: int,
+        keyword: str | None,
+        via: Via | None,
+    ) -> list[tuple[Evidence, str]]:
+        """The evidence one def of the helper ``call`` calls gives about the argument it is passed."""
+        params = positional_params(helper)
+        kwonly = [p.name.value for p in helper.params.kwonly_params]
+        named = keyword in params or keyword in kwonly
+        target = keyword if named else (params[position] if 0 <= position < len(params) else None)
+        if target is None:
+            return []
+        if target in jit_static_names(helper, self.ctx.imports):
+            text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
+            return self._made(ArgKind.STATIC, text, call, via=via)
+        where = f"helper `{func_text}` (called from {self.where})"
+        inner = type(self).of(helper, target, self.ctx, where, self.depth + 1)
+        if via is None:
+            return [*inner.evidence, *annotation_evidence(helper, target, self.ctx, inner.where)]
+        return via.carried(inner.evidence)
+
+
+def _in_every(found: list[list[tuple[Evidence, str]]], name: str) -> list[tuple[Evidence, str]]:
+    """The evidence of a helper with several defs, one per branch: a need for a concrete value
+    proves it static only when every def has one; in some alone, it is a doubt."""
+    if all(any(e.kind is ArgKind.STATIC for e, _ in evidence) for evidence in found):
+        return [item for evidence in found for item in evidence]
+    note = f" (not in every one of the {len(found)} definitions of `{name}`)"
+    return [
+        (Evidence(ArgKind.UNKNOWN, e.text + note, e.line), DOUBT) if e.kind is ArgKind.STATIC else (e, weight)
+        for evidence in found
+        for e, weight in evidence
+    ]

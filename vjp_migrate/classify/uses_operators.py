@@ -1,0 +1,96 @@
+"""Classify, step 7b: ``Operators``, the evidence from operators and reads of an argument:
+arithmetic, a string or list it is combined with, sizes, truth values, comparisons (with a string,
+an enum member), slice bounds, array attributes."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from vjp_migrate.classify.expressions import is_string_like, key_lookup
+from vjp_migrate.classify.uses_names import UseState
+from vjp_migrate.classify.weights import WEAK
+from vjp_migrate.model import ArgKind
+from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, SIZE_NAMES, is_size_function
+
+
+class Operators(UseState):
+    """What operators, comparisons, slices and attribute reads do with the argument."""
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        for side, other in ((node.left, node.right), (node.right, node.left)):
+            if self._rooted(side):
+                if isinstance(other, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
+                    self._add(ArgKind.STATIC, "combined with a string", node)
+                elif isinstance(other, (cst.List, cst.Tuple)):  # `[0] * n` repeats: n must be an int
+                    self._add(ArgKind.STATIC, "combined with a list or tuple", node)
+                elif self._size(other):  # `tokens // block` with `tokens = x.shape[0]`: sizes, likely
+                    continue
+                else:
+                    self._add(ArgKind.ARRAY, "used in arithmetic", node)
+            elif isinstance(side, cst.Name) and side.value in self.derived and is_string_like(other):
+                self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
+
+    def _size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
+        """``x.shape[0]``, ``len(x)``, ``int(x.shape[0])``, or a local only ever bound to such a value."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
+        if isinstance(expr, cst.Attribute):
+            return expr.attr.value in SIZE_NAMES
+        if isinstance(expr, cst.Call):
+            qname = self.ctx.imports.qualify(expr.func) or ""
+            if qname == "builtins.int" and len(expr.args) == 1 and not expr.args[0].star:
+                return self._size(expr.args[0].value, depth + 1)  # `int(x.shape[0])`
+            return is_size_function(qname)
+        if isinstance(expr, cst.Name) and depth < 3 and expr.value not in self.names:
+            found = self.bindings.get(expr.value)
+            return bool(found) and all(
+                b.values is not None and all(self._size(v, depth + 1) for v in b.values) for b in found or ()
+            )
+        return False
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        if self._rooted(node.expression):
+            if isinstance(node.operator, cst.Not):
+                self._add(ArgKind.STATIC, "used as a truth value", node)
+            else:
+                self._add(ArgKind.ARRAY, "used in arithmetic", node)
+        elif isinstance(node.operator, cst.Not) and (via := self._via(node.expression)) is not None:
+            self._add(ArgKind.STATIC, "used as a truth value", node, via=via)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        if key_lookup(node):
+            return
+        operands = [node.left, *(t.comparator for t in node.comparisons)]
+        if not any(self._rooted(o) for o in operands):
+            if any(is_string_like(o) for o in operands) and (via := self._via(node)) is not None:
+                self._add(ArgKind.STATIC, "compared with a string", node, via=via)
+            return
+        if (enum := next(filter(None, map(self._enum_of_member, operands)), None)) is not None:
+            self._add(ArgKind.STATIC, f"compared with a member of the enum `{enum}`", node)
+            return
+        if all(isinstance(t.operator, (cst.Is, cst.IsNot)) for t in node.comparisons):
+            return  # `x is None` says nothing: optional arrays are common
+        if any(is_string_like(o) for o in operands):
+            self._add(ArgKind.STATIC, "compared with a string", node)
+        else:
+            self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
+
+    def _enum_of_member(self, expr: cst.BaseExpression) -> str | None:
+        """``Mode`` for ``Mode.FAST``, a member of an enum of the module (a Tracer is never one,
+        and JAX cannot compare one with it)."""
+        if isinstance(expr, cst.Attribute) and isinstance(expr.value, cst.Name) and expr.value.value in self.ctx.enums:
+            return expr.value.value
+        return None
+
+    def visit_Slice(self, node: cst.Slice) -> None:
+        for bound in (node.lower, node.upper, node.step):
+            if bound is None:
+                continue
+            if self._rooted(bound):  # `x[i:n]` with a Tracer `n` raises: slice bounds are concrete
+                self._add(ArgKind.STATIC, "used as a slice bound", node)
+            elif (via := self._via(bound)) is not None:
+                self._add(ArgKind.STATIC, "used as a slice bound", node, via=via)
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
+            self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node)
