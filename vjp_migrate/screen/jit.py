@@ -44,7 +44,7 @@ def _jit_keywords(m: Module, func: Func) -> Iterator[ast.keyword]:
 
 
 def call_site_may_pass_traced(m: Module, site: Site, index: int, name: str) -> bool:
-    """classify.call_sites.traced_parameter: a call passes, for the argument, a parameter a jax.jit of a def
+    """classify.call_traced.traced_parameter: a call passes, for the argument, a parameter a jax.jit of a def
     around it may trace, as it came, in arithmetic (`f(w * 2.0)`) or through a module helper
     (`f(doubled(w))`)."""
     names = known_as(m, site)
