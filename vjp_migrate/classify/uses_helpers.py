@@ -5,7 +5,7 @@ values; ``Helpers.of`` walks one function."""
 
 from __future__ import annotations
 
-from typing import Self
+from typing import TypeVar
 
 import libcst as cst
 
@@ -21,6 +21,8 @@ from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
 from vjp_migrate.vocabulary import HOST_CALLBACKS, PALLAS_CALL
 
+H = TypeVar("H", bound="Helpers")  # typing.Self is Python 3.11+
+
 
 class Helpers(Branches):
     """What the functions the argument reaches do with it, walked once the body is.
@@ -30,7 +32,7 @@ class Helpers(Branches):
     """
 
     @classmethod
-    def of(cls, func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> Self:
+    def of(cls: type[H], func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> H:
         """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it."""
         found = function_locals(func, ctx)
         uses = cls({name}, ctx, where, depth, found.derived({name}))
