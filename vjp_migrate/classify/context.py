@@ -9,7 +9,14 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate.classify.expressions import all_params, value_names
-from vjp_migrate.classify.module_facts import module_enums, module_helpers, module_primitives, module_variants
+from vjp_migrate.classify.module_facts import (
+    Enclosing,
+    enclosing_defs,
+    module_enums,
+    module_helpers,
+    module_primitives,
+    module_variants,
+)
 from vjp_migrate.classify.pytrees import module_static_classes
 from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
 from vjp_migrate.derived import Locals, locals_of
@@ -81,6 +88,8 @@ class Context:
     # Module-level classes registered as pytrees with no leaves (`@jax.tree_util.register_static`,
     # `register_dataclass(..., data_fields=[])`, ...), each with how it is registered.
     static_classes: dict[str, str] = field(default_factory=dict, compare=False)
+    # For each def nested in a function, by id: the defs the functions around it bind by name.
+    enclosing: dict[int, Enclosing] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
@@ -94,10 +103,16 @@ class Context:
             variants=module_variants(module),
             enums=module_enums(module, imports),
             static_classes=module_static_classes(module, imports),
+            enclosing=enclosing_defs(module),
         )
 
-    def definitions(self, name: str) -> tuple[cst.FunctionDef, ...]:
-        """The defs a call of ``name`` may reach: its helper, or every variant; none if neither."""
+    def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
+        """The defs a call of ``name`` in ``within`` may reach: the def a function around it binds
+        the name to (a factory's helper), else its helper, or every variant; none if neither."""
+        scope = self.enclosing.get(id(within)) if within is not None else None
+        if scope is not None and name in scope:
+            bound = scope[name]
+            return (bound,) if bound is not None else ()
         helper = self.helpers.get(name)
         return (helper,) if helper is not None else self.variants.get(name, ())
 

@@ -7,6 +7,7 @@ from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
+from vjp_migrate.classify.expressions import all_params
 from vjp_migrate.imports import ImportTable, dotted, node_types, small_statements, target_names
 from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES
 
@@ -46,6 +47,42 @@ def _module_defs(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
 
 
 _BLOCKS = node_types(cst.If, cst.Try, cst.TryStar, cst.With, cst.For, cst.While)
+
+# What the scopes of the functions around a nested def bind, by name: the def a call of the name
+# reaches, or None when the name is bound otherwise or more than once (a call reaches no known def).
+Enclosing = dict[str, cst.FunctionDef | None]
+
+
+def enclosing_defs(module: cst.Module) -> dict[int, Enclosing]:
+    """For each def nested in a function (a factory's helpers and rules), by its id: the defs the
+    enclosing functions' scopes bind, the innermost scope's binding of a name winning."""
+    found: dict[int, Enclosing] = {}
+
+    def scan(statements: Sequence[cst.BaseStatement | cst.BaseSmallStatement], outer: Enclosing | None) -> None:
+        for stmt, _ in _scope_statements(statements):
+            if isinstance(stmt, cst.FunctionDef):
+                if outer is not None:
+                    found[id(stmt)] = outer
+                inner = {**(outer or {}), **_function_scope(stmt)}
+                scan(list(_block_statements(stmt)), inner)
+            elif isinstance(stmt, cst.ClassDef):  # a class's scope is not its methods'
+                scan(list(_block_statements(stmt)), outer)
+
+    scan(module.body, None)
+    return found
+
+
+def _function_scope(func: cst.FunctionDef) -> Enclosing:
+    defs: dict[str, list[cst.FunctionDef]] = {}
+    others = {param.name.value for param in all_params(func.params)}
+    for stmt, _ in _scope_statements(list(_block_statements(func))):
+        if isinstance(stmt, cst.FunctionDef):
+            defs.setdefault(stmt.name.value, []).append(stmt)
+        else:
+            others.update(_names_bound_by(stmt))
+    scope: Enclosing = {name: None for name in others}
+    scope.update({name: found[0] if len(found) == 1 and name not in others else None for name, found in defs.items()})
+    return scope
 
 
 def _scope_statements(

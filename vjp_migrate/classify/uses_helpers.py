@@ -37,6 +37,7 @@ class Helpers(Branches):
         found = function_locals(func, ctx)
         uses = cls({name}, ctx, where, depth, found.derived({name}))
         uses.bindings = found.bindings
+        uses.func = func
         for stmt in own_body(func):
             walk.visit(stmt, uses)
         uses.close_exits()
@@ -157,13 +158,19 @@ class Helpers(Branches):
         self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
-        defs = self.ctx.definitions(func_text)
+        defs = self.ctx.definitions(func_text, self.func)
+        if func_text in self.bindings and self._enclosing(func_text):
+            defs = ()  # a local of the function shadows the def around it
         if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
             if via is None:
                 self._opaque(call, func_text)
             return
         found = [self._in_helper(helper, call, func_text, position, keyword, via) for helper in defs]
         self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))
+
+    def _enclosing(self, name: str) -> bool:
+        """Whether a function around the def walked binds ``name`` to a def."""
+        return self.func is not None and self.ctx.enclosing.get(id(self.func), {}).get(name) is not None
 
     def _in_helper(
         self,

@@ -37,6 +37,7 @@ class UseState(cst.CSTVisitor):
         self.where = where
         self.depth = depth
         self.derived = derived or {}
+        self.func: cst.FunctionDef | None = None  # the def whose body is walked, for the defs around it
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
         self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons

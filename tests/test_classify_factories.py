@@ -1,0 +1,107 @@
+"""classify on what probe19 found in real code (notes/probe19-findings.md, "Gaps"): helpers a
+factory defines next to its site, and the other uses that prove an argument concrete."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_classify import HEADER, classified
+
+from vjp_migrate.model import ArgKind
+
+
+def _factory(helpers: str, primal: str = "return _helper(x, w)", bwd: str = "return (g,)") -> str:
+    """A site defined inside `make`, next to `helpers` (a block indented under `make`)."""
+    return HEADER + (
+        f"def make():\n{helpers}"
+        "    @partial(jax.custom_vjp, nondiff_argnums=(1,))\n"
+        f"    def layer(x, w):\n        {primal}\n"
+        "    def layer_fwd(x, w):\n        return layer(x, w), None\n"
+        f"    def layer_bwd(w, res, g):\n        {bwd}\n"
+        "    layer.defvjp(layer_fwd, layer_bwd)\n    return layer\n"
+    )
+
+
+_DOT = "    def _helper(x, w):\n        return jnp.dot(x, w)\n"
+_FLOAT = "    def _helper(x, w):\n        return x * float(w)\n"
+
+
+def test_array_data_in_a_helper_next_to_a_nested_site_is_array() -> None:
+    # probe19 s04c: the helper was "not analysed" and `w` a hidden VJP002, though it breaks.
+    info = classified(_factory(_DOT))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+    texts = [e.text for e in info.evidence]
+    assert any(
+        "used as array data by `jnp.dot` in helper `_helper` (called from the primal `layer`)" in t for t in texts
+    )
+
+
+def test_the_nested_helper_breaks_with_array_data_in_nondiff_argnums() -> None:
+    def make() -> object:
+        def _helper(x: jax.Array, w: jax.Array) -> jax.Array:
+            return jnp.dot(x, w)
+
+        @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+        def layer(x: jax.Array, w: jax.Array) -> jax.Array:
+            return _helper(x, w)
+
+        layer.defvjp(lambda x, w: (layer(x, w), None), lambda w, _, g: (jnp.dot(g, w.T),))
+        return layer
+
+    layer = make()
+    x, w = jnp.ones((2, 3)), jnp.ones((3, 4))
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda x, w: layer(x, w).sum()))(x, w)  # type: ignore[operator]
+
+
+def test_a_conversion_in_a_helper_next_to_a_nested_site_is_static() -> None:
+    # probe19 r21 (ColabDesign): `float(scale)` in the factory's `_primal`.
+    info = classified(_factory(_FLOAT))
+    assert info.kind is ArgKind.STATIC, info.evidence
+
+
+def test_a_helper_two_factories_deep_is_followed() -> None:
+    code = HEADER + (
+        "def outer():\n"
+        "    def _inner(x, w):\n        return x * float(w)\n"
+        "    def make():\n"
+        "        def _helper(x, w):\n            return _inner(x, w)\n"
+        "        @partial(jax.custom_vjp, nondiff_argnums=(1,))\n"
+        "        def layer(x, w):\n            return _helper(x, w)\n"
+        "        layer.defvjp(lambda x, w: (layer(x, w), None), lambda w, r, g: (g,))\n"
+        "        return layer\n"
+        "    return make\n"
+    )
+    info = classified(code)
+    assert info.kind is ArgKind.STATIC, info.evidence
+
+
+@pytest.mark.parametrize(
+    "helpers",
+    [
+        pytest.param(_FLOAT + "    _helper = jax.jit(_helper)\n", id="rebound in the factory"),
+        pytest.param(_FLOAT + _DOT, id="defined twice"),
+        pytest.param(
+            _FLOAT.replace("def _helper", "def _other") + "    _helper = pick()\n", id="a local of the factory"
+        ),
+    ],
+)
+def test_a_name_the_factory_binds_otherwise_is_not_followed(helpers: str) -> None:
+    info = classified(_factory(helpers))
+    assert info.kind is ArgKind.UNKNOWN, info.evidence
+    assert any("passed to `_helper`, which is not analysed" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_factory_local_shadows_the_module_helper_of_its_name() -> None:
+    module_helper = "def _helper(x, w):\n    return x * float(w)\n"
+    code = _factory("    _helper = pick()\n").replace("def make():\n", module_helper + "def make():\n")
+    info = classified(code)
+    assert info.kind is ArgKind.UNKNOWN, info.evidence
+
+
+def test_a_local_of_the_rule_shadows_the_factory_helper() -> None:
+    info = classified(_factory(_FLOAT, primal="_helper = pick()\n        return _helper(x, w)"))
+    assert info.kind is ArgKind.UNKNOWN, info.evidence
