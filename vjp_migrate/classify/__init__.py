@@ -9,8 +9,8 @@ do with the argument: the ``Uses`` visitor, composed of ``uses_names`` (the name
 the evidence so far), ``uses_operators``, ``uses_branches`` (control flow, type tests),
 ``uses_helpers`` (helpers, kernels, ``partial``) and ``uses_calls``); the calls of the site:
 ``calls`` (found once per module), ``call_locals`` (the values locals carry), ``call_traced``
-(a jitted caller's traced parameters) and ``call_sites`` (what callers pass); ``classify_site``
-here decides.
+(a jitted caller's traced parameters), ``call_sites`` (what callers pass) and ``int_literals``
+(the int literals a call-site tag gets); ``classify_site`` here decides.
 """
 
 from __future__ import annotations
@@ -26,8 +26,20 @@ from vjp_migrate.classify.call_sites import call_site_evidence
 from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import call_value, param_at
+from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.uses import Uses
-from vjp_migrate.classify.weights import BRANCH_ARRAY, CALL_SITE, DOUBT, GUARDED, LEAFLESS, OBJECT, SCALAR, STRONG, WEAK
+from vjp_migrate.classify.weights import (
+    ARITHMETIC,
+    BRANCH_ARRAY,
+    CALL_SITE,
+    DOUBT,
+    GUARDED,
+    LEAFLESS,
+    OBJECT,
+    SCALAR,
+    STRONG,
+    WEAK,
+)
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
 from vjp_migrate.sites import positional_params, rule_jit, varargs_item
 
@@ -90,8 +102,33 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             )
             if found is not None:
                 evidence.append(found)
-        infos.append(_unseen_primal(site, module, ctx, _decide(index, name, evidence)))
+        info = _decide(index, name, evidence)
+        if info.kind is ArgKind.ARRAY and info.strong and _arithmetic_only(evidence):
+            rules = {id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None}
+            outside = [(call, callers) for call, callers in calls if not (callers and id(callers[-1]) in rules)]
+            literals = int_literals_passed(outside, index, name, module, ctx, passed)
+            info = _int_tag(info, site.name, literals, ctx.line_of(outside[0][0]) if outside else None)
+        infos.append(_unseen_primal(site, module, ctx, info))
     return infos
+
+
+def _arithmetic_only(evidence: list[tuple[Evidence, str]]) -> bool:
+    """Whether the array evidence is arithmetic alone (and weak uses), no library call's data."""
+    return all(e.text.startswith(ARITHMETIC) or weight == WEAK for e, weight in evidence if e.kind is ArgKind.ARRAY)
+
+
+def _int_tag(info: ArgInfo, function: str, literals: tuple[str, ...], line: int | None) -> ArgInfo:
+    """An argument every call in the module gives an int literal, and used only in arithmetic:
+    that is Python-int arithmetic as the code runs (a call-site tag, `8 + 4 * site`), which later
+    code may need as an int (a hashed key); the fix would trace it, so it is no safe fix."""
+    if not literals:
+        return info
+    shown = ", ".join(f"`{text}`" for text in literals)
+    text = (
+        f"every call of `{function}` in the module passes it an int literal ({shown}): its arithmetic may be "
+        "Python-int arithmetic that later code relies on (a hashed key), and moving it would make it a Tracer"
+    )
+    return replace(info, evidence=(*info.evidence, Evidence(ArgKind.UNKNOWN, text, line)), strong=False)
 
 
 def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:

@@ -8,7 +8,7 @@ import libcst as cst
 
 from vjp_migrate.classify.expressions import is_string_like, key_lookup
 from vjp_migrate.classify.uses_names import UseState
-from vjp_migrate.classify.weights import WEAK
+from vjp_migrate.classify.weights import ARITHMETIC, WEAK
 from vjp_migrate.model import ArgKind
 from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, SIZE_NAMES, is_size_function
 
@@ -26,7 +26,7 @@ class Operators(UseState):
                 elif self._size(other):  # `tokens // block` with `tokens = x.shape[0]`: sizes, likely
                     continue
                 else:
-                    self._add(ArgKind.ARRAY, "used in arithmetic", node)
+                    self._add(ArgKind.ARRAY, ARITHMETIC, node)
             elif isinstance(side, cst.Name) and side.value in self.derived and is_string_like(other):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
 
@@ -53,7 +53,7 @@ class Operators(UseState):
             if isinstance(node.operator, cst.Not):
                 self._add(ArgKind.STATIC, "used as a truth value", node)
             else:
-                self._add(ArgKind.ARRAY, "used in arithmetic", node)
+                self._add(ArgKind.ARRAY, ARITHMETIC, node)
         elif isinstance(node.operator, cst.Not) and (via := self._via(node.expression)) is not None:
             self._add(ArgKind.STATIC, "used as a truth value", node, via=via)
 

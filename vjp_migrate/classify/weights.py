@@ -14,3 +14,5 @@ NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be ne
 # A parameter a caller annotates with a class registered as a pytree with no leaves, passed on at
 # a call site: static like any value a call site passes, yet a JAX value, which can be moved.
 LEAFLESS = "a pytree with no leaves passed"
+# The text of an arithmetic use: the only array evidence for a call-site tag (`8 + 4 * site`).
+ARITHMETIC = "used in arithmetic"

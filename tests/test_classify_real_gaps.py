@@ -105,3 +105,79 @@ def test_a_factory_local_shadows_the_module_helper_of_its_name() -> None:
 def test_a_local_of_the_rule_shadows_the_factory_helper() -> None:
     info = classified(_factory(_FLOAT, primal="_helper = pick()\n        return _helper(x, w)"))
     assert info.kind is ArgKind.UNKNOWN, info.evidence
+
+
+_TAGGED = HEADER + (
+    "def _impl(x, key):\n    return x * 2.0 + key\n"
+    "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef tagged(x, site):\n    return _impl(x, 8 + 4 * site)\n"
+    "def tagged_fwd(x, site):\n    return tagged(x, site), None\n"
+    "def tagged_bwd(site, res, g):\n    return (g * 2.0,)\n"
+    "tagged.defvjp(tagged_fwd, tagged_bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("def caller(x):\n    return tagged(x, 0) + tagged(x, -2)\n", id="literals"),
+        pytest.param(
+            "def caller(x):\n    def run(y, site):\n        return tagged(y, site)\n    return run(x, 0) + run(x, 2)\n",
+            id="through a local def",
+        ),
+        pytest.param(
+            "def run(y, *, site):\n    return tagged(y, site)\ndef caller(x):\n    return run(x, site=1)\n",
+            id="keyword",
+        ),
+    ],
+)
+def test_arithmetic_on_a_call_site_tag_keeps_its_finding_with_no_safe_fix(caller: str) -> None:
+    # probe19 r18 (`8 + 4 * site`): the safe fix made a working tag a Tracer (a hashed key fails).
+    info = classified(_TAGGED + caller)
+    assert (info.kind, info.strong, info.fixable) == (ArgKind.ARRAY, False, True), info.evidence
+    assert any("passes it an int literal (`0`" in e.text or "(`1`)" in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("def caller(x):\n    return tagged(x, 0) + tagged(x, 0.5)\n", id="a float"),
+        pytest.param("def caller(x, s):\n    return tagged(x, 0) + tagged(x, s)\n", id="a parameter"),
+        pytest.param(
+            "def caller(x):\n    def run(y, site):\n        return tagged(y, site)\n    return run(x, 0) + run(x, n)\n",
+            id="a name through a local def",
+        ),
+        pytest.param("", id="no call"),
+    ],
+)
+def test_a_tag_some_call_gives_a_non_literal_keeps_its_safe_fix(caller: str) -> None:
+    info = classified(_TAGGED + caller)
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+
+
+def test_data_use_of_an_int_literal_argument_keeps_its_safe_fix() -> None:
+    code = (
+        _TAGGED.replace("return _impl(x, 8 + 4 * site)", "return jnp.multiply(x, site)")
+        + "def caller(x):\n    return tagged(x, 0)\n"
+    )
+    info = classified(code)
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+
+
+def test_a_tag_made_a_tracer_breaks_a_hashed_key() -> None:
+    buffers: dict[object, float] = {}
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def tagged(x: jax.Array, site: int) -> jax.Array:
+        return x * buffers.setdefault(8 + 4 * site, 2.0)
+
+    tagged.defvjp(lambda x, site: (tagged(x, site), None), lambda site, _, g: (g * 2.0,))
+
+    @jax.custom_vjp
+    def moved(x: jax.Array, site: int) -> jax.Array:
+        return x * buffers.setdefault(8 + 4 * site, 2.0)
+
+    moved.defvjp(lambda x, site: (moved(x, site), None), lambda _, g: (g * 2.0, None))
+    x = jnp.arange(3.0)
+    assert jax.jit(jax.grad(lambda x: (tagged(x, 0) + tagged(x, 2)).sum()))(x).tolist() == [4.0, 4.0, 4.0]
+    with pytest.raises(TypeError, match="unhashable"):
+        jax.jit(jax.grad(lambda x: (moved(x, 0) + moved(x, 2)).sum()))(x)
