@@ -4,11 +4,12 @@ factory defines next to its site, and the other uses that prove an argument conc
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import HEADER, classified
+from test_classify import HEADER, classified, classify
 
 from vjp_migrate.model import ArgKind
 
@@ -181,3 +182,51 @@ def test_a_tag_made_a_tracer_breaks_a_hashed_key() -> None:
     assert jax.jit(jax.grad(lambda x: (tagged(x, 0) + tagged(x, 2)).sum()))(x).tolist() == [4.0, 4.0, 4.0]
     with pytest.raises(TypeError, match="unhashable"):
         jax.jit(jax.grad(lambda x: (moved(x, 0) + moved(x, 2)).sum()))(x)
+
+
+@pytest.mark.parametrize(
+    ("decorator", "shown"),
+    [
+        pytest.param("@functools.lru_cache(maxsize=4)", "functools.lru_cache", id="lru_cache called"),
+        pytest.param("@functools.cache", "functools.cache", id="cache"),
+        pytest.param("@lru_cache", "lru_cache", id="imported lru_cache"),
+    ],
+)
+def test_an_argument_passed_to_a_cached_helper_is_static(decorator: str, shown: str) -> None:
+    # probe19 r17 (KaRMMa): `nside` reaches an `@lru_cache` helper, which hashes it.
+    extra = f"import functools\nfrom functools import lru_cache\n{decorator}\ndef _weights(n):\n    return make(n)\n"
+    kind, reasons, _ = classify("return x * _weights(a)", "return (g * _weights(a),)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert f"passed to `_weights`, which `@{shown}` caches by its arguments (a Tracer is unhashable)" in reasons[0]
+
+
+def test_a_value_from_the_argument_passed_to_a_cached_helper_is_needed_concretely() -> None:
+    extra = "import functools\n@functools.cache\ndef _weights(n):\n    return make(n)\n"
+    kind, reasons, _ = classify("return x * _weights(2 * a)", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert reasons[0].startswith("its values are needed concretely through `2 * a`"), reasons
+
+
+def test_a_cached_helper_rejects_a_tracer() -> None:
+    @functools.lru_cache(maxsize=4)
+    def weights(n: int) -> float:
+        return 1.0 / n
+
+    with pytest.raises(TypeError, match="unhashable"):
+        jax.jit(weights)(4)
+
+
+@pytest.mark.parametrize("call", ["min(a, 64)", "max(8, a)", "min(a * 2, x.shape[0])", "sorted(a)[0]"])
+def test_an_argument_compared_by_builtin_min_max_or_sorted_is_static(call: str) -> None:
+    # probe19 s03, r18's pair_rows: `min` compares with `<`, which needs a concrete truth value.
+    kind, reasons, _ = classify(f"rows = {call}\n    return x * rows", "return (g * a,)")
+    assert kind is ArgKind.STATIC, reasons
+
+
+@pytest.mark.parametrize(
+    "use", [lambda a: min(a, 64), lambda a: max(8, a), lambda a: sorted([a, 64])[0]], ids=["min", "max", "sorted"]
+)
+def test_builtin_min_max_and_sorted_reject_a_tracer(use: Callable[[jax.Array], jax.Array]) -> None:
+    assert use(jnp.int32(3)) is not None
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(use)(jnp.int32(3))

@@ -654,8 +654,14 @@ STATIC_BUILTINS = frozenset(
         "builtins.bool",
         "builtins.hash",
         "builtins.slice",
+        # They compare their items with `<`, whose traced result has no concrete truth value.
+        "builtins.min",
+        "builtins.max",
+        "builtins.sorted",
     }
 )
+# Decorators that cache a function by its arguments: they hash them, and a Tracer is unhashable.
+CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 # Host NumPy conversions: a Tracer cannot become a NumPy value, so the argument must be concrete
 # (`np.float32(gravity)` for an FFI attribute); unlike other `numpy` functions, not array data.
 HOST_CONVERSIONS = frozenset(

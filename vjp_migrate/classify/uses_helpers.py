@@ -12,14 +12,14 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.classify.annotations import annotation_evidence
 from vjp_migrate.classify.context import Context, Via, function_locals, own_body
-from vjp_migrate.classify.expressions import all_params, bound_parameter, call_value, place_of, strip_views
+from vjp_migrate.classify.expressions import all_params, bound_parameter, call_value, code_text, place_of, strip_views
 from vjp_migrate.classify.uses_branches import Branches
 from vjp_migrate.classify.uses_names import NameFinder
 from vjp_migrate.classify.weights import DOUBT, WEAK
-from vjp_migrate.imports import dotted
+from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
-from vjp_migrate.vocabulary import HOST_CALLBACKS, PALLAS_CALL
+from vjp_migrate.vocabulary import CACHING_DECORATORS, HOST_CALLBACKS, PALLAS_CALL
 
 H = TypeVar("H", bound="Helpers")  # typing.Self is Python 3.11+
 
@@ -191,11 +191,25 @@ class Helpers(Branches):
         if target in jit_static_names(helper, self.ctx.imports):
             text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
             return self._made(ArgKind.STATIC, text, call, via=via)
+        if (cache := caching_decorator(helper, self.ctx.imports)) is not None:
+            text = f"passed to `{func_text}`, which `@{cache}` caches by its arguments (a Tracer is unhashable)"
+            return self._made(ArgKind.STATIC, text, call, via=via)
         where = f"helper `{func_text}` (called from {self.where})"
         inner = type(self).of(helper, target, self.ctx, where, self.depth + 1)
         if via is None:
             return [*inner.evidence, *annotation_evidence(helper, target, self.ctx, inner.where)]
         return via.carried(inner.evidence)
+
+
+def caching_decorator(func: cst.FunctionDef, imports: ImportTable) -> str | None:
+    """How ``func``'s decorator that caches it by its arguments is written (`functools.lru_cache`,
+    `lru_cache`, also called: `lru_cache(maxsize=4)`), if it has one."""
+    for decorator in func.decorators:
+        target = decorator.decorator
+        target = target.func if isinstance(target, cst.Call) else target
+        if imports.qualify(target) in CACHING_DECORATORS:
+            return dotted(target) or code_text(target)
+    return None
 
 
 def _in_every(found: list[list[tuple[Evidence, str]]], name: str) -> list[tuple[Evidence, str]]:
