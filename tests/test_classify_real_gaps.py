@@ -9,9 +9,14 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import HEADER, classified, classify
+from conftest import FIXTURES
+from test_classify import HEADER, classified, classify, lines, site_module
 
-from vjp_migrate.model import ArgKind
+from vjp_migrate.api import check_source
+from vjp_migrate.codes import BY_CODE
+from vjp_migrate.model import ArgKind, Settings
+
+_ALL = Settings(frozenset(BY_CODE))
 
 
 def _factory(helpers: str, primal: str = "return _helper(x, w)", bwd: str = "return (g,)") -> str:
@@ -230,3 +235,56 @@ def test_builtin_min_max_and_sorted_reject_a_tracer(use: Callable[[jax.Array], j
     assert use(jnp.int32(3)) is not None
     with pytest.raises(jax.errors.TracerBoolConversionError):
         jax.jit(use)(jnp.int32(3))
+
+
+def test_an_argument_with_no_telling_use_says_where_it_was_looked_for() -> None:
+    # probe19 s05b: VJP002 with `"reasons": []`; a user could not tell why the tool gave up.
+    kind, reasons, _ = classify("return x * 2.0")
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert reasons == (
+        "none of its uses in the primal `f`, fwd `f_fwd` and bwd `f_bwd` (or in the helpers they call), nor any "
+        "value a call of `f` in the module passes, tells array data from a static setting",
+    )
+
+
+@pytest.mark.parametrize(
+    ("primal", "reason"),
+    [
+        pytest.param(
+            lines("n = x.shape[0]", "return x * route(n * a)"),
+            "used in arithmetic with the size `n` (a size or count, likely), in the primal `f`",
+            id="arithmetic with a size",
+        ),
+        pytest.param(
+            lines("n = x.shape[0]", "return x * route(n * a)"),
+            "a value computed from it, through `n * a`, is passed to `route`, which is not analysed, in the primal `f`",
+            id="a value from it passed on",
+        ),
+    ],
+)
+def test_a_discounted_use_is_a_reason_when_nothing_decides(primal: str, reason: str) -> None:
+    kind, reasons, _ = classify(primal)
+    assert kind is ArgKind.UNKNOWN, reasons
+    assert reason in reasons, reasons
+
+
+def test_a_number_passed_at_a_call_site_is_a_reason_when_nothing_decides() -> None:
+    code = site_module("return x * 2.0") + "def run(x):\n    return f(0.5, x)\n"
+    info = classified(code)
+    assert info.kind is ArgKind.UNKNOWN, info.evidence
+    assert [e.text for e in info.evidence] == [
+        "a number is passed at a call site (`0.5`), which says nothing either way"
+    ]
+
+
+def test_a_discounted_use_is_no_reason_once_something_decides() -> None:
+    kind, reasons, _ = classify(lines("n = x.shape[0]", "return x * route(n * a)"), "return (g * a,)")
+    assert kind is ArgKind.ARRAY, reasons
+    assert not any("size or count" in r or "not analysed" in r for r in reasons), reasons
+
+
+def test_no_fixture_is_reported_unknown_with_no_reason() -> None:
+    for before in sorted(FIXTURES.glob("*/before.py")):
+        for diagnostic in check_source(before.read_text(encoding="utf-8"), path=str(before), settings=_ALL):
+            if diagnostic.code == "VJP002":
+                assert diagnostic.reasons, f"{before}: {diagnostic.message}"

@@ -25,7 +25,7 @@ from vjp_migrate.classify.annotations import annotation_evidence
 from vjp_migrate.classify.call_sites import call_site_evidence
 from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
-from vjp_migrate.classify.expressions import call_value, param_at
+from vjp_migrate.classify.expressions import call_value, code_text, param_at
 from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.uses import Uses
 from vjp_migrate.classify.weights import (
@@ -35,6 +35,7 @@ from vjp_migrate.classify.weights import (
     DOUBT,
     GUARDED,
     LEAFLESS,
+    NOTED,
     OBJECT,
     SCALAR,
     STRONG,
@@ -102,14 +103,40 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             )
             if found is not None:
                 evidence.append(found)
+            elif value is not None and _is_number(value):
+                text = f"a number is passed at a call site (`{code_text(value)}`), which says nothing either way"
+                evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(call)), NOTED))
         info = _decide(index, name, evidence)
         if info.kind is ArgKind.ARRAY and info.strong and _arithmetic_only(evidence):
             rules = {id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None}
             outside = [(call, callers) for call, callers in calls if not (callers and id(callers[-1]) in rules)]
             literals = int_literals_passed(outside, index, name, module, ctx, passed)
             info = _int_tag(info, site.name, literals, ctx.line_of(outside[0][0]) if outside else None)
-        infos.append(_unseen_primal(site, module, ctx, info))
+        info = _unseen_primal(site, module, ctx, info)
+        if info.kind is ArgKind.UNKNOWN and not info.evidence:
+            info = replace(info, evidence=(_nothing_seen(site, roles, ctx),))
+        infos.append(info)
     return infos
+
+
+def _is_number(expr: cst.BaseExpression) -> bool:
+    """``0.8``, ``256`` or ``-1``."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return isinstance(expr, (cst.Integer, cst.Float))
+
+
+def _nothing_seen(
+    site: VjpSite, roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]], ctx: Context
+) -> Evidence:
+    """The reason of an argument nothing says anything about: where it was looked for."""
+    read = [f"{role} `{func.name.value}`" for role, func, _, _ in roles if func is not None]
+    where = ", ".join(read[:-1]) + f" and {read[-1]}" if len(read) > 1 else (read[0] if read else "no rule")
+    text = (
+        f"none of its uses in {where} (or in the helpers they call), nor any value a call of `{site.name}` "
+        "in the module passes, tells array data from a static setting"
+    )
+    return Evidence(ArgKind.UNKNOWN, text, ctx.line_of(site.primal) if site.primal is not None else None)
 
 
 def _arithmetic_only(evidence: list[tuple[Evidence, str]]) -> bool:

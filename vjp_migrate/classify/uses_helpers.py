@@ -164,6 +164,12 @@ class Helpers(Branches):
         if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
             if via is None:
                 self._opaque(call, func_text)
+            else:
+                self._note(
+                    f"a value computed from it, {via.text}, is passed to `{func_text}`{self.packing}, "
+                    "which is not analysed",
+                    call,
+                )
             return
         found = [self._in_helper(helper, call, func_text, position, keyword, via) for helper in defs]
         self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))

@@ -19,7 +19,7 @@ from vjp_migrate.classify.expressions import (
     strip_views,
     value_names,
 )
-from vjp_migrate.classify.weights import STRONG
+from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgKind, Evidence
@@ -57,6 +57,10 @@ class UseState(cst.CSTVisitor):
         # Where the evidence of each if's test and of each if's and else's body starts, by id.
         self.tests: dict[int, int] = {}
         self.bodies: dict[int, int] = {}
+
+    def _note(self, text: str, node: cst.CSTNode) -> None:
+        """A use seen and discounted: no evidence, a reason to show if nothing decides."""
+        self.evidence.append((Evidence(ArgKind.UNKNOWN, f"{text}, in {self.where}", self.ctx.line_of(node)), NOTED))
 
     def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None) -> None:
         self.evidence.extend(self._made(kind, text, node, weight, via))

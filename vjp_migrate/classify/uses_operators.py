@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from vjp_migrate.classify.expressions import is_string_like, key_lookup
+from vjp_migrate.classify.expressions import code_text, is_string_like, key_lookup
 from vjp_migrate.classify.uses_names import UseState
 from vjp_migrate.classify.weights import ARITHMETIC, WEAK
 from vjp_migrate.model import ArgKind
@@ -24,7 +24,7 @@ class Operators(UseState):
                 elif isinstance(other, (cst.List, cst.Tuple)):  # `[0] * n` repeats: n must be an int
                     self._add(ArgKind.STATIC, "combined with a list or tuple", node)
                 elif self._size(other):  # `tokens // block` with `tokens = x.shape[0]`: sizes, likely
-                    continue
+                    self._note(f"used in arithmetic with the size `{code_text(other)}` (a size or count, likely)", node)
                 else:
                     self._add(ArgKind.ARRAY, ARITHMETIC, node)
             elif isinstance(side, cst.Name) and side.value in self.derived and is_string_like(other):

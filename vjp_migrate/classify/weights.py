@@ -16,3 +16,6 @@ NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be ne
 LEAFLESS = "a pytree with no leaves passed"
 # The text of an arithmetic use: the only array evidence for a call-site tag (`8 + 4 * site`).
 ARITHMETIC = "used in arithmetic"
+# A use seen and discounted (arithmetic with a size, a value from it passed to a function not
+# analysed): no evidence, only a reason to show when nothing else decides.
+NOTED = "noted"
