@@ -288,3 +288,73 @@ def test_no_fixture_is_reported_unknown_with_no_reason() -> None:
         for diagnostic in check_source(before.read_text(encoding="utf-8"), path=str(before), settings=_ALL):
             if diagnostic.code == "VJP002":
                 assert diagnostic.reasons, f"{before}: {diagnostic.message}"
+
+
+_BLOCKED = HEADER + (
+    "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef _op(block_size, x):\n    return x * 2.0\n"
+    "def _op_fwd(block_size, x):\n    return _op(block_size, x), None\n"
+    "def _op_bwd(block_size, res, g):\n    return (g * 2.0,)\n"
+    "_op.defvjp(_op_fwd, _op_bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def run(x, *, block_size=DEFAULT):\n    if block_size % 8:\n        raise ValueError\n"
+            "    return _op(block_size, x)\n",
+            id="own if",
+        ),
+        pytest.param(
+            "def run(x, block_size=256):\n    assert block_size > 0\n    return _op(block_size, x)\n",
+            id="assert, number default",
+        ),
+        pytest.param(
+            "def _validate(x, block_size):\n    if block_size < 8 or block_size % 8:\n        raise ValueError\n"
+            "def run(x, *, block_size):\n    _validate(x, block_size)\n    return _op(block_size, x)\n",
+            id="in a helper it calls",
+        ),
+        pytest.param(
+            "def make(block_size):\n    if block_size % 8:\n        raise ValueError\n"
+            "    def run(x):\n        return _op(block_size, x)\n    return run\n",
+            id="a def around the call",
+        ),
+    ],
+)
+def test_a_parameter_the_caller_tests_and_passes_on_is_static(caller: str) -> None:
+    # probe19 s05b, s05c, r23 (mHC-lite): the caller's `if` on block_size proves it concrete.
+    info = classified(_BLOCKED + caller)
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert any("decides Python control flow" in e.text and "passed on at a call site" in e.text for e in info.evidence)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def run(x, block_size):\n    block_size = block_size * 2\n    if block_size % 8:\n        raise ValueError\n"
+            "    return _op(block_size, x)\n",
+            id="rebound",
+        ),
+        pytest.param(
+            "def run(x, block_size):\n    if isinstance(block_size, int):\n        pass\n    return _op(block_size, x)\n",
+            id="a type test",
+        ),
+        pytest.param("def run(x, block_size):\n    return _op(block_size + 1, x)\n", id="not passed as it came"),
+    ],
+)
+def test_no_test_of_the_value_passed_proves_nothing(caller: str) -> None:
+    info = classified(_BLOCKED + caller)
+    assert info.kind is ArgKind.UNKNOWN, info.evidence
+
+
+def test_a_caller_that_tests_its_parameter_cannot_be_jitted_over_it() -> None:
+    def run(x: jax.Array, block_size: int) -> jax.Array:
+        if block_size % 8:
+            raise ValueError("block_size must be a multiple of 8")
+        return x * 2.0
+
+    assert run(jnp.ones(2), 16).tolist() == [2.0, 2.0]
+    with pytest.raises(jax.errors.TracerBoolConversionError):
+        jax.jit(run)(jnp.ones(2), 16)

@@ -12,7 +12,8 @@ from vjp_migrate.classify.annotations import annotated_leafless, annotation_evid
 from vjp_migrate.classify.call_traced import rebound, traced_parameter
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import is_int_tuple, is_string_like
-from vjp_migrate.classify.weights import CALL_SITE, LEAFLESS
+from vjp_migrate.classify.uses import Uses
+from vjp_migrate.classify.weights import CALL_SITE, CONTROL, LEAFLESS, STRONG
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
@@ -65,11 +66,23 @@ def call_site_evidence(
                     ctx.helpers.get(caller.name.value) is caller
                     and not caller.decorators
                     and caller.name.value not in passed
+                    and (found := _passed_on(caller, value.value, ctx, at)) is not None
                 ):
-                    return _passed_on(caller, value.value, ctx, at)
-                break
+                    return found
+                return _tested(caller, value.value, ctx, at)
             if value.value in function_locals(caller, ctx).bindings:
                 break
+    return None
+
+
+def _tested(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:
+    """A parameter whose value decides the caller's control flow (`if block_size % 8: raise`, also
+    in a helper it calls: `_validate(x, block_size)`), passed on as it came: concrete wherever the
+    caller runs, whoever calls it."""
+    where = f"the caller `{caller.name.value}`"
+    for evidence, weight in Uses.of(caller, param, ctx, where).evidence:
+        if evidence.kind is ArgKind.STATIC and weight == STRONG and CONTROL in evidence.text:
+            return replace(evidence, text=f"{evidence.text}, and passed on {at}"), CALL_SITE
     return None
 
 

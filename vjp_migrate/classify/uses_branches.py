@@ -10,7 +10,7 @@ import libcst as cst
 
 from vjp_migrate.classify.expressions import code_text, named_in
 from vjp_migrate.classify.uses_names import UseState
-from vjp_migrate.classify.weights import BRANCH_ARRAY, GUARDED, STRONG
+from vjp_migrate.classify.weights import BRANCH_ARRAY, CONTROL, GUARDED, STRONG
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import TYPE_TESTS
@@ -21,9 +21,9 @@ class Branches(UseState):
 
     def _control(self, test: cst.BaseExpression, node: cst.CSTNode, what: str) -> None:
         if self._mentions(test):
-            self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node)
+            self._add(ArgKind.STATIC, f"{CONTROL} (`{what}`)", node)
         elif (via := self._via(test)) is not None:
-            self._add(ArgKind.STATIC, f"decides Python control flow (`{what}`)", node, via=via)
+            self._add(ArgKind.STATIC, f"{CONTROL} (`{what}`)", node, via=via)
 
     def _enter_branches(self, test: cst.BaseExpression) -> None:
         tested = _type_test_of(test, self.names, self.ctx.imports)

@@ -19,3 +19,5 @@ ARITHMETIC = "used in arithmetic"
 # A use seen and discounted (arithmetic with a size, a value from it passed to a function not
 # analysed): no evidence, only a reason to show when nothing else decides.
 NOTED = "noted"
+# The text of a use deciding an `if`, `while`, `match` or `assert`: a concrete value, where it runs.
+CONTROL = "decides Python control flow"
