@@ -4,7 +4,7 @@ selection of codes (notes/mut17-findings.md)."""
 from __future__ import annotations
 
 import pytest
-from test_prefilter import _POSITION_IN_STAR_ARGS, _findings
+from test_prefilter import _POSITION_IN_STAR_ARGS, ALIASED_ANNOTATION, _findings
 
 from vjp_migrate import screen
 from vjp_migrate.codes import DEFAULT_SELECT
@@ -72,3 +72,19 @@ def test_screen_keeps_a_traced_parameter_passed_in_any_spelling(caller: str) -> 
     settings = Settings(DEFAULT_SELECT)
     assert _findings(text, "case.py", settings) == ["VJP001"]
     assert screen.may_report(text, settings)
+
+
+# What the lead's screen changes of this session read (notes/mut19-findings.md).
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        pytest.param('" jax.Array"', id="spaces around the string"),
+        pytest.param('tuple["jax.Array", int]', id="a static-looking outer name over a string array"),
+    ],
+)
+def test_screen_keeps_an_array_annotation_held_in_a_string(annotation: str) -> None:
+    text = ALIASED_ANNOTATION.replace("a: JaxArray", f"a: {annotation}")
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
