@@ -4,7 +4,7 @@ selection of codes (notes/mut17-findings.md)."""
 from __future__ import annotations
 
 import pytest
-from test_prefilter import _POSITION_IN_STAR_ARGS, ALIASED_ANNOTATION, _findings
+from test_prefilter import _KERNEL_SITE, _POSITION_IN_STAR_ARGS, ALIASED_ANNOTATION, _findings
 
 from vjp_migrate import screen
 from vjp_migrate.codes import DEFAULT_SELECT
@@ -87,4 +87,15 @@ def test_screen_keeps_a_traced_parameter_passed_in_any_spelling(caller: str) -> 
 def test_screen_keeps_an_array_annotation_held_in_a_string(annotation: str) -> None:
     text = ALIASED_ANNOTATION.replace("a: JaxArray", f"a: {annotation}")
     assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    "unpacked",
+    [pytest.param("a, b = [w1, w2]", id="a list"), pytest.param("a, b = [w1 * 2.0, w2]", id="a list of arithmetic")],
+)
+def test_screen_keeps_a_traced_value_unpacked_from_a_literal(unpacked: str) -> None:
+    # classify reads `a` as w1 (VJP001): the screen reads the items of a list literal as of a tuple.
+    text = _KERNEL_SITE + f"@jax.jit\ndef run(x, w1, w2):\n    {unpacked}\n    return f(a, x)\n"
+    assert _findings(text, "traced.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
