@@ -5,7 +5,7 @@ pins one decision a hand-made mutant of classify.py got through unnoticed (notes
 from __future__ import annotations
 
 import pytest
-from test_classify import HEADER, _unscreened, classified, lines, site_module
+from test_classify import _KEYS_CLASS, _PLAIN_CLASS, HEADER, _unscreened, classified, lines, site_module
 
 from vjp_migrate.model import ArgKind
 
@@ -222,3 +222,37 @@ def test_a_return_of_a_function_nested_in_tree_flatten_is_not_its_own() -> None:
     )
     texts = _traced_config(config)
     assert not any("a traced value" in text for text in texts), texts
+
+
+# The leafless configs classify19 added (notes/mut19-findings.md): each of these may have a leaf,
+# which `jax.tree_util.tree_leaves(Config())` gives ([2] for each, checked with JAX).
+_ANNOTATED_METHOD = (
+    "from typing import Any\n@jax.tree_util.register_pytree_node_class\nclass Config:\n"
+    "    def __init__(self, chunks=2):\n        self.chunks = chunks\n"
+    "    def tree_flatten(self):\n        return (), self.chunks\n"
+    "    tree_flatten: Any = lambda self: ((self.chunks,), None)\n"
+    "    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(aux)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param(
+            _PLAIN_CLASS + "_FNS = (lambda c: ((c.chunks,), None), lambda _, c: Config(*c))\n"
+            "jax.tree_util.register_pytree_node(Config, *_FNS)\n",
+            id="register_pytree_node with its functions behind a star",
+        ),
+        pytest.param(
+            _KEYS_CLASS.format(
+                decorator="jax.tree_util.register_pytree_with_keys_class",
+                base="",
+                children="((jax.tree_util.GetAttrKey('chunks'), self.chunks),)",
+            ),
+            id="register_pytree_with_keys_class, no tree_flatten, tree_flatten_with_keys returning a child",
+        ),
+        pytest.param(_ANNOTATED_METHOD, id="tree_flatten bound again by an annotated assignment"),
+    ],
+)
+def test_a_registration_classify19_reads_that_may_give_a_leaf_is_traced_by_jit(config: str) -> None:
+    assert any("a traced value" in text for text in _traced_config(config))
