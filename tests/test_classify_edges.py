@@ -5,7 +5,7 @@ pins one decision a hand-made mutant of classify.py got through unnoticed (notes
 from __future__ import annotations
 
 import pytest
-from test_classify import _KEYS_CLASS, _PLAIN_CLASS, HEADER, _unscreened, classified, lines, site_module
+from test_classify import _KEYS_CLASS, _PLAIN_CLASS, _TREE_CLASS, HEADER, _unscreened, classified, lines, site_module
 
 from vjp_migrate.model import ArgKind
 
@@ -256,3 +256,19 @@ _ANNOTATED_METHOD = (
 )
 def test_a_registration_classify19_reads_that_may_give_a_leaf_is_traced_by_jit(config: str) -> None:
     assert any("a traced value" in text for text in _traced_config(config))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="classify.pytrees._own_methods reads only the class body's simple statements: a "
+    "tree_flatten defined again under an `if` is not seen, and the first def makes the class "
+    "leafless (notes/mut19-findings.md)",
+)
+def test_a_tree_flatten_defined_again_under_an_if_may_give_a_leaf() -> None:
+    # With LEAVES set, jax.tree_util.tree_leaves(Config()) == [2]: the second def is the method.
+    config = _TREE_CLASS.format(children="()").replace(
+        "    @classmethod\n",
+        "    if os.environ.get('LEAVES'):\n        def tree_flatten(self):\n"
+        "            return (self.chunks,), None\n    @classmethod\n",
+    )
+    assert any("a traced value" in text for text in _traced_config("import os\n" + config))
