@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from test_prefilter import _KERNEL_SITE, _POSITION_IN_STAR_ARGS, ALIASED_ANNOTATION, _findings
+from test_sites import REEXPORTED
 
 from vjp_migrate import screen
 from vjp_migrate.codes import DEFAULT_SELECT
@@ -98,4 +99,20 @@ def test_screen_keeps_a_traced_value_unpacked_from_a_literal(unpacked: str) -> N
     # classify reads `a` as w1 (VJP001): the screen reads the items of a list literal as of a tuple.
     text = _KERNEL_SITE + f"@jax.jit\ndef run(x, w1, w2):\n    {unpacked}\n    return f(a, x)\n"
     assert _findings(text, "traced.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    ("module", "primal"),
+    [
+        pytest.param("jnp", "x * jnp.sum(w)", id="jnp"),
+        pytest.param("lax", "lax.mul(x, w)", id="lax"),
+        pytest.param("jnp", "jnp.where(x > 0, w, x)", id="jnp, the argument passed on"),
+    ],
+)
+def test_screen_keeps_an_array_use_through_a_module_a_project_module_re_exports(module: str, primal: str) -> None:
+    # `from .impl import jnp` is jax.numpy for classify and the screen alike (vocabulary.imported_name).
+    text = REEXPORTED.replace("from .impl import jax, jnp", f"import jax\nfrom .impl import {module}")
+    text = text.replace("return jnp.dot(x, w)", f"return {primal}").replace("jnp.dot(g, w.T)", "g")
+    assert _findings(text, "ops.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
