@@ -5,7 +5,16 @@ pins one decision a hand-made mutant of classify.py got through unnoticed (notes
 from __future__ import annotations
 
 import pytest
-from test_classify import _KEYS_CLASS, _PLAIN_CLASS, _TREE_CLASS, HEADER, _unscreened, classified, lines, site_module
+from test_classify import (
+    _KEYS_CLASS,
+    _PLAIN_CLASS,
+    _TREE_CLASS,
+    HEADER,
+    _unscreened,
+    classified,
+    lines,
+    site_module,
+)
 
 from vjp_migrate.model import ArgKind
 
@@ -272,3 +281,23 @@ def test_a_tree_flatten_defined_again_under_an_if_may_give_a_leaf() -> None:
         "            return (self.chunks,), None\n    @classmethod\n",
     )
     assert any("a traced value" in text for text in _traced_config("import os\n" + config))
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        pytest.param("def pick(v, s):\n    if s:\n        return s\n    return v * 2.0\n", id="only the last return"),
+        pytest.param(
+            "def pick(v, s):\n    if s:\n        return v\n    if s > 1:\n        return -v\n    return s\n",
+            id="two returns of three",
+        ),
+    ],
+)
+def test_a_helper_returning_its_parameter_on_some_paths_only_carries_no_traced_value(helper: str) -> None:
+    # Every return must give the parameter (classify19): `pick(ws, 1.0)` may be the constant.
+    caller = helper + "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, 1.0), x)\n"
+    info = _unscreened(_SCALE_SITE + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+    both = helper.replace("return s\n", "return v\n")
+    info = _unscreened(_SCALE_SITE + caller.replace(helper, both))
+    assert any("traced" in e.text for e in info.evidence), info.evidence
