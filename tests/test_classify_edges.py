@@ -301,3 +301,13 @@ def test_a_helper_returning_its_parameter_on_some_paths_only_carries_no_traced_v
     both = helper.replace("return s\n", "return v\n")
     info = _unscreened(_SCALE_SITE + caller.replace(helper, both))
     assert any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_helper_behind_a_decorator_carries_no_traced_value() -> None:
+    # `@memo` may return any function: what `doubled(ws)` gives is not read from its body.
+    helper = "from lib import memo\n@memo\ndef doubled(v):\n    return v * 2.0\n"
+    caller = "@jax.jit\ndef run(x, ws):\n    return f(doubled(ws), x)\n"
+    info = _unscreened(_SCALE_SITE + helper + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+    info = _unscreened(_SCALE_SITE + helper.replace("@memo\n", "") + caller)
+    assert any("traced" in e.text for e in info.evidence), info.evidence
