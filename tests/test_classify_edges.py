@@ -5,7 +5,16 @@ pins one decision a hand-made mutant of classify.py got through unnoticed (notes
 from __future__ import annotations
 
 import pytest
-from test_classify import HEADER, _unscreened, classified, lines, site_module
+from test_classify import (
+    _KEYS_CLASS,
+    _PLAIN_CLASS,
+    _TREE_CLASS,
+    HEADER,
+    _unscreened,
+    classified,
+    lines,
+    site_module,
+)
 
 from vjp_migrate.model import ArgKind
 
@@ -222,3 +231,83 @@ def test_a_return_of_a_function_nested_in_tree_flatten_is_not_its_own() -> None:
     )
     texts = _traced_config(config)
     assert not any("a traced value" in text for text in texts), texts
+
+
+# The leafless configs classify19 added (notes/mut19-findings.md): each of these may have a leaf,
+# which `jax.tree_util.tree_leaves(Config())` gives ([2] for each, checked with JAX).
+_ANNOTATED_METHOD = (
+    "from typing import Any\n@jax.tree_util.register_pytree_node_class\nclass Config:\n"
+    "    def __init__(self, chunks=2):\n        self.chunks = chunks\n"
+    "    def tree_flatten(self):\n        return (), self.chunks\n"
+    "    tree_flatten: Any = lambda self: ((self.chunks,), None)\n"
+    "    @classmethod\n    def tree_unflatten(cls, aux, children):\n        return cls(aux)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        pytest.param(
+            _PLAIN_CLASS + "_FNS = (lambda c: ((c.chunks,), None), lambda _, c: Config(*c))\n"
+            "jax.tree_util.register_pytree_node(Config, *_FNS)\n",
+            id="register_pytree_node with its functions behind a star",
+        ),
+        pytest.param(
+            _KEYS_CLASS.format(
+                decorator="jax.tree_util.register_pytree_with_keys_class",
+                base="",
+                children="((jax.tree_util.GetAttrKey('chunks'), self.chunks),)",
+            ),
+            id="register_pytree_with_keys_class, no tree_flatten, tree_flatten_with_keys returning a child",
+        ),
+        pytest.param(_ANNOTATED_METHOD, id="tree_flatten bound again by an annotated assignment"),
+    ],
+)
+def test_a_registration_classify19_reads_that_may_give_a_leaf_is_traced_by_jit(config: str) -> None:
+    assert any("a traced value" in text for text in _traced_config(config))
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="classify.pytrees._own_methods reads only the class body's simple statements: a "
+    "tree_flatten defined again under an `if` is not seen, and the first def makes the class "
+    "leafless (notes/mut19-findings.md)",
+)
+def test_a_tree_flatten_defined_again_under_an_if_may_give_a_leaf() -> None:
+    # With LEAVES set, jax.tree_util.tree_leaves(Config()) == [2]: the second def is the method.
+    config = _TREE_CLASS.format(children="()").replace(
+        "    @classmethod\n",
+        "    if os.environ.get('LEAVES'):\n        def tree_flatten(self):\n"
+        "            return (self.chunks,), None\n    @classmethod\n",
+    )
+    assert any("a traced value" in text for text in _traced_config("import os\n" + config))
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        pytest.param("def pick(v, s):\n    if s:\n        return s\n    return v * 2.0\n", id="only the last return"),
+        pytest.param(
+            "def pick(v, s):\n    if s:\n        return v\n    if s > 1:\n        return -v\n    return s\n",
+            id="two returns of three",
+        ),
+    ],
+)
+def test_a_helper_returning_its_parameter_on_some_paths_only_carries_no_traced_value(helper: str) -> None:
+    # Every return must give the parameter (classify19): `pick(ws, 1.0)` may be the constant.
+    caller = helper + "@jax.jit\ndef run(x, ws):\n    return f(pick(ws, 1.0), x)\n"
+    info = _unscreened(_SCALE_SITE + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+    both = helper.replace("return s\n", "return v\n")
+    info = _unscreened(_SCALE_SITE + caller.replace(helper, both))
+    assert any("traced" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_helper_behind_a_decorator_carries_no_traced_value() -> None:
+    # `@memo` may return any function: what `doubled(ws)` gives is not read from its body.
+    helper = "from lib import memo\n@memo\ndef doubled(v):\n    return v * 2.0\n"
+    caller = "@jax.jit\ndef run(x, ws):\n    return f(doubled(ws), x)\n"
+    info = _unscreened(_SCALE_SITE + helper + caller)
+    assert not any("traced" in e.text for e in info.evidence), info.evidence
+    info = _unscreened(_SCALE_SITE + helper.replace("@memo\n", "") + caller)
+    assert any("traced" in e.text for e in info.evidence), info.evidence

@@ -4,7 +4,7 @@ in bwd instead of its parameter, and `tuple[X, ...]` gaining None (notes/mut17-f
 from __future__ import annotations
 
 import pytest
-from test_rewrite import HEAD, fix
+from test_rewrite import HEAD, RULES_BELOW, fix
 
 _SAVED = """\
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
@@ -79,3 +79,98 @@ def test_a_parameter_bwd_binds_again_is_saved_again() -> None:
     out = fix(HEAD + _SAVED.replace("BODY", body))
     assert "    return f(x, w), (w, w, jnp.cos(x))\n" in out, out
     assert "    w_static, w, c = res\n    w_static = 2.0 * w_static\n" in out, out
+
+
+# The rules rewrite19 added (notes/mut19-findings.md): aliases of a moved argument fwd saves, an
+# empty residual, a concatenation of tuples gaining its Nones in an end literal, trailing spaces.
+
+_ALIASED = """\
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return jnp.sin(x) * w
+
+def f_fwd(x, w):
+    FWD
+
+def f_bwd(w_static, res, g):
+    w_saved, c = res
+    return (g * c * w_saved * w_static,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    "fwd_body",
+    [
+        pytest.param(
+            "w_ = w\n    def reset(w):\n        nonlocal w_\n        w_ = w\n    reset(x)\n"
+            "    return f(x, w), (w_, jnp.cos(x))",
+            id="a nested def binds it to its own parameter of that name",
+        ),
+        pytest.param("w_, _ = w\n    return f(x, w), (w_, jnp.cos(x))", id="unpacked from the argument"),
+    ],
+)
+def test_a_name_not_holding_the_argument_everywhere_is_no_alias(fwd_body: str) -> None:
+    # `w_` holds x after reset(x), or w's first item: bwd must get the argument saved on its own.
+    out = fix(HEAD + _ALIASED.replace("FWD", fwd_body))
+    assert "def f_bwd(res, g):\n    w_static, w_saved, c = res\n" in out, out
+
+
+def test_an_alias_of_an_alias_bound_above_it_in_a_loop_is_reused() -> None:
+    # `b = a` stands above `a = w`: only a second look at the bindings sees `b` hold `w` too.
+    fwd_body = (
+        "for i in range(2):\n        if i:\n            b = a\n        a = w\n    return f(x, w), (b, jnp.cos(x))"
+    )
+    out = fix(HEAD + _ALIASED.replace("FWD", fwd_body))
+    assert "def f_bwd(res, g):\n    w_saved, c = res\n    return (g * c * w_saved * w_saved, None)\n" in out, out
+
+
+def test_a_residual_bwd_never_reads_keeps_what_fwd_saved() -> None:
+    # Only `None` and `()` save nothing: a tuple with items stays, the argument saved beside it.
+    code = HEAD + RULES_BELOW.replace("f(x, w), None", "f(x, w), (x, jnp.cos(x))")
+    out = fix(code)
+    assert "    return f(x, w), (w, (x, jnp.cos(x)))\n" in out, out
+
+
+def test_a_product_of_a_tuple_takes_no_none_inside() -> None:
+    # `(g,) * 2` is no concatenation: `(None, g) * 2` would give four cotangents.
+    code = HEAD + (
+        "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(w, x, y):\n    return x * w + y\n\n"
+        "def f_fwd(w, x, y):\n    return f(w, x, y), None\n\n"
+        "def f_bwd(w, _, g):\n    return (g * w,) * 2\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    out = fix(code)
+    assert "    return (None, *((g * w,) * 2))\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("literal", "expected"),
+    [
+        pytest.param("(\n        g,\n    )", "(\n        g,\n        None,\n    )", id="one item per line"),
+        pytest.param(
+            "(g * 2,\n                                  g * 3, g)",
+            "(g * 2,\n                                  g * 3, g, None)",
+            id="items filling their lines",
+        ),
+    ],
+)
+def test_an_end_literal_spread_over_lines_takes_its_none_in_its_layout(literal: str, expected: str) -> None:
+    # Items that fill their lines and wrap: the None joins the last item's line, as in `(a, b,\n c)`.
+    code = HEAD + (
+        "@partial(jax.custom_vjp, nondiff_argnums=(2,))\ndef f(x, y, w):\n    return x * w + y\n\n"
+        "def f_fwd(x, y, w):\n    return f(x, y, w), None\n\n"
+        f"def f_bwd(w, _, g):\n    return tuple(g for _ in y) + {literal}\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    out = fix(code)
+    assert f"    return tuple(g for _ in y) + {expected}\n" in out, out
+
+
+def test_a_literal_keeping_its_trailing_comma_keeps_the_space_before_its_bracket() -> None:
+    # Only a one-item literal loses its trailing comma (and the space after it) when it gains items.
+    code = HEAD + RULES_BELOW.replace("def f(x, w)", "def f(x, y, w)").replace(
+        "nondiff_argnums=(1,)", "nondiff_argnums=(2,)"
+    )
+    code = code.replace("f(x, w)", "f(x, y, w)").replace("def f_fwd(x, w)", "def f_fwd(x, y, w)")
+    out = fix(code.replace("return (g * w,)", "return (g * w, g, )"))
+    assert "    return (g * w, g, None, )\n" in out, out

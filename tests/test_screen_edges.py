@@ -4,7 +4,8 @@ selection of codes (notes/mut17-findings.md)."""
 from __future__ import annotations
 
 import pytest
-from test_prefilter import _POSITION_IN_STAR_ARGS, _findings
+from test_prefilter import _KERNEL_SITE, _POSITION_IN_STAR_ARGS, ALIASED_ANNOTATION, _findings
+from test_sites import REEXPORTED
 
 from vjp_migrate import screen
 from vjp_migrate.codes import DEFAULT_SELECT
@@ -72,3 +73,46 @@ def test_screen_keeps_a_traced_parameter_passed_in_any_spelling(caller: str) -> 
     settings = Settings(DEFAULT_SELECT)
     assert _findings(text, "case.py", settings) == ["VJP001"]
     assert screen.may_report(text, settings)
+
+
+# What the lead's screen changes of this session read (notes/mut19-findings.md).
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    [
+        pytest.param('" jax.Array"', id="spaces around the string"),
+        pytest.param('tuple["jax.Array", int]', id="a static-looking outer name over a string array"),
+    ],
+)
+def test_screen_keeps_an_array_annotation_held_in_a_string(annotation: str) -> None:
+    text = ALIASED_ANNOTATION.replace("a: JaxArray", f"a: {annotation}")
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    "unpacked",
+    [pytest.param("a, b = [w1, w2]", id="a list"), pytest.param("a, b = [w1 * 2.0, w2]", id="a list of arithmetic")],
+)
+def test_screen_keeps_a_traced_value_unpacked_from_a_literal(unpacked: str) -> None:
+    # classify reads `a` as w1 (VJP001): the screen reads the items of a list literal as of a tuple.
+    text = _KERNEL_SITE + f"@jax.jit\ndef run(x, w1, w2):\n    {unpacked}\n    return f(a, x)\n"
+    assert _findings(text, "traced.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    ("module", "primal"),
+    [
+        pytest.param("jnp", "x * jnp.sum(w)", id="jnp"),
+        pytest.param("lax", "lax.mul(x, w)", id="lax"),
+        pytest.param("jnp", "jnp.where(x > 0, w, x)", id="jnp, the argument passed on"),
+    ],
+)
+def test_screen_keeps_an_array_use_through_a_module_a_project_module_re_exports(module: str, primal: str) -> None:
+    # `from .impl import jnp` is jax.numpy for classify and the screen alike (vocabulary.imported_name).
+    text = REEXPORTED.replace("from .impl import jax, jnp", f"import jax\nfrom .impl import {module}")
+    text = text.replace("return jnp.dot(x, w)", f"return {primal}").replace("jnp.dot(g, w.T)", "g")
+    assert _findings(text, "ops.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

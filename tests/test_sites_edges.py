@@ -6,7 +6,9 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 from helpers import parse
+from test_sites import REEXPORTED
 
+from vjp_migrate.api import check_source
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.sites import jit_static_names
 
@@ -34,3 +36,24 @@ def test_a_negative_jit_static_argnums_counts_from_the_end_within_range(static_a
     # it marks nothing, and must never be read as another parameter nor crash the analysis.
     func, imports = _run(static_argnums)
     assert jit_static_names(func, imports) == names
+
+
+# A module a project module re-exports under its conventional name (vocabulary.imported_name).
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="vocabulary.imported_name strips a relative import's dots before it asks whether the module is "
+    "jax itself: a project subpackage named jax (`from .jax import jax`) reads as JAX's `jax.jax` "
+    "(notes/mut19-findings.md)",
+)
+@pytest.mark.parametrize("module", [".jax", "..jax.compat", ".numpy"])
+def test_a_project_subpackage_named_like_jax_re_exports_jax(module: str) -> None:
+    text = REEXPORTED.replace("from .impl import", f"from {module} import")
+    assert [d.code for d in check_source(text, path="ops.py")] == ["VJP001"]
+
+
+def test_a_package_module_named_jax_re_exports_jax() -> None:
+    # `mylib.jax` is no module of JAX: `from mylib.jax import jax, jnp` binds what it re-exports.
+    text = REEXPORTED.replace("from .impl import", "from mylib.jax import")
+    assert [d.code for d in check_source(text, path="ops.py")] == ["VJP001"]
