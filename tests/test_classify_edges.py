@@ -267,12 +267,6 @@ def test_a_registration_classify19_reads_that_may_give_a_leaf_is_traced_by_jit(c
     assert any("a traced value" in text for text in _traced_config(config))
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="classify.pytrees._own_methods reads only the class body's simple statements: a "
-    "tree_flatten defined again under an `if` is not seen, and the first def makes the class "
-    "leafless (notes/mut19-findings.md)",
-)
 def test_a_tree_flatten_defined_again_under_an_if_may_give_a_leaf() -> None:
     # With LEAVES set, jax.tree_util.tree_leaves(Config()) == [2]: the second def is the method.
     config = _TREE_CLASS.format(children="()").replace(

@@ -41,12 +41,6 @@ def test_a_negative_jit_static_argnums_counts_from_the_end_within_range(static_a
 # A module a project module re-exports under its conventional name (vocabulary.imported_name).
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vocabulary.imported_name strips a relative import's dots before it asks whether the module is "
-    "jax itself: a project subpackage named jax (`from .jax import jax`) reads as JAX's `jax.jax` "
-    "(notes/mut19-findings.md)",
-)
 @pytest.mark.parametrize("module", [".jax", "..jax.compat", ".numpy"])
 def test_a_project_subpackage_named_like_jax_re_exports_jax(module: str) -> None:
     text = REEXPORTED.replace("from .impl import", f"from {module} import")

@@ -11,8 +11,9 @@ REEXPORTED_MODULES = {"jax": "jax", "jnp": "jax.numpy", "lax": "jax.lax", "np": 
 
 
 def imported_name(module: str, name: str) -> str:
-    """What ``from module import name`` binds: ``module.name``, or a re-exported module's own name."""
-    if name in REEXPORTED_MODULES and module.lstrip(".").split(".")[0] not in ("jax", "numpy"):
+    """What ``from module import name`` binds: ``module.name``, or a re-exported module's own name
+    (a relative module is the project's own, even one named `jax`)."""
+    if name in REEXPORTED_MODULES and (module.startswith(".") or module.split(".")[0] not in ("jax", "numpy")):
         return REEXPORTED_MODULES[name]
     return f"{module}.{name}" if module else name
 

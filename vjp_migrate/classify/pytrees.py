@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.classify.module_facts import bound_once
 from vjp_migrate.imports import PARTIAL, ImportTable, dotted
 from vjp_migrate.sites import body_statements, own_returns
@@ -159,9 +160,28 @@ def _own_methods(cls: cst.ClassDef, name: str) -> list[cst.FunctionDef] | None:
         if isinstance(stmt, cst.FunctionDef):
             if stmt.name.value == name:
                 methods.append(stmt)
-        elif name in _class_level_names(stmt):
+        elif name in _class_level_names(stmt) or _mentions(stmt, name):
             return None
     return methods
+
+
+class _Mentions(cst.CSTVisitor):
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.found = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found = self.found or node.value == self.name
+
+
+def _mentions(stmt: cst.BaseStatement, name: str) -> bool:
+    """Whether a compound statement of the class body (`if`, `try`) names ``name`` anywhere (a def
+    of it on one branch, an import of it): it may bind it, which is not read."""
+    if isinstance(stmt, cst.SimpleStatementLine):
+        return False
+    mentions = _Mentions(name)
+    walk.visit(stmt, mentions)
+    return mentions.found
 
 
 def _class_level_names(stmt: cst.BaseStatement) -> Iterator[str]:
