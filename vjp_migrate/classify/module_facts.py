@@ -58,24 +58,31 @@ def enclosing_defs(module: cst.Module) -> dict[int, Enclosing]:
     enclosing functions' scopes bind, the innermost scope's binding of a name winning."""
     found: dict[int, Enclosing] = {}
 
-    def scan(statements: Sequence[cst.BaseStatement | cst.BaseSmallStatement], outer: Enclosing | None) -> None:
-        for stmt, _ in _scope_statements(statements):
+    def scan(statements: list[cst.BaseStatement | cst.BaseSmallStatement], outer: Enclosing | None) -> None:
+        for stmt in statements:
             if isinstance(stmt, cst.FunctionDef):
                 if outer is not None:
                     found[id(stmt)] = outer
-                inner = {**(outer or {}), **_function_scope(stmt)}
-                scan(list(_block_statements(stmt)), inner)
+                own = _scope_of(stmt)
+                if any(isinstance(inner, (cst.FunctionDef, cst.ClassDef)) for inner in own):  # else no scope to pass
+                    scan(own, {**(outer or {}), **_function_scope(stmt, own)})
             elif isinstance(stmt, cst.ClassDef):  # a class's scope is not its methods'
-                scan(list(_block_statements(stmt)), outer)
+                scan(_scope_of(stmt), outer)
 
-    scan(module.body, None)
+    scan([stmt for stmt, _ in _scope_statements(module.body)], None)
     return found
 
 
-def _function_scope(func: cst.FunctionDef) -> Enclosing:
+def _scope_of(node: cst.FunctionDef | cst.ClassDef) -> list[cst.BaseStatement | cst.BaseSmallStatement]:
+    """The statements run in the scope of a def or a class, in its blocks too."""
+    return [stmt for stmt, _ in _scope_statements(list(_block_statements(node)))]
+
+
+def _function_scope(func: cst.FunctionDef, own: list[cst.BaseStatement | cst.BaseSmallStatement]) -> Enclosing:
+    """What ``func``'s scope binds (``own``: its statements), by name."""
     defs: dict[str, list[cst.FunctionDef]] = {}
     others = {param.name.value for param in all_params(func.params)}
-    for stmt, _ in _scope_statements(list(_block_statements(func))):
+    for stmt in own:
         if isinstance(stmt, cst.FunctionDef):
             defs.setdefault(stmt.name.value, []).append(stmt)
         else:
