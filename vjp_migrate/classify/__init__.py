@@ -25,7 +25,7 @@ from vjp_migrate.classify.annotations import annotation_evidence
 from vjp_migrate.classify.call_sites import call_site_evidence
 from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
-from vjp_migrate.classify.expressions import call_value, code_text, param_at
+from vjp_migrate.classify.expressions import call_value, code_text, number_literal, param_at
 from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.uses import Uses
 from vjp_migrate.classify.weights import (
@@ -103,7 +103,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             )
             if found is not None:
                 evidence.append(found)
-            elif value is not None and _is_number(value):
+            elif value is not None and number_literal(value) is not None:
                 text = f"a number is passed at a call site (`{code_text(value)}`), which says nothing either way"
                 evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(call)), NOTED))
         info = _decide(index, name, evidence)
@@ -117,13 +117,6 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             info = replace(info, evidence=(_nothing_seen(site, roles, ctx),))
         infos.append(info)
     return infos
-
-
-def _is_number(expr: cst.BaseExpression) -> bool:
-    """``0.8``, ``256`` or ``-1``."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
-    return isinstance(expr, (cst.Integer, cst.Float))
 
 
 def _nothing_seen(

@@ -208,6 +208,13 @@ def is_string_like(expr: cst.BaseExpression) -> bool:
     return False
 
 
+def number_literal(expr: cst.BaseExpression) -> cst.Integer | cst.Float | None:
+    """The number literal ``expr`` writes, its sign aside: ``256``, ``0.8``, ``-1``."""
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
+        expr = expr.expression
+    return expr if isinstance(expr, (cst.Integer, cst.Float)) else None
+
+
 def is_int_tuple(expr: cst.BaseExpression) -> bool:
     """A tuple or list of int literals, ``(1, 16)``: a shape, which the guide names a static setting."""
     return (

@@ -8,7 +8,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate.classify.context import Context, function_locals
-from vjp_migrate.classify.expressions import call_value, code_text
+from vjp_migrate.classify.expressions import call_value, code_text, number_literal
 from vjp_migrate.sites import positional_params
 
 Calls = list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]]
@@ -60,6 +60,4 @@ def _literals(
 
 def _is_int(expr: cst.BaseExpression) -> bool:
     """``2`` or ``-1``."""
-    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Minus):
-        expr = expr.expression
-    return isinstance(expr, cst.Integer)
+    return isinstance(number_literal(expr), cst.Integer)
