@@ -261,6 +261,13 @@ _ANNOTATED_METHOD = (
             id="register_pytree_with_keys_class, no tree_flatten, tree_flatten_with_keys returning a child",
         ),
         pytest.param(_ANNOTATED_METHOD, id="tree_flatten bound again by an annotated assignment"),
+        pytest.param(
+            _ANNOTATED_METHOD.replace(
+                "    tree_flatten: Any = lambda self: ((self.chunks,), None)\n",
+                "    tree_flatten, _spare = (lambda self: ((self.chunks,), None)), None\n",
+            ),
+            id="tree_flatten bound again by a tuple unpacking",
+        ),
     ],
 )
 def test_a_registration_classify19_reads_that_may_give_a_leaf_is_traced_by_jit(config: str) -> None:

@@ -36,7 +36,7 @@ def _module_defs(module: cst.Module) -> dict[str, tuple[cst.FunctionDef, ...]]:
             else:
                 top[stmt.name.value] = stmt
         else:
-            others.update(_names_bound_by(stmt))
+            others.update(names_bound_by(stmt))
     found: dict[str, tuple[cst.FunctionDef, ...]] = {name: (func,) for name, func in top.items()}
     for name, defs in nested.items():
         if name in others:  # `try: from fast import f` / `except ImportError: def f ...`
@@ -86,7 +86,7 @@ def _function_scope(func: cst.FunctionDef, own: list[cst.BaseStatement | cst.Bas
         if isinstance(stmt, cst.FunctionDef):
             defs.setdefault(stmt.name.value, []).append(stmt)
         else:
-            others.update(_names_bound_by(stmt))
+            others.update(names_bound_by(stmt))
     scope: Enclosing = {name: None for name in others}
     scope.update({name: found[0] if len(found) == 1 and name not in others else None for name, found in defs.items()})
     return scope
@@ -118,7 +118,7 @@ def _block_statements(node: cst.CSTNode) -> Iterator[cst.BaseStatement | cst.Bas
 _SMALL_STATEMENTS = node_types(cst.BaseSmallStatement)
 
 
-def _names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterator[str]:
+def names_bound_by(stmt: cst.BaseStatement | cst.BaseSmallStatement) -> Iterator[str]:
     """The names a statement other than a def binds in the scope it runs in (not inside it)."""
     if type(stmt) is cst.SimpleStatementLine:  # `type() is`: see imports.node_types
         for small in stmt.body:

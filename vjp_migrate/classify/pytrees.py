@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.module_facts import bound_once
+from vjp_migrate.classify.module_facts import bound_once, names_bound_by
 from vjp_migrate.imports import PARTIAL, ImportTable, dotted
 from vjp_migrate.sites import body_statements, own_returns
 from vjp_migrate.vocabulary import (
@@ -160,7 +160,7 @@ def _own_methods(cls: cst.ClassDef, name: str) -> list[cst.FunctionDef] | None:
         if isinstance(stmt, cst.FunctionDef):
             if stmt.name.value == name:
                 methods.append(stmt)
-        elif name in _class_level_names(stmt) or _mentions(stmt, name):
+        elif name in names_bound_by(stmt) or _mentions(stmt, name):
             return None
     return methods
 
@@ -182,14 +182,6 @@ def _mentions(stmt: cst.BaseStatement, name: str) -> bool:
     mentions = _Mentions(name)
     walk.visit(stmt, mentions)
     return mentions.found
-
-
-def _class_level_names(stmt: cst.BaseStatement) -> Iterator[str]:
-    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-        targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else []
-        if isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            targets = [small.target]
-        yield from (target.value for target in targets if isinstance(target, cst.Name))
 
 
 def _flattens_to_no_children(flatten: cst.BaseExpression, functions: Mapping[str, cst.FunctionDef]) -> bool:
