@@ -12,7 +12,7 @@ import libcst as cst
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, SiteDecision, VjpSite
 from vjp_migrate.plan.annotations import returns_only_lists, retyped
-from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, param_names
+from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, param_names, returns_of
 from vjp_migrate.plan.consistency import inconsistency, repeated_param
 from vjp_migrate.plan.cotangents import bwd_return_plan, cotangent_count, cotangent_slots, symbolic_zeros
 from vjp_migrate.plan.jit import jit_edits
@@ -77,8 +77,11 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
     if any(p >= len(fwd_params) for p in read):
         return f"fwd `{fwd.name.value}` takes the argument through *args"
     fwd_bound = names_in(fwd).bound
-    fwd_returns = own_returns(fwd)
-    reused = already_saved(read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd, fwd_returns, fwd_bound)
+    fwd_walk = returns_of(fwd)  # its returns, and its own assignments (where an alias of an argument may be bound)
+    fwd_returns = fwd_walk.returns
+    reused = already_saved(
+        read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd, fwd_returns, fwd_bound, fwd_walk.assigns
+    )
     saved = tuple(p for p in read if p not in reused)
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)

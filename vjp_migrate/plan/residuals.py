@@ -10,7 +10,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import target_names
 from vjp_migrate.model import Layout
-from vjp_migrate.plan.bodies import FunctionNames, Loads, bindings_of, literal_binding, names_in, returns_of
+from vjp_migrate.plan.bodies import FunctionNames, Loads, bindings_of, literal_binding, names_in
 from vjp_migrate.sites import body_statements
 
 RESIDUAL_NAMES = ("res", "residuals", "res_")
@@ -37,6 +37,7 @@ def already_saved(
     fwd: cst.FunctionDef,
     fwd_returns: list[cst.Return],
     fwd_bound: set[str],
+    fwd_assigns: set[int],
 ) -> dict[int, list[tuple[cst.Name, str]]]:
     """Moved arguments that fwd already saves by hand (half-migrated code), with the names bwd
     renames for each: every residual is a tuple (or a name fwd binds once to one) holding the fwd
@@ -61,7 +62,7 @@ def already_saved(
         name, wanted = fwd_params[p], bwd_params[order.index(p)]
         if name in fwd_bound:
             continue
-        saved_as = _aliases(name, fwd, fwd_bindings)
+        saved_as = _aliases(name, fwd_bindings, fwd_assigns)
         places = {tuple(_paths_to(t, saved_as)) for t in tuples}  # each return's, once
         if len(places) != 1 or len(paths := next(iter(places))) != 1:
             continue
@@ -76,12 +77,11 @@ def already_saved(
     return found
 
 
-def _aliases(name: str, fwd: cst.FunctionDef, bindings: dict[str, list[cst.CSTNode]]) -> set[str]:
+def _aliases(name: str, bindings: dict[str, list[cst.CSTNode]], own: set[int]) -> set[str]:
     """``name`` and the names that hold its value wherever fwd reads them: every binding of such a
     name is one of fwd's own `alias = other` statements (in an `if` or a loop too), `other` being
     ``name`` or another of them (`a = w; b = a`). A path that skips them all leaves the name
     unbound, and reading it raises before and after the rewrite alike."""
-    own = returns_of(fwd).assigns
     found = {name}
     grown = True
     while grown:
