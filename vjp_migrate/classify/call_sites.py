@@ -61,12 +61,12 @@ def call_site_evidence(
                         ArgKind.STATIC, f"a jit-static parameter of `{caller.name.value}` is passed {at}", line
                     ), CALL_SITE
                 if annotated_leafless(caller, value.value, ctx):  # untraced under a jit of the caller too
-                    return _passed_on(caller, value.value, ctx, at)
+                    return _passed_on(caller, value.value, ctx, at, LEAFLESS)
                 if (
                     ctx.helpers.get(caller.name.value) is caller
                     and not caller.decorators
                     and caller.name.value not in passed
-                    and (found := _passed_on(caller, value.value, ctx, at)) is not None
+                    and (found := _passed_on(caller, value.value, ctx, at, CALL_SITE)) is not None
                 ):
                     return found
                 return _tested(caller, value.value, ctx, at)
@@ -86,12 +86,12 @@ def _tested(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple
     return None
 
 
-def _passed_on(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:
+def _passed_on(caller: cst.FunctionDef, param: str, ctx: Context, at: str, weight: str) -> tuple[Evidence, str] | None:
     """A parameter of an undecorated module-level caller (no method, no def inside another, not
-    handed to a call such as `jax.jit(run)`) passed on as it came: what its own annotation or
-    default says static (`use_tf32: bool = True`) holds for the argument too."""
+    handed to a call such as `jax.jit(run)`), or one annotated with a leafless config, passed on as
+    it came: what its own annotation or default says static (`use_tf32: bool = True`) holds for the
+    argument too, with ``weight`` (LEAFLESS for such a config, which may still be moved)."""
     where = f"the caller `{caller.name.value}`"
-    weight = LEAFLESS if annotated_leafless(caller, param, ctx) else CALL_SITE
     for evidence, _ in annotation_evidence(caller, param, ctx, where):
         if evidence.kind is ArgKind.STATIC:
             return replace(evidence, text=f"{evidence.text}, passed on {at}"), weight
