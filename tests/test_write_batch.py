@@ -129,3 +129,81 @@ def test_a_batch_of_more_files_than_descriptors_is_written(tmp_path: Path) -> No
     after = read_exact(case / "after.py")
     assert all(read_exact(p) == after for p in tmp_path.glob("*.py"))
     assert _temporaries(tmp_path) == []
+
+
+def test_a_staged_temporary_holding_the_bytes_is_renamed_over_the_file(tmp_path: Path) -> None:
+    fresh, stale, changed = tmp_path / "fresh.py", tmp_path / "stale.py", tmp_path / "changed.py"
+    for path in (fresh, stale, changed):
+        path.write_bytes(b"old\n")
+    ready = {path: files.stage(path, b"new\n", os.getpid()) for path in (fresh, changed)}
+    ready[stale] = files.stage(stale, b"older text\n", os.getpid())
+    inode = os.stat(ready[fresh]).st_ino
+    batch = files.WriteBatch()
+    try:
+        for path in (fresh, stale, changed):
+            batch.write(path, b"new\n", b"old\n", ready[path])
+        changed.write_bytes(b"edited\n")
+        failed = batch.finish()
+    finally:
+        batch.close()
+    assert os.stat(fresh).st_ino == inode  # that very temporary, not a copy
+    assert fresh.read_bytes() == stale.read_bytes() == b"new\n"
+    assert changed.read_bytes() == b"edited\n" and set(failed) == {changed}
+    assert _temporaries(tmp_path) == []
+
+
+def test_a_worker_stages_a_changed_file_for_the_parent(tmp_path: Path) -> None:
+    from conftest import FIXTURES, read_exact
+
+    from vjp_migrate import workers
+    from vjp_migrate.discover import Candidate
+
+    case = FIXTURES / "call_form"
+    path, same = tmp_path / "m.py", tmp_path / "same.py"
+    path.write_text(read_exact(case / "before.py"), encoding="utf-8", newline="")
+    same.write_text("x = 1\n", encoding="utf-8")
+    task = workers.Task("fix", api.DEFAULT_SETTINGS, stage_for=os.getpid() + 1)
+    result = workers.process(task, Candidate(path, True))
+    assert result.staged is not None and Path(result.staged).parent == tmp_path
+    assert f".{os.getpid() + 1}." in Path(result.staged).name  # named for the run that renames it
+    assert Path(result.staged).read_text(encoding="utf-8") == read_exact(case / "after.py")
+    assert read_exact(path) == read_exact(case / "before.py")  # nothing written yet
+    assert workers.process(task, Candidate(same, True)).staged is None
+    files.discard(result.staged)
+
+
+def test_worker_processes_write_every_file_and_leave_no_temporary(tmp_path: Path) -> None:
+    from conftest import FIXTURES, read_exact
+
+    case = FIXTURES / "call_form"
+    for i in range(40):
+        (tmp_path / f"m{i}.py").write_text(read_exact(case / "before.py"), encoding="utf-8", newline="")
+    results = api.fix_paths([tmp_path], how=api.Execution(jobs=2))
+    assert len(results) == 40 and all(r.written and r.staged is None for r in results)
+    after = read_exact(case / "after.py")
+    assert all(read_exact(p) == after for p in tmp_path.glob("*.py"))
+    assert _temporaries(tmp_path) == []
+
+
+def test_an_interrupted_pool_renames_nothing_and_leaves_no_temporary(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from conftest import FIXTURES, read_exact
+
+    from vjp_migrate import workers
+
+    before = read_exact(FIXTURES / "call_form" / "before.py")
+    for i in range(40):
+        (tmp_path / f"m{i}.py").write_text(before, encoding="utf-8", newline="")
+    real = workers._Pool._record
+
+    def record(pool: workers._Pool, index: int, result: FileResult) -> None:
+        if pool.done == 5:  # five files staged by the workers, none renamed
+            raise KeyboardInterrupt
+        real(pool, index, result)
+
+    monkeypatch.setattr(workers._Pool, "_record", record)
+    with pytest.raises(KeyboardInterrupt):
+        api.fix_paths([tmp_path], how=api.Execution(jobs=2))
+    assert all(read_exact(p) == before for p in tmp_path.glob("*.py"))
+    assert _temporaries(tmp_path) == []
