@@ -15,7 +15,7 @@ from vjp_migrate.screen.names import (
     qualified,
 )
 from vjp_migrate.screen.sites import Site, known_as
-from vjp_migrate.screen.tree import Func, Module, dotted, own_nodes, walk_nodes
+from vjp_migrate.screen.tree import Func, Module, dotted, grown_list, own_nodes, walk_nodes
 from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ANNOTATIONS, ARRAY_ATTRIBUTES, HOST_ARRAY_ANNOTATIONS
 
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
@@ -73,12 +73,30 @@ class ArrayUse:
         while grown:  # `y = x` makes y stand for x (classify adds such names as it goes), and so
             before = len(names)  # does `xs = (y, x)`, which classify reads as x passed where xs goes
             for node in nodes:
-                if isinstance(node, ast.Assign) and (
-                    (isinstance(node.value, ast.Name) and node.value.id in names) or self._holds(node.value, names)
-                ):
-                    names.update(t.id for t in node.targets if isinstance(t, ast.Name))
+                names.update(self._standing_for(node, names))
             grown = len(names) > before
         return any(self._node(node, names, depth) for node in nodes)
+
+    def _standing_for(self, node: ast.AST, names: set[str]) -> list[str]:
+        """The names ``node`` makes stand for one of ``names``: `y = x`, `xs = (y, x)`, a list
+        grown with it (`xs += [x]`, `xs.append(x)`), a loop's target over such values."""
+        if isinstance(node, ast.Assign) and (self._is(node.value, names) or self._holds(node.value, names)):
+            return [t.id for t in node.targets if isinstance(t, ast.Name)]
+        if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and self._holds(node.value, names):
+            return [node.target.id]
+        if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and (
+            self._is(node.iter, names) or self._holds(node.iter, names)
+        ):
+            return [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
+        if (method := grown_list(node)) is not None:  # `xs.append(x)`, `xs.extend([x])`
+            owner, given = method
+            if any(self._is(g, names) or self._holds(g, names) for g in given):
+                return [owner.id]
+        return []
+
+    @staticmethod
+    def _is(expr: ast.expr, names: set[str]) -> bool:
+        return isinstance(expr, ast.Name) and expr.id in names
 
     def _rooted(self, expr: ast.expr | None, names: set[str]) -> bool:
         root = root_of(expr) if expr is not None else None

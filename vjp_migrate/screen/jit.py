@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vjp_migrate.screen.names import JIT, PARTIAL, exactly, int_positions, positional_params, qualified, str_names
 from vjp_migrate.screen.sites import Site, call_value, known_as
-from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, own_nodes, walk_nodes
+from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, grown_list, own_nodes, walk_nodes
 
 
 def jit_static(m: Module, primal: Func) -> set[int]:
@@ -139,13 +139,15 @@ def _computed_from(m: Module, func: Func, names: set[str]) -> set[str]:
     """``names`` and the names ``func`` binds to values read from them, to a fixpoint: arithmetic
     on them or a helper's result (`s = w * 2.0`), a literal holding one (`pair = (w1, w2)`), the
     parts of one unpacked (`a, b = pair`), and the items of a loop or comprehension over anything
-    that mentions them (`for w in ws`)."""
+    that mentions them (`for w in ws`), and a list grown with them (`ws += [w]`, `ws.append(w)`)."""
     if id(func) not in m.bodies:  # nested defs too: a local of one may come from this def's parameter
         m.bodies[id(func)] = own_nodes(m, func) + walk_nodes(m.nested[id(func)])
-    binders = [(n.targets, n.value) for n in m.bodies[id(func)] if isinstance(n, ast.Assign)]
-    loops = [
-        (n.target, n.iter) for n in m.bodies[id(func)] if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))
-    ]
+    body = m.bodies[id(func)]
+    binders: list[tuple[list[ast.expr], ast.expr]] = [(n.targets, n.value) for n in body if isinstance(n, ast.Assign)]
+    binders += [([n.target], n.value) for n in body if isinstance(n, ast.AugAssign)]  # `ws += [w2]`
+    for owner, given in filter(None, map(grown_list, body)):  # `ws.append(w2)`: ws holds what it is given
+        binders += [([owner], value) for value in given]
+    loops = [(n.target, n.iter) for n in body if isinstance(n, (ast.For, ast.AsyncFor, ast.comprehension))]
     grown = True
     while grown:
         before = len(names)

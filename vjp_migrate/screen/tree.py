@@ -184,6 +184,22 @@ def dotted(expr: ast.expr) -> str | None:
     return None
 
 
+GROWING_METHODS = frozenset({"append", "insert", "extend"})  # what classify reads as growing a local list
+
+
+def grown_list(node: ast.AST) -> tuple[ast.Name, list[ast.expr]] | None:
+    """For `ws.append(w)`, `ws.insert(0, w)`, `ws.extend([w])` on a plain name: the name and
+    the values given."""
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in GROWING_METHODS
+        and isinstance(node.func.value, ast.Name)
+    ):
+        return node.func.value, [*node.args, *(k.value for k in node.keywords)]
+    return None
+
+
 SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)
 
 
