@@ -29,6 +29,7 @@ from vjp_migrate.rewrite.lists import (
     without,
 )
 from vjp_migrate.rewrite.unused_imports import NameUses
+from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript
 
 
 class Apply(cst.CSTTransformer):
@@ -56,6 +57,7 @@ class Apply(cst.CSTTransformer):
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
+        self.lines = Lines(self.index, module, plans[0].line_length if plans else None)
 
     def _wraps(self, original: cst.BaseExpression | None) -> bool:
         """Whether ``original`` is a literal of the module whose items fill its lines and wrap
@@ -147,16 +149,26 @@ class Apply(cst.CSTTransformer):
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         plan = self.fwd_returns.get(id(original_node))
         if plan is not None and plan.layout not in (Layout.UNCHANGED, Layout.VARIABLE):
-            return updated_node.with_changes(value=self._fwd_value(plan, updated_node.value, original_node.value))
+            value = self._fwd_value(plan, updated_node.value, original_node.value)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.temp_returns.get(id(original_node))
         if plan is not None:
             assert updated_node.value is not None
             self.temp_values[id(original_node)] = (plan.temp_name, updated_node.value)
-            return updated_node.with_changes(value=self._bwd_value(plan, cst.Name(plan.temp_name), None))
+            value = self._bwd_value(plan, cst.Name(plan.temp_name), None)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.bwd_returns.get(id(original_node))
         if plan is not None:
-            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
+            value = self._bwd_value(plan, updated_node.value, original_node.value)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         return updated_node
+
+    def _fitted(self, original: cst.BaseExpression | None, new: cst.BaseExpression) -> cst.BaseExpression:
+        """``new`` split at the literal ending it when it makes the line of ``original`` longer
+        than the project's limit (rewrite.wrap)."""
+        indent = self.lines.overflow([(original, new)])
+        split = None if indent is None else split_end(new, indent, self.lines.unit())
+        return new if split is None else split
 
     def _store_first(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -275,12 +287,14 @@ class Apply(cst.CSTTransformer):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         plan = self.cotangent_literals.get(id(original_node))
         if plan is not None:  # `grads = (a, b)` that bwd returns: `grads = (a, None, b)`
-            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
+            value = self._bwd_value(plan, updated_node.value, original_node.value)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.fwd_assigns.get(id(original_node))
         if plan is not None:
             assert isinstance(updated_node.value, (cst.Tuple, cst.List))
             wraps = self._wraps(original_node.value)
-            return updated_node.with_changes(value=prepend(updated_node.value, plan.saved_fwd_names, wraps))
+            value = prepend(updated_node.value, plan.saved_fwd_names, wraps)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.unpacks.get(id(original_node))
         if plan is None:
             return updated_node
@@ -295,6 +309,9 @@ class Apply(cst.CSTTransformer):
         else:
             assert isinstance(target, (cst.Tuple, cst.List))
             new_target = prepend(target, plan.saved_bwd_names, self._wraps(original_node.targets[0].target))
+        fitted = self._fitted(original_node.targets[0].target, new_target)
+        if isinstance(fitted, (cst.Tuple, cst.List)):
+            new_target = fitted
         return updated_node.with_changes(targets=[updated_node.targets[0].with_changes(target=new_target)])
 
     # --- bwd's `del`s and unpack targets, lambdas ----------------------------------------------
@@ -395,9 +412,19 @@ class Apply(cst.CSTTransformer):
         if id(original_node) not in self.retyped:
             return updated_node
         self._forget_names(updated_node.annotation)
-        return updated_node.with_changes(
-            annotation=new_annotation(updated_node.annotation, self.retyped[id(original_node)])
-        )
+        annotation = new_annotation(updated_node.annotation, self.retyped[id(original_node)])
+        return updated_node.with_changes(annotation=self._fitted_annotation(original_node, annotation))
+
+    def _fitted_annotation(self, original_node: cst.Param, new: cst.Annotation | None) -> cst.Annotation | None:
+        """The new annotation of a parameter on a line of its own (a def already split), its
+        brackets split when it makes that line longer than the project's limit (rewrite.wrap);
+        a parameter on the def line is left to _fitted_header."""
+        old = original_node.annotation
+        if old is None or new is None or not self.lines.alone(original_node):
+            return new
+        indent = self.lines.overflow([(old.annotation, new.annotation)])
+        split = None if indent is None else split_subscript(new.annotation, indent, self.lines.unit(), self.lines.limit)
+        return new if split is None else new.with_changes(annotation=split)
 
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""
@@ -412,11 +439,28 @@ class Apply(cst.CSTTransformer):
             returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])
             updated_node = updated_node.with_changes(returns=returns)
         plan = self.bwds.get(id(original_node))
-        if plan is None:
+        if plan is not None:
+            params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
+            updated_node = updated_node.with_changes(params=params, whitespace_before_params=lead)
+        if plan is None and id(original_node) not in self.retyped:
             return updated_node
-        params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
-        node = updated_node.with_changes(params=params, whitespace_before_params=lead)
-        return self._with_unpack(plan, node)
+        updated_node = self._fitted_header(original_node, updated_node)
+        return updated_node if plan is None else self._with_unpack(plan, updated_node)
+
+    def _fitted_header(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        """A def line the change made longer than the project's limit: its parameters split
+        (black splits a def at its first bracket; rewrite.wrap)."""
+        changes: list[tuple[cst.CSTNode | None, cst.CSTNode | None]] = [(original_node.params, updated_node.params)]
+        if original_node.returns is not None:  # an annotation's code needs its parent's `->`
+            returns = updated_node.returns
+            changes.append((original_node.returns.annotation, returns.annotation if returns else None))
+        indent = self.lines.overflow(changes)
+        lines = self.lines
+        split = None if indent is None else split_params(updated_node.params, indent, lines.unit(), lines.limit)
+        if split is None:
+            return updated_node
+        params, lead = split
+        return updated_node.with_changes(params=params, whitespace_before_params=lead)
 
     def _with_unpack(self, plan: RewritePlan, node: cst.FunctionDef) -> cst.FunctionDef:
         if plan.layout is Layout.GENERAL or (plan.layout is Layout.NONE and len(plan.saved_bwd_names) > 1):
