@@ -23,13 +23,13 @@ def comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
 
 
 def saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
-    """``return out, None`` or ``return out, ()``."""
+    """``return out, None``, ``return out, ()`` or ``return out, []``."""
     value = small.value if isinstance(small, cst.Return) else None
     if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
         return False
     residual = value.elements[1].value
     return (isinstance(residual, cst.Name) and residual.value == "None") or (
-        isinstance(residual, cst.Tuple) and not residual.elements
+        isinstance(residual, (cst.Tuple, cst.List)) and not residual.elements
     )
 
 
