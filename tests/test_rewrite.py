@@ -305,6 +305,53 @@ f.defvjp(f_fwd, f_bwd)
     assert "def f_bwd(mode, _, g):\n    del mode\n    scale = 1.0\n    return (None, None, g * scale)\n" in out
 
 
+_STE = """\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, lo, hi):
+    return jnp.clip(x, lo, hi)
+
+def f_fwd(x, lo, hi):
+    return f(x, lo, hi), None
+
+def f_bwd(lo, hi, _, g):
+    DELS
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("dels", "body"),
+    [
+        pytest.param(
+            "del lo, hi  # straight-through estimator",
+            "    # straight-through estimator\n    return (g, None, None)\n",
+            id="about the function: stays",
+        ),
+        pytest.param(
+            "del lo  # straight-through\n    del hi  # hi is unused",
+            "    # straight-through\n    return (g, None, None)\n",
+            id="two dels, one comment about the code",
+        ),
+        pytest.param(
+            "# the bounds\n    del lo, hi  # pass the gradient through",
+            "    # pass the gradient through\n    return (g, None, None)\n",
+            id="the comment line above goes with the del, its own stays",
+        ),
+        pytest.param("del lo, hi  # unused", "    return (g, None, None)\n", id="unused: goes"),
+        pytest.param("del lo, hi  # lo and hi bound the forward pass", "    return (g, None, None)\n", id="names them"),
+        pytest.param("del lo, hi  # static, not differentiated", "    return (g, None, None)\n", id="static"),
+        pytest.param("del lo, hi  # pylint: disable=unused-variable", "    return (g, None, None)\n", id="pylint"),
+    ],
+)
+def test_a_del_that_goes_leaves_a_comment_about_the_code_above_the_next_line(dels: str, body: str) -> None:
+    # The comment at the end of a `del` that goes describes the names (it goes with them) or the
+    # code around it (`# straight-through estimator`: it stays, above the statement after it).
+    out = fix(HEAD + _STE.replace("DELS", dels))
+    assert "def f_bwd(_, g):\n" + body in out, out
+
+
 @pytest.mark.parametrize("names", ["lo, hi", "(lo, hi)", "[lo, hi]"])
 def test_a_del_of_only_moved_names_goes_whole(names: str) -> None:
     # A bare `del lo, hi` left with no name was rebuilt as an empty tuple without parentheses:

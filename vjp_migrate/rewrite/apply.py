@@ -12,7 +12,14 @@ from vjp_migrate.imports import dotted
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
 from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
 from vjp_migrate.rewrite.annotations import new_annotation
-from vjp_migrate.rewrite.comments import comment_lines, corrected, is_docstring, saved_nothing, spoken
+from vjp_migrate.rewrite.comments import (
+    comment_lines,
+    corrected,
+    is_docstring,
+    kept_del_comments,
+    saved_nothing,
+    spoken,
+)
 from vjp_migrate.rewrite.lists import (
     Break,
     Whitespace,
@@ -58,6 +65,39 @@ class Apply(cst.CSTTransformer):
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
         self.lines = Lines(self.index, module, plans[0].line_length if plans else None)
+        self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
+
+    def _comment_heirs(self) -> dict[int, list[cst.EmptyLine]]:
+        """The comments at the end of `del` lines that go, when not about the deleted names, by
+        the statement line that takes them above it (comments.kept_del_comments)."""
+        gone: dict[int, list[str]] = {}
+        blocks: list[cst.IndentedBlock] = []
+        for plan in self.plans:
+            bwd = plan.site.bwd.node if plan.site.bwd is not None else None
+            if not plan.dels or bwd is None or not self.index.covers(bwd):
+                continue
+            for node, _ in plan.dels:
+                line = self.index.statement_line(node)
+                if line is not None and all(self._del_goes(small) for small in line.body):
+                    gone[id(line)] = [name for small in line.body for name in self.dels[id(small)]]
+            blocks.extend(
+                b for b in self.index.descendants(bwd, {cst.IndentedBlock}) if isinstance(b, cst.IndentedBlock)
+            )
+        return kept_del_comments(blocks, gone) if gone else {}
+
+    def _del_goes(self, small: cst.BaseSmallStatement) -> bool:
+        """Whether leave_Del removes this statement whole."""
+        names = self.dels.get(id(small)) if isinstance(small, cst.Del) else None
+        if names is None:
+            return False
+        assert isinstance(small, cst.Del)
+        target = small.target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and e.value.value in names
+                for e in target.elements
+            )
+        return isinstance(target, cst.Name) and target.value in names
 
     def _wraps(self, original: cst.BaseExpression | None) -> bool:
         """Whether ``original`` is a literal of the module whose items fill its lines and wrap
@@ -338,6 +378,9 @@ class Apply(cst.CSTTransformer):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel:
+        heirs = self.comment_heirs.get(id(original_node))
+        if heirs:  # the comment of a `del` line that went, above the line that follows it
+            updated_node = updated_node.with_changes(leading_lines=[*heirs, *updated_node.leading_lines])
         if len(updated_node.body) < len(original_node.body) and updated_node.body:  # a `del` went
             last = updated_node.body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
             updated_node = updated_node.with_changes(body=[*updated_node.body[:-1], last])
