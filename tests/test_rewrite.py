@@ -305,6 +305,53 @@ f.defvjp(f_fwd, f_bwd)
     assert "def f_bwd(mode, _, g):\n    del mode\n    scale = 1.0\n    return (None, None, g * scale)\n" in out
 
 
+_STE = """\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, lo, hi):
+    return jnp.clip(x, lo, hi)
+
+def f_fwd(x, lo, hi):
+    return f(x, lo, hi), None
+
+def f_bwd(lo, hi, _, g):
+    DELS
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("dels", "body"),
+    [
+        pytest.param(
+            "del lo, hi  # straight-through estimator",
+            "    # straight-through estimator\n    return (g, None, None)\n",
+            id="about the function: stays",
+        ),
+        pytest.param(
+            "del lo  # straight-through\n    del hi  # hi is unused",
+            "    # straight-through\n    return (g, None, None)\n",
+            id="two dels, one comment about the code",
+        ),
+        pytest.param(
+            "# the bounds\n    del lo, hi  # pass the gradient through",
+            "    # pass the gradient through\n    return (g, None, None)\n",
+            id="the comment line above goes with the del, its own stays",
+        ),
+        pytest.param("del lo, hi  # unused", "    return (g, None, None)\n", id="unused: goes"),
+        pytest.param("del lo, hi  # lo and hi bound the forward pass", "    return (g, None, None)\n", id="names them"),
+        pytest.param("del lo, hi  # static, not differentiated", "    return (g, None, None)\n", id="static"),
+        pytest.param("del lo, hi  # pylint: disable=unused-variable", "    return (g, None, None)\n", id="pylint"),
+    ],
+)
+def test_a_del_that_goes_leaves_a_comment_about_the_code_above_the_next_line(dels: str, body: str) -> None:
+    # The comment at the end of a `del` that goes describes the names (it goes with them) or the
+    # code around it (`# straight-through estimator`: it stays, above the statement after it).
+    out = fix(HEAD + _STE.replace("DELS", dels))
+    assert "def f_bwd(_, g):\n" + body in out, out
+
+
 @pytest.mark.parametrize("names", ["lo, hi", "(lo, hi)", "[lo, hi]"])
 def test_a_del_of_only_moved_names_goes_whole(names: str) -> None:
     # A bare `del lo, hi` left with no name was rebuilt as an empty tuple without parentheses:
@@ -1015,12 +1062,23 @@ def test_a_comment_saying_fwd_saves_nothing_says_what_it_saves(
             "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
             id="one moved",
         ),
+        pytest.param(
+            SAVES_NOTHING.format(above="", residual="[]", trailing="  # nothing to save"),
+            "return x, (lo, hi)  # save lo and hi as residuals\n\ndef clip_bwd(res, g):\n    lo, hi = res\n",
+            id="empty list",
+        ),
+        pytest.param(
+            HEAD + RULES_BELOW.replace("f(x, w), None", "f(x, w), []"),
+            "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
+            id="empty list, one moved",
+        ),
     ],
 )
 def test_an_empty_residual_is_replaced_like_none(code: str, expected: str) -> None:
-    # `return out, ()` saves nothing, as `None` does: the moved arguments take its place, not
-    # `(lo, hi, ())` with bwd unpacking `lo, hi, _ = res`.
-    assert "()" in code
+    # `return out, ()` or `out, []` saves nothing, as `None` does (JAX hands bwd that same empty
+    # value): the moved arguments take its place, not `(lo, hi, ())` with bwd unpacking
+    # `lo, hi, _ = res`.
+    assert "()" in code or "[]" in code
     out = fix(code)
     assert expected in out, out
 
@@ -1305,6 +1363,7 @@ DELIBERATELY_CHANGED = {
     ("seed_clip_gradient", "# no residual values to save"),
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     ("empty_tuple_residual", "# nothing to save: the map is linear"),
+    ("empty_list_residual", "# no residuals: the filter is linear"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
     # ... and with its own trailing comment (here also stale: the residual is no longer None)

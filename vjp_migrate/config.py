@@ -8,10 +8,12 @@ one line fit for users.
 
 from __future__ import annotations
 
+import configparser
 import os
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +25,15 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
+# Where a formatter or linter keeps its line length, in the order one folder's files are read:
+# ruff's own files, then pyproject.toml's [tool.ruff] and [tool.black], then flake8's.
+_TOML_LENGTHS = (
+    ("ruff.toml", ()),
+    (".ruff.toml", ()),
+    ("pyproject.toml", ("tool", "ruff")),
+    ("pyproject.toml", ("tool", "black")),
+)
+_INI_LENGTHS = (".flake8", "setup.cfg", "tox.ini")
 KEYS = frozenset({"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args"})
 
 
@@ -161,7 +172,7 @@ def groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
     With ``force_exclude``, a named path its group's exclude patterns (or the built-in skips)
     match is left out, as the walk of a folder leaves it out.
     """
-    found = _groups(paths, cli)
+    found = [part for group in _groups(paths, cli) for part in _by_line_length(group, cli)]
     if not cli.force_exclude:
         return found
     from vjp_migrate.discover import force_excluded
@@ -171,6 +182,19 @@ def groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
         return str(path) == "-" or not force_excluded(path, group.exclude, root)
 
     return [replace(g, paths=[p for p in g.paths if kept(p, g)]) for g in found]
+
+
+def _by_line_length(group: Group, cli: CliOptions) -> list[Group]:
+    """The group's paths by the line length of their project (one group, as a rule)."""
+    if cli.isolated or not group.paths:
+        return [group]
+    by_length: dict[int | None, list[Path]] = {}
+    for path in group.paths:
+        by_length.setdefault(line_length(Path.cwd() if str(path) == "-" else path), []).append(path)
+    return [
+        replace(group, settings=replace(group.settings, line_length=length), paths=paths)
+        for length, paths in by_length.items()
+    ]
 
 
 def _groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
@@ -189,6 +213,53 @@ def _groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
             found[config_path] = Group(settings, exclude, [], config_path)
         found[config_path].paths.append(path)
     return list(found.values()) or [Group(*merge(FileConfig(), cli), [])]
+
+
+def line_length(start: Path) -> int | None:
+    """The line length the project's formatter or linter keeps to, for a file at ``start``: the
+    nearest folder at or above it whose ruff.toml, pyproject.toml ([tool.ruff] or [tool.black]
+    line-length) or flake8 configuration (max-line-length in .flake8, setup.cfg or tox.ini) sets
+    one; None when none does. A file that cannot be read or parsed is passed over."""
+    folder = Path(os.path.abspath(start))
+    if not folder.is_dir():
+        folder = folder.parent
+    return _line_length_at(folder)
+
+
+@lru_cache(maxsize=256)
+def _line_length_at(folder: Path) -> int | None:
+    found = _own_line_length(folder)
+    if found is not None or folder.parent == folder:
+        return found
+    return _line_length_at(folder.parent)
+
+
+def _own_line_length(folder: Path) -> int | None:
+    for name, table in _TOML_LENGTHS:
+        try:
+            with open(folder / name, "rb") as handle:
+                data: Any = tomllib.load(handle)
+        except (OSError, tomllib.TOMLDecodeError):
+            continue
+        for key in table:
+            data = data.get(key) if isinstance(data, dict) else None
+        length = data.get("line-length") if isinstance(data, dict) else None
+        if isinstance(length, int) and not isinstance(length, bool) and length > 0:
+            return length
+    for name in _INI_LENGTHS:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            if not parser.read(folder / name, encoding="utf-8"):
+                continue
+        except (configparser.Error, UnicodeDecodeError):
+            continue
+        for section in ("flake8", "pycodestyle"):
+            value = parser.get(section, "max-line-length", fallback=None) or parser.get(
+                section, "max_line_length", fallback=None
+            )
+            if value is not None and value.strip().isdigit() and int(value) > 0:
+                return int(value)
+    return None
 
 
 def settings_for(path: Path, cli: CliOptions = CliOptions()) -> Settings:

@@ -227,6 +227,7 @@ class RewritePlan:
     # the new annotation, a FunctionDef the new return annotation (None: removed; a TupleType:
     # its old annotation updated).
     retyped: tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...] = ()
+    line_length: int | None = None  # Settings.line_length, for rewrite.wrap
 
 
 @dataclass(frozen=True)
@@ -249,6 +250,9 @@ class Settings:
     # (a dotted suffix of the module path is enough; the argument by name or position).
     static_args: frozenset[str] = frozenset()
     array_args: frozenset[str] = frozenset()
+    # The project's line length (config.line_length), which a line the rewrite makes longer
+    # keeps to; None: not configured (rewrite.wrap: 88, or the file's longest line).
+    line_length: int | None = None
 
 
 @dataclass(frozen=True)

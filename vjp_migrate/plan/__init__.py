@@ -7,6 +7,8 @@ rules agree), ``cotangents``, ``annotations``, ``residuals`` and ``jit`` (each p
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import libcst as cst
 
 from vjp_migrate.imports import ImportTable
@@ -168,4 +170,6 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
         plan = probe if moved == candidates else plan_site(site, moved)
     if isinstance(plan, str):
         return SiteDecision(site, infos, moved, None, plan, None)
+    if plan is not None and settings.line_length != plan.line_length:
+        plan = replace(plan, line_length=settings.line_length)
     return SiteDecision(site, infos, moved, plan, None, None)

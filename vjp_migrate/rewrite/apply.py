@@ -12,7 +12,14 @@ from vjp_migrate.imports import dotted
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
 from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
 from vjp_migrate.rewrite.annotations import new_annotation
-from vjp_migrate.rewrite.comments import comment_lines, corrected, is_docstring, saved_nothing, spoken
+from vjp_migrate.rewrite.comments import (
+    comment_lines,
+    corrected,
+    is_docstring,
+    kept_del_comments,
+    saved_nothing,
+    spoken,
+)
 from vjp_migrate.rewrite.lists import (
     Break,
     Whitespace,
@@ -29,6 +36,7 @@ from vjp_migrate.rewrite.lists import (
     without,
 )
 from vjp_migrate.rewrite.unused_imports import NameUses
+from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript
 
 
 class Apply(cst.CSTTransformer):
@@ -56,6 +64,40 @@ class Apply(cst.CSTTransformer):
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
+        self.lines = Lines(self.index, module, plans[0].line_length if plans else None)
+        self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
+
+    def _comment_heirs(self) -> dict[int, list[cst.EmptyLine]]:
+        """The comments at the end of `del` lines that go, when not about the deleted names, by
+        the statement line that takes them above it (comments.kept_del_comments)."""
+        gone: dict[int, list[str]] = {}
+        blocks: list[cst.IndentedBlock] = []
+        for plan in self.plans:
+            bwd = plan.site.bwd.node if plan.site.bwd is not None else None
+            if not plan.dels or bwd is None or not self.index.covers(bwd):
+                continue
+            for node, _ in plan.dels:
+                line = self.index.statement_line(node)
+                if line is not None and all(self._del_goes(small) for small in line.body):
+                    gone[id(line)] = [name for small in line.body for name in self.dels[id(small)]]
+            blocks.extend(
+                b for b in self.index.descendants(bwd, {cst.IndentedBlock}) if isinstance(b, cst.IndentedBlock)
+            )
+        return kept_del_comments(blocks, gone) if gone else {}
+
+    def _del_goes(self, small: cst.BaseSmallStatement) -> bool:
+        """Whether leave_Del removes this statement whole."""
+        names = self.dels.get(id(small)) if isinstance(small, cst.Del) else None
+        if names is None:
+            return False
+        assert isinstance(small, cst.Del)
+        target = small.target
+        if isinstance(target, (cst.Tuple, cst.List)):
+            return all(
+                isinstance(e, cst.Element) and isinstance(e.value, cst.Name) and e.value.value in names
+                for e in target.elements
+            )
+        return isinstance(target, cst.Name) and target.value in names
 
     def _wraps(self, original: cst.BaseExpression | None) -> bool:
         """Whether ``original`` is a literal of the module whose items fill its lines and wrap
@@ -147,16 +189,26 @@ class Apply(cst.CSTTransformer):
     def leave_Return(self, original_node: cst.Return, updated_node: cst.Return) -> cst.Return:
         plan = self.fwd_returns.get(id(original_node))
         if plan is not None and plan.layout not in (Layout.UNCHANGED, Layout.VARIABLE):
-            return updated_node.with_changes(value=self._fwd_value(plan, updated_node.value, original_node.value))
+            value = self._fwd_value(plan, updated_node.value, original_node.value)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.temp_returns.get(id(original_node))
         if plan is not None:
             assert updated_node.value is not None
             self.temp_values[id(original_node)] = (plan.temp_name, updated_node.value)
-            return updated_node.with_changes(value=self._bwd_value(plan, cst.Name(plan.temp_name), None))
+            value = self._bwd_value(plan, cst.Name(plan.temp_name), None)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.bwd_returns.get(id(original_node))
         if plan is not None:
-            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
+            value = self._bwd_value(plan, updated_node.value, original_node.value)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         return updated_node
+
+    def _fitted(self, original: cst.BaseExpression | None, new: cst.BaseExpression) -> cst.BaseExpression:
+        """``new`` split at the literal ending it when it makes the line of ``original`` longer
+        than the project's limit (rewrite.wrap)."""
+        indent = self.lines.overflow([(original, new)])
+        split = None if indent is None else split_end(new, indent, self.lines.unit())
+        return new if split is None else split
 
     def _store_first(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -275,12 +327,14 @@ class Apply(cst.CSTTransformer):
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
         plan = self.cotangent_literals.get(id(original_node))
         if plan is not None:  # `grads = (a, b)` that bwd returns: `grads = (a, None, b)`
-            return updated_node.with_changes(value=self._bwd_value(plan, updated_node.value, original_node.value))
+            value = self._bwd_value(plan, updated_node.value, original_node.value)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.fwd_assigns.get(id(original_node))
         if plan is not None:
             assert isinstance(updated_node.value, (cst.Tuple, cst.List))
             wraps = self._wraps(original_node.value)
-            return updated_node.with_changes(value=prepend(updated_node.value, plan.saved_fwd_names, wraps))
+            value = prepend(updated_node.value, plan.saved_fwd_names, wraps)
+            return updated_node.with_changes(value=self._fitted(original_node.value, value))
         plan = self.unpacks.get(id(original_node))
         if plan is None:
             return updated_node
@@ -295,6 +349,9 @@ class Apply(cst.CSTTransformer):
         else:
             assert isinstance(target, (cst.Tuple, cst.List))
             new_target = prepend(target, plan.saved_bwd_names, self._wraps(original_node.targets[0].target))
+        fitted = self._fitted(original_node.targets[0].target, new_target)
+        if isinstance(fitted, (cst.Tuple, cst.List)):
+            new_target = fitted
         return updated_node.with_changes(targets=[updated_node.targets[0].with_changes(target=new_target)])
 
     # --- bwd's `del`s and unpack targets, lambdas ----------------------------------------------
@@ -321,6 +378,9 @@ class Apply(cst.CSTTransformer):
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.BaseStatement | cst.FlattenSentinel[cst.BaseStatement] | cst.RemovalSentinel:
+        heirs = self.comment_heirs.get(id(original_node))
+        if heirs:  # the comment of a `del` line that went, above the line that follows it
+            updated_node = updated_node.with_changes(leading_lines=[*heirs, *updated_node.leading_lines])
         if len(updated_node.body) < len(original_node.body) and updated_node.body:  # a `del` went
             last = updated_node.body[-1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)
             updated_node = updated_node.with_changes(body=[*updated_node.body[:-1], last])
@@ -395,9 +455,19 @@ class Apply(cst.CSTTransformer):
         if id(original_node) not in self.retyped:
             return updated_node
         self._forget_names(updated_node.annotation)
-        return updated_node.with_changes(
-            annotation=new_annotation(updated_node.annotation, self.retyped[id(original_node)])
-        )
+        annotation = new_annotation(updated_node.annotation, self.retyped[id(original_node)])
+        return updated_node.with_changes(annotation=self._fitted_annotation(original_node, annotation))
+
+    def _fitted_annotation(self, original_node: cst.Param, new: cst.Annotation | None) -> cst.Annotation | None:
+        """The new annotation of a parameter on a line of its own (a def already split), its
+        brackets split when it makes that line longer than the project's limit (rewrite.wrap);
+        a parameter on the def line is left to _fitted_header."""
+        old = original_node.annotation
+        if old is None or new is None or not self.lines.alone(original_node):
+            return new
+        indent = self.lines.overflow([(old.annotation, new.annotation)])
+        split = None if indent is None else split_subscript(new.annotation, indent, self.lines.unit(), self.lines.limit)
+        return new if split is None else new.with_changes(annotation=split)
 
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""
@@ -412,11 +482,28 @@ class Apply(cst.CSTTransformer):
             returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])
             updated_node = updated_node.with_changes(returns=returns)
         plan = self.bwds.get(id(original_node))
-        if plan is None:
+        if plan is not None:
+            params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
+            updated_node = updated_node.with_changes(params=params, whitespace_before_params=lead)
+        if plan is None and id(original_node) not in self.retyped:
             return updated_node
-        params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
-        node = updated_node.with_changes(params=params, whitespace_before_params=lead)
-        return self._with_unpack(plan, node)
+        updated_node = self._fitted_header(original_node, updated_node)
+        return updated_node if plan is None else self._with_unpack(plan, updated_node)
+
+    def _fitted_header(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        """A def line the change made longer than the project's limit: its parameters split
+        (black splits a def at its first bracket; rewrite.wrap)."""
+        changes: list[tuple[cst.CSTNode | None, cst.CSTNode | None]] = [(original_node.params, updated_node.params)]
+        if original_node.returns is not None:  # an annotation's code needs its parent's `->`
+            returns = updated_node.returns
+            changes.append((original_node.returns.annotation, returns.annotation if returns else None))
+        indent = self.lines.overflow(changes)
+        lines = self.lines
+        split = None if indent is None else split_params(updated_node.params, indent, lines.unit(), lines.limit)
+        if split is None:
+            return updated_node
+        params, lead = split
+        return updated_node.with_changes(params=params, whitespace_before_params=lead)
 
     def _with_unpack(self, plan: RewritePlan, node: cst.FunctionDef) -> cst.FunctionDef:
         if plan.layout is Layout.GENERAL or (plan.layout is Layout.NONE and len(plan.saved_bwd_names) > 1):

@@ -4,12 +4,18 @@ the comment lines a removed node carried."""
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import libcst as cst
 
 from vjp_migrate import walk
 
+# Words by which the comment at the end of a `del` line is about the deletion, not about the code
+# around it: the names are unused, not needed, static, saved (or not)...
+_ABOUT_A_DEL = re.compile(
+    r"(?i)\b(?:unused|used|needed|unneeded|ignored?|static|nondiff\w*|non-diff\w*|saved?|residuals?"
+    r"|silence\w*|lint\w*|pylint|pyright|mypy|noqa|type:\s*ignore|del(?:ete|eted)?)\b"
+)
 # The first clause of a comment saying fwd saves nothing ("no residual values to save", "nothing
 # to save: ..."), which the migration makes false.
 _NOTHING_SAVED = re.compile(
@@ -23,13 +29,13 @@ def comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
 
 
 def saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
-    """``return out, None`` or ``return out, ()``."""
+    """``return out, None``, ``return out, ()`` or ``return out, []``."""
     value = small.value if isinstance(small, cst.Return) else None
     if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
         return False
     residual = value.elements[1].value
     return (isinstance(residual, cst.Name) and residual.value == "None") or (
-        isinstance(residual, cst.Tuple) and not residual.elements
+        isinstance(residual, (cst.Tuple, cst.List)) and not residual.elements
     )
 
 
@@ -46,6 +52,37 @@ def corrected(comment: str, said: str) -> str | None:
     clause = found["clause"].rstrip()
     said = said[0].upper() + said[1:] if clause[0].isupper() else said
     return found["lead"] + said + comment[found.start("clause") + len(clause) :]
+
+
+def describes_del(comment: str, names: Sequence[str]) -> bool:
+    """Whether the comment at the end of `del <names>` is about them (names one, or says they
+    are unused, static, not needed...), so it goes with the `del`; any other comment describes
+    the code around it (`# straight-through estimator`) and stays."""
+    text = comment.lstrip("#")
+    return _ABOUT_A_DEL.search(text) is not None or any(re.search(rf"\b{re.escape(n)}\b", text) for n in names)
+
+
+def kept_del_comments(
+    blocks: Sequence[cst.IndentedBlock], gone: Mapping[int, Sequence[str]]
+) -> dict[int, list[cst.EmptyLine]]:
+    """The comment lines that the statement line following a `del` line that goes takes above
+    it: that line's own comment when it is not about the deleted names (describes_del), by the
+    id of the statement line taking it (a line of `del`s of its own, ``gone``: id -> names).
+    When no simple statement line follows in the block, nothing takes it."""
+    heirs: dict[int, list[cst.EmptyLine]] = {}
+    for block in blocks:
+        pending: list[cst.EmptyLine] = []
+        for stmt in block.body:
+            names = gone.get(id(stmt))
+            if names is not None:
+                comment = stmt.trailing_whitespace.comment if isinstance(stmt, cst.SimpleStatementLine) else None
+                if comment is not None and not describes_del(comment.value, names):
+                    pending.append(cst.EmptyLine(comment=comment))
+                continue
+            if pending and isinstance(stmt, cst.SimpleStatementLine):
+                heirs[id(stmt)] = pending
+            pending = []
+    return heirs
 
 
 def is_docstring(stmt: cst.BaseStatement) -> bool:

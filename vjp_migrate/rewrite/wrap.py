@@ -1,0 +1,210 @@
+"""Rewrite, step 5: a line the rewrite made too long, wrapped as the file wraps its code.
+
+A line the change makes longer than the project's limit (``RewritePlan.line_length``; without
+one, 88 as black and ruff, unless the file has longer lines: its author keeps to no 88 then, and
+only a line longer than all of them counts), when it was not already, has the bracket the change
+grew split the way black and ruff split it: the items under a hanging indent, then the closing
+bracket on a line of its own at the line's indent. A tuple or list gets one item per line and a
+trailing comma; a def's parameters stay on one line of their own when they fit there (else one
+per line too). The hanging indent is the one the file already uses under an opening bracket
+(its own indent when none is found). Nothing else is re-wrapped.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Sequence
+from functools import cached_property
+
+import libcst as cst
+
+from vjp_migrate import walk
+
+Literal = cst.Tuple | cst.List
+_OPENS_AT_END = re.compile(r"[([{]\s*$")
+_INDENT = re.compile(r"[ \t]*")
+DEFAULT_LIMIT = 88
+
+
+def _break(indent: str) -> cst.ParenthesizedWhitespace:
+    """A line break, then ``indent`` (the whole indent of the next line)."""
+    return cst.ParenthesizedWhitespace(
+        first_line=cst.TrailingWhitespace(), empty_lines=[], indent=False, last_line=cst.SimpleWhitespace(indent)
+    )
+
+
+class Lines:
+    """The module's lines, read to tell whether a change made one too long."""
+
+    def __init__(self, index: walk.Index, module: cst.Module, configured: int | None) -> None:
+        self.index = index
+        self.module = module
+        self.configured = configured
+        self._lines: list[str] | None = None
+        self._unit: str | None = None
+
+    @cached_property
+    def limit(self) -> int:
+        """The length a new line may reach: the configured one, else 88 or the file's longest line."""
+        if self.configured is not None:
+            return self.configured
+        return max(DEFAULT_LIMIT, *map(len, self.lines()))
+
+    def lines(self) -> list[str]:
+        if self._lines is None:
+            self._lines = (self.index.text(self.module) or "").splitlines()
+        return self._lines
+
+    def overflow(self, changes: Sequence[tuple[cst.CSTNode | None, cst.CSTNode | None]]) -> str | None:
+        """The indent of the line holding the ``(original, new)`` nodes when the new ones make
+        it longer than the limit and it was not; None otherwise (also when a node spans lines,
+        or the nodes are on different lines)."""
+        line = None
+        growth = 0
+        for old, new in changes:
+            old_code = "" if old is None else self.index.text(old)
+            new_code = "" if new is None else self.module.code_for_node(new)
+            if old_code is None or _spans_lines(old_code) or _spans_lines(new_code):
+                return None
+            if old is not None:
+                at = self.index.span(old)[0]
+                if line not in (None, at):
+                    return None
+                line = at
+            growth += len(new_code) - len(old_code)
+        if line is None:
+            return None
+        text = self.lines()[line - 1]
+        kept_to = DEFAULT_LIMIT if self.configured is None else self.configured  # what the old line had to
+        if len(text) > kept_to or len(text) + growth <= self.limit:
+            return None
+        found = _INDENT.match(text)
+        return found.group() if found else ""
+
+    def alone(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` starts its line (after the indent)."""
+        code = self.index.text(node)
+        if code is None:
+            return False
+        line = self.lines()[self.index.span(node)[0] - 1]
+        return line.lstrip().startswith(code.strip().split("\n")[0])
+
+    def unit(self) -> str:
+        """The indent the file puts under a line ending with an opening bracket (the most common
+        one), else its own indent."""
+        if self._unit is None:
+            lines = self.lines()
+            steps: Counter[str] = Counter()
+            for line, after in itertools.pairwise(lines):
+                if not _OPENS_AT_END.search(line) or not after.strip():
+                    continue
+                indent = _indent(line)
+                deeper = _indent(after)
+                if deeper.startswith(indent) and len(deeper) > len(indent):
+                    steps[deeper[len(indent) :]] += 1
+            self._unit = steps.most_common(1)[0][0] if steps else self.module.default_indent
+        return self._unit
+
+
+def _indent(line: str) -> str:
+    found = _INDENT.match(line)
+    return found.group() if found else ""
+
+
+def _spans_lines(code: str) -> bool:
+    return "\n" in code or "\r" in code
+
+
+def split_end(node: cst.BaseExpression, indent: str, unit: str) -> cst.BaseExpression | None:
+    """``node`` with the literal that ends it one item per line (black's split at the last
+    opening bracket): a parenthesized tuple or a list itself, the last item of a bare tuple when
+    that is one (`out, (a, b)`), else the bare tuple, which gets parentheses; None for other
+    expressions."""
+    if isinstance(node, cst.List) or (isinstance(node, cst.Tuple) and node.lpar):
+        return one_per_line(node, indent, unit) if node.elements else None
+    if not isinstance(node, cst.Tuple) or not node.elements:
+        return None
+    last = node.elements[-1]
+    if isinstance(last, cst.Element) and not isinstance(last.comma, cst.Comma):
+        inner = last.value
+        if isinstance(inner, cst.List) or (isinstance(inner, cst.Tuple) and inner.lpar):
+            split = split_end(inner, indent, unit)
+            if split is not None:
+                return node.with_changes(elements=[*node.elements[:-1], last.with_changes(value=split)])
+    return one_per_line(node, indent, unit)
+
+
+def one_per_line(literal: Literal, indent: str, unit: str) -> Literal:
+    """A tuple or list written one item per line under ``indent + unit``, with a trailing
+    comma, its closing bracket at ``indent`` (a bare tuple gets its parentheses)."""
+    inner = _break(indent + unit)
+    elements = [
+        e.with_changes(comma=cst.Comma(whitespace_before=_before(e.comma), whitespace_after=inner))
+        for e in literal.elements[:-1]
+    ]
+    last = literal.elements[-1]
+    elements.append(last.with_changes(comma=cst.Comma(whitespace_before=_before(last.comma))))
+    close = _break(indent)
+    if isinstance(literal, cst.List):
+        return literal.with_changes(
+            elements=elements,
+            lbracket=literal.lbracket.with_changes(whitespace_after=inner),
+            rbracket=literal.rbracket.with_changes(whitespace_before=close),
+        )
+    lpar = literal.lpar or [cst.LeftParen()]
+    rpar = literal.rpar or [cst.RightParen()]
+    return literal.with_changes(
+        elements=elements,
+        lpar=[lpar[0].with_changes(whitespace_after=inner), *lpar[1:]],
+        rpar=[*rpar[:-1], rpar[-1].with_changes(whitespace_before=close)],
+    )
+
+
+def _before(comma: cst.Comma | cst.MaybeSentinel) -> cst.BaseParenthesizableWhitespace:
+    return comma.whitespace_before if isinstance(comma, cst.Comma) else cst.SimpleWhitespace("")
+
+
+def split_subscript(node: cst.BaseExpression, indent: str, unit: str, fits: int) -> cst.BaseExpression | None:
+    """A subscript (`tuple[a, b]`) with its items on a line of their own under ``indent + unit``
+    when they fit in ``fits`` characters there, else one per line with a trailing comma; None for
+    anything else."""
+    if not isinstance(node, cst.Subscript) or not node.slice:
+        return None
+    inner, close = _break(indent + unit), _break(indent)
+    items = [item.with_changes(comma=cst.MaybeSentinel.DEFAULT) for item in node.slice]
+    one_line = ", ".join(cst.Module([]).code_for_node(item.slice) for item in items)
+    if len(indent + unit + one_line) <= fits:
+        spaced = [item.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for item in items[:-1]]
+        return node.with_changes(
+            slice=[*spaced, items[-1]],
+            lbracket=node.lbracket.with_changes(whitespace_after=inner),
+            rbracket=node.rbracket.with_changes(whitespace_before=close),
+        )
+    broken = [item.with_changes(comma=cst.Comma(whitespace_after=inner)) for item in items[:-1]]
+    broken.append(items[-1].with_changes(comma=cst.Comma(whitespace_after=close)))
+    return node.with_changes(slice=broken, lbracket=node.lbracket.with_changes(whitespace_after=inner))
+
+
+def split_params(
+    params: cst.Parameters, indent: str, unit: str, fits: int
+) -> tuple[cst.Parameters, cst.BaseParenthesizableWhitespace] | None:
+    """A def's parameters on a line of their own under ``indent + unit`` when they fit in
+    ``fits`` characters there, else one per line with a trailing comma; and the whitespace after
+    the opening parenthesis. None for parameters other than plain positional ones (`*`, `/`)."""
+    plain = params.params
+    if not plain or params.posonly_params or params.kwonly_params or params.star_kwarg is not None:
+        return None
+    if not isinstance(params.star_arg, cst.MaybeSentinel) or not isinstance(params.posonly_ind, cst.MaybeSentinel):
+        return None
+    inner, close = _break(indent + unit), _break(indent)
+    flat = [p.with_changes(whitespace_after_param=cst.SimpleWhitespace("")) for p in plain]
+    one_line = ", ".join(cst.Module([]).code_for_node(p.with_changes(comma=cst.MaybeSentinel.DEFAULT)) for p in flat)
+    if len(indent + unit + one_line) <= fits:
+        spaced = [p.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))) for p in flat[:-1]]
+        last = flat[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT, whitespace_after_param=close)
+        return params.with_changes(params=[*spaced, last]), inner
+    broken = [p.with_changes(comma=cst.Comma(whitespace_after=inner)) for p in flat[:-1]]
+    broken.append(flat[-1].with_changes(comma=cst.Comma(whitespace_after=close)))
+    return params.with_changes(params=broken), inner
