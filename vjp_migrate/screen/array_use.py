@@ -5,7 +5,6 @@ passed at call sites)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
 
 from vjp_migrate.screen.names import (
     annotation_nodes,
@@ -16,7 +15,13 @@ from vjp_migrate.screen.names import (
 )
 from vjp_migrate.screen.sites import Site, known_as
 from vjp_migrate.screen.tree import Func, Module, dotted, grown_list, own_nodes, walk_nodes
-from vjp_migrate.vocabulary import ARRAY_ANNOTATION_NAMES, ARRAY_ANNOTATIONS, ARRAY_ATTRIBUTES, HOST_ARRAY_ANNOTATIONS
+from vjp_migrate.vocabulary import (
+    ARRAY_ANNOTATION_NAMES,
+    ARRAY_ANNOTATIONS,
+    ARRAY_ATTRIBUTES,
+    HOST_ARRAY_ANNOTATIONS,
+    HOST_CALLBACKS,
+)
 
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
 # Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
@@ -65,9 +70,7 @@ class ArrayUse:
         return self.memo[key]
 
     def body(self, func: Func, name: str, depth: int) -> bool:
-        if id(func) not in self.m.bodies:
-            self.m.bodies[id(func)] = own_nodes(self.m, func) + walk_nodes(self.m.nested[id(func)])
-        nodes = self.m.bodies[id(func)]
+        nodes = self._nodes(func)
         names = {name}
         grown = True
         while grown:  # `y = x` makes y stand for x (classify adds such names as it goes), and so
@@ -112,6 +115,19 @@ class ArrayUse:
                     return True
         return False
 
+    def _draws(self, call: ast.Call) -> bool:
+        return any(q.startswith("jax.random.") for q in qualified(self.m, call.func))
+
+    def _helper_draws(self, call: ast.Call) -> bool:
+        """``call`` calls a def of the module that calls a `jax.random` function."""
+        helpers = self.m.defs.get(call.func.id, []) if isinstance(call.func, ast.Name) else []
+        return any(isinstance(n, ast.Call) and self._draws(n) for h in helpers for n in self._nodes(h))
+
+    def _nodes(self, func: Func) -> list[ast.AST]:
+        if id(func) not in self.m.bodies:
+            self.m.bodies[id(func)] = own_nodes(self.m, func) + walk_nodes(self.m.nested[id(func)])
+        return self.m.bodies[id(func)]
+
     def _holds(self, expr: ast.expr, names: set[str]) -> bool:
         """A tuple or list literal with the name (or one holding it) among its elements."""
         return isinstance(expr, (ast.Tuple, ast.List)) and any(
@@ -137,8 +153,12 @@ class ArrayUse:
         return False
 
     def _call(self, call: ast.Call, names: set[str], depth: int) -> bool:
-        if self._passes_a_field(call, names) and any(q.startswith("jax.random.") for q in qualified(self.m, call.func)):
-            return True  # `jax.random.uniform(p.key, ...)`: the argument holds PRNG keys (classify)
+        if self._passes_a_field(call, names) and (self._draws(call) or self._helper_draws(call)):
+            return True  # `jax.random.uniform(p.key, ...)`, `noise(x.shape, p.key)`: p holds PRNG keys
+        if any(q in HOST_CALLBACKS for q in qualified(self.m, call.func)) and any(
+            self._rooted(v, names) for v in [*call.args[1:], *(k.value for k in call.keywords)]
+        ):
+            return True  # an operand of `jax.pure_callback(host, shapes, x, ...)`: converted to an array
         passed: list[tuple[int | None, str | None]] = []  # (position, keyword) of each use
         position: int | None = 0
         for arg in call.args:
@@ -178,12 +198,33 @@ class ArrayUse:
 
 
 def call_site_may_pass_array(m: Module, site: Site) -> bool:
+    """A call of the primal passes what a JAX array function makes: in place (`f(jnp.ones(3), x)`)
+    or through a local of the calling def bound to it, or a loop's target over it (classify's
+    `_array_local`; any binding counts here)."""
     names = known_as(m, site)
     for call in m.calls:
         name = dotted(call.func)
         if name is None or name.rsplit(".", 1)[-1] not in names:
             continue
-        values: Iterable[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
-        if any(isinstance(v, ast.Call) and may_be_array_function(m, v.func) for v in values):
+        values: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+        if any(_makes_array(m, v) for v in values):
+            return True
+        given = {v.id for v in values if isinstance(v, ast.Name)}
+        caller = m.caller.get(id(call))
+        if given and caller is not None and given & _array_locals(m, caller):
             return True
     return False
+
+
+def _makes_array(m: Module, expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and may_be_array_function(m, expr.func)
+
+
+def _array_locals(m: Module, func: Func) -> set[str]:
+    found: set[str] = set()
+    for node in own_nodes(m, func):
+        if isinstance(node, ast.Assign) and _makes_array(m, node.value):
+            found.update(n.id for t in node.targets for n in ast.walk(t) if isinstance(n, ast.Name))
+        elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _makes_array(m, node.iter):
+            found.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
+    return found
