@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate.classify.expressions import all_params, value_names
+from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
     Enclosing,
     enclosing_defs,
@@ -90,6 +91,10 @@ class Context:
     static_classes: dict[str, str] = field(default_factory=dict, compare=False)
     # For each def nested in a function, by id: the defs the functions around it bind by name.
     enclosing: dict[int, Enclosing] = field(default_factory=dict, compare=False)
+    # Module-level names bound once to a function cached through a call (`f = cache(g)`), each with
+    # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
+    cached: dict[str, str] = field(default_factory=dict, compare=False)
+    dicts: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
@@ -104,6 +109,8 @@ class Context:
             enums=module_enums(module, imports),
             static_classes=module_static_classes(module, imports),
             enclosing=enclosing_defs(module),
+            cached=module_cached(module, imports),
+            dicts=module_dicts(module, imports),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:

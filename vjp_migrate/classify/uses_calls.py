@@ -181,6 +181,9 @@ class CallUses(Helpers):
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
                 return
+        if qname is None and (hashed := self._hashing(call, position, keyword)) is not None:
+            self._add(ArgKind.STATIC, hashed, call, via=via)
+            return
         if qname is None:
             self._follow(call, func_text, position, keyword, via)
             return

@@ -19,6 +19,7 @@ from vjp_migrate.classify.expressions import (
     strip_views,
     value_names,
 )
+from vjp_migrate.classify.hashing import hashing_call
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
 from vjp_migrate.imports import ImportTable
@@ -144,6 +145,20 @@ class UseState(cst.CSTVisitor):
                     break
                 if f"{star}[{index}]" in self.names and isinstance(element.value, cst.Name):
                     self.names.add(element.value.value)
+
+    def _module_level(self, name: str) -> bool:
+        """Whether ``name`` in the function walked is the module's: no local or enclosing def binds it."""
+        enclosing = self.ctx.enclosing.get(id(self.func), {}) if self.func is not None else {}
+        return name not in self.bindings and name not in enclosing
+
+    def _module_dicts(self) -> frozenset[str]:
+        return frozenset(name for name in self.ctx.dicts if self._module_level(name))
+
+    def _hashing(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
+        """What ``call`` does with the value at ``position``, if it hashes it (a cached function's
+        call, a module dict's key: hashing.py)."""
+        cached = {name: how for name, how in self.ctx.cached.items() if self._module_level(name)}
+        return hashing_call(call, position, keyword, cached, self._module_dicts())
 
     def _value_once(self, name: str) -> cst.BaseExpression | None:
         """The one value a local bound once is bound to (``xs = (x, a)``); None otherwise."""
