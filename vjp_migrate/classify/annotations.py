@@ -98,7 +98,7 @@ def _static_class(param: cst.Param, ctx: Context) -> str | None:
     with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
     if param.annotation is None:
         return None
-    names = [a.value if isinstance(a, cst.Name) else None for a in _alternatives(param.annotation.annotation)]
+    names = [a.value if isinstance(a, cst.Name) else None for a in alternatives(param.annotation.annotation)]
     classes = [name for name in names if name in ctx.static_classes]
     return classes[0] if classes and all(name in ctx.static_classes or name == "None" for name in names) else None
 
@@ -107,15 +107,15 @@ def annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
     return any(_static_class(p, ctx) is not None for p in all_params(func.params) if p.name.value == name)
 
 
-def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+def alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A
     and B), reading into a string annotation (`Optional["A"]`, `"A | None"`)."""
     if (written := _string_annotation(annotation)) is not None:
-        yield from _alternatives(written)
+        yield from alternatives(written)
         return
     if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        yield from _alternatives(annotation.left)
-        yield from _alternatives(annotation.right)
+        yield from alternatives(annotation.left)
+        yield from alternatives(annotation.right)
         return
     kind = (dotted(annotation.value) or "").rsplit(".", 1)[-1] if isinstance(annotation, cst.Subscript) else ""
     if isinstance(annotation, cst.Subscript) and kind in ("Optional", "Union"):
@@ -124,17 +124,11 @@ def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression
             yield annotation  # not a union this reads
             return
         for item in items:
-            yield from _alternatives(item)
+            yield from alternatives(item)
         if kind == "Optional":
             yield cst.Name("None")
         return
     yield annotation
-
-
-def unquoted(annotation: cst.BaseExpression) -> cst.BaseExpression:
-    """The annotation itself, or the one a string annotation holds (`"dict[str, float]"`) if it parses."""
-    written = _string_annotation(annotation)
-    return annotation if written is None else written
 
 
 def _string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression | None:
