@@ -139,3 +139,50 @@ def test_a_loop_over_a_mapping_or_a_sequence_may_take_traced_items() -> None:
     )
     info = classified(_SITE + caller)
     assert any("traced value" in e.text for e in info.evidence), info.evidence
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        pytest.param("for w in (a, 2.0):", id="a literal tuple"),
+        pytest.param("ws = (a, 2.0)\n    for w in ws:", id="a local tuple"),
+        pytest.param("ws = [2.0]\n    ws += [a]\n    for w in ws:", id="a local list grown by +="),
+        pytest.param("ws = []\n    ws.append(a)\n    for w in ws:", id="a local list grown by append"),
+    ],
+)
+def test_a_loop_in_the_rule_over_values_holding_the_argument_takes_it(loop: str) -> None:
+    # The screen does not keep these yet: strict xfails in test_prefilter.
+    code = _SCALE_SITE.replace("return x * a\n", f"out = x\n    {loop}\n        out = out + w * x\n    return out\n", 1)
+    info = _unscreened(code.replace("(g * a,)", "(g,)"))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+    assert info.evidence[0].text == "used in arithmetic in the primal `f`", info.evidence
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        pytest.param("for w in (*a, 2.0):", id="starred: its items"),
+        pytest.param("ws = [a]\n    ws.pop()\n    for w in ws:", id="a local list changed otherwise"),
+        pytest.param("ws = [2.0]\n    for w in ws:", id="grown after the loop"),
+    ],
+)
+def test_a_loop_over_values_that_may_not_hold_the_argument_does_not_take_it(loop: str) -> None:
+    body = f"out = x\n    {loop}\n        out = out + w * x\n    ws.append(a)\n    return out\n"
+    code = _SCALE_SITE.replace("return x * a\n", body, 1)
+    info = classified(code.replace("(g * a,)", "(g,)"))
+    assert info.kind is ArgKind.UNKNOWN, info.evidence
+
+
+def test_an_argument_looped_over_with_another_is_traced_in_nondiff_argnums() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def mix(x: jax.Array, w1: jax.Array) -> jax.Array:
+        out = x
+        ws = [2.0]
+        ws.append(w1)
+        for w in ws:
+            out = out + w * x
+        return out
+
+    mix.defvjp(lambda x, w1: (mix(x, w1), None), lambda w1, _, g: (g,))
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda x, w1: mix(x, w1).sum()))(jnp.ones(3), 0.5)

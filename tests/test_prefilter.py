@@ -350,6 +350,47 @@ def test_screen_keeps_a_traced_value_a_local_list_is_grown_with(grow: str) -> No
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+_RULE_LOOP = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, a):
+    out = x
+    {loop}
+        out = out + w * x
+    return out
+
+def f_fwd(x, a):
+    return f(x, a), None
+
+def f_bwd(a, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True, reason="classify21 follows a rule's loop over values holding the argument; the screen does not"
+)
+@pytest.mark.parametrize(
+    "loop",
+    [
+        pytest.param("for w in (a, 2.0):", id="a literal tuple"),
+        pytest.param("ws = (a, 2.0)\n    for w in ws:", id="a local tuple"),
+        pytest.param("ws = []\n    ws.append(a)\n    for w in ws:", id="a local list grown by append"),
+    ],
+)
+def test_screen_keeps_arithmetic_on_a_loop_target_taking_the_argument(loop: str) -> None:
+    # classify (classify21): a loop in a rule over a literal holding the argument, or over a local
+    # list or tuple built with it before the loop (classify/grown.py), makes the target the
+    # argument on one iteration: its arithmetic is the argument's.
+    text = _RULE_LOOP.format(loop=loop)
+    assert _findings(text, "loop.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -1,6 +1,6 @@
 """Classify, step 8b: the values a local of a calling def is bound to, for a traced value passed
 through it: one plain assignment (`s = w * 2.0`), or a loop over a sequence, a literal or a local
-list or tuple built before the loop (call_grown.py; not over a mapping's keys: Python values)."""
+list or tuple built before the loop (grown.py; not over a mapping's keys: Python values)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.classify.annotations import alternatives
-from vjp_migrate.classify.call_grown import grown_items
 from vjp_migrate.classify.context import Context, function_locals, own_body
 from vjp_migrate.classify.expressions import all_params
+from vjp_migrate.classify.grown import grown_items
 from vjp_migrate.imports import dotted
 from vjp_migrate.vocabulary import MAPPING_ANNOTATION_NAMES
 

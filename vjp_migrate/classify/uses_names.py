@@ -19,6 +19,7 @@ from vjp_migrate.classify.expressions import (
     strip_views,
     value_names,
 )
+from vjp_migrate.classify.grown import grown_items
 from vjp_migrate.classify.hashing import hashing_call
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
@@ -132,6 +133,22 @@ class UseState(cst.CSTVisitor):
                     self.names.add(target.target.value)
         elif isinstance(node.value, cst.Name):
             self._unpacked(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        """A loop over a literal holding the argument (`for w in (w1, w2)`), or over a local list
+        or tuple built with it before the loop (`ws = [w1]`, `ws.append(w2)`): the target is the
+        argument on one iteration."""
+        if isinstance(node.target, cst.Name) and any(
+            named_in(item, self.names) is not None for item in self._loop_items(node.iter, node)
+        ):
+            self.names.add(node.target.value)
+
+    def _loop_items(self, sequence: cst.BaseExpression, loop: cst.For) -> tuple[cst.BaseExpression, ...]:
+        if isinstance(sequence, (cst.Tuple, cst.List)):
+            return tuple(e.value for e in sequence.elements if not isinstance(e, cst.StarredElement))
+        if isinstance(sequence, cst.Name) and sequence.value not in self.names and self.func is not None:
+            return grown_items(sequence.value, self.func, self.ctx, loop) or ()
+        return ()
 
     def _unpacked(self, node: cst.Assign) -> None:
         """``w, b = args``: the target at an item's index of the ``*args`` unpacked is that item."""

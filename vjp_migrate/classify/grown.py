@@ -1,7 +1,8 @@
-"""Classify, step 8a: ``grown_items``, the items of a local list or tuple a calling def builds and
-grows before it loops over it (`ws = [w1]`, `ws += [w2]`, `ws.append(w3)`, then `for w in ws`):
-each is a value the loop target takes. A local changed any other way (`ws.pop()`, `ws[0] = v`, a
-second assignment) has items this does not know."""
+"""Classify, step 5b: ``grown_items``, the items of a local list or tuple a def builds and grows
+before it loops over it (`ws = [w1]`, `ws += [w2]`, `ws.append(w3)`, then `for w in ws`): each is
+a value the loop target takes, in a rule (uses_names.py) or in a jitted caller (call_locals.py).
+A local changed any other way (`ws.pop()`, `ws[0] = v`, a second assignment) has items this does
+not know."""
 
 from __future__ import annotations
 
