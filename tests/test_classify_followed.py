@@ -8,6 +8,7 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
 from test_classify import _SCALE_SITE, _unscreened, classified
 from test_classify_real_gaps import _factory
@@ -186,3 +187,50 @@ def test_an_argument_looped_over_with_another_is_traced_in_nondiff_argnums() -> 
     mix.defvjp(lambda x, w1: (mix(x, w1), None), lambda w1, _, g: (g,))
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.jit(jax.grad(lambda x, w1: mix(x, w1).sum()))(jnp.ones(3), 0.5)
+
+
+_NESTED_BWD = (
+    "def f_bwd(a, _, g):\n    def grad_one(y):\n        {unpack}\n"
+    "        return jnp.transpose(g @ y, tuple(np.argsort(y_ca)))\n    return (grad_one(g),)"
+)
+
+
+@pytest.mark.parametrize(
+    "unpack",
+    [
+        pytest.param("(x_ca, y_ca), (x_ba, y_ba) = a", id="unpacked"),
+        pytest.param("y_ca = a[0][1]", id="indexed"),
+    ],
+)
+def test_a_value_a_nested_def_takes_from_the_argument_is_derived(unpack: str) -> None:
+    # probe21 (AQT's dot_general bwd): `fwd_dims` unpacked inside a def nested in bwd, then
+    # `onp.argsort(y_ca)`: the locals of a nested def were no derived values.
+    code = "import numpy as np\n" + _SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1)
+    code = code.replace("def f_bwd(a, _, g):\n    return (g * a,)", _NESTED_BWD.format(unpack=unpack))
+    info = classified(code)
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert "(`y_ca` from `a`, line 13)" in info.evidence[0].text, info.evidence
+
+
+def test_a_nested_def_rebinding_a_derived_name_hides_it() -> None:
+    code = "import numpy as np\n" + _SCALE_SITE.replace("return x * a\n", "return x * 2.0\n", 1)
+    bwd = (
+        "def f_bwd(a, _, g):\n    y_ca = a * 2.0\n    def grad_one(y):\n        y_ca = (1, 0)\n"
+        "        return jnp.transpose(g @ y, tuple(np.argsort(y_ca)))\n    return (grad_one(g) * y_ca,)"
+    )
+    info = classified(code.replace("def f_bwd(a, _, g):\n    return (g * a,)", bwd))
+    assert info.kind is not ArgKind.STATIC, info.evidence
+
+
+def test_host_numpy_in_a_nested_def_cannot_take_a_tracer() -> None:
+    def bwd(dims: tuple[tuple[int, int], tuple[int, int]], g: jax.Array) -> jax.Array:
+        def grad_one(y: jax.Array) -> jax.Array:
+            (_, y_ca), _ = dims
+            return jnp.transpose(y, tuple(np.argsort(y_ca)))
+
+        return grad_one(g)
+
+    g = jnp.ones((2, 3))
+    assert bwd(((0, (1, 0)), (0, 0)), g).shape == (3, 2)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="traced array"):  # whichever conversion NumPy tries first
+        jax.jit(bwd)(((0, jnp.array([1, 0])), (0, 0)), g)

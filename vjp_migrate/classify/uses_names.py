@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.context import Context, Via
+from vjp_migrate.classify.context import Context, Via, function_locals
 from vjp_migrate.classify.expressions import (
     code_text,
     is_rooted,
@@ -39,6 +39,7 @@ class UseState(cst.CSTVisitor):
         self.where = where
         self.depth = depth
         self.derived = derived or {}
+        self.closures: list[dict[str, Derivation]] = []  # the derived values around each nested def walked
         self.func: cst.FunctionDef | None = None  # the def whose body is walked, for the defs around it
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
@@ -121,7 +122,18 @@ class UseState(cst.CSTVisitor):
 
     # Nested functions that rebind the name as a parameter shadow it.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return not (shadowing(node.params) & roots_of(self.names))
+        self.closures.append(self.derived)
+        if shadowing(node.params) & roots_of(self.names):
+            return False
+        # A def nested in the one walked reads the argument from around it: what its own locals
+        # take from it (`(_, y_ca), _ = dims`) are derived values while it is walked.
+        own = function_locals(node, self.ctx)
+        found = own.derived(self.names | set(self.derived))
+        self.derived = {**{k: v for k, v in self.derived.items() if k not in own.bindings}, **found}
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.derived = self.closures.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return not (shadowing(node.params) & roots_of(self.names))
