@@ -606,6 +606,11 @@ REGISTRAR_CLASS_PARAMETERS = {
 FLAX_DATACLASSES = frozenset({"flax.struct.dataclass"})
 FLAX_PYTREE_NODES = frozenset({"flax.struct.PyTreeNode"})
 FLAX_FIELDS = frozenset({"flax.struct.field"})
+# Equinox modules: every field is a leaf unless it is `eqx.field(static=True)` (or the older
+# `eqx.static_field()`), which eqx keeps as aux data: jit passes it on as it is.
+EQUINOX_MODULES = frozenset({"equinox.Module"})
+EQUINOX_FIELDS = frozenset({"equinox.field"})
+EQUINOX_STATIC_FIELDS = frozenset({"equinox.static_field"})
 
 
 def is_jax_primitive(qname: str) -> bool:

@@ -10,6 +10,7 @@ import libcst as cst
 
 from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence
 from vjp_migrate.classify.call_traced import rebound, traced_parameter
+from vjp_migrate.classify.class_fields import static_field_passed
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import is_int_tuple, is_string_like
 from vjp_migrate.classify.uses import Uses
@@ -45,6 +46,8 @@ def call_site_evidence(
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
+    if (field := static_field_passed(value, callers, ctx.methods, lambda_params)) is not None:
+        return Evidence(ArgKind.STATIC, f"{field} is passed {at}", line), CALL_SITE
     if (traced := traced_parameter(value, ctx, callers, wrapped or {}, lambda_params)) is not None:
         param, jitted, through = traced
         how = f", through `{through}`" if through else ""

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from vjp_migrate.classify.class_fields import ClassFields, method_classes
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
@@ -95,11 +96,15 @@ class Context:
     # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
     cached: dict[str, str] = field(default_factory=dict, compare=False)
     dicts: frozenset[str] = frozenset()
+    # For each method of a module class with static fields (or registered with no leaves), by id:
+    # what its class declares, for the `self.<field>` a call site passes.
+    methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
         """The context of one module: its helpers, primitives and enums read from it."""
         primitives = module_primitives(module, imports)
+        static_classes = module_static_classes(module, imports)
         return cls(
             imports,
             module_helpers(module),
@@ -107,10 +112,11 @@ class Context:
             primitives=primitives,
             variants=module_variants(module),
             enums=module_enums(module, imports),
-            static_classes=module_static_classes(module, imports),
+            static_classes=static_classes,
             enclosing=enclosing_defs(module),
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
+            methods=method_classes(module, imports, static_classes),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
