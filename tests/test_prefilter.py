@@ -350,6 +350,24 @@ def test_screen_keeps_a_traced_value_a_local_list_is_grown_with(grow: str) -> No
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+@pytest.mark.xfail(strict=True, reason="classify21 reads an array a caller makes in a local; the screen does not")
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("k1, k2 = jax.random.split(key)\n    return f(k1, x)", id="split"),
+        pytest.param("k = jnp.ones(3)\n    return f(k, x)", id="jnp.ones"),
+        pytest.param("for k in jax.random.split(key, 3):\n        x = f(k, x)\n    return x", id="a loop over keys"),
+    ],
+)
+def test_screen_keeps_an_array_a_caller_makes_in_a_local(body: str) -> None:
+    # classify (classify21): a local of the calling def bound once to what a JAX array function
+    # makes (not host NumPy's, nor metadata: `jnp.shape(x)`), or a loop over it, passed at the
+    # call, is an array passed at a call site, like `f(jnp.ones(3), x)` in place.
+    text = _KERNEL_SITE + f"import jax.numpy as jnp\ndef quantize(x, key):\n    {body}\n"
+    assert _findings(text, "local.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 _RULE_LOOP = """\
 from functools import partial
 import jax
