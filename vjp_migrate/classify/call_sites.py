@@ -92,8 +92,8 @@ def _array_local(
     if not isinstance(value, cst.Name) or value.value in lambda_params or not callers:
         return None
     made = local_values(value.value, callers[-1], ctx)
-    call = made[0] if len(made) == 1 else None
-    qname = ctx.imports.qualify(call.func) if isinstance(call, cst.Call) else None
+    call = made[0] if len(made) == 1 and isinstance(made[0], cst.Call) else None
+    qname = ctx.imports.qualify(call.func) if call is not None else None
     if qname is None or not qname.startswith(JAX_ARRAY_MODULES) or is_metadata_function(qname):
         return None
     return call
