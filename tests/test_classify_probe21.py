@@ -7,8 +7,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import pytest
-from test_classify import HEADER, _unscreened, classified
+from test_classify import HEADER, _unscreened, classified, classify
 
 from vjp_migrate.model import ArgKind
 
@@ -192,3 +193,38 @@ def test_a_split_key_passed_in_nondiff_argnums_breaks_under_jit() -> None:
     assert jax.grad(lambda x: quantize(x, key).sum())(x).tolist() == [1.0, 1.0, 1.0]
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.jit(jax.grad(lambda x, key: quantize(x, key).sum()))(x, key)
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        pytest.param("np.array(a.recharge)", id="np.array"),
+        pytest.param("np.asarray(a.forcing.recharge)", id="np.asarray, two attributes deep"),
+        pytest.param("np.float32(a.scale)", id="np.float32"),
+    ],
+)
+def test_an_attribute_of_the_argument_converted_by_host_numpy_is_static(use: str) -> None:
+    # probe21 G1 (dGW groundwater q01): `np.array(forcings.recharge)` in the primal and bwd.
+    kind, reasons, _ = classify(f"return x * jnp.asarray({use}).sum()", extra="import numpy as np\n")
+    assert kind is ArgKind.STATIC, reasons
+    assert "converted to a concrete NumPy value by `np." in reasons[0], reasons
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        pytest.param("np.sum(a.recharge)", id="a NumPy reduction: dispatches to the Tracer's own method"),
+        pytest.param("np.array(a.shape)", id="metadata"),
+        pytest.param("jnp.array(a.recharge)", id="jnp"),
+    ],
+)
+def test_no_host_conversion_of_an_attribute_is_no_static_proof(use: str) -> None:
+    kind, reasons, _ = classify(f"return x * jnp.asarray({use}).sum()", extra="import numpy as np\n")
+    assert kind is not ArgKind.STATIC, reasons
+
+
+def test_host_numpy_cannot_convert_a_traced_attribute() -> None:
+    forcings = {"recharge": jnp.ones(3)}
+    assert np.array(forcings["recharge"]).sum() == 3.0
+    with pytest.raises(jax.errors.TracerArrayConversionError):
+        jax.jit(lambda f: np.array(f["recharge"]))(forcings)

@@ -76,7 +76,7 @@ class CallUses(Helpers):
             elif not arg.star and (via := self._via(arg.value)) is not None:
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
             elif not arg.star and (attribute := self._attribute_read(arg.value)) is not None:
-                self._key_attribute(node, positional if keyword is None else -1, keyword, attribute)
+                self._attribute_passed(node, positional if keyword is None else -1, keyword, attribute)
             if arg.keyword is None:
                 positional += 1
 
@@ -93,14 +93,20 @@ class CallUses(Helpers):
             return None
         return "." + ".".join(reversed(attributes))
 
-    def _key_attribute(self, call: cst.Call, position: int, keyword: str | None, attribute: str) -> None:
-        """A PRNG key read from the argument (``jax.random.uniform(p.batch_key, ...)``): the argument
-        holds key arrays, which are made and split as the program runs. Whether it is a pytree JAX
-        takes as a regular argument (a plain object is not) is not seen: never a safe fix."""
+    def _attribute_passed(self, call: cst.Call, position: int, keyword: str | None, attribute: str) -> None:
+        """An attribute of the argument converted by host NumPy (``np.array(forcings.recharge)``): a
+        Tracer cannot become a NumPy value, so that part, and the argument, is concrete. A PRNG key
+        read from it (``jax.random.uniform(p.batch_key, ...)``): the argument holds key arrays, made
+        and split as the program runs; whether it is a pytree JAX takes as a regular argument (a
+        plain object is not) is not seen: never a safe fix."""
         qname = self.ctx.imports.qualify(call.func)
+        func_text = dotted(call.func) or code_text(call.func)
+        if qname in HOST_CONVERSIONS:
+            text = f"has its attribute `{attribute}` converted to a concrete NumPy value by `{func_text}`"
+            self._add(ArgKind.STATIC, text, call)
+            return
         if qname is None or not takes_random_key(qname, position, keyword):
             return
-        func_text = dotted(call.func) or code_text(call.func)
         text = f"has its attribute `{attribute}` passed as the PRNG key to `{func_text}`"
         self._add(ArgKind.ARRAY, text, call, weight=WEAK)
 
