@@ -368,6 +368,24 @@ def test_screen_keeps_an_array_a_caller_makes_in_a_local(body: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+@pytest.mark.xfail(
+    strict=True, reason="classify21 reads an operand of a host callback as array data; the screen does not"
+)
+@pytest.mark.parametrize(
+    "use",
+    [
+        pytest.param("jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, s)", id="pure_callback"),
+        pytest.param("jax.debug.callback(host, s) or x", id="debug.callback"),
+    ],
+)
+def test_screen_keeps_an_operand_of_a_host_callback(use: str) -> None:
+    # classify (classify21): an operand of `jax.pure_callback`, `io_callback`, `jax.debug.callback`
+    # (past the host function and the result's shapes) is array data: JAX converts it to an array.
+    text = _KERNEL_SITE.replace("return kernel(x, s)", f"return {use}").replace("import kernel", "import host")
+    assert _findings(text, "callback.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 _RULE_LOOP = """\
 from functools import partial
 import jax

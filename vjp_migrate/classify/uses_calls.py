@@ -20,6 +20,7 @@ from vjp_migrate.vocabulary import (
     CONTAINER_METHODS,
     DATA,
     FFI_CALLS,
+    HOST_CALLBACK_OPERANDS,
     HOST_CONVERSIONS,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
@@ -181,6 +182,11 @@ class CallUses(Helpers):
                 self._add(ArgKind.STATIC, text, call, via=via)
             elif position >= 0:
                 self._add(ArgKind.ARRAY, f"passed as an operand to `{func_text}`", call, via=via)
+            return
+        if qname in HOST_CALLBACK_OPERANDS and keyword is None and position >= HOST_CALLBACK_OPERANDS[qname]:
+            self._add(
+                ArgKind.ARRAY, f"passed as an operand to `{func_text}`, which takes it as array data", call, via=via
+            )
             return
         if qname is None and isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
