@@ -269,3 +269,45 @@ def test_a_traced_operand_of_pure_callback_runs_under_jit() -> None:
         return jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, jnp.float32), x, factor)
 
     assert jax.jit(scaled)(jnp.ones(2), jnp.float32(3.0)).tolist() == [3.0, 3.0]
+
+
+_KEYED_SITE = HEADER + (
+    "{helper}"
+    "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef noisy(x, context):\n    return x + {use}\n"
+    "def noisy_fwd(x, context):\n    return noisy(x, context), None\n"
+    "def noisy_bwd(context, _, g):\n    return (g,)\nnoisy.defvjp(noisy_fwd, noisy_bwd)\n"
+)
+_NOISE = "def noise_fn(shape, key):\n    return jax.random.uniform(key, shape) - 0.5\n"
+
+
+@pytest.mark.parametrize(
+    "use",
+    [
+        pytest.param("noise_fn(x.shape, context.key)", id="by position"),
+        pytest.param("noise_fn(key=context.key, shape=x.shape)", id="by keyword"),
+    ],
+)
+def test_an_attribute_a_helper_uses_as_a_prng_key_is_array_data_with_no_safe_fix(use: str) -> None:
+    # probe21 G8 (AQT's `Context.key`, s08b): as `jax.random.uniform(context.key, ...)` in place.
+    info = _unscreened(_KEYED_SITE.format(helper=_NOISE, use=use))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, False), info.evidence
+    text = info.evidence[0].text
+    assert text.startswith("has its attribute `.key` passed to `noise_fn`, which gives it to `jax.random.uniform`"), (
+        text
+    )
+
+
+@pytest.mark.parametrize(
+    "helper",
+    [
+        pytest.param("def noise_fn(shape, key):\n    return jnp.zeros(shape)\n", id="no key use"),
+        pytest.param(
+            "def noise_fn(shape, key):\n    return (lambda key: jax.random.uniform(key, shape))(KEY)\n",
+            id="a lambda's own key",
+        ),
+        pytest.param("def noise_fn(key, shape):\n    return jax.random.uniform(key, shape)\n", id="another place"),
+    ],
+)
+def test_an_attribute_no_helper_uses_as_a_key_is_no_evidence(helper: str) -> None:
+    info = _unscreened(_KEYED_SITE.format(helper=helper, use="noise_fn(x.shape, context.key)"))
+    assert info.kind is ArgKind.UNKNOWN, info.evidence

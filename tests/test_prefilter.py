@@ -386,6 +386,22 @@ def test_screen_keeps_an_operand_of_a_host_callback(use: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+@pytest.mark.xfail(strict=True, reason="classify21 follows an attribute into a helper's PRNG key; the screen does not")
+def test_screen_keeps_an_attribute_a_helper_uses_as_a_prng_key() -> None:
+    # classify (classify21): an attribute of the argument passed to a module helper that gives
+    # that parameter to a `jax.random` function as its key (`noise_fn(x.shape, context.key)`) is
+    # weak array data, as `jax.random.uniform(context.key, ...)` in place is.
+    text = (
+        "from functools import partial\nimport jax\n"
+        "def noise_fn(shape, key):\n    return jax.random.uniform(key, shape)\n"
+        "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, context):\n    return x + noise_fn(x.shape, context.key)\n"
+        "def f_fwd(x, context):\n    return f(x, context), None\n"
+        "def f_bwd(context, _, g):\n    return (g,)\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    assert _findings(text, "key.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 _RULE_LOOP = """\
 from functools import partial
 import jax

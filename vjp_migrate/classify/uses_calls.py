@@ -8,6 +8,7 @@ import libcst as cst
 
 from vjp_migrate.classify.context import Via
 from vjp_migrate.classify.expressions import code_text, named_in, place_of
+from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
 from vjp_migrate.classify.weights import DOUBT, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
@@ -105,6 +106,13 @@ class CallUses(Helpers):
         if qname in HOST_CONVERSIONS:
             text = f"has its attribute `{attribute}` converted to a concrete NumPy value by `{func_text}`"
             self._add(ArgKind.STATIC, text, call)
+            return
+        helper = self._one_def(call.func.value) if qname is None and isinstance(call.func, cst.Name) else None
+        if helper is not None and (keyed := key_parameter(helper, position, keyword, self.ctx.imports)) is not None:
+            text = (
+                f"has its attribute `{attribute}` passed to `{func_text}`, which gives it to `{keyed}` as the PRNG key"
+            )
+            self._add(ArgKind.ARRAY, text, call, weight=WEAK)
             return
         if qname is None or not takes_random_key(qname, position, keyword):
             return
