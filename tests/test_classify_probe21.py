@@ -311,3 +311,49 @@ def test_an_attribute_a_helper_uses_as_a_prng_key_is_array_data_with_no_safe_fix
 def test_an_attribute_no_helper_uses_as_a_key_is_no_evidence(helper: str) -> None:
     info = _unscreened(_KEYED_SITE.format(helper=helper, use="noise_fn(x.shape, context.key)"))
     assert info.kind is ArgKind.UNKNOWN, info.evidence
+
+
+_INTEGRATE = HEADER + (
+    "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef integrate(sdf, depths, weights):\n"
+    "    return (depths * weights).sum()\n"
+    "def integrate_fwd(sdf, depths, weights):\n    return integrate(sdf, depths, weights), (depths, weights)\n"
+    "def integrate_bwd(sdf, res, g):\n    depths, weights = res\n    return g * weights, g * depths\n"
+    "integrate.defvjp(integrate_fwd, integrate_bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("def render(sdf, pts, depths):\n    return integrate(sdf, depths, sdf(pts))\n", id="called"),
+        pytest.param(
+            "def render(sdf, pts, depths):\n    weights = jax.vmap(lambda p: sdf(p))(pts)\n"
+            "    return integrate(sdf, depths, weights)\n",
+            id="called in a vmapped lambda",
+        ),
+    ],
+)
+def test_a_parameter_the_caller_calls_and_passes_on_is_static(caller: str) -> None:
+    # probe21 G6 (SDF volume rendering q19): the rules never use `sdf`; the caller calls it.
+    info = classified(_INTEGRATE + caller)
+    assert info.kind is ArgKind.STATIC, info.evidence
+    text = info.evidence[0].text
+    assert text == "called as a function in the caller `render`, and passed on at a call site (`sdf`)", text
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def render(sdf, pts, depths):\n    return integrate(sdf, depths, jax.vmap(lambda sdf: sdf(pts))(depths))\n",
+            id="a lambda's own",
+        ),
+        pytest.param(
+            "def render(sdf, pts, depths):\n    sdf = make(sdf)\n    return integrate(sdf, depths, sdf(pts))\n",
+            id="rebound",
+        ),
+    ],
+)
+def test_a_call_of_another_value_in_the_caller_proves_nothing(caller: str) -> None:
+    info = classified(_INTEGRATE + caller)
+    assert info.kind is ArgKind.UNKNOWN, info.evidence

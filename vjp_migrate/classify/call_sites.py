@@ -15,7 +15,7 @@ from vjp_migrate.classify.class_fields import static_field_passed
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import code_text, is_int_tuple, is_string_like
 from vjp_migrate.classify.uses import Uses
-from vjp_migrate.classify.weights import CALL_SITE, CONTROL, LEAFLESS, STRONG
+from vjp_migrate.classify.weights import CALL_SITE, CALLED, CONTROL, LEAFLESS, STRONG
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES, is_metadata_function
@@ -101,11 +101,12 @@ def _array_local(
 
 def _tested(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:
     """A parameter whose value decides the caller's control flow (`if block_size % 8: raise`, also
-    in a helper it calls: `_validate(x, block_size)`), passed on as it came: concrete wherever the
-    caller runs, whoever calls it."""
+    in a helper it calls: `_validate(x, block_size)`), or that the caller calls (`sdf(pts)`), passed
+    on as it came: concrete (or a function) wherever the caller runs, whoever calls it."""
     where = f"the caller `{caller.name.value}`"
     for evidence, weight in Uses.of(caller, param, ctx, where).evidence:
-        if evidence.kind is ArgKind.STATIC and weight == STRONG and CONTROL in evidence.text:
+        told = CONTROL in evidence.text or evidence.text.startswith(CALLED)
+        if evidence.kind is ArgKind.STATIC and weight == STRONG and told:
             return replace(evidence, text=f"{evidence.text}, and passed on {at}"), CALL_SITE
     return None
 

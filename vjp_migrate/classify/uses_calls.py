@@ -10,7 +10,7 @@ from vjp_migrate.classify.context import Via
 from vjp_migrate.classify.expressions import code_text, named_in, place_of
 from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
-from vjp_migrate.classify.weights import DOUBT, NEEDED, OBJECT, WEAK
+from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import (
@@ -46,9 +46,9 @@ class CallUses(Helpers):
 
     def visit_Call(self, node: cst.Call) -> None:
         if named_in(node.func, self.names) is not None:
-            self._add(ArgKind.STATIC, "called as a function", node)
+            self._add(ArgKind.STATIC, CALLED, node)
         elif isinstance(node.func, cst.Name) and node.func.value in self.derived:
-            self._add(ArgKind.STATIC, "called as a function", node, via=self._via(node.func))
+            self._add(ArgKind.STATIC, CALLED, node, via=self._via(node.func))
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         self._kernel_of(node, method)
         if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
