@@ -357,3 +357,38 @@ def test_a_parameter_the_caller_calls_and_passes_on_is_static(caller: str) -> No
 def test_a_call_of_another_value_in_the_caller_proves_nothing(caller: str) -> None:
     info = classified(_INTEGRATE + caller)
     assert info.kind is ArgKind.UNKNOWN, info.evidence
+
+
+_ENUM = "import enum\nclass Mode(enum.Enum):\n    FAST = 'fast'\n    EXACT = 'exact'\n"
+
+
+@pytest.mark.parametrize("annotation", ["Mode", "Optional[Mode]", "Mode | None", "'Mode'"])
+def test_a_parameter_annotated_with_an_enum_of_the_module_is_static(annotation: str) -> None:
+    # probe21 G7 (q20): `mode: QuantizationMode`, only `mode.range` read: it was VJP002.
+    extra = "from typing import Optional\n" + _ENUM
+    kind, reasons, _ = classify("return x * a.scale", signature=f"a: {annotation}, x", extra=extra)
+    assert kind is ArgKind.STATIC, reasons
+    assert reasons[0].endswith("`Mode` is an enum of the module, whose members are no JAX values"), reasons
+
+
+@pytest.mark.parametrize(
+    ("extra", "annotation"),
+    [
+        pytest.param(_ENUM.replace("enum.Enum", "enum.IntEnum"), "Mode", id="IntEnum: ints"),
+        pytest.param(_ENUM, "Mode | jax.Array", id="or an array"),
+        pytest.param(_ENUM + "Mode = make()\n", "Mode", id="bound twice"),
+    ],
+)
+def test_no_enum_annotation_alone_proves_nothing(extra: str, annotation: str) -> None:
+    kind, reasons, _ = classify("return x * a.scale", signature=f"a: {annotation}, x", extra=extra)
+    assert kind is not ArgKind.STATIC, reasons
+
+
+def test_an_enum_member_cannot_be_a_traced_argument() -> None:
+    import enum
+
+    class Mode(enum.Enum):
+        FAST = "fast"
+
+    with pytest.raises(TypeError):
+        jax.jit(lambda m: 1.0)(Mode.FAST)

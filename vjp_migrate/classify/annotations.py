@@ -3,7 +3,7 @@ Python numbers, leafless config classes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 import libcst as cst
 
@@ -56,6 +56,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         text = cst.Module([]).code_for_node(annotation) if annotation else ""
         note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+    elif (enum := _annotated_with(param, ctx.enums)) is not None:
+        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else enum
+        note = f"`{enum}` is an enum of the module, whose members are no JAX values"
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
         text = cst.Module([]).code_for_node(annotation)
@@ -96,11 +100,17 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
 def _static_class(param: cst.Param, ctx: Context) -> str | None:
     """The class of the module registered as a pytree with no leaves that ``param`` is annotated
     with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
+    return _annotated_with(param, ctx.static_classes)
+
+
+def _annotated_with(param: cst.Param, classes: Container[str]) -> str | None:
+    """The one of ``classes`` that ``param`` is annotated with, alone or with None (`Mode`,
+    `Optional[Mode]`, `Mode | None`), if it is."""
     if param.annotation is None:
         return None
     names = [a.value if isinstance(a, cst.Name) else None for a in alternatives(param.annotation.annotation)]
-    classes = [name for name in names if name in ctx.static_classes]
-    return classes[0] if classes and all(name in ctx.static_classes or name == "None" for name in names) else None
+    found = [name for name in names if name in classes]
+    return found[0] if found and all(name in classes or name == "None" for name in names) else None
 
 
 def annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
