@@ -392,3 +392,46 @@ def test_an_enum_member_cannot_be_a_traced_argument() -> None:
 
     with pytest.raises(TypeError):
         jax.jit(lambda m: 1.0)(Mode.FAST)
+
+
+_METHOD_SITE = HEADER + (
+    "{decorators}class Layer{bases}:\n"
+    "    def __init__(self, scale):\n        self.scale = scale\n"
+    "    @partial(jax.custom_vjp, nondiff_argnums=(0,))\n    def apply(self, x):\n        return self.f(x) * x\n"
+    "    def _fwd(self, x):\n        return self.apply(x), x\n"
+    "    def _bwd(self, x, g):\n        return (g * self.f(x),)\n"
+    "    apply.defvjp(_fwd, _bwd)\n"
+)
+
+
+@pytest.mark.parametrize("bases", ["", "()", "(object)"])
+def test_self_of_a_method_site_of_a_plain_class_is_static(bases: str) -> None:
+    # probe21 G5 (Firedrake operator q12): `self` of a class no pytree was a VJP002, and
+    # `--unsafe-fixes` moved it ("not a valid JAX type" then).
+    info = classified(_METHOD_SITE.format(decorators="", bases=bases))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert info.evidence[0].text.startswith("the instance of `Layer`, a class the module neither registers"), (
+        info.evidence
+    )
+
+
+@pytest.mark.parametrize(
+    ("decorators", "bases", "extra"),
+    [
+        pytest.param("@jax.tree_util.register_pytree_node_class\n", "", "", id="registered by a decorator"),
+        pytest.param("", "", "jax.tree_util.register_pytree_node(Layer, flatten, unflatten)\n", id="by a call"),
+        pytest.param("", "(eqx.Module)", "", id="a base"),
+        pytest.param("", "", "Layer = wrap(Layer)\n", id="bound twice"),
+    ],
+)
+def test_self_of_a_class_that_may_be_a_pytree_is_not_static(decorators: str, bases: str, extra: str) -> None:
+    info = classified(_METHOD_SITE.format(decorators=decorators, bases=bases) + extra)
+    assert not any(e.text.startswith("the instance of") for e in info.evidence), info.evidence
+
+
+def test_a_plain_object_is_no_jax_value() -> None:
+    class Layer:
+        scale = 2.0
+
+    with pytest.raises(TypeError, match="as an abstract array"):
+        jax.jit(lambda layer, x: x * layer.scale)(Layer(), jnp.ones(2))

@@ -88,6 +88,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, param, ctx, where).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
+        if index == 0 and site.primal is not None and (owner := ctx.plain_methods.get(id(site.primal))) is not None:
+            text = f"the instance of `{owner}`, a class the module neither registers as a pytree nor derives from one"
+            evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(site.primal)), STRONG))
         for call, callers in calls:
             value = call_value(call, index, name)
             found = (

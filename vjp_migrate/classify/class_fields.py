@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from vjp_migrate.classify.module_facts import bound_once
 from vjp_migrate.classify.pytrees import argument_at, call_registrations, decorator_registrations
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.sites import body_statements, positional_params
@@ -77,6 +78,30 @@ def _static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
                 how = _declared_static(small.value, imports, equinox)
                 if how is not None:
                     found[small.target.value] = how
+    return found
+
+
+def plain_methods(module: cst.Module, imports: ImportTable) -> dict[int, str]:
+    """The methods of the module's plain classes (no base but `object`, no decorator, no metaclass,
+    registered as a pytree by no call of the module, bound once), by id, with the class's name:
+    an instance of one is no JAX value, so jit never traces it."""
+    registered = {name for name, _, _ in call_registrations(module, imports)}
+    plain = {
+        cls.name.value: cls
+        for cls in module.body
+        if isinstance(cls, cst.ClassDef)
+        and not cls.decorators
+        and not cls.keywords
+        and all(imports.qualify(base.value) == "builtins.object" for base in cls.bases)
+        and cls.name.value not in registered
+    }
+    found: dict[int, str] = {}
+    for name in bound_once(module, set(plain)):
+        for stmt in body_statements(plain[name]):
+            if isinstance(stmt, cst.FunctionDef) and not any(
+                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
+            ):
+                found[id(stmt)] = name
     return found
 
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from vjp_migrate.classify.class_fields import ClassFields, method_classes
+from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_methods
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
@@ -99,6 +99,8 @@ class Context:
     # For each method of a module class with static fields (or registered with no leaves), by id:
     # what its class declares, for the `self.<field>` a call site passes.
     methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
+    # The methods of the module's plain classes (no pytree), by id, with the class's name: `self` there is no JAX value.
+    plain_methods: dict[int, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
@@ -117,6 +119,7 @@ class Context:
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
             methods=method_classes(module, imports, static_classes),
+            plain_methods=plain_methods(module, imports),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
