@@ -107,26 +107,12 @@ def test_every_supported_spelling_passes_both_cheap_stages(header: str) -> None:
 # --- the structural screen: soundness ---------------------------------------------------------
 
 
-# Fixtures whose finding the screen does not keep yet (the xfail below): a classify change ahead of it.
-_SCREEN_GAPS = frozenset({"jitted_loop_over_a_grown_list_of_strengths"})
-
-
 @pytest.mark.parametrize("select", SELECTIONS)
 def test_screen_keeps_every_fixture_with_a_finding(select: frozenset[str]) -> None:
     for name, text in _fixture_texts():
-        if name.partition("/")[0] in _SCREEN_GAPS:
-            continue
         settings = Settings(select)
         if _findings(text, name, settings):
             assert screen.may_report(text, settings), f"the screen dropped {name}, which has findings"
-
-
-@pytest.mark.xfail(strict=True, reason="classify21 follows a local list grown before the loop; the screen does not")
-@pytest.mark.parametrize("case", sorted(_SCREEN_GAPS))
-def test_screen_keeps_the_fixtures_classify_is_ahead_of(case: str) -> None:
-    text = read_exact(FIXTURES / case / "before.py")
-    assert _findings(text, case, Settings(DEFAULT_SELECT)) == ["VJP001"]
-    assert screen.may_report(text, Settings(DEFAULT_SELECT)), f"the screen dropped {case}"
 
 
 @pytest.mark.parametrize(
