@@ -2,7 +2,8 @@
 declares static (`self.rtol`, with `rtol: float = eqx.field(static=True)` in an `eqx.Module`,
 `struct.field(pytree_node=False)` in a flax struct class, or listed in the `meta_fields` of a
 `register_dataclass`), or from any field of a class the module registers with no leaves: pytree
-aux data, which jit passes on as it is, never a Tracer."""
+aux data, which jit passes on as it is, never a Tracer. And ``plain_methods``: the methods of the
+classes that are no pytree at all, whose `self` is no JAX value."""
 
 from __future__ import annotations
 
