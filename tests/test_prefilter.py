@@ -314,6 +314,121 @@ def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+_GROWN_LOOP = "@jax.jit\ndef run(x, w1, w2):\n    out = 0.0\n{grow}    for w in ws:\n        out = out + f(w, x)\n    return out\n"
+
+
+@pytest.mark.xfail(strict=True, reason="classify21 follows a local list grown before the loop; the screen does not")
+@pytest.mark.parametrize(
+    "grow",
+    [
+        pytest.param("    ws = [1.0]\n    ws += [w2]\n", id="+= a list"),
+        pytest.param("    ws = []\n    ws.append(w2)\n", id="append"),
+        pytest.param("    ws = [1.0]\n    ws.insert(0, w2)\n", id="insert"),
+        pytest.param("    ws = [1.0]\n    ws.extend([2.0, w2])\n", id="extend"),
+    ],
+)
+def test_screen_keeps_a_traced_value_a_local_list_is_grown_with(grow: str) -> None:
+    # classify (classify21): the items a local list or tuple bound to a literal is grown with
+    # before a loop over it (`+=` of a literal, `.append`, `.insert`, `.extend` of a literal; not
+    # once anything else changes it: `.pop()`, `ws[0] = v`) are items the loop target takes.
+    text = _KERNEL_SITE + _GROWN_LOOP.format(grow=grow)
+    assert _findings(text, "traced.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason="classify21 reads an array a caller makes in a local; the screen does not")
+@pytest.mark.parametrize(
+    "body",
+    [
+        pytest.param("k1, k2 = jax.random.split(key)\n    return f(k1, x)", id="split"),
+        pytest.param("k = jnp.ones(3)\n    return f(k, x)", id="jnp.ones"),
+        pytest.param("for k in jax.random.split(key, 3):\n        x = f(k, x)\n    return x", id="a loop over keys"),
+    ],
+)
+def test_screen_keeps_an_array_a_caller_makes_in_a_local(body: str) -> None:
+    # classify (classify21): a local of the calling def bound once to what a JAX array function
+    # makes (not host NumPy's, nor metadata: `jnp.shape(x)`), or a loop over it, passed at the
+    # call, is an array passed at a call site, like `f(jnp.ones(3), x)` in place.
+    text = _KERNEL_SITE + f"import jax.numpy as jnp\ndef quantize(x, key):\n    {body}\n"
+    assert _findings(text, "local.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(
+    strict=True, reason="classify21 reads an operand of a host callback as array data; the screen does not"
+)
+@pytest.mark.parametrize(
+    "use",
+    [
+        pytest.param("jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, s)", id="pure_callback"),
+        pytest.param("jax.debug.callback(host, s) or x", id="debug.callback"),
+    ],
+)
+def test_screen_keeps_an_operand_of_a_host_callback(use: str) -> None:
+    # classify (classify21): an operand of `jax.pure_callback`, `io_callback`, `jax.debug.callback`
+    # (past the host function and the result's shapes) is array data: JAX converts it to an array.
+    text = _KERNEL_SITE.replace("return kernel(x, s)", f"return {use}").replace("import kernel", "import host")
+    assert _findings(text, "callback.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason="classify21 follows an attribute into a helper's PRNG key; the screen does not")
+def test_screen_keeps_an_attribute_a_helper_uses_as_a_prng_key() -> None:
+    # classify (classify21): an attribute of the argument passed to a module helper that gives
+    # that parameter to a `jax.random` function as its key (`noise_fn(x.shape, context.key)`) is
+    # weak array data, as `jax.random.uniform(context.key, ...)` in place is.
+    text = (
+        "from functools import partial\nimport jax\n"
+        "def noise_fn(shape, key):\n    return jax.random.uniform(key, shape)\n"
+        "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, context):\n    return x + noise_fn(x.shape, context.key)\n"
+        "def f_fwd(x, context):\n    return f(x, context), None\n"
+        "def f_bwd(context, _, g):\n    return (g,)\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    assert _findings(text, "key.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+_RULE_LOOP = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, a):
+    out = x
+    {loop}
+        out = out + w * x
+    return out
+
+def f_fwd(x, a):
+    return f(x, a), None
+
+def f_bwd(a, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.xfail(
+    strict=True, reason="classify21 follows a rule's loop over values holding the argument; the screen does not"
+)
+@pytest.mark.parametrize(
+    "loop",
+    [
+        pytest.param("for w in (a, 2.0):", id="a literal tuple"),
+        pytest.param("ws = (a, 2.0)\n    for w in ws:", id="a local tuple"),
+        pytest.param("ws = []\n    ws.append(a)\n    for w in ws:", id="a local list grown by append"),
+    ],
+)
+def test_screen_keeps_arithmetic_on_a_loop_target_taking_the_argument(loop: str) -> None:
+    # classify (classify21): a loop in a rule over a literal holding the argument, or over a local
+    # list or tuple built with it before the loop (classify/grown.py), makes the target the
+    # argument on one iteration: its arithmetic is the argument's.
+    text = _RULE_LOOP.format(loop=loop)
+    assert _findings(text, "loop.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -563,6 +563,14 @@ HOST_CALLBACKS: dict[str, str] = {
     "jax.debug.callback": "callback",
     "jax.experimental.host_callback.call": "callback_func",
 }
+# Where each callback's operands start (past the host function and the result's shapes): JAX
+# passes them to the host function as arrays, so a Tracer is fine there.
+HOST_CALLBACK_OPERANDS: dict[str, int] = {
+    "jax.pure_callback": 2,
+    "jax.experimental.io_callback": 2,
+    "jax.debug.callback": 1,
+    "jax.experimental.host_callback.call": 1,
+}
 # `jax.ffi.ffi_call(target, result_shape_dtypes)` returns a function taking `(*operands, **attributes)`:
 # the attributes become the custom call's static attributes, and a Tracer there fails ("Non-hashable
 # keyword argument to ffi_call").
@@ -606,6 +614,11 @@ REGISTRAR_CLASS_PARAMETERS = {
 FLAX_DATACLASSES = frozenset({"flax.struct.dataclass"})
 FLAX_PYTREE_NODES = frozenset({"flax.struct.PyTreeNode"})
 FLAX_FIELDS = frozenset({"flax.struct.field"})
+# Equinox modules: every field is a leaf unless it is `eqx.field(static=True)` (or the older
+# `eqx.static_field()`), which eqx keeps as aux data: jit passes it on as it is.
+EQUINOX_MODULES = frozenset({"equinox.Module"})
+EQUINOX_FIELDS = frozenset({"equinox.field"})
+EQUINOX_STATIC_FIELDS = frozenset({"equinox.static_field"})
 
 
 def is_jax_primitive(qname: str) -> bool:

@@ -3,14 +3,16 @@
 Static evidence wins over numeric use: a legitimate callable or setting must never be migrated.
 
 The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
-expression reads), ``module_facts`` and ``pytrees`` (what the module defines), ``context`` (all of
-it, once per module), then the evidence: ``annotations``; ``uses`` (what the primal, fwd and bwd
-do with the argument: the ``Uses`` visitor, composed of ``uses_names`` (the names carrying it and
-the evidence so far), ``uses_operators``, ``uses_branches`` (control flow, type tests),
-``uses_helpers`` (helpers, kernels, ``partial``) and ``uses_calls``); the calls of the site:
-``calls`` (found once per module), ``call_locals`` (the values locals carry), ``call_traced``
-(a jitted caller's traced parameters), ``call_sites`` (what callers pass) and ``int_literals``
-(the int literals a call-site tag gets); ``classify_site`` here decides.
+expression reads), ``module_facts``, ``hashing`` (the module's cached functions and dicts, which
+hash what they get), ``pytrees`` and ``class_fields`` (what the module defines: leafless classes,
+the static fields of a method's class), ``context`` (all of it, once per module), ``grown`` (the
+items of a local list grown before a loop), then the evidence: ``annotations``; ``uses`` (what
+the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of ``uses_names``
+(the names carrying it and the evidence so far), ``uses_operators``, ``uses_branches`` (control
+flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and ``uses_calls``); the calls
+of the site: ``calls`` (found once per module), ``call_locals`` (the values locals carry),
+``call_traced`` (a jitted caller's traced parameters), ``call_sites`` (what callers pass) and
+``int_literals`` (the int literals a call-site tag gets); ``classify_site`` here decides.
 """
 
 from __future__ import annotations
@@ -86,6 +88,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, param, ctx, where).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
+        if index == 0 and site.primal is not None and (owner := ctx.plain_methods.get(id(site.primal))) is not None:
+            text = f"the instance of `{owner}`, a class the module neither registers as a pytree nor derives from one"
+            evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(site.primal)), STRONG))
         for call, callers in calls:
             value = call_value(call, index, name)
             found = (

@@ -3,7 +3,7 @@ Python numbers, leafless config classes)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Container, Iterator
 
 import libcst as cst
 
@@ -56,6 +56,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         text = cst.Module([]).code_for_node(annotation) if annotation else ""
         note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+    elif (enum := _annotated_with(param, ctx.enums)) is not None:
+        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else enum
+        note = f"`{enum}` is an enum of the module, whose members are no JAX values"
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
         text = cst.Module([]).code_for_node(annotation)
@@ -96,26 +100,32 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
 def _static_class(param: cst.Param, ctx: Context) -> str | None:
     """The class of the module registered as a pytree with no leaves that ``param`` is annotated
     with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
+    return _annotated_with(param, ctx.static_classes)
+
+
+def _annotated_with(param: cst.Param, classes: Container[str]) -> str | None:
+    """The one of ``classes`` that ``param`` is annotated with, alone or with None (`Mode`,
+    `Optional[Mode]`, `Mode | None`), if it is."""
     if param.annotation is None:
         return None
-    names = [a.value if isinstance(a, cst.Name) else None for a in _alternatives(param.annotation.annotation)]
-    classes = [name for name in names if name in ctx.static_classes]
-    return classes[0] if classes and all(name in ctx.static_classes or name == "None" for name in names) else None
+    names = [a.value if isinstance(a, cst.Name) else None for a in alternatives(param.annotation.annotation)]
+    found = [name for name in names if name in classes]
+    return found[0] if found and all(name in classes or name == "None" for name in names) else None
 
 
 def annotated_leafless(func: cst.FunctionDef, name: str, ctx: Context) -> bool:
     return any(_static_class(p, ctx) is not None for p in all_params(func.params) if p.name.value == name)
 
 
-def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+def alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
     """The types a union annotation allows (`Optional[A]`: A and None; `A | B`, `Union[A, B]`: A
     and B), reading into a string annotation (`Optional["A"]`, `"A | None"`)."""
     if (written := _string_annotation(annotation)) is not None:
-        yield from _alternatives(written)
+        yield from alternatives(written)
         return
     if isinstance(annotation, cst.BinaryOperation) and isinstance(annotation.operator, cst.BitOr):
-        yield from _alternatives(annotation.left)
-        yield from _alternatives(annotation.right)
+        yield from alternatives(annotation.left)
+        yield from alternatives(annotation.right)
         return
     kind = (dotted(annotation.value) or "").rsplit(".", 1)[-1] if isinstance(annotation, cst.Subscript) else ""
     if isinstance(annotation, cst.Subscript) and kind in ("Optional", "Union"):
@@ -124,17 +134,11 @@ def _alternatives(annotation: cst.BaseExpression) -> Iterator[cst.BaseExpression
             yield annotation  # not a union this reads
             return
         for item in items:
-            yield from _alternatives(item)
+            yield from alternatives(item)
         if kind == "Optional":
             yield cst.Name("None")
         return
     yield annotation
-
-
-def unquoted(annotation: cst.BaseExpression) -> cst.BaseExpression:
-    """The annotation itself, or the one a string annotation holds (`"dict[str, float]"`) if it parses."""
-    written = _string_annotation(annotation)
-    return annotation if written is None else written
 
 
 def _string_annotation(annotation: cst.BaseExpression) -> cst.BaseExpression | None:

@@ -1,15 +1,16 @@
 """Classify, step 8b: the values a local of a calling def is bound to, for a traced value passed
-through it: one plain assignment (`s = w * 2.0`), or a loop over a sequence, a literal or a tuple
-bound once (not over a mapping's keys: Python values)."""
+through it: one plain assignment (`s = w * 2.0`), or a loop over a sequence, a literal or a local
+list or tuple built before the loop (grown.py; not over a mapping's keys: Python values)."""
 
 from __future__ import annotations
 
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.annotations import unquoted
+from vjp_migrate.classify.annotations import alternatives
 from vjp_migrate.classify.context import Context, function_locals, own_body
 from vjp_migrate.classify.expressions import all_params
+from vjp_migrate.classify.grown import grown_items
 from vjp_migrate.imports import dotted
 from vjp_migrate.vocabulary import MAPPING_ANNOTATION_NAMES
 
@@ -26,23 +27,14 @@ def local_values(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.Ba
         sequence = _loop_sequence(name, node.target, node.iter)
         if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name):
             return ()
-        sequence = _bound_tuple(sequence, func, ctx) or sequence
+        if isinstance(sequence, cst.Name) and (items := grown_items(sequence.value, func, ctx, node)) is not None:
+            return items
         if isinstance(sequence, (cst.Tuple, cst.List, cst.Set)):
             return tuple(element.value for element in sequence.elements)
         return (sequence,)
     if not isinstance(node, (cst.Assign, cst.AnnAssign)):
         return ()
     return tuple(bound[0].values)
-
-
-def _bound_tuple(sequence: cst.BaseExpression, func: cst.FunctionDef, ctx: Context) -> cst.Tuple | None:
-    """The literal tuple a local of ``func`` is bound to (`pair = (w1, w2)`), if no other binding
-    of it is: a tuple is never changed in place, so a loop over the name takes those items."""
-    bound = function_locals(func, ctx).bindings.get(sequence.value, []) if isinstance(sequence, cst.Name) else []
-    if len(bound) != 1 or not isinstance(bound[0].node, (cst.Assign, cst.AnnAssign)) or bound[0].values is None:
-        return None
-    value = bound[0].values[0]
-    return value if isinstance(value, cst.Tuple) else None
 
 
 def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
@@ -64,17 +56,21 @@ def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpr
 
 
 def _keyed(sequence: cst.BaseExpression, func: cst.FunctionDef) -> bool:
-    """Whether ``sequence`` is a parameter of ``func`` annotated as a mapping: a loop over it
-    takes its keys, Python values."""
+    """Whether ``sequence`` is a parameter of ``func`` annotated as a mapping (`dict[str, float]`,
+    also quoted, or with None: `Optional["dict[str, float]"]`): a loop over it takes its keys,
+    Python values."""
     param = next(
         (p for p in all_params(func.params) if isinstance(sequence, cst.Name) and p.name.value == sequence.value), None
     )
     annotation = param.annotation.annotation if param is not None and param.annotation is not None else None
     if annotation is None:
         return False
-    annotation = unquoted(annotation)
-    head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
-    return (dotted(head) or "").rsplit(".", 1)[-1] in MAPPING_ANNOTATION_NAMES
+    types = [kind for kind in alternatives(annotation) if dotted(kind) != "None"]
+    return bool(types) and all(
+        (dotted(kind.value if isinstance(kind, cst.Subscript) else kind) or "").rsplit(".", 1)[-1]
+        in MAPPING_ANNOTATION_NAMES
+        for kind in types
+    )
 
 
 class _Lookups(cst.CSTVisitor):

@@ -9,14 +9,18 @@ from dataclasses import replace
 import libcst as cst
 
 from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence
+from vjp_migrate.classify.call_locals import local_values
 from vjp_migrate.classify.call_traced import rebound, traced_parameter
+from vjp_migrate.classify.class_fields import static_field_passed
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
-from vjp_migrate.classify.expressions import is_int_tuple, is_string_like
+from vjp_migrate.classify.expressions import code_text, is_int_tuple, is_string_like
 from vjp_migrate.classify.uses import Uses
-from vjp_migrate.classify.weights import CALL_SITE, CONTROL, LEAFLESS, STRONG
+from vjp_migrate.classify.weights import CALL_SITE, CALLED, CONTROL, LEAFLESS, STRONG
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
-from vjp_migrate.vocabulary import ARRAY_MODULES
+from vjp_migrate.vocabulary import ARRAY_MODULES, is_metadata_function
+
+JAX_ARRAY_MODULES = tuple(module for module in ARRAY_MODULES if module.startswith("jax."))
 
 
 def call_site_evidence(
@@ -43,8 +47,12 @@ def call_site_evidence(
     qname = ctx.imports.qualify(value.func if isinstance(value, cst.Call) else value) or ""
     if isinstance(value, cst.Call) and qname.startswith(ARRAY_MODULES):
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE
+    if (made := _array_local(value, callers, ctx, lambda_params)) is not None:
+        return Evidence(ArgKind.ARRAY, f"an array is passed {at}, made by `{code_text(made)}`", line), CALL_SITE
     if not isinstance(value, cst.Call) and qname.startswith(("jax.", "numpy.")):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
+    if (field := static_field_passed(value, callers, ctx.methods, lambda_params)) is not None:
+        return Evidence(ArgKind.STATIC, f"{field} is passed {at}", line), CALL_SITE
     if (traced := traced_parameter(value, ctx, callers, wrapped or {}, lambda_params)) is not None:
         param, jitted, through = traced
         how = f", through `{through}`" if through else ""
@@ -75,13 +83,30 @@ def call_site_evidence(
     return None
 
 
+def _array_local(
+    value: cst.BaseExpression, callers: tuple[cst.FunctionDef, ...], ctx: Context, lambda_params: frozenset[str]
+) -> cst.Call | None:
+    """The JAX call that makes the array a local of the calling def holds, bound once (`k = jnp.ones(3)`,
+    `key1, key2 = jax.random.split(key)`, `for k in jax.random.split(key, 3)`); not host NumPy's
+    (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
+    if not isinstance(value, cst.Name) or value.value in lambda_params or not callers:
+        return None
+    made = local_values(value.value, callers[-1], ctx)
+    call = made[0] if len(made) == 1 and isinstance(made[0], cst.Call) else None
+    qname = ctx.imports.qualify(call.func) if call is not None else None
+    if qname is None or not qname.startswith(JAX_ARRAY_MODULES) or is_metadata_function(qname):
+        return None
+    return call
+
+
 def _tested(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:
     """A parameter whose value decides the caller's control flow (`if block_size % 8: raise`, also
-    in a helper it calls: `_validate(x, block_size)`), passed on as it came: concrete wherever the
-    caller runs, whoever calls it."""
+    in a helper it calls: `_validate(x, block_size)`), or that the caller calls (`sdf(pts)`), passed
+    on as it came: concrete (or a function) wherever the caller runs, whoever calls it."""
     where = f"the caller `{caller.name.value}`"
     for evidence, weight in Uses.of(caller, param, ctx, where).evidence:
-        if evidence.kind is ArgKind.STATIC and weight == STRONG and CONTROL in evidence.text:
+        told = CONTROL in evidence.text or evidence.text.startswith(CALLED)
+        if evidence.kind is ArgKind.STATIC and weight == STRONG and told:
             return replace(evidence, text=f"{evidence.text}, and passed on {at}"), CALL_SITE
     return None
 

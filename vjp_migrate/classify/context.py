@@ -8,7 +8,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_methods
 from vjp_migrate.classify.expressions import all_params, value_names
+from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
     Enclosing,
     enclosing_defs,
@@ -90,11 +92,21 @@ class Context:
     static_classes: dict[str, str] = field(default_factory=dict, compare=False)
     # For each def nested in a function, by id: the defs the functions around it bind by name.
     enclosing: dict[int, Enclosing] = field(default_factory=dict, compare=False)
+    # Module-level names bound once to a function cached through a call (`f = cache(g)`), each with
+    # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
+    cached: dict[str, str] = field(default_factory=dict, compare=False)
+    dicts: frozenset[str] = frozenset()
+    # For each method of a module class with static fields (or registered with no leaves), by id:
+    # what its class declares, for the `self.<field>` a call site passes.
+    methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
+    # The methods of the module's plain classes (no pytree), by id, with the class's name: `self` there is no JAX value.
+    plain_methods: dict[int, str] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
         """The context of one module: its helpers, primitives and enums read from it."""
         primitives = module_primitives(module, imports)
+        static_classes = module_static_classes(module, imports)
         return cls(
             imports,
             module_helpers(module),
@@ -102,8 +114,12 @@ class Context:
             primitives=primitives,
             variants=module_variants(module),
             enums=module_enums(module, imports),
-            static_classes=module_static_classes(module, imports),
+            static_classes=static_classes,
             enclosing=enclosing_defs(module),
+            cached=module_cached(module, imports),
+            dicts=module_dicts(module, imports),
+            methods=method_classes(module, imports, static_classes),
+            plain_methods=plain_methods(module, imports),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:

@@ -40,11 +40,11 @@ def module_static_classes(module: cst.Module, imports: ImportTable) -> dict[str,
     found: dict[str, str] = {}
     for name, cls in classes.items():
         how = _flax_leafless(cls, imports)
-        for registrar, args in _decorator_registrations(cls, imports):
+        for registrar, args in decorator_registrations(cls, imports):
             how = how or _leafless_registration(registrar, args, cls, imports, functions)
         if how:
             found[name] = how
-    for name, registrar, args in _call_registrations(module, imports):
+    for name, registrar, args in call_registrations(module, imports):
         how = _leafless_registration(registrar, args, classes[name], imports, functions) if name in classes else None
         if how and name not in found:
             found[name] = how
@@ -52,7 +52,7 @@ def module_static_classes(module: cst.Module, imports: ImportTable) -> dict[str,
     return {name: how for name, how in found.items() if name in once}
 
 
-def _decorator_registrations(cls: cst.ClassDef, imports: ImportTable) -> Iterator[tuple[str, Sequence[cst.Arg]]]:
+def decorator_registrations(cls: cst.ClassDef, imports: ImportTable) -> Iterator[tuple[str, Sequence[cst.Arg]]]:
     """The class's decorators as (registrar, arguments past the class): `@register_static`,
     `@partial(register_dataclass, data_fields=[], meta_fields=[...])` (a positional argument
     bound by `partial` would be the class's own place: no registration read)."""
@@ -65,7 +65,7 @@ def _decorator_registrations(cls: cst.ClassDef, imports: ImportTable) -> Iterato
             yield imports.qualify(expr) or "", ()
 
 
-def _call_registrations(module: cst.Module, imports: ImportTable) -> Iterator[tuple[str, str, Sequence[cst.Arg]]]:
+def call_registrations(module: cst.Module, imports: ImportTable) -> Iterator[tuple[str, str, Sequence[cst.Arg]]]:
     """Module-level statements `register_dataclass(Config, data_fields=[], meta_fields=[...])`
     (or `nodetype=Config`): the class's name, the registrar and the arguments past the class."""
     for stmt in module.body:
@@ -107,7 +107,7 @@ def _leafless_registration(
     if registrar in STATIC_PYTREE_DECORATORS and not args:
         return "a class registered with `jax.tree_util.register_static`"
     if registrar in DATACLASS_REGISTRARS:
-        data, meta = _argument(args, 0, "data_fields"), _argument(args, 1, "meta_fields")
+        data, meta = argument_at(args, 0, "data_fields"), argument_at(args, 1, "meta_fields")
         if isinstance(data, (cst.List, cst.Tuple)) and not data.elements and meta is not None:
             return "a class registered with `jax.tree_util.register_dataclass` with no data fields"
         if not args and not cls.bases and _every_field(cls, imports, _static_dataclass_field):
@@ -119,13 +119,13 @@ def _leafless_registration(
         registered = "a class registered with `jax.tree_util.register_pytree_with_keys_class`"
         return f"{registered} whose `tree_flatten_with_keys` returns no children"
     if registrar in PYTREE_NODE_REGISTRARS:
-        flattens = [_argument(args, at, keyword) for at, keyword in PYTREE_NODE_REGISTRARS[registrar]]
+        flattens = [argument_at(args, at, keyword) for at, keyword in PYTREE_NODE_REGISTRARS[registrar]]
         if flattens[0] is not None and all(f is None or _flattens_to_no_children(f, functions) for f in flattens):
             return f"a class registered with `{registrar}` whose flatten function returns no children"
     return None
 
 
-def _argument(args: Sequence[cst.Arg], position: int, keyword: str) -> cst.BaseExpression | None:
+def argument_at(args: Sequence[cst.Arg], position: int, keyword: str) -> cst.BaseExpression | None:
     """The argument passed at ``position`` or as ``keyword``; None if absent or behind a star."""
     if any(arg.star for arg in args):
         return None
@@ -255,7 +255,7 @@ def _static_flax_field(value: cst.BaseExpression | None, imports: ImportTable) -
     """`struct.field(pytree_node=False, ...)`."""
     if not isinstance(value, cst.Call) or imports.qualify(value.func) not in FLAX_FIELDS:
         return False
-    flag = _argument(value.args, 0, "pytree_node")
+    flag = argument_at(value.args, 0, "pytree_node")
     return isinstance(flag, cst.Name) and flag.value == "False"
 
 

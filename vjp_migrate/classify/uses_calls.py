@@ -8,8 +8,9 @@ import libcst as cst
 
 from vjp_migrate.classify.context import Via
 from vjp_migrate.classify.expressions import code_text, named_in, place_of
+from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
-from vjp_migrate.classify.weights import DOUBT, NEEDED, OBJECT, WEAK
+from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import (
@@ -20,6 +21,7 @@ from vjp_migrate.vocabulary import (
     CONTAINER_METHODS,
     DATA,
     FFI_CALLS,
+    HOST_CALLBACK_OPERANDS,
     HOST_CONVERSIONS,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
@@ -44,9 +46,9 @@ class CallUses(Helpers):
 
     def visit_Call(self, node: cst.Call) -> None:
         if named_in(node.func, self.names) is not None:
-            self._add(ArgKind.STATIC, "called as a function", node)
+            self._add(ArgKind.STATIC, CALLED, node)
         elif isinstance(node.func, cst.Name) and node.func.value in self.derived:
-            self._add(ArgKind.STATIC, "called as a function", node, via=self._via(node.func))
+            self._add(ArgKind.STATIC, CALLED, node, via=self._via(node.func))
         method = node.func.attr.value if isinstance(node.func, cst.Attribute) else None
         self._kernel_of(node, method)
         if method is not None and method not in ARRAY_METHODS and method not in CONTAINER_METHODS:
@@ -76,7 +78,7 @@ class CallUses(Helpers):
             elif not arg.star and (via := self._via(arg.value)) is not None:
                 self._call_arg(node, positional if keyword is None else -1, keyword, via)
             elif not arg.star and (attribute := self._attribute_read(arg.value)) is not None:
-                self._key_attribute(node, positional if keyword is None else -1, keyword, attribute)
+                self._attribute_passed(node, positional if keyword is None else -1, keyword, attribute)
             if arg.keyword is None:
                 positional += 1
 
@@ -93,14 +95,27 @@ class CallUses(Helpers):
             return None
         return "." + ".".join(reversed(attributes))
 
-    def _key_attribute(self, call: cst.Call, position: int, keyword: str | None, attribute: str) -> None:
-        """A PRNG key read from the argument (``jax.random.uniform(p.batch_key, ...)``): the argument
-        holds key arrays, which are made and split as the program runs. Whether it is a pytree JAX
-        takes as a regular argument (a plain object is not) is not seen: never a safe fix."""
+    def _attribute_passed(self, call: cst.Call, position: int, keyword: str | None, attribute: str) -> None:
+        """An attribute of the argument converted by host NumPy (``np.array(forcings.recharge)``): a
+        Tracer cannot become a NumPy value, so that part, and the argument, is concrete. A PRNG key
+        read from it (``jax.random.uniform(p.batch_key, ...)``): the argument holds key arrays, made
+        and split as the program runs; whether it is a pytree JAX takes as a regular argument (a
+        plain object is not) is not seen: never a safe fix."""
         qname = self.ctx.imports.qualify(call.func)
+        func_text = dotted(call.func) or code_text(call.func)
+        if qname in HOST_CONVERSIONS:
+            text = f"has its attribute `{attribute}` converted to a concrete NumPy value by `{func_text}`"
+            self._add(ArgKind.STATIC, text, call)
+            return
+        helper = self._one_def(call.func.value) if qname is None and isinstance(call.func, cst.Name) else None
+        if helper is not None and (keyed := key_parameter(helper, position, keyword, self.ctx.imports)) is not None:
+            text = (
+                f"has its attribute `{attribute}` passed to `{func_text}`, which gives it to `{keyed}` as the PRNG key"
+            )
+            self._add(ArgKind.ARRAY, text, call, weight=WEAK)
+            return
         if qname is None or not takes_random_key(qname, position, keyword):
             return
-        func_text = dotted(call.func) or code_text(call.func)
         text = f"has its attribute `{attribute}` passed as the PRNG key to `{func_text}`"
         self._add(ArgKind.ARRAY, text, call, weight=WEAK)
 
@@ -176,11 +191,19 @@ class CallUses(Helpers):
             elif position >= 0:
                 self._add(ArgKind.ARRAY, f"passed as an operand to `{func_text}`", call, via=via)
             return
+        if qname in HOST_CALLBACK_OPERANDS and keyword is None and position >= HOST_CALLBACK_OPERANDS[qname]:
+            self._add(
+                ArgKind.ARRAY, f"passed as an operand to `{func_text}`, which takes it as array data", call, via=via
+            )
+            return
         if qname is None and isinstance(call.func, cst.Attribute):
             method = call.func.attr.value
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
                 return
+        if qname is None and (hashed := self._hashing(call, position, keyword)) is not None:
+            self._add(ArgKind.STATIC, hashed, call, via=via)
+            return
         if qname is None:
             self._follow(call, func_text, position, keyword, via)
             return

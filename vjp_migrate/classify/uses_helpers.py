@@ -88,8 +88,8 @@ class Helpers(Branches):
             text = f"bound by `{func_text}` as {place} of `{name}`, {what}, which cannot capture traced values"
             self._add(ArgKind.STATIC, text, call, via=via)
             return
-        helper = self.ctx.helpers.get(name)
-        if helper is None or self.packing or self.depth >= 3 or name in self.bindings:
+        helper = self._one_def(name)
+        if helper is None or self.packing or self.depth >= 3:
             return
         target = bound_parameter(helper, position, keyword)
         if target is None:
@@ -143,8 +143,7 @@ class Helpers(Branches):
             inner = type(self)({params[index]}, self.ctx, where, self.depth + 1)
             walk.visit(mapped.body, inner)
             inner.judge_kernels()
-        elif isinstance(mapped, cst.Name) and mapped.value in self.ctx.helpers and self.depth < 3:
-            helper = self.ctx.helpers[mapped.value]
+        elif isinstance(mapped, cst.Name) and (helper := self._one_def(mapped.value)) is not None and self.depth < 3:
             params = list(positional_params(helper))
             if index >= len(params):
                 return
@@ -152,6 +151,12 @@ class Helpers(Branches):
         else:
             return
         self.evidence.extend((e, weight) for e, weight in inner.evidence if e.kind is ArgKind.STATIC)
+
+    def _one_def(self, name: str) -> cst.FunctionDef | None:
+        """The one def a name the function walked reads reaches (a factory's helper next to the
+        site, else a module helper), by name alone; None if a local of the function binds it."""
+        defs = self.ctx.definitions(name, self.func)
+        return defs[0] if len(defs) == 1 and name not in self.bindings else None
 
     def _opaque(self, call: cst.Call, func_text: str) -> None:
         text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"

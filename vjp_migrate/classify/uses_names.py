@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.context import Context, Via
+from vjp_migrate.classify.context import Context, Via, function_locals
 from vjp_migrate.classify.expressions import (
     code_text,
     is_rooted,
@@ -19,6 +19,8 @@ from vjp_migrate.classify.expressions import (
     strip_views,
     value_names,
 )
+from vjp_migrate.classify.grown import grown_items
+from vjp_migrate.classify.hashing import hashing_call
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
 from vjp_migrate.imports import ImportTable
@@ -37,6 +39,7 @@ class UseState(cst.CSTVisitor):
         self.where = where
         self.depth = depth
         self.derived = derived or {}
+        self.closures: list[dict[str, Derivation]] = []  # the derived values around each nested def walked
         self.func: cst.FunctionDef | None = None  # the def whose body is walked, for the defs around it
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
@@ -119,7 +122,18 @@ class UseState(cst.CSTVisitor):
 
     # Nested functions that rebind the name as a parameter shadow it.
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        return not (shadowing(node.params) & roots_of(self.names))
+        self.closures.append(self.derived)
+        if shadowing(node.params) & roots_of(self.names):
+            return False
+        # A def nested in the one walked reads the argument from around it: what its own locals
+        # take from it (`(_, y_ca), _ = dims`) are derived values while it is walked.
+        own = function_locals(node, self.ctx)
+        found = own.derived(self.names | set(self.derived))
+        self.derived = {**{k: v for k, v in self.derived.items() if k not in own.bindings}, **found}
+        return True
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self.derived = self.closures.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
         return not (shadowing(node.params) & roots_of(self.names))
@@ -131,6 +145,22 @@ class UseState(cst.CSTVisitor):
                     self.names.add(target.target.value)
         elif isinstance(node.value, cst.Name):
             self._unpacked(node)
+
+    def visit_For(self, node: cst.For) -> None:
+        """A loop over a literal holding the argument (`for w in (w1, w2)`), or over a local list
+        or tuple built with it before the loop (`ws = [w1]`, `ws.append(w2)`): the target is the
+        argument on one iteration."""
+        if isinstance(node.target, cst.Name) and any(
+            named_in(item, self.names) is not None for item in self._loop_items(node.iter, node)
+        ):
+            self.names.add(node.target.value)
+
+    def _loop_items(self, sequence: cst.BaseExpression, loop: cst.For) -> tuple[cst.BaseExpression, ...]:
+        if isinstance(sequence, (cst.Tuple, cst.List)):
+            return tuple(e.value for e in sequence.elements if not isinstance(e, cst.StarredElement))
+        if isinstance(sequence, cst.Name) and sequence.value not in self.names and self.func is not None:
+            return grown_items(sequence.value, self.func, self.ctx, loop) or ()
+        return ()
 
     def _unpacked(self, node: cst.Assign) -> None:
         """``w, b = args``: the target at an item's index of the ``*args`` unpacked is that item."""
@@ -144,6 +174,20 @@ class UseState(cst.CSTVisitor):
                     break
                 if f"{star}[{index}]" in self.names and isinstance(element.value, cst.Name):
                     self.names.add(element.value.value)
+
+    def _module_level(self, name: str) -> bool:
+        """Whether ``name`` in the function walked is the module's: no local or enclosing def binds it."""
+        enclosing = self.ctx.enclosing.get(id(self.func), {}) if self.func is not None else {}
+        return name not in self.bindings and name not in enclosing
+
+    def _module_dicts(self) -> frozenset[str]:
+        return frozenset(name for name in self.ctx.dicts if self._module_level(name))
+
+    def _hashing(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
+        """What ``call`` does with the value at ``position``, if it hashes it (a cached function's
+        call, a module dict's key: hashing.py)."""
+        cached = {name: how for name, how in self.ctx.cached.items() if self._module_level(name)}
+        return hashing_call(call, position, keyword, cached, self._module_dicts())
 
     def _value_once(self, name: str) -> cst.BaseExpression | None:
         """The one value a local bound once is bound to (``xs = (x, a)``); None otherwise."""

@@ -21,3 +21,4 @@ ARITHMETIC = "used in arithmetic"
 NOTED = "noted"
 # The text of a use deciding an `if`, `while`, `match` or `assert`: a concrete value, where it runs.
 CONTROL = "decides Python control flow"
+CALLED = "called as a function"

@@ -1,0 +1,171 @@
+"""Classify, step 4b: ``static_field_passed``, a value a method passes from a field its class
+declares static (`self.rtol`, with `rtol: float = eqx.field(static=True)` in an `eqx.Module`,
+`struct.field(pytree_node=False)` in a flax struct class, or listed in the `meta_fields` of a
+`register_dataclass`), or from any field of a class the module registers with no leaves: pytree
+aux data, which jit passes on as it is, never a Tracer. And ``plain_methods``: the methods of the
+classes that are no pytree at all, whose `self` is no JAX value."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import libcst as cst
+
+from vjp_migrate.classify.module_facts import bound_once
+from vjp_migrate.classify.pytrees import argument_at, call_registrations, decorator_registrations
+from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.sites import body_statements, positional_params
+from vjp_migrate.vocabulary import (
+    DATACLASS_REGISTRARS,
+    EQUINOX_FIELDS,
+    EQUINOX_MODULES,
+    EQUINOX_STATIC_FIELDS,
+    FLAX_DATACLASSES,
+    FLAX_FIELDS,
+    FLAX_PYTREE_NODES,
+)
+
+_NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
+
+
+@dataclass(frozen=True)
+class ClassFields:
+    """The class a method is defined in: its name, its static fields (each with how it is
+    declared), and how the class is registered if it has no leaves at all."""
+
+    name: str
+    static: dict[str, str] = field(default_factory=dict)
+    leafless: str | None = None
+
+
+def method_classes(
+    module: cst.Module, imports: ImportTable, static_classes: Mapping[str, str]
+) -> dict[int, ClassFields]:
+    """For each method of a module-level class with static fields, or of one registered with no
+    leaves (``static_classes``), by the method's id: what its class declares."""
+    found: dict[int, ClassFields] = {}
+    meta = _meta_fields(module, imports)
+    for cls in module.body:
+        if not isinstance(cls, cst.ClassDef):
+            continue
+        static = {**_static_fields(cls, imports), **meta.get(cls.name.value, {})}
+        fields = ClassFields(cls.name.value, static, static_classes.get(cls.name.value))
+        if not fields.static and fields.leafless is None:
+            continue
+        for stmt in body_statements(cls):
+            if isinstance(stmt, cst.FunctionDef) and not any(
+                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
+            ):
+                found[id(stmt)] = fields
+    return found
+
+
+def _static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
+    """The fields an `eqx.Module` declares `eqx.field(static=True)` (or `eqx.static_field()`), or a
+    flax struct class `struct.field(pytree_node=False)`, each with that declaration."""
+    bases = {imports.qualify(base.value) for base in cls.bases}
+    equinox = bool(bases & EQUINOX_MODULES)
+    flax = bool(bases & FLAX_PYTREE_NODES) or any(
+        imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
+        for d in cls.decorators
+    )
+    if not (equinox or flax):
+        return {}
+    found: dict[str, str] = {}
+    for stmt in body_statements(cls):
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                how = _declared_static(small.value, imports, equinox)
+                if how is not None:
+                    found[small.target.value] = how
+    return found
+
+
+def plain_methods(module: cst.Module, imports: ImportTable) -> dict[int, str]:
+    """The methods of the module's plain classes (no base but `object`, no decorator, no metaclass,
+    registered as a pytree by no call of the module, bound once), by id, with the class's name:
+    an instance of one is no JAX value, so jit never traces it."""
+    registered = {name for name, _, _ in call_registrations(module, imports)}
+    plain = {
+        cls.name.value: cls
+        for cls in module.body
+        if isinstance(cls, cst.ClassDef)
+        and not cls.decorators
+        and not cls.keywords
+        and all(imports.qualify(base.value) == "builtins.object" for base in cls.bases)
+        and cls.name.value not in registered
+    }
+    found: dict[int, str] = {}
+    for name in bound_once(module, set(plain)):
+        for stmt in body_statements(plain[name]):
+            if isinstance(stmt, cst.FunctionDef) and not any(
+                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
+            ):
+                found[id(stmt)] = name
+    return found
+
+
+def _meta_fields(module: cst.Module, imports: ImportTable) -> dict[str, dict[str, str]]:
+    """The fields each module class lists in the literal `meta_fields` of a `register_dataclass`
+    (its decorator, or a module-level call), by class name: aux data, as eqx's static fields are."""
+    registrations = [
+        (cls.name.value, registrar, args)
+        for cls in module.body
+        if isinstance(cls, cst.ClassDef)
+        for registrar, args in decorator_registrations(cls, imports)
+    ]
+    found: dict[str, dict[str, str]] = {}
+    for name, registrar, args in [*registrations, *call_registrations(module, imports)]:
+        listed = argument_at(args, 1, "meta_fields") if registrar in DATACLASS_REGISTRARS else None
+        if isinstance(listed, (cst.List, cst.Tuple)):
+            how = f"in the `meta_fields` of `{registrar}`"
+            for element in listed.elements:
+                if isinstance(element.value, cst.SimpleString) and isinstance(element.value.evaluated_value, str):
+                    found.setdefault(name, {})[element.value.evaluated_value] = how
+    return found
+
+
+def _declared_static(value: cst.BaseExpression | None, imports: ImportTable, equinox: bool) -> str | None:
+    """How a field's value declares it static: `eqx.field(static=True)`, `eqx.static_field()` in an
+    equinox module, `struct.field(pytree_node=False)` in a flax struct class; None if it does not."""
+    if not isinstance(value, cst.Call):
+        return None
+    qname = imports.qualify(value.func)
+    callee = dotted(value.func) or qname or ""
+    if equinox and qname in EQUINOX_STATIC_FIELDS:
+        return f"`{callee}()`"
+    keyword, flag, callees = ("static", "True", EQUINOX_FIELDS) if equinox else ("pytree_node", "False", FLAX_FIELDS)
+    given = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == keyword), None)
+    if qname in callees and isinstance(given, cst.Name) and given.value == flag:
+        return f"`{callee}({keyword}={flag})`"
+    return None
+
+
+def static_field_passed(
+    value: cst.BaseExpression,
+    callers: tuple[cst.FunctionDef, ...],
+    classes: Mapping[int, ClassFields],
+    lambda_params: frozenset[str] = frozenset(),
+) -> str | None:
+    """How to say that ``value``, `self.<name>` in a method (or a def or lambda inside one), reads a
+    field the method's class declares static, or any field of a class with no leaves; None if not
+    (``lambda_params``: the names lambdas around the call bind, another `self`)."""
+    if not (isinstance(value, cst.Attribute) and isinstance(value.value, cst.Name)):
+        return None
+    if value.value.value in lambda_params:
+        return None
+    instance, name = value.value.value, value.attr.value
+    for caller in reversed(callers):
+        params = positional_params(caller)
+        fields = classes.get(id(caller))
+        if fields is not None and params[:1] == (instance,):
+            if name in fields.static:
+                how = fields.static[name]
+                return f"the field `{name}` that `{fields.name}` declares static ({how}), which jit never traces,"
+            if fields.leafless is not None:
+                return f"a field of `{fields.name}`, {fields.leafless}, which jit passes on untraced,"
+            return None
+        if instance in params or any(p.name.value == instance for p in caller.params.kwonly_params):
+            return None
+    return None

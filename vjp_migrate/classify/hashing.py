@@ -1,0 +1,119 @@
+"""Classify, step 3b: the module-level values that hash what they are given, and the uses of them
+that hash an argument: a function cached through a call (`window = functools.lru_cache(maxsize=None)(_window)`,
+`table = cache(_table)`), called with it, and a dict the module binds once (`_BUFFERS = {}`), looked
+up with it as the key (`.get(key)`, `.setdefault(key, ...)`, `.pop(key)`, `key in d`, `d[key]`).
+A Tracer is unhashable (so is a concrete JAX array): the argument is a static value."""
+
+from __future__ import annotations
+
+from collections.abc import Container
+
+import libcst as cst
+
+from vjp_migrate.classify.module_facts import bound_once
+from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.vocabulary import CACHING_DECORATORS
+
+_DICT_CALLS = frozenset({"builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
+_KEYED_METHODS = frozenset({"get", "setdefault", "pop"})
+
+
+def module_cached(module: cst.Module, imports: ImportTable) -> dict[str, str]:
+    """The names the module binds once, at its top level, to a function a caching decorator wraps
+    by a call, each with how that decorator is written: `f = functools.lru_cache(maxsize=None)(g)`,
+    `f = lru_cache(g)`, `f = cache(g)` (not `f = lru_cache(maxsize=4)`, a decorator still)."""
+    found: dict[str, str] = {}
+    for name, value in _top_level_values(module):
+        if not isinstance(value, cst.Call) or not _wraps(value):
+            continue
+        decorator = value.func.func if isinstance(value.func, cst.Call) else value.func
+        if imports.qualify(decorator) in CACHING_DECORATORS:
+            found[name] = dotted(decorator) or "functools.lru_cache"
+    once = bound_once(module, set(found))
+    return {name: how for name, how in found.items() if name in once}
+
+
+def module_dicts(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The names the module binds once, at its top level, to a new dict: a literal or comprehension,
+    `dict(...)`, `collections.defaultdict(...)`, `collections.OrderedDict(...)`."""
+    found = {
+        name
+        for name, value in _top_level_values(module)
+        if isinstance(value, (cst.Dict, cst.DictComp))
+        or (isinstance(value, cst.Call) and imports.qualify(value.func) in _DICT_CALLS)
+    }
+    return bound_once(module, found)
+
+
+def _wraps(call: cst.Call) -> bool:
+    """Whether ``call`` applies a decorator to one function: `deco(g)` or `deco(...)(g)`."""
+    positional = [arg for arg in call.args if arg.keyword is None and not arg.star]
+    return len(positional) == 1 and len(call.args) == 1
+
+
+def _top_level_values(module: cst.Module) -> list[tuple[str, cst.BaseExpression]]:
+    """Each plain name a module-level assignment binds, with the value: `x = v`, `x: T = v`."""
+    found: list[tuple[str, cst.BaseExpression]] = []
+    for stmt in module.body:
+        if not isinstance(stmt, cst.SimpleStatementLine):
+            continue
+        for small in stmt.body:
+            if isinstance(small, cst.Assign) and len(small.targets) == 1:
+                target, value = small.targets[0].target, small.value
+            elif isinstance(small, cst.AnnAssign) and small.value is not None:
+                target, value = small.target, small.value
+            else:
+                continue
+            if isinstance(target, cst.Name):
+                found.append((target.value, value))
+    return found
+
+
+def hashing_call(
+    call: cst.Call, position: int, keyword: str | None, cached: dict[str, str], dicts: Container[str]
+) -> str | None:
+    """What a call that hashes the value passed at ``position`` (or ``keyword``) does with it: a
+    cached function's call, or a dict method's key; None for any other call. The names are those
+    of the module the call sees (a local of that name is not one)."""
+    func = call.func
+    if isinstance(func, cst.Name) and func.value in cached:
+        how = cached[func.value]
+        return f"passed to `{func.value}`, which `{how}` caches by its arguments (a Tracer is unhashable)"
+    if (
+        isinstance(func, cst.Attribute)
+        and isinstance(func.value, cst.Name)
+        and func.value.value in dicts
+        and func.attr.value in _KEYED_METHODS
+        and position == 0
+        and keyword is None
+    ):
+        return _keyed(func.value.value, f"`.{func.attr.value}`")
+    return None
+
+
+def hashing_membership(node: cst.Comparison, dicts: Container[str]) -> cst.BaseExpression | None:
+    """The key ``node`` looks up in a module dict (`key in _BUFFERS`, `key not in _BUFFERS`), if any."""
+    if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn)):
+        return None
+    container = node.comparisons[0].comparator
+    return node.left if isinstance(container, cst.Name) and container.value in dicts else None
+
+
+def hashing_subscript(node: cst.Subscript, dicts: Container[str]) -> cst.BaseExpression | None:
+    """The key ``node`` reads a module dict with (`_BUFFERS[key]`), if any."""
+    if not (isinstance(node.value, cst.Name) and node.value.value in dicts and len(node.slice) == 1):
+        return None
+    index = node.slice[0].slice
+    return index.value if isinstance(index, cst.Index) else None
+
+
+def membership_text(dict_name: str) -> str:
+    return _keyed(dict_name, "`in`")
+
+
+def subscript_text(dict_name: str) -> str:
+    return _keyed(dict_name, "a subscript")
+
+
+def _keyed(dict_name: str, how: str) -> str:
+    return f"used as a key of the module-level dict `{dict_name}` ({how}), which hashes it (a Tracer is unhashable)"
