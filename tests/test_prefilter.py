@@ -317,7 +317,6 @@ def test_screen_keeps_a_traced_value_through_a_loop_a_helper_or_a_jitted_partial
 _GROWN_LOOP = "@jax.jit\ndef run(x, w1, w2):\n    out = 0.0\n{grow}    for w in ws:\n        out = out + f(w, x)\n    return out\n"
 
 
-@pytest.mark.xfail(strict=True, reason="classify21 follows a local list grown before the loop; the screen does not")
 @pytest.mark.parametrize(
     "grow",
     [
@@ -336,7 +335,6 @@ def test_screen_keeps_a_traced_value_a_local_list_is_grown_with(grow: str) -> No
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(strict=True, reason="classify21 reads an array a caller makes in a local; the screen does not")
 @pytest.mark.parametrize(
     "body",
     [
@@ -354,9 +352,6 @@ def test_screen_keeps_an_array_a_caller_makes_in_a_local(body: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(
-    strict=True, reason="classify21 reads an operand of a host callback as array data; the screen does not"
-)
 @pytest.mark.parametrize(
     "use",
     [
@@ -372,7 +367,6 @@ def test_screen_keeps_an_operand_of_a_host_callback(use: str) -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
-@pytest.mark.xfail(strict=True, reason="classify21 follows an attribute into a helper's PRNG key; the screen does not")
 def test_screen_keeps_an_attribute_a_helper_uses_as_a_prng_key() -> None:
     # classify (classify21): an attribute of the argument passed to a module helper that gives
     # that parameter to a `jax.random` function as its key (`noise_fn(x.shape, context.key)`) is
@@ -409,9 +403,6 @@ f.defvjp(f_fwd, f_bwd)
 """
 
 
-@pytest.mark.xfail(
-    strict=True, reason="classify21 follows a rule's loop over values holding the argument; the screen does not"
-)
 @pytest.mark.parametrize(
     "loop",
     [
