@@ -9,9 +9,8 @@ from __future__ import annotations
 import dataclasses
 import gc
 import logging
-import os
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from vjp_migrate.codes import DEFAULT_SELECT, trigger_texts, triggers_for
 from vjp_migrate.discover import discover
-from vjp_migrate.files import discard, read_bytes, stage, write_batch, write_file
+from vjp_migrate.files import read_bytes, write_batch, write_file
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
 from vjp_migrate.screen import Verdict, screen
 from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
@@ -346,34 +345,7 @@ def analyze_paths(
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
     from vjp_migrate.project import complete
 
-    try:
-        outcome = complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
-    except BaseException:
-        discard_staged(results)
-        raise
-    kept = {id(r) for r in outcome.results}
-    discard_staged(r for r in results if id(r) not in kept)  # phase 2 rewrote them
-    return outcome
-
-
-def discard_staged(results: Iterable[FileResult]) -> None:
-    """Remove the temporaries staged for ``results`` that were not renamed over their files."""
-    for result in results:
-        if result.staged is not None:
-            discard(result.staged)
-
-
-def stage_result(result: FileResult, owner: int) -> FileResult:
-    """``result`` with its new bytes staged beside the file for process ``owner`` to rename
-    (WriteBatch); unchanged when there is nothing to write or the temporary cannot be made (the
-    write itself will then say why)."""
-    if result.status is not Status.OK or not result.changed:
-        return result
-    try:
-        _, new = planned_bytes(result)
-        return dataclasses.replace(result, staged=stage(result.path, new, owner))
-    except (OSError, SourceError):
-        return result
+    return complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
 
 
 def check_paths(
@@ -417,13 +389,8 @@ def fix_paths(
             notify(notice, message)
     # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
     # by a custom_vjp in another file that shares the rule.
-    # A writing run has the workers stage each new text in a temporary (renamed in write_all).
-    task = Task("fix", settings, stage_for=os.getpid() if write else None)
-    outcome = analyze_paths(paths, exclude, task, how, progress)
-    try:
-        return write_all(outcome) if write else outcome.results
-    finally:
-        discard_staged(outcome.results)
+    outcome = analyze_paths(paths, exclude, Task("fix", settings), how, progress)
+    return write_all(outcome) if write else outcome.results
 
 
 def write_all(outcome: Outcome) -> list[FileResult]:
@@ -488,7 +455,7 @@ def write_result(result: FileResult) -> FileResult:
 
     def work() -> FileResult:
         data, new = planned_bytes(result)
-        write_file(result.path, new, data, result.staged)
+        write_file(result.path, new, data)
         return dataclasses.replace(result, written=True)
 
     return _after_write(result, _guard(result.path, work))
@@ -497,8 +464,8 @@ def write_result(result: FileResult) -> FileResult:
 def _after_write(result: FileResult, outcome: FileResult) -> FileResult:
     """``result`` once written, as ``outcome`` tells; a failure keeps the analysis (what was not fixed)."""
     if outcome.status is Status.FAILED:
-        return dataclasses.replace(result, status=Status.FAILED, reason=outcome.reason, written=False, staged=None)
-    return dataclasses.replace(result, written=outcome.written, staged=None)
+        return dataclasses.replace(result, status=Status.FAILED, reason=outcome.reason, written=False)
+    return dataclasses.replace(result, written=outcome.written)
 
 
 def planned_bytes(result: FileResult) -> tuple[bytes, bytes]:

@@ -64,12 +64,11 @@ def pid_alive(pid: int) -> bool:
     return state not in (b"Z", b"X")
 
 
-def remove_stray_temporaries(folder: Path, owner: int | None = None) -> list[Path]:
+def remove_stray_temporaries(folder: Path) -> list[Path]:
     """Delete the temporary files that a killed run left in ``folder``; return them.
 
     Temporaries are named ``.<file>.<pid>.<random>.vjp-migrate.tmp``; one whose process is
-    still running belongs to a concurrent run and is left alone, unless that process is
-    ``owner`` (a run removing what its own interrupted workers staged).
+    still running belongs to a concurrent run and is left alone.
     """
     removed: list[Path] = []
     try:
@@ -81,7 +80,7 @@ def remove_stray_temporaries(folder: Path, owner: int | None = None) -> list[Pat
         if not (name.startswith(".") and name.endswith(TEMPORARY_SUFFIX)):
             continue
         parts = name[: -len(TEMPORARY_SUFFIX)].split(".")
-        if len(parts) >= 4 and parts[-2].isdigit() and int(parts[-2]) != owner and pid_alive(int(parts[-2])):
+        if len(parts) >= 4 and parts[-2].isdigit() and pid_alive(int(parts[-2])):
             continue
         try:
             if entry.is_file(follow_symlinks=False):
@@ -123,13 +122,13 @@ class _Staged:
             os.unlink(self.temporary)
 
 
-def _stage(path: Path, data: bytes, clean: bool, owner: int | None = None) -> _Staged:
+def _stage(path: Path, data: bytes, clean: bool) -> _Staged:
     target = Path(os.path.realpath(path))
     if clean:
         remove_stray_temporaries(target.parent)
     status = target.stat()
     handle, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.{owner or os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
     )
     staged = _Staged(target, status, temporary)
     try:  # closed at once: a batch of thousands of files must not hold as many descriptors
@@ -139,28 +138,6 @@ def _stage(path: Path, data: bytes, clean: bool, owner: int | None = None) -> _S
         staged.discard()
         raise
     return staged
-
-
-def stage(path: Path, data: bytes, owner: int) -> str:
-    """A closed temporary beside ``path`` holding ``data`` (not fsynced), for WriteBatch.write.
-
-    Named for process ``owner``, the run that will rename it, so no stray cleanup removes it
-    while that run lives (the worker process that writes it may be gone by then).
-    """
-    return _stage(path, data, clean=False, owner=owner).temporary
-
-
-def discard(temporary: str) -> None:
-    """Remove a temporary that will not be renamed (gone already: nothing to do)."""
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(temporary)
-
-
-def _holds(temporary: str, data: bytes) -> bool:
-    try:
-        return read_bytes(Path(temporary)) == data
-    except (OSError, SourceError):
-        return False
 
 
 def _fsync(temporary: str) -> None:
@@ -210,20 +187,18 @@ class WriteBatch:
 
     Each file is still replaced atomically (temporary file, fsync, checked rename), but the
     writes wait for ``finish``: then every temporary is written (and closed: a batch never holds
-    a descriptor per file) unless a worker process already staged it (``stage``: those writes
-    ran beside the analysis of other files), all their fsyncs run at once in threads (the file
-    system commits them together instead of one journal commit per file), the renames follow,
-    and each folder is fsynced once. Until ``finish`` returns, a power cut can only bring back
-    old files, never half ones.
+    a descriptor per file), all their fsyncs run at once in threads (the file system commits
+    them together instead of one journal commit per file), the renames follow, and each folder
+    is fsynced once. Until ``finish`` returns, a power cut can only bring back old files, never
+    half ones.
     """
 
     def __init__(self) -> None:
-        self._pending: list[tuple[Path, bytes, bytes, str | None]] = []
+        self._pending: list[tuple[Path, bytes, bytes]] = []
         self._pool: Any = None
 
-    def write(self, path: Path, data: bytes, expected: bytes, staged: str | None = None) -> None:
-        """``staged``: a temporary (``stage``) that may already hold ``data``; used if it does."""
-        self._pending.append((path, data, expected, staged))
+    def write(self, path: Path, data: bytes, expected: bytes) -> None:
+        self._pending.append((path, data, expected))
 
     def finish(self) -> dict[Path, Exception]:
         """Do the writes; why each file that could not be written was not."""
@@ -231,15 +206,13 @@ class WriteBatch:
         staged: list[tuple[Path, _Staged, bytes]] = []
         folders: set[Path] = set()
         try:
-            for path, data, expected, ready in self._pending:
+            for path, data, expected in self._pending:
                 folder = Path(os.path.realpath(path)).parent
-                if folder not in folders:
-                    folders.add(folder)
-                    remove_stray_temporaries(folder)
                 try:
-                    staged.append((path, _reuse_or_stage(path, data, ready), expected))
+                    staged.append((path, _stage(path, data, clean=folder not in folders), expected))
                 except Exception as error:
                     failed[path] = error
+                folders.add(folder)
             if self._pool is None and staged:
                 from concurrent.futures import ThreadPoolExecutor
 
@@ -257,9 +230,6 @@ class WriteBatch:
         finally:
             for _, one, _ in staged:
                 one.discard()  # nothing left after a rename
-            for *_, ready in self._pending:
-                if ready is not None:
-                    discard(ready)  # interrupted before its turn (renamed ones are gone)
             self._pending.clear()
         return failed
 
@@ -267,20 +237,6 @@ class WriteBatch:
         if self._pool is not None:
             self._pool.shutdown(wait=True)
             self._pool = None
-
-
-def _reuse_or_stage(path: Path, data: bytes, ready: str | None) -> _Staged:
-    """``ready`` when it holds ``data`` (a worker staged it), else a new temporary."""
-    if ready is not None:
-        try:
-            if _holds(ready, data):
-                target = Path(os.path.realpath(path))
-                return _Staged(target, target.stat(), ready)
-        except BaseException:
-            discard(ready)
-            raise
-        discard(ready)
-    return _stage(path, data, clean=False)
 
 
 def _fsync_or_error(temporary: str) -> OSError | None:
@@ -294,15 +250,12 @@ def _fsync_or_error(temporary: str) -> OSError | None:
 _BATCH: list[WriteBatch] = []
 
 
-def write_file(path: Path, data: bytes, expected: bytes, staged: str | None = None) -> None:
+def write_file(path: Path, data: bytes, expected: bytes) -> None:
     """Write ``data`` over ``path`` if it still holds ``expected``: now, or inside ``write_batch``
-    through the batch (a failure then comes back from WriteBatch.finish). ``staged``: see
-    WriteBatch.write; it never outlives the call or the batch."""
+    through the batch (a failure then comes back from WriteBatch.finish)."""
     if _BATCH:
-        _BATCH[-1].write(path, data, expected, staged)
+        _BATCH[-1].write(path, data, expected)
     else:
-        if staged is not None:
-            discard(staged)
         write_atomically(path, data, expected)
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -281,9 +281,6 @@ class FileResult:
     # Modules this file's custom_vjp rules are imported from: the run analyses the file again
     # together with them when they are among its files (project.py).
     imported_rules: tuple[str, ...] = ()
-    # fix, in a worker: a temporary beside the file already holding the new bytes, for the
-    # parent to rename over it once every file is decided (files.WriteBatch); None once written.
-    staged: str | None = field(default=None, compare=False)
 
     @property
     def changed(self) -> bool:

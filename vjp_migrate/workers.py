@@ -13,7 +13,6 @@ come back in the order of the candidates, whatever the order the workers finishe
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import faulthandler
 import os
 import signal
@@ -46,7 +45,6 @@ class Task:
     mode: str  # "check" or "fix"
     settings: Settings
     cache_dir: Path | None = None  # check: the result cache, or None
-    stage_for: int | None = None  # fix: the process that writes; new texts are staged for it
 
 
 def default_jobs() -> int:
@@ -62,8 +60,7 @@ def process(task: Task, candidate: Candidate) -> FileResult:
 
     if task.mode == "fix":
         # Never written here: the parent writes once every file (and multi-file group) is decided.
-        result = api.fix_file(candidate.path, task.settings, False, candidate.explicit)
-        return result if task.stage_for is None else api.stage_result(result, task.stage_for)
+        return api.fix_file(candidate.path, task.settings, False, candidate.explicit)
     cache = None
     if task.cache_dir is not None:
         from vjp_migrate.cache import Cache
@@ -78,7 +75,6 @@ def run(
     """``process`` over every candidate, in the candidates' order."""
     jobs = default_jobs() if jobs is None else jobs
     if jobs <= 1:
-        task = dataclasses.replace(task, stage_for=None)  # staging early gains nothing in one process
         results: list[FileResult] = []
         for candidate in candidates:
             results.append(process(task, candidate))
@@ -169,16 +165,13 @@ class _Pool:
             for worker in workers:
                 with contextlib.suppress(OSError):  # a worker that died idle
                     worker.conn.send(None)  # no more work: the worker exits
-        except BaseException:
-            _stop(workers)
-            if self.task.stage_for is not None:  # nobody will rename what the workers staged
-                from vjp_migrate.files import remove_stray_temporaries
-
-                for folder in sorted({Path(os.path.realpath(c.path)).parent for c in self.candidates}):
-                    remove_stray_temporaries(folder, owner=self.task.stage_for)
-            raise
         finally:
-            _stop(workers)
+            for worker in workers:
+                worker.process.join(timeout=1)
+                if worker.process.is_alive():
+                    worker.process.kill()
+                    worker.process.join()
+                worker.conn.close()
         return [r for r in self.results if r is not None]
 
     def _drain(self, worker: _Worker) -> bool:
@@ -221,17 +214,6 @@ class _Pool:
         if dead.batch:
             self.queue.appendleft(sorted(dead.batch))  # redone: files without news had no effects
         return self._start()
-
-
-def _stop(workers: list[_Worker]) -> None:
-    for worker in workers:
-        if worker.conn.closed:
-            continue
-        worker.process.join(timeout=1)
-        if worker.process.is_alive():
-            worker.process.kill()
-            worker.process.join()
-        worker.conn.close()
 
 
 def _preload() -> None:
