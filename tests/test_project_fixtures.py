@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES
 
-from vjp_migrate.api import check_paths, fix_paths
+from vjp_migrate.api import Execution, check_paths, fix_paths
 from vjp_migrate.cli import main
 
 
@@ -111,6 +111,50 @@ def test_api_fix_gives_after_and_is_a_fixed_point(case: TreeCase, tmp_path: Path
     again = fix_paths([tree])
     assert not any(r.changed for r in again)
     assert files(tree) == files(case.after)
+
+
+@pytest.mark.parametrize("case", REWRITES)
+def test_worker_processes_fix_the_tree_alike(case: TreeCase, tmp_path: Path) -> None:
+    tree = copy(case.before, tmp_path)
+    results = fix_paths([tree], how=Execution(jobs=2))
+    assert all(r.status.value == "ok" for r in results), [r.reason for r in results]
+    assert files(tree) == files(case.after)  # no journal, no temporaries left either
+
+
+LOCAL_SITE = """
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def scale(x, w: jax.Array):
+    return x * w
+
+
+def scale_fwd(x, w: jax.Array):
+    return x * w, None
+
+
+def scale_bwd(w: jax.Array, res, g):
+    return (g * w,)
+
+
+scale.defvjp(scale_fwd, scale_bwd)
+"""
+
+
+def test_a_file_phase_1_fixes_and_phase_2_rewrites_again(tmp_path: Path) -> None:
+    """ops.py's own site is fixed in phase 1; phase 2 rewrites ops.py again with its imported
+    rules, from the same text: both fixes land, in one process or in worker processes."""
+    trees = []
+    for jobs in (1, 2):
+        tree = copy(FIXTURES / "project_sibling_rules" / "before", tmp_path / str(jobs))
+        ops = tree / "mypkg" / "ops.py"
+        ops.write_text(ops.read_text(encoding="utf-8") + LOCAL_SITE, encoding="utf-8")
+        fix_paths([tree], how=Execution(jobs=jobs))
+        trees.append(files(tree))
+    assert trees[0] == trees[1]
+    ops = trees[1]["mypkg/ops.py"].decode("utf-8")
+    assert "def scale_bwd(w: jax.Array, g):" in ops and "soft_clip_bwd" in ops
+    assert "nondiff_argnums=(1, 2)" not in ops  # phase 2's rewrite of soft_clip is there too
+    assert sorted(trees[1]) == sorted(files(FIXTURES / "project_sibling_rules" / "after"))
 
 
 @pytest.mark.parametrize("case", PARAMS)
