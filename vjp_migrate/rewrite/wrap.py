@@ -61,11 +61,13 @@ class Lines:
         """The indent of the line holding the ``(original, new)`` nodes when the new ones make
         it longer than the limit and it was not; None otherwise (also when a node spans lines,
         or the nodes are on different lines)."""
+        if all(new is old for old, new in changes):
+            return None  # the rebuild kept these nodes: the line is as long as it was
         line = None
         growth = 0
         for old, new in changes:
             old_code = "" if old is None else self.index.text(old)
-            new_code = "" if new is None else self.module.code_for_node(new)
+            new_code = old_code if new is old else "" if new is None else self.module.code_for_node(new)
             if old_code is None or _spans_lines(old_code) or _spans_lines(new_code):
                 return None
             if old is not None:
