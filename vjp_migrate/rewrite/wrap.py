@@ -67,8 +67,10 @@ class Lines:
         growth = 0
         for old, new in changes:
             old_code = "" if old is None else self.index.text(old)
+            if old_code is None:
+                return None
             new_code = old_code if new is old else "" if new is None else self.module.code_for_node(new)
-            if old_code is None or _spans_lines(old_code) or _spans_lines(new_code):
+            if _spans_lines(old_code) or _spans_lines(new_code):
                 return None
             if old is not None:
                 at = self.index.span(old)[0]
