@@ -14,13 +14,13 @@ from vjp_migrate.screen.names import (
     qualified,
 )
 from vjp_migrate.screen.sites import Site, known_as
-from vjp_migrate.screen.tree import Func, Module, dotted, grown_list, own_nodes, walk_nodes
+from vjp_migrate.screen.tree import Func, Module, body_nodes, dotted, grown_list, own_nodes
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
     ARRAY_ATTRIBUTES,
     HOST_ARRAY_ANNOTATIONS,
-    HOST_CALLBACKS,
+    HOST_CALLBACK_OPERANDS,
 )
 
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
@@ -70,7 +70,7 @@ class ArrayUse:
         return self.memo[key]
 
     def body(self, func: Func, name: str, depth: int) -> bool:
-        nodes = self._nodes(func)
+        nodes = body_nodes(self.m, func)
         names = {name}
         grown = True
         while grown:  # `y = x` makes y stand for x (classify adds such names as it goes), and so
@@ -121,12 +121,7 @@ class ArrayUse:
     def _helper_draws(self, call: ast.Call) -> bool:
         """``call`` calls a def of the module that calls a `jax.random` function."""
         helpers = self.m.defs.get(call.func.id, []) if isinstance(call.func, ast.Name) else []
-        return any(isinstance(n, ast.Call) and self._draws(n) for h in helpers for n in self._nodes(h))
-
-    def _nodes(self, func: Func) -> list[ast.AST]:
-        if id(func) not in self.m.bodies:
-            self.m.bodies[id(func)] = own_nodes(self.m, func) + walk_nodes(self.m.nested[id(func)])
-        return self.m.bodies[id(func)]
+        return any(isinstance(n, ast.Call) and self._draws(n) for h in helpers for n in body_nodes(self.m, h))
 
     def _holds(self, expr: ast.expr, names: set[str]) -> bool:
         """A tuple or list literal with the name (or one holding it) among its elements."""
@@ -155,7 +150,7 @@ class ArrayUse:
     def _call(self, call: ast.Call, names: set[str], depth: int) -> bool:
         if self._passes_a_field(call, names) and (self._draws(call) or self._helper_draws(call)):
             return True  # `jax.random.uniform(p.key, ...)`, `noise(x.shape, p.key)`: p holds PRNG keys
-        if any(q in HOST_CALLBACKS for q in qualified(self.m, call.func)) and any(
+        if any(q in HOST_CALLBACK_OPERANDS for q in qualified(self.m, call.func)) and any(
             self._rooted(v, names) for v in [*call.args[1:], *(k.value for k in call.keywords)]
         ):
             return True  # an operand of `jax.pure_callback(host, shapes, x, ...)`: converted to an array

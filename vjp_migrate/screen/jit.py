@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 from vjp_migrate.screen.names import JIT, PARTIAL, exactly, int_positions, positional_params, qualified, str_names
 from vjp_migrate.screen.sites import Site, call_value, known_as
-from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, grown_list, own_nodes, walk_nodes
+from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, grown_list
 
 
 def jit_static(m: Module, primal: Func) -> set[int]:
@@ -140,9 +140,7 @@ def _computed_from(m: Module, func: Func, names: set[str]) -> set[str]:
     on them or a helper's result (`s = w * 2.0`), a literal holding one (`pair = (w1, w2)`), the
     parts of one unpacked (`a, b = pair`), and the items of a loop or comprehension over anything
     that mentions them (`for w in ws`), and a list grown with them (`ws += [w]`, `ws.append(w)`)."""
-    if id(func) not in m.bodies:  # nested defs too: a local of one may come from this def's parameter
-        m.bodies[id(func)] = own_nodes(m, func) + walk_nodes(m.nested[id(func)])
-    body = m.bodies[id(func)]
+    body = body_nodes(m, func)  # nested defs too: a local of one may come from this def's parameter
     binders: list[tuple[list[ast.expr], ast.expr]] = [(n.targets, n.value) for n in body if isinstance(n, ast.Assign)]
     binders += [([n.target], n.value) for n in body if isinstance(n, ast.AugAssign)]  # `ws += [w2]`
     for owner, given in filter(None, map(grown_list, body)):  # `ws.append(w2)`: ws holds what it is given

@@ -9,7 +9,7 @@ from vjp_migrate.screen.array_use import STATIC_KEYWORDS, call_site_may_pass_arr
 from vjp_migrate.screen.jit import call_site_may_pass_traced, jit_static
 from vjp_migrate.screen.names import annotation_nodes, exactly, positional_params, qualified, segment
 from vjp_migrate.screen.sites import Site, call_value, defvjp_calls, rule_arg
-from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, own_nodes, walk_nodes
+from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, own_nodes
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -252,10 +252,8 @@ class StaticProof:
 def _may_rebind(m: Module, func: Func, name: str) -> bool:
     """Anything in ``func`` (nested scopes too) may bind ``name`` again: then the value passed on
     may be a Tracer made from the jit-static parameter (`scale = scale / jnp.std(x)`)."""
-    if id(func) not in m.bodies:
-        m.bodies[id(func)] = own_nodes(m, func) + walk_nodes(m.nested[id(func)])
     own = {id(p) for p in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
-    return any(_bound_name(node) == name for node in m.bodies[id(func)] if id(node) not in own)
+    return any(_bound_name(node) == name for node in body_nodes(m, func) if id(node) not in own)
 
 
 def _bound_name(node: ast.AST) -> str | None:

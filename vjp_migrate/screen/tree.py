@@ -212,6 +212,14 @@ def own_nodes(m: Module, func: Func) -> list[ast.AST]:
     return found
 
 
+def body_nodes(m: Module, func: Func) -> list[ast.AST]:
+    """Every node inside a function, nested defs, classes and lambdas too (cached)."""
+    found = m.bodies.get(id(func))
+    if found is None:
+        found = m.bodies[id(func)] = own_nodes(m, func) + walk_nodes(m.nested[id(func)])
+    return found
+
+
 def own_returns(m: Module, func: Func) -> Iterator[ast.Return]:
     return (node for node in own_nodes(m, func) if isinstance(node, ast.Return))
 
