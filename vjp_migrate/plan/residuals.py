@@ -210,7 +210,7 @@ def layout_of(
         return Layout.UNCHANGED, residual, residual, None
     residual_used = counts.get(residual, 0) > 0
     values = [r.value.elements[1].value for r in fwd_returns if isinstance(r.value, cst.Tuple)]
-    if not residual_used and all(_saves_nothing(v) for v in values):
+    if not residual_used and all(saves_nothing(v) for v in values):
         if len(saved_bwd) == 1:
             return Layout.NONE, saved_bwd[0], residual, None
         return Layout.NONE, fresh_name(taken), residual, None
@@ -223,7 +223,7 @@ def layout_of(
     return Layout.BOUND, residual, residual, unpack
 
 
-def _saves_nothing(value: cst.BaseExpression) -> bool:
+def saves_nothing(value: cst.BaseExpression) -> bool:
     """`None`, `()` or `[]`: a residual that holds nothing (JAX hands bwd the same empty value)."""
     return (isinstance(value, cst.Name) and value.value == "None") or (
         isinstance(value, (cst.Tuple, cst.List)) and not value.elements

@@ -9,6 +9,7 @@ from collections.abc import Mapping, Sequence
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.plan.residuals import saves_nothing
 
 # Words by which the comment at the end of a `del` line is about the deletion, not about the code
 # around it: the names are unused, not needed, static, saved (or not)...
@@ -31,12 +32,7 @@ def comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
 def saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
     """``return out, None``, ``return out, ()`` or ``return out, []``."""
     value = small.value if isinstance(small, cst.Return) else None
-    if not isinstance(value, cst.Tuple) or len(value.elements) != 2:
-        return False
-    residual = value.elements[1].value
-    return (isinstance(residual, cst.Name) and residual.value == "None") or (
-        isinstance(residual, (cst.Tuple, cst.List)) and not residual.elements
-    )
+    return isinstance(value, cst.Tuple) and len(value.elements) == 2 and saves_nothing(value.elements[1].value)
 
 
 def spoken(names: Sequence[str]) -> str:
