@@ -1127,3 +1127,62 @@ def test_screen_keeps_a_site_whose_jax_a_project_module_re_exports() -> None:
     text = text.replace("return x\n", "return x * a\n", 1)
     assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+SCORE_MOD = """
+from functools import partial
+from typing import Callable, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+from jax import Array
+
+
+def _helper(x, score_mod=None):
+    return jnp.where(x > 0, x, 0.0) if score_mod is None else jnp.asarray(score_mod, x)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def apply(score_mod: ANNOTATION, x):
+    return _helper(x, score_mod=score_mod)
+
+
+def apply_fwd(score_mod, x):
+    return apply(score_mod, x), x
+
+
+def apply_bwd(score_mod, x, g):
+    return (g,)
+
+
+apply.defvjp(apply_fwd, apply_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("annotation", "codes", "kept"),
+    [
+        # classify reads an annotation's names outermost first and stops at the first it decides on
+        pytest.param("Callable[[jax.Array], jax.Array] | None", [], False, id="Callable of arrays, or None"),
+        pytest.param("None | Callable[[Array], Array]", [], False, id="None, or a Callable of arrays"),
+        pytest.param("Optional[Callable[[Array], Array]]", [], False, id="Optional Callable of arrays"),
+        pytest.param("Union[Callable, Array]", [], False, id="Callable first in a Union"),
+        pytest.param("tuple[bool, ...]", [], False, id="tuple of bools"),
+        pytest.param('Callable | "Array"', [], False, id="Callable before a string"),
+        pytest.param("Sequence[jax.Array]", ["VJP001"], True, id="a container of arrays"),
+        pytest.param("jax.Array | Callable", ["VJP001"], True, id="an array first"),
+        pytest.param("tuple[float, Callable]", [], True, id="a number first: the screen doubts"),
+        pytest.param('"Callable" | Array', [], True, id="a string first: the screen doubts"),
+        pytest.param("Callable[(Array, Array)]", [], False, id="Callable before a parenthesized index"),
+        pytest.param("Sequence[(Array, int)]", [], True, id="a container of a parenthesized index: doubt"),
+    ],
+)
+def test_screen_reads_an_annotation_in_classifys_order(annotation: str, codes: list[str], kept: bool) -> None:
+    """JAX 0.12's cuDNN attention annotates `score_mod: Callable[[Array], Array] | None`: static
+    for classify, and the screen proves it instead of keeping the file."""
+    text = SCORE_MOD.replace("ANNOTATION", annotation)
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == codes
+    assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept
+    if not kept:  # sound under every selection too
+        assert _findings(text, "case.py", Settings(ALL)) == []
+        assert not screen.may_report(text, Settings(ALL))

@@ -9,6 +9,7 @@ file of the installed JAX and edge cases of the grammar.
 from __future__ import annotations
 
 import ast
+import sys
 import textwrap
 from collections import Counter
 from collections.abc import Iterator
@@ -65,8 +66,8 @@ EDGE_CASES = textwrap.dedent(
                 pass
         try:
             raise Error() from cause()
-        except* ValueError as group:
-            del group
+        except ValueError as error:
+            del error
         finally:
             assert check(), message()
         with open(path()) as handle:
@@ -76,6 +77,34 @@ EDGE_CASES = textwrap.dedent(
         x[1:2:3], *star = yield (yield from gen())
     """
 )
+# Grammar newer than the oldest Python the project supports, added where this Python parses it.
+EDGE_CASES_311 = textwrap.dedent(
+    """
+    def grouped():
+        try:
+            raise Error() from cause()
+        except* ValueError as group:
+            del group
+    """
+)
+EDGE_CASES_312 = textwrap.dedent(
+    """
+    type Alias[T: bound(), *Ts, **P] = Callable[P, tuple[T, *Ts]]
+
+    class Generic[T = default_type()](Base[T]):
+        def method[U](self, x: T, y: U = make()) -> U:
+            return call(x, y)
+
+    def generic[V: (int, float)](value: V) -> V:
+        return wrap(value)
+    """
+)
+if sys.version_info >= (3, 11):
+    EDGE_CASES += EDGE_CASES_311
+if sys.version_info >= (3, 13):  # type parameter defaults (PEP 696) came in 3.13
+    EDGE_CASES += EDGE_CASES_312
+elif sys.version_info >= (3, 12):
+    EDGE_CASES += EDGE_CASES_312.replace(" = default_type()", "")
 
 
 def _jax_files() -> Iterator[tuple[str, str]]:
@@ -147,7 +176,11 @@ def _screen_index(tree: ast.Module, text: str) -> dict[str, object]:
 def test_the_edge_cases_have_what_they_are_for() -> None:
     tree = ast.parse(EDGE_CASES)
     kinds = {type(node) for node in ast.walk(tree)}
-    assert {ast.Match, ast.MatchClass, ast.MatchStar, ast.MatchMapping, ast.TryStar, ast.Global, ast.Nonlocal} <= kinds
+    assert {ast.Match, ast.MatchClass, ast.MatchStar, ast.MatchMapping, ast.Global, ast.Nonlocal} <= kinds
+    if sys.version_info >= (3, 11):
+        assert ast.TryStar in kinds
+    if sys.version_info >= (3, 12):
+        assert {ast.TypeAlias, ast.TypeVar, ast.TypeVarTuple, ast.ParamSpec} <= kinds
     assert {ast.AsyncFunctionDef, ast.AsyncWith, ast.AsyncFor, ast.Lambda, ast.NamedExpr, ast.FormattedValue} <= kinds
 
 

@@ -4,6 +4,7 @@ equal verdict on synthesized inputs says how far it goes, a misspelt EXAMPLES ke
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -194,7 +195,11 @@ def test_a_float64_result_of_before_is_held_to_float64_tolerance_when_after_give
 
     from vjp_migrate.verify.compare import compare_trees
 
-    with jax.enable_x64(True):
+    # jax.enable_x64 from JAX 0.7 on, jax.experimental.enable_x64 before
+    enable_x64 = (
+        jax.enable_x64 if hasattr(jax, "enable_x64") else importlib.import_module("jax.experimental").enable_x64
+    )
+    with enable_x64(True):
         before = jnp.asarray([1.0, 34.123456789], jnp.float64)
         after = before.astype(jnp.float32)  # a rule that drops to single precision
         assert not compare_trees(before, after, None, None).ok

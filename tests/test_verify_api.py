@@ -48,7 +48,13 @@ def test_seed_clip_gradient_verifies_equal_by_synthesis_without_examples() -> No
     assert row.before_traced == "fails (UnexpectedTracerError)"
     checks = {c.check for c in row.checks}
     assert {"primal", "cotangent", "moved cotangents", "jit", "vmap", "scan", "cond", "grad of grad"} <= checks
-    assert any(c.check.startswith("custom_vjp3") and c.status is CheckStatus.PASS for c in row.checks)
+    import jax
+
+    vjp3 = [c for c in row.checks if c.check.startswith("custom_vjp3")]
+    if hasattr(jax.config, "jax_custom_vjp3"):
+        assert vjp3 and all(c.status is CheckStatus.PASS for c in vjp3), vjp3
+    else:  # a JAX before the option
+        assert [(c.status, c.detail) for c in vjp3] == [(CheckStatus.NOT_APPLICABLE, "not in this JAX")]
 
 
 @pytest.mark.parametrize(

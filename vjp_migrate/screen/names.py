@@ -124,3 +124,24 @@ def annotation_nodes(annotation: ast.expr) -> Iterator[ast.AST]:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             with contextlib.suppress(SyntaxError, ValueError):
                 yield from annotation_nodes(ast.parse(node.value.strip(), mode="eval").body)
+
+
+def annotation_parts(m: Module, annotation: ast.expr, into: list[ast.expr]) -> bool:
+    """Append the parts of an annotation to ``into`` in the order classify's annotation step reads
+    them, outermost first (`Callable[[Array], Array] | None`: Callable, the list, Array, None).
+    False where the two trees may differ, after the parts before it: a string (classify reads
+    only a single literal's text), a parenthesized tuple index (one element for LibCST, several
+    for ast)."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        return False
+    if isinstance(annotation, ast.Subscript):
+        index = annotation.slice
+        into.append(annotation.value)
+        if isinstance(index, ast.Tuple) and segment(m, index).startswith("("):
+            return False
+        elements = index.elts if isinstance(index, ast.Tuple) else [index]
+        return all(isinstance(e, ast.Slice) or annotation_parts(m, e, into) for e in elements)
+    if isinstance(annotation, ast.BinOp):
+        return annotation_parts(m, annotation.left, into) and annotation_parts(m, annotation.right, into)
+    into.append(annotation)
+    return True

@@ -7,16 +7,18 @@ import ast
 
 from vjp_migrate.screen.array_use import STATIC_KEYWORDS, call_site_may_pass_array, root_of
 from vjp_migrate.screen.jit import call_site_may_pass_traced, jit_static
-from vjp_migrate.screen.names import annotation_nodes, exactly, positional_params, qualified, segment
+from vjp_migrate.screen.names import annotation_parts, exactly, positional_params, qualified, segment
 from vjp_migrate.screen.sites import Site, call_value, defvjp_calls, rule_arg
 from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, own_nodes
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
+    CONTAINER_ANNOTATION_NAMES,
     HOST_ARRAY_ANNOTATIONS,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
     METADATA_FUNCTIONS,
+    SCALAR_ANNOTATION_NAMES,
     STATIC_ANNOTATION_NAMES,
     TYPE_TESTS,
     is_metadata_function,
@@ -160,25 +162,35 @@ class StaticProof:
         return self._body(func, param.arg, depth)
 
     def _static_annotation(self, annotation: ast.expr) -> bool:
-        """classify.annotations.annotation_evidence surely finds the outermost name static (`bool`, `jnp.dtype`,
-        `Callable[...]`, `tuple[int, ...]`), and surely not an array annotation first."""
-        outer = annotation.value if isinstance(annotation, ast.Subscript) else annotation
-        name = dotted(outer) if isinstance(outer, (ast.Name, ast.Attribute)) else None
-        if name is None:
-            return False
-        for node in annotation_nodes(annotation):  # `Sequence[jax.Array]`: no proof, whatever classify reads first
-            if not isinstance(node, (ast.Name, ast.Attribute)):
-                continue
-            inner = dotted(node)
-            if inner is not None and (
-                inner.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES
-                or qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS)
+        """classify.annotations.annotation_evidence surely finds a static name (`bool`, `jnp.dtype`,
+        `Callable[...]`, `tuple[int, ...]`) before anything else it decides on, reading the parts
+        in its order: `Callable[[Array], Array] | None` is static, `Sequence[jax.Array]` is not."""
+        parts: list[ast.expr] = []
+        complete = annotation_parts(self.m, annotation, parts)  # else only the parts before a doubt
+        for at, part in enumerate(parts):
+            name = dotted(part) if isinstance(part, (ast.Name, ast.Attribute)) else None
+            if name is None:
+                continue  # `[Array]`, `...`, `None`: classify reads no name there and goes on
+            last = name.rsplit(".", 1)[-1]
+            if last in CONTAINER_ANNOTATION_NAMES and (
+                not complete or any(self._may_be_array(p) for p in parts[at + 1 :])
             ):
+                return False  # classify skips the container when an array follows
+            if self._may_be_array(part) or qualified(self.m, part) & HOST_ARRAY_ANNOTATIONS:
                 return False
-        last = name.rsplit(".", 1)[-1]
-        if last in STATIC_ANNOTATION_NAMES:
-            return True
-        return last in ("tuple", "Tuple") and "int" in segment(self.m, annotation)  # classify reads its text
+            if last in SCALAR_ANNOTATION_NAMES:
+                return False  # a Python number (or more, which classify reads on): no proof here
+            if last in STATIC_ANNOTATION_NAMES:
+                return True
+            if last in ("tuple", "Tuple") and "int" in segment(self.m, annotation):  # classify reads its text
+                return True
+        return False
+
+    def _may_be_array(self, part: ast.expr) -> bool:
+        name = dotted(part) if isinstance(part, (ast.Name, ast.Attribute)) else None
+        return name is not None and (
+            name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES or bool(qualified(self.m, part) & ARRAY_ANNOTATIONS)
+        )
 
     def _body(self, func: Func, name: str, depth: int) -> bool:
         # Nested functions, classes and lambdas are left out: classify may skip them (when

@@ -9,6 +9,7 @@ from typing import Any
 
 import jax
 import numpy as np
+from numpy.typing import NDArray
 
 # (rtol, atol) by dtype itemsize for inexact dtypes; integers and bools compare exactly. A
 # dtype with fewer mantissa bits than its size suggests (bfloat16, the float8s) gets at
@@ -39,11 +40,11 @@ def _is_complex(dtype: Any) -> bool:
     return bool(jax.numpy.issubdtype(dtype, jax.numpy.complexfloating))
 
 
-def _eps(dtype: np.dtype) -> float:
+def _eps(dtype: np.dtype[Any]) -> float:
     return float(jax.numpy.finfo(dtype).eps)  # type: ignore[no-untyped-call]
 
 
-def _real_itemsize(dtype: np.dtype) -> int:
+def _real_itemsize(dtype: np.dtype[Any]) -> int:
     return dtype.itemsize // 2 if _is_complex(dtype) else dtype.itemsize
 
 
@@ -108,7 +109,7 @@ def compare_trees(
     )
 
 
-def _is_number(dtype: np.dtype) -> bool:
+def _is_number(dtype: np.dtype[Any]) -> bool:
     return dtype.kind in "biu" or is_inexact(dtype)
 
 
@@ -120,7 +121,7 @@ def _typed(leaf: Any) -> bool:
 
 
 def _compare_leaf(
-    e: np.ndarray, a: np.ndarray, rtol: float | None, atol: float | None, where: str, typed: bool = False
+    e: NDArray[Any], a: NDArray[Any], rtol: float | None, atol: float | None, where: str, typed: bool = False
 ) -> Comparison:
     if not _is_number(e.dtype) or not _is_number(a.dtype):
         same = bool(np.array_equal(e, a))
@@ -150,12 +151,12 @@ def _compare_leaf(
     return Comparison(ok, float(diff.flat[largest]), float(np.max(rel)), where, at_zero=bool(zero.flat[largest]))
 
 
-def _kind(dtype: np.dtype) -> str:
+def _kind(dtype: np.dtype[Any]) -> str:
     # float32 vs float64 is not a difference: a Python scalar argument may come back as either
     return "f" if is_inexact(dtype) else "i" if dtype.kind in "iu" else dtype.kind
 
 
-def _least_precise(a: np.dtype, b: np.dtype) -> np.dtype:
+def _least_precise(a: np.dtype[Any], b: np.dtype[Any]) -> np.dtype[Any]:
     inexact = [d for d in (a, b) if is_inexact(d)]
     if not inexact:
         return a

@@ -269,13 +269,14 @@ def vjp3_recheck(
     todo = [r for r in results if r.inputs.examples]
     if not todo:
         return
+    config: Any = jax.config  # its options are typed in some JAX versions, not in others
     try:
-        previous = bool(jax.config.jax_custom_vjp3)  # type: ignore[attr-defined]
+        previous = bool(config.jax_custom_vjp3)
     except AttributeError:
         for r in todo:
             r.extra.append(CheckOutcome("custom_vjp3", CheckStatus.NOT_APPLICABLE, detail="not in this JAX"))
         return
-    jax.config.update("jax_custom_vjp3", True)  # type: ignore[no-untyped-call]
+    config.update("jax_custom_vjp3", True)
     progress("step", "the import of AFTER with jax_custom_vjp3")
     try:
         try:
@@ -303,4 +304,4 @@ def vjp3_recheck(
                     run.transformed("jit", run_jit)
                 r.extra.extend(replace(o, check=f"custom_vjp3 {o.check}") for o in run.outcomes)
     finally:
-        jax.config.update("jax_custom_vjp3", previous)  # type: ignore[no-untyped-call]
+        config.update("jax_custom_vjp3", previous)

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 FORMAT = "vjp-migrate-inputs"
 VERSION = 1
@@ -40,7 +41,7 @@ class Recording:
     """A whole recording: the functions and the arrays their specs point to."""
 
     functions: tuple[RecordedFunction, ...]
-    arrays: dict[str, np.ndarray]
+    arrays: dict[str, NDArray[Any]]
 
     def for_function(self, qualname: str, files: Iterable[Path], modules: Iterable[str]) -> RecordedFunction | None:
         """The entry for ``qualname`` recorded from one of ``files`` (or else ``modules``)."""
@@ -80,7 +81,7 @@ def merge_parts(parts: Iterable[Path], out: Path, max_calls: int) -> int:
     """Merge the per-process part files into ``out``; returns the number of calls kept."""
     merged: dict[tuple[str, str, str], list[list[Any]]] = {}
     seen: dict[tuple[str, str, str], set[str]] = {}
-    arrays: dict[str, np.ndarray] = {}
+    arrays: dict[str, NDArray[Any]] = {}
     for part in sorted(parts):
         recording = read_recording(part)
         for entry in recording.functions:
@@ -107,7 +108,7 @@ def merge_parts(parts: Iterable[Path], out: Path, max_calls: int) -> int:
     return sum(len(c) for c in merged.values())
 
 
-def _renumber(spec: Any, source: dict[str, np.ndarray], target: dict[str, np.ndarray]) -> Any:
+def _renumber(spec: Any, source: dict[str, NDArray[Any]], target: dict[str, NDArray[Any]]) -> Any:
     if isinstance(spec, dict):
         out = {k: _renumber(v, source, target) for k, v in spec.items()}
         if spec.get("t") == "array":
@@ -120,7 +121,7 @@ def _renumber(spec: Any, source: dict[str, np.ndarray], target: dict[str, np.nda
     return spec
 
 
-def _fingerprint(spec: Any, arrays: dict[str, np.ndarray]) -> str:
+def _fingerprint(spec: Any, arrays: dict[str, NDArray[Any]]) -> str:
     def strip(s: Any) -> Any:
         if isinstance(s, dict):
             if s.get("t") == "array":
@@ -154,7 +155,7 @@ def _used_keys(calls_lists: Iterable[list[list[Any]]]) -> set[str]:
 
 def decode(
     spec: Any,
-    arrays: dict[str, np.ndarray],
+    arrays: dict[str, NDArray[Any]],
     resolve: Callable[[str], Any],
     abstract: Callable[[tuple[int, ...], str], Any],
 ) -> Any:
