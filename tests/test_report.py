@@ -168,3 +168,47 @@ def test_colour_on_a_terminal_follows_no_color(
 def test_no_colour_off_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
     assert "\x1b[" not in findings_text(io.StringIO())
+
+
+HELPER_ARITHMETIC = """
+from functools import partial
+
+import jax
+
+
+def weight(x, alpha):
+    scaled = x * alpha
+    shifted = scaled + alpha
+    return shifted / alpha
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def solve(x, alpha):
+    return weight(x, alpha)
+
+
+def solve_fwd(x, alpha):
+    return solve(x, alpha), x
+
+
+def solve_bwd(alpha, x, g):
+    return (g * alpha,)
+
+
+solve.defvjp(solve_fwd, solve_bwd)
+"""
+
+
+def test_show_reasons_gives_one_line_per_reason_with_every_line_it_was_seen_on(tmp_path: Path) -> None:
+    path = tmp_path / "helper.py"
+    path.write_text(HELPER_ARITHMETIC, encoding="utf-8")
+    (diagnostic,) = check_source(HELPER_ARITHMETIC, path=str(path))
+    texts = [r.text for r in diagnostic.reasons]
+    assert len(texts) > len(set(texts))  # the helper's three lines are three reasons of one text
+    code, out = run("check", "--show-reasons", str(path))
+    reasons = [line.strip() for line in out.splitlines() if line.startswith("    alpha: ")]
+    assert code == 1
+    assert len(reasons) == len(set(texts)), out
+    helper = next(r for r in reasons if "helper `weight`" in r and "the primal" in r)
+    assert helper.endswith("(lines 8, 9, 10)"), helper
+    assert any(r.endswith("(line 23)") for r in reasons), reasons  # bwd's own arithmetic, one line

@@ -51,12 +51,24 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     if d.also_touches:
         lines.append(("reason", f"\n    the fix also changes {', '.join(d.also_touches)}"))
     if show_reasons:
-        for reason in d.reasons:
-            where = f" (line {reason.line})" if reason.line else ""
-            if reason.line and reason.cell is not None and reason.cell != d.cell:
-                where = f" (cell {reason.cell}, line {reason.line})"
-            lines.append(("reason", f"\n    {d.argument}: {reason.kind.value} — {reason.text}{where}"))
+        for (kind, text, cell), at in _grouped_reasons(d).items():
+            span = f"{'line' if len(at) == 1 else 'lines'} {', '.join(map(str, at))}"
+            if cell is not None and cell != d.cell:
+                span = f"cell {cell}, {span}"
+            where = f" ({span})" if at else ""
+            lines.append(("reason", f"\n    {d.argument}: {kind} — {text}{where}"))
     return lines
+
+
+def _grouped_reasons(d: Diagnostic) -> dict[tuple[str, str, int | None], list[int]]:
+    """One line per reason text, with every line it was seen on: a helper's arithmetic is one
+    reason, however many lines of the helper show it (JSON keeps each)."""
+    grouped: dict[tuple[str, str, int | None], list[int]] = {}
+    for reason in d.reasons:
+        at = grouped.setdefault((reason.kind.value, reason.text, reason.cell), [])
+        if reason.line and reason.line not in at:
+            at.append(reason.line)
+    return grouped
 
 
 def location(d: Diagnostic) -> str:
