@@ -37,7 +37,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vjp_migrate.screen.array_use import ArrayUse, call_site_may_pass_array
+from vjp_migrate.screen.array_use import ArrayUse, call_site_may_pass_annotated, call_site_may_pass_array
 from vjp_migrate.screen.jit import call_site_may_pass_traced, may_be_jitted
 from vjp_migrate.screen.names import positional_params
 from vjp_migrate.screen.sites import Site, find_sites, imports_a_rule, may_be_inconsistent, nondiff_positions, rule_defs
@@ -76,7 +76,12 @@ def _site_may_report(m: Module, site: Site, settings: Settings, uses: ArrayUse) 
                 continue
             if passes_array is None:
                 passes_array = call_site_may_pass_array(m, site)
-            if passes_array or call_site_may_pass_traced(m, site, index, positional_params(primal)[index].arg):
+            name = positional_params(primal)[index].arg
+            if (
+                passes_array
+                or call_site_may_pass_traced(m, site, index, name)
+                or call_site_may_pass_annotated(m, site, index, name)
+            ):
                 return True
             roles = [(primal, index), *((f, index) for f in fwds if f), *((b, order) for b in bwds if b)]
             if any(may_be_jitted(m, func) for func, _ in roles):

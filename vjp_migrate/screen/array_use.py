@@ -5,6 +5,7 @@ passed at call sites)."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 
 from vjp_migrate.screen.names import (
     annotation_nodes,
@@ -13,7 +14,7 @@ from vjp_migrate.screen.names import (
     positional_params,
     qualified,
 )
-from vjp_migrate.screen.sites import Site, known_as
+from vjp_migrate.screen.sites import Site, call_value, known_as
 from vjp_migrate.screen.tree import Func, Module, body_nodes, dotted, grown_list, own_nodes
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
@@ -26,6 +27,9 @@ from vjp_migrate.vocabulary import (
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
 # Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
 STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
+PAIRING_BUILTINS = frozenset({"builtins.enumerate", "builtins.zip"})
+# What jax.vmap and jax.pmap map over is array data (classify.mapped reads the same two).
+MAPPING_TRANSFORMS = {"jax.vmap": "in_axes", "jax.pmap": "in_axes"}
 FOLLOW_DEPTH = 4  # classify follows helpers three calls deep; following further only keeps more
 
 
@@ -45,16 +49,7 @@ class ArrayUse:
         self.memo: dict[tuple[int, str, int], bool] = {}
 
     def annotated(self, param: ast.arg) -> bool:
-        if param.annotation is None:
-            return False
-        for node in annotation_nodes(param.annotation):
-            if not isinstance(node, (ast.Name, ast.Attribute)) or (name := dotted(node)) is None:
-                continue
-            if name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES:
-                return True
-            if qualified(self.m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS):
-                return True  # `from jax import Array as JaxArray`
-        return False
+        return annotated_with(self.m, param, frozenset())
 
     def param(self, func: Func, index: int, depth: int = 0) -> bool:
         params = positional_params(func)
@@ -88,7 +83,7 @@ class ArrayUse:
         if isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and self._holds(node.value, names):
             return [node.target.id]
         if isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and (
-            self._is(node.iter, names) or self._holds(node.iter, names)
+            self._is(node.iter, names) or self._holds(node.iter, names) or self._pairs(node.iter, names)
         ):
             return [n.id for n in ast.walk(node.target) if isinstance(n, ast.Name)]
         if (method := grown_list(node)) is not None:  # `xs.append(x)`, `xs.extend([x])`
@@ -96,6 +91,14 @@ class ArrayUse:
             if any(self._is(g, names) or self._holds(g, names) for g in given):
                 return [owner.id]
         return []
+
+    def _pairs(self, expr: ast.expr, names: set[str]) -> bool:
+        """`enumerate(ws)`, `zip(ws, bs)`: a loop over it takes the argument's items too."""
+        return (
+            isinstance(expr, ast.Call)
+            and bool(qualified(self.m, expr.func) & PAIRING_BUILTINS)
+            and any(self._is(a, names) or self._holds(a, names) for a in expr.args)
+        )
 
     @staticmethod
     def _is(expr: ast.expr, names: set[str]) -> bool:
@@ -148,6 +151,12 @@ class ArrayUse:
         return False
 
     def _call(self, call: ast.Call, names: set[str], depth: int) -> bool:
+        if (
+            isinstance(call.func, ast.Call)
+            and qualified(self.m, call.func.func) & MAPPING_TRANSFORMS.keys()
+            and any(self._rooted(a, names) for a in call.args)
+        ):
+            return True  # an operand `jax.vmap(f)(x, ...)` maps over: an array with a leading axis
         if self._passes_a_field(call, names) and (self._draws(call) or self._helper_draws(call)):
             return True  # `jax.random.uniform(p.key, ...)`, `noise(x.shape, p.key)`: p holds PRNG keys
         if any(q in HOST_CALLBACK_OPERANDS for q in qualified(self.m, call.func)) and any(
@@ -196,11 +205,7 @@ def call_site_may_pass_array(m: Module, site: Site) -> bool:
     """A call of the primal passes what a JAX array function makes: in place (`f(jnp.ones(3), x)`)
     or through a local of the calling def bound to it, or a loop's target over it (classify's
     `_array_local`; any binding counts here)."""
-    names = known_as(m, site)
-    for call in m.calls:
-        name = dotted(call.func)
-        if name is None or name.rsplit(".", 1)[-1] not in names:
-            continue
+    for call in _site_calls(m, site):
         values: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
         if any(_makes_array(m, v) for v in values):
             return True
@@ -208,6 +213,81 @@ def call_site_may_pass_array(m: Module, site: Site) -> bool:
         caller = m.caller.get(id(call))
         if given and caller is not None and given & _array_locals(m, caller):
             return True
+    return False
+
+
+def call_site_may_pass_annotated(m: Module, site: Site, index: int, name: str) -> bool:
+    """A call of the site passes, for the argument, a parameter of the calling def or a field of
+    one (`noise`, `context.noise`) annotated as an array or with a class of the module, which may
+    hold array fields (classify.caller_annotations). Through an attribute, the value one place
+    earlier counts too: a method's call passes no instance (`self.layer(a, b)`)."""
+    classes = frozenset(s.name for s in m.top if isinstance(s, ast.ClassDef))
+    for call in _site_calls(m, site):
+        caller = m.caller.get(id(call))
+        if caller is None:
+            continue
+        method = isinstance(call.func, ast.Attribute) and index > 0
+        values = [call_value(call, index, name), call_value(call, index - 1, name) if method else None]
+        if _passes_annotated(m, caller, [v for v in values if v is not None], classes):
+            return True
+    return False
+
+
+def _site_calls(m: Module, site: Site) -> Iterator[ast.Call]:
+    """The calls that may call the site: by one of its names, or through a def that returns it."""
+    names, factories = _call_names(m, site)
+    for call in m.calls:
+        called = call.func.func if isinstance(call.func, ast.Call) else call.func
+        name = dotted(called)
+        if name is not None and name.rsplit(".", 1)[-1] in (factories if called is not call.func else names):
+            yield call
+
+
+def _call_names(m: Module, site: Site) -> tuple[set[str], set[str]]:
+    """The names a call of the site may go through, and the defs that return the site (a factory:
+    `make(cfg)(x, key)`, `f = make(cfg); f(x, key)`)."""
+    names = set(known_as(m, site))
+    factories = {
+        name
+        for name, defs in m.defs.items()
+        for func in defs
+        if any(
+            isinstance(n, ast.Return) and isinstance(n.value, ast.Name) and n.value.id in names
+            for n in own_nodes(m, func)
+        )
+    }
+    for call in m.calls:
+        name = dotted(call.func)
+        if name is not None and name.rsplit(".", 1)[-1] in factories:
+            names.update(target.rsplit(".", 1)[-1] for target in m.assigned.get(id(call), ()))
+    return names, factories
+
+
+def _passes_annotated(m: Module, caller: Func, values: list[ast.expr], classes: frozenset[str]) -> bool:
+    """A parameter of the calling def, or a field of one, passed on (`noise`, `context.noise`),
+    annotated as an array or with a class of the module, which may hold array fields."""
+    arguments = caller.args
+    params = {p.arg: p for p in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]}
+    for value in values:
+        while isinstance(value, (ast.Attribute, ast.Subscript, ast.Starred)):
+            value = value.value
+        param = params.get(value.id) if isinstance(value, ast.Name) else None
+        if param is not None and annotated_with(m, param, classes):
+            return True
+    return False
+
+
+def annotated_with(m: Module, param: ast.arg, classes: frozenset[str]) -> bool:
+    """The parameter's annotation names an array type anywhere in it, or one of ``classes``."""
+    if param.annotation is None:
+        return False
+    for node in annotation_nodes(param.annotation):
+        if not isinstance(node, (ast.Name, ast.Attribute)) or (name := dotted(node)) is None:
+            continue
+        if name.rsplit(".", 1)[-1] in ARRAY_ANNOTATION_NAMES | classes:
+            return True
+        if qualified(m, node) & (ARRAY_ANNOTATIONS | HOST_ARRAY_ANNOTATIONS):
+            return True  # `from jax import Array as JaxArray`
     return False
 
 

@@ -5,7 +5,12 @@ from __future__ import annotations
 
 import ast
 
-from vjp_migrate.screen.array_use import STATIC_KEYWORDS, call_site_may_pass_array, root_of
+from vjp_migrate.screen.array_use import (
+    STATIC_KEYWORDS,
+    call_site_may_pass_annotated,
+    call_site_may_pass_array,
+    root_of,
+)
 from vjp_migrate.screen.jit import call_site_may_pass_traced, jit_static
 from vjp_migrate.screen.names import annotation_parts, exactly, positional_params, qualified, segment
 from vjp_migrate.screen.sites import Site, call_value, defvjp_calls, rule_arg
@@ -236,8 +241,11 @@ class StaticProof:
         no call may pass an array (classify: one caller's static value proves nothing then)."""
         if self.passes_array is None:
             self.passes_array = call_site_may_pass_array(self.m, self.site)
-        if self.passes_array or call_site_may_pass_traced(
-            self.m, self.site, index, positional_params(primal)[index].arg
+        name = positional_params(primal)[index].arg
+        if (
+            self.passes_array
+            or call_site_may_pass_traced(self.m, self.site, index, name)
+            or call_site_may_pass_annotated(self.m, self.site, index, name)
         ):
             return False
         if self.calls is None:
@@ -247,7 +255,6 @@ class StaticProof:
                 caller = self.m.caller[id(call)]
                 if caller is not None and isinstance(call.func, ast.Name) and call.func.id in names:
                     self.calls.append((caller, call))
-        name = positional_params(primal)[index].arg
         for caller, call in self.calls:
             caller_params = [p.arg for p in positional_params(caller)]
             value = call_value(call, index, name)
