@@ -1,13 +1,19 @@
-"""classify: the calls of a site a module-level factory builds and returns (factory_calls.py)."""
+"""classify: which calls are a site's (calls.py): through a module-level factory that builds and
+returns it (factory_calls.py), not another def's own site of that name."""
 
 from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
 import pytest
+from helpers import parse
 from test_classify import _unscreened, classified
 
+from vjp_migrate.classify import classify_site
+from vjp_migrate.classify.context import Context
 from vjp_migrate.model import ArgKind
+from vjp_migrate.sites import find_sites
+from vjp_migrate.walk import index_of
 
 _FACTORY = (
     "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
@@ -127,3 +133,26 @@ def test_a_split_key_passed_to_the_factory_s_site_breaks_under_jit_and_its_fix_r
         jax.jit(jax.grad(quantize), static_argnums=2)(x, key, False)
     eager = jax.grad(quantize)(x, key, False)
     assert jnp.array_equal(jax.jit(jax.grad(quantize), static_argnums=2)(x, key, True), eager)
+
+
+def _local_site(test: str, call: str) -> str:
+    return (
+        f"def {test}():\n"
+        "    @partial(jax.custom_vjp, nondiff_argnums=(1,))\n    def f(x, s):\n        return kernel(x, s)\n"
+        "    f.defvjp(lambda x, s: (f(x, s), None), lambda s, _, g: (g,))\n"
+        f"    return {call}\n"
+    )
+
+
+def test_a_call_of_another_def_s_own_site_of_that_name_is_no_call_of_this_one() -> None:
+    # probe15's copy of tests/test_classify.py: two tests each define their own `masked`; what the
+    # second passes said "array-valued" about the first.
+    code = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\nfrom elsewhere import kernel\n"
+    code += _local_site("test_one", "f(1.0, 'fast')") + _local_site("test_two", "f(1.0, jnp.ones(3))")
+    module, imports = parse(code)
+    first, second = find_sites(module, imports)
+    ctx = Context.of(module, imports, index_of(module).line)
+    (info,) = classify_site(first, module, ctx)
+    assert info.kind is ArgKind.STATIC, info.evidence
+    (info,) = classify_site(second, module, ctx)
+    assert info.kind is ArgKind.ARRAY, info.evidence

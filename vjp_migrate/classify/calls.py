@@ -61,9 +61,19 @@ def calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.
         ctx.lambda_params.update(finder.lambda_params)
         ctx.wrapped[id(module)] = _jit_wrapped(calls, ctx)
     names = {site.name, site.qualname}
-    direct = [(call, caller) for name, call, caller in calls if name in names]
+    direct = [(call, caller) for name, call, caller in calls if name in names and _may_reach(site, caller, ctx)]
     seen = {id(call) for call, _ in direct}
     return direct + [(call, caller) for call, caller in factory_calls(site, module, ctx, calls) if id(call) not in seen]
+
+
+def _may_reach(site: VjpSite, callers: tuple[cst.FunctionDef, ...], ctx: Context) -> bool:
+    """Whether a call of the site's name in ``callers`` may call the site: not when the innermost
+    def binding that name binds it to something else (another test's own `masked`)."""
+    for caller in reversed(callers):
+        bound = function_locals(caller, ctx).bindings.get(site.name)
+        if bound:
+            return any(b.node is site.primal or any(v is site.carrier for v in b.values or ()) for b in bound)
+    return True
 
 
 def _jit_wrapped(calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]], ctx: Context) -> Wrapped:
