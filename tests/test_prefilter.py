@@ -1150,3 +1150,29 @@ def test_screen_keeps_an_array_passed_to_a_site_a_factory_returns(call: str) -> 
     )
     assert _findings(text, "factory.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason="the screen does not read a caller's annotations as array data yet")
+@pytest.mark.parametrize(
+    ("classes", "caller"),
+    [
+        pytest.param("", "def apply(x, s: jax.Array):\n    return f(s, x)\n", id="an array parameter"),
+        pytest.param(
+            "@flax.struct.dataclass\nclass Context:\n    noise: jax.Array\n",
+            "def apply(x, context: Context):\n    return f(context.noise, x)\n",
+            id="a field",
+        ),
+        pytest.param(
+            "@flax.struct.dataclass\nclass Context:\n    noise: jax.Array\n",
+            "def apply(x, context: Context):\n    return f(context, x)\n",
+            id="a pytree with an array field",
+        ),
+    ],
+)
+def test_screen_keeps_what_a_caller_annotates_as_array_data(classes: str, caller: str) -> None:
+    # classify (classify22, caller_annotations.py): a caller's parameter annotated as an array, a
+    # field annotated as one in its module class, or a pytree class with such a field, passed at a
+    # call of the site, is array data.
+    text = "import flax.struct\n" + _KERNEL_SITE + classes + caller
+    assert _findings(text, "annotated.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

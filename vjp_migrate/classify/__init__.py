@@ -4,14 +4,16 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 
 The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
 expression reads), ``module_facts``, ``hashing`` (the module's cached functions and dicts, which
-hash what they get), ``pytrees`` and ``class_fields`` (what the module defines: leafless classes,
-the static fields of a method's class), ``context`` (all of it, once per module), ``grown`` (the
-items of a local list grown before a loop), then the evidence: ``annotations``; ``uses`` (what
-the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of ``uses_names``
-(the names carrying it and the evidence so far), ``uses_operators``, ``uses_branches`` (control
-flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and ``uses_calls``); the calls
-of the site: ``calls`` (found once per module), ``call_locals`` (the values locals carry),
-``call_traced`` (a jitted caller's traced parameters), ``call_sites`` (what callers pass) and
+hash what they get), ``pytrees``, ``class_fields`` and ``array_fields`` (what the module defines:
+leafless classes, the static fields of a method's class, the array fields of a class),
+``context`` (all of it, once per module), ``grown`` (the items of a local list grown before a
+loop), then the evidence: ``annotations``; ``uses`` (what the primal, fwd and bwd do with the
+argument: the ``Uses`` visitor, composed of ``uses_names`` (the names carrying it and the evidence
+so far), ``uses_operators``, ``uses_branches`` (control flow, type tests), ``uses_helpers``
+(helpers, kernels, ``partial``) and ``uses_calls``); the calls of the site: ``calls`` (found once
+per module; ``factory_calls``: through a factory returning the site), ``call_locals`` (the values
+locals carry), ``call_traced`` (a jitted caller's traced parameters), ``caller_annotations`` (what
+a caller's annotation says of what it passes), ``call_sites`` (what callers pass) and
 ``int_literals`` (the int literals a call-site tag gets); ``classify_site`` here decides.
 """
 
@@ -91,6 +93,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         if index == 0 and site.primal is not None and (owner := ctx.plain_methods.get(id(site.primal))) is not None:
             text = f"the instance of `{owner}`, a class the module neither registers as a pytree nor derives from one"
             evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(site.primal)), STRONG))
+        rules = frozenset(id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None)
         for call, callers in calls:
             value = call_value(call, index, name)
             found = (
@@ -102,6 +105,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                     passed,
                     wrapped,
                     ctx.lambda_params.get(id(call), frozenset()),
+                    rules,
                 )
                 if value is not None
                 else None
@@ -113,7 +117,6 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(call)), NOTED))
         info = _decide(index, name, evidence)
         if info.kind is ArgKind.ARRAY and info.strong and _arithmetic_only(evidence):
-            rules = {id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None}
             outside = [(call, callers) for call, callers in calls if not (callers and id(callers[-1]) in rules)]
             literals = int_literals_passed(outside, index, name, module, ctx, passed)
             info = _int_tag(info, site.name, literals, ctx.line_of(outside[0][0]) if outside else None)

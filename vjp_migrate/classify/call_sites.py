@@ -11,6 +11,7 @@ import libcst as cst
 from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence
 from vjp_migrate.classify.call_locals import local_values
 from vjp_migrate.classify.call_traced import rebound, traced_parameter
+from vjp_migrate.classify.caller_annotations import annotated_array
 from vjp_migrate.classify.class_fields import static_field_passed
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import code_text, is_int_tuple, is_string_like
@@ -31,11 +32,14 @@ def call_site_evidence(
     passed: frozenset[str] = frozenset(),
     wrapped: Wrapped | None = None,
     lambda_params: frozenset[str] = frozenset(),
+    rules: frozenset[int] = frozenset(),
 ) -> tuple[Evidence, str] | None:
     """What the value passed at one call site of the primal says about the argument (``passed``:
     the functions the module hands to another call, `jax.jit(run)`, whose parameters may be Tracers;
     ``wrapped``: those a `jax.jit(run, ...)` call wraps; ``lambda_params``: the names lambdas
-    around the call bind, which are none of the callers' parameters or locals)."""
+    around the call bind, which are none of the callers' parameters or locals; ``rules``: the ids
+    of the site's fwd and bwd, whose annotations are read as the rules' own)."""
+    annotated = not (callers and id(callers[-1]) in rules)  # a rule's annotations are read as its own
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
     if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
@@ -53,6 +57,12 @@ def call_site_evidence(
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if (field := static_field_passed(value, callers, ctx.methods, lambda_params)) is not None:
         return Evidence(ArgKind.STATIC, f"{field} is passed {at}", line), CALL_SITE
+    if (
+        annotated
+        and isinstance(value, cst.Attribute)
+        and (held := annotated_array(value, callers, ctx, lambda_params)) is not None
+    ):
+        return Evidence(ArgKind.ARRAY, f"{held} is passed {at}", line), CALL_SITE
     if (traced := traced_parameter(value, ctx, callers, wrapped or {}, lambda_params)) is not None:
         param, jitted, through = traced
         how = f", through `{through}`" if through else ""
@@ -77,7 +87,14 @@ def call_site_evidence(
                     and (found := _passed_on(caller, value.value, ctx, at, CALL_SITE)) is not None
                 ):
                     return found
-                return _tested(caller, value.value, ctx, at)
+                found = _tested(caller, value.value, ctx, at)
+                if (
+                    found is None
+                    and annotated
+                    and (held := annotated_array(value, callers, ctx, lambda_params)) is not None
+                ):
+                    found = Evidence(ArgKind.ARRAY, f"{held} is passed {at}", line), CALL_SITE
+                return found
             if value.value in function_locals(caller, ctx).bindings:
                 break
     return None

@@ -49,7 +49,7 @@ def method_classes(
     for cls in module.body:
         if not isinstance(cls, cst.ClassDef):
             continue
-        static = {**_static_fields(cls, imports), **meta.get(cls.name.value, {})}
+        static = {**static_fields(cls, imports), **meta.get(cls.name.value, {})}
         fields = ClassFields(cls.name.value, static, static_classes.get(cls.name.value))
         if not fields.static and fields.leafless is None:
             continue
@@ -61,7 +61,7 @@ def method_classes(
     return found
 
 
-def _static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
+def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
     """The fields an `eqx.Module` declares `eqx.field(static=True)` (or `eqx.static_field()`), or a
     flax struct class `struct.field(pytree_node=False)`, each with that declaration."""
     bases = {imports.qualify(base.value) for base in cls.bases}

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from vjp_migrate.classify.array_fields import ArrayFields, module_array_fields
 from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_methods
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
@@ -101,6 +102,9 @@ class Context:
     methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
     # The methods of the module's plain classes (no pytree), by id, with the class's name: `self` there is no JAX value.
     plain_methods: dict[int, str] = field(default_factory=dict, compare=False)
+    # The module's classes with fields annotated as arrays, by name: what a caller's parameter
+    # annotated with one holds.
+    array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
@@ -120,6 +124,7 @@ class Context:
             dicts=module_dicts(module, imports),
             methods=method_classes(module, imports, static_classes),
             plain_methods=plain_methods(module, imports),
+            array_fields=module_array_fields(module, imports),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
