@@ -3,18 +3,19 @@
 Static evidence wins over numeric use: a legitimate callable or setting must never be migrated.
 
 The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
-expression reads), ``module_facts``, ``hashing`` (the module's cached functions and dicts, which
-hash what they get), ``pytrees``, ``class_fields`` and ``array_fields`` (what the module defines:
-leafless classes, the static fields of a method's class, the array fields of a class),
-``context`` (all of it, once per module), ``grown`` (the items of a local list grown before a
-loop), then the evidence: ``annotations``; ``uses`` (what the primal, fwd and bwd do with the
-argument: the ``Uses`` visitor, composed of ``uses_names`` (the names carrying it and the evidence
-so far), ``uses_operators``, ``uses_branches`` (control flow, type tests), ``uses_helpers``
-(helpers, kernels, ``partial``) and ``uses_calls``); the calls of the site: ``calls`` (found once
-per module; ``factory_calls``: through a factory returning the site), ``call_locals`` (the values
-locals carry), ``call_traced`` (a jitted caller's traced parameters), ``caller_annotations`` (what
-a caller's annotation says of what it passes), ``call_sites`` (what callers pass) and
-``int_literals`` (the int literals a call-site tag gets); ``classify_site`` here decides.
+expression reads), ``module_facts``, ``hashing`` and ``scoped_hashing`` (the cached functions and
+dicts of the module, of a factory, of a class, which hash what they get), ``pytrees``,
+``class_fields`` and ``array_fields`` (what the module defines: leafless classes, the static fields
+of a method's class, the array fields of a class), ``context`` (all of it, once per module),
+``grown`` (the items of a local list grown before a loop), then the evidence: ``annotations``;
+``uses`` (what the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of
+``uses_names`` (the names carrying it and the evidence so far), ``uses_operators``,
+``uses_branches`` (control flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and
+``uses_calls``); the calls of the site: ``calls`` (found once per module; ``factory_calls``:
+through a factory returning the site), ``call_locals`` (the values locals carry), ``call_traced``
+(a jitted caller's traced parameters), ``caller_annotations`` (what a caller's annotation says of
+what it passes), ``call_sites`` (what callers pass) and ``int_literals`` (the int literals a
+call-site tag gets); ``classify_site`` here decides.
 """
 
 from __future__ import annotations

@@ -26,7 +26,7 @@ from vjp_migrate.vocabulary import (
     FLAX_PYTREE_NODES,
 )
 
-_NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
+NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def method_classes(
             continue
         for stmt in body_statements(cls):
             if isinstance(stmt, cst.FunctionDef) and not any(
-                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
+                dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators
             ):
                 found[id(stmt)] = fields
     return found
@@ -100,7 +100,7 @@ def plain_methods(module: cst.Module, imports: ImportTable) -> dict[int, str]:
     for name in bound_once(module, set(plain)):
         for stmt in body_statements(plain[name]):
             if isinstance(stmt, cst.FunctionDef) and not any(
-                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
+                dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators
             ):
                 found[id(stmt)] = name
     return found

@@ -21,6 +21,7 @@ from vjp_migrate.classify.module_facts import (
     module_variants,
 )
 from vjp_migrate.classify.pytrees import module_static_classes
+from vjp_migrate.classify.scoped_hashing import Hashers, scoped_hashers
 from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
 from vjp_migrate.derived import Locals, locals_of
 from vjp_migrate.imports import ImportTable
@@ -97,6 +98,9 @@ class Context:
     # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
     cached: dict[str, str] = field(default_factory=dict, compare=False)
     dicts: frozenset[str] = frozenset()
+    # For each def that sees them, by id: a factory's cached functions and dicts around it, the
+    # dicts its class keeps (`self._table`).
+    hashers: dict[int, Hashers] = field(default_factory=dict, compare=False)
     # For each method of a module class with static fields (or registered with no leaves), by id:
     # what its class declares, for the `self.<field>` a call site passes.
     methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
@@ -122,6 +126,7 @@ class Context:
             enclosing=enclosing_defs(module),
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
+            hashers=scoped_hashers(module, imports),
             methods=method_classes(module, imports, static_classes),
             plain_methods=plain_methods(module, imports),
             array_fields=module_array_fields(module, imports),

@@ -20,7 +20,7 @@ from vjp_migrate.classify.expressions import (
     value_names,
 )
 from vjp_migrate.classify.grown import grown_items
-from vjp_migrate.classify.hashing import hashing_call
+from vjp_migrate.classify.hashing import hashing_call, module_dict_text
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
 from vjp_migrate.imports import ImportTable
@@ -180,14 +180,31 @@ class UseState(cst.CSTVisitor):
         enclosing = self.ctx.enclosing.get(id(self.func), {}) if self.func is not None else {}
         return name not in self.bindings and name not in enclosing
 
-    def _module_dicts(self) -> frozenset[str]:
-        return frozenset(name for name in self.ctx.dicts if self._module_level(name))
+    def _dicts(self) -> dict[str, str]:
+        """The dicts the function walked sees (hashing.py, scoped_hashing.py), each with how to name it."""
+        found = {name: module_dict_text(name) for name in self.ctx.dicts if self._module_level(name)}
+        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
+        if scoped is not None:
+            found.update((name, text) for name, text in scoped.dicts.items() if self._seen(name))
+        return found
 
     def _hashing(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
         """What ``call`` does with the value at ``position``, if it hashes it (a cached function's
-        call, a module dict's key: hashing.py)."""
+        call, a dict's key: hashing.py)."""
         cached = {name: how for name, how in self.ctx.cached.items() if self._module_level(name)}
-        return hashing_call(call, position, keyword, cached, self._module_dicts())
+        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
+        if scoped is not None:
+            cached.update((name, how) for name, how in scoped.cached.items() if self._seen(name))
+        return hashing_call(call, position, keyword, cached, self._dicts())
+
+    def _seen(self, name: str) -> bool:
+        """Whether the function walked sees the scope's ``name`` (`cache`), or the attribute of its
+        parameter (`self._table`): no local of its own binds that name, or rebinds the parameter."""
+        root = name.split(".")[0]
+        bound = self.bindings.get(root, [])
+        if "." in name:
+            return all(isinstance(b.node, cst.Param) for b in bound)
+        return not bound
 
     def _value_once(self, name: str) -> cst.BaseExpression | None:
         """The one value a local bound once is bound to (``xs = (x, a)``); None otherwise."""

@@ -7,7 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate.classify.expressions import code_text, is_string_like, key_lookup
-from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript, membership_text, subscript_text
+from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript
 from vjp_migrate.classify.uses_names import UseState
 from vjp_migrate.classify.weights import ARITHMETIC, WEAK
 from vjp_migrate.model import ArgKind
@@ -61,9 +61,7 @@ class Operators(UseState):
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if key_lookup(node):
             return
-        if (key := hashing_membership(node, self._module_dicts())) is not None and self._hashed_key(
-            key, membership_text(code_text(node.comparisons[0].comparator)), node
-        ):
+        if (keyed := hashing_membership(node, self._dicts())) is not None and self._hashed_key(*keyed, node):
             return
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         if not any(self._rooted(o) for o in operands):
@@ -81,11 +79,11 @@ class Operators(UseState):
             self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if (key := hashing_subscript(node, self._module_dicts())) is not None:
-            self._hashed_key(key, subscript_text(code_text(node.value)), node)
+        if (keyed := hashing_subscript(node, self._dicts())) is not None:
+            self._hashed_key(*keyed, node)
 
     def _hashed_key(self, key: cst.BaseExpression, text: str, node: cst.CSTNode) -> bool:
-        """The argument, or a value from it, used as a key of a module dict: hashed, so static."""
+        """The argument, or a value from it, used as a key of a dict: hashed, so static."""
         if self._rooted(key):
             self._add(ArgKind.STATIC, text, node)
         elif (via := self._via(key)) is not None:
