@@ -1176,3 +1176,20 @@ def test_screen_keeps_what_a_caller_annotates_as_array_data(classes: str, caller
     text = "import flax.struct\n" + _KERNEL_SITE + classes + caller
     assert _findings(text, "annotated.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason="the screen does not read enumerate/zip loop targets yet")
+@pytest.mark.parametrize(
+    "loop",
+    [
+        pytest.param("for i, w in enumerate(s):", id="enumerate"),
+        pytest.param("for w, y in zip(s, x):", id="zip"),
+    ],
+)
+def test_screen_keeps_arithmetic_on_an_item_of_the_argument_looped_over(loop: str) -> None:
+    # classify (classify22): a loop over the argument itself gives its items, whose arithmetic is
+    # the argument's (`for w in s: out + w * x`, kept already; through enumerate and zip not yet).
+    body = f"out = x\n    {loop}\n        out = out + w * x\n    return out"
+    text = _KERNEL_SITE.replace("return kernel(x, s)\n", body + "\n", 1)
+    assert _findings(text, "loop.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.classify.call_locals import loop_sequence
 from vjp_migrate.classify.context import Context, Via, function_locals
 from vjp_migrate.classify.expressions import (
     code_text,
@@ -23,7 +24,7 @@ from vjp_migrate.classify.grown import grown_items
 from vjp_migrate.classify.hashing import hashing_call, module_dict_text
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
-from vjp_migrate.imports import ImportTable
+from vjp_migrate.imports import ImportTable, target_names
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import METADATA_ATTRIBUTES, TYPE_TESTS, is_metadata_function
 
@@ -43,6 +44,7 @@ class UseState(cst.CSTVisitor):
         self.func: cst.FunctionDef | None = None  # the def whose body is walked, for the defs around it
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
+        self.items: set[str] = set()  # the targets of loops over the argument itself (`for w in ws`)
         self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons
         # `partial(f, k=arg)` calls, judged once the whole body is walked (see judge_kernels), and
         # the functions that cannot capture traced values: the kernels `pallas_call`s are given and
@@ -154,6 +156,34 @@ class UseState(cst.CSTVisitor):
             named_in(item, self.names) is not None for item in self._loop_items(node.iter, node)
         ):
             self.names.add(node.target.value)
+        self._items_of(node.target, node.iter)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension(node.for_in)
+
+    def _comprehension(self, loop: cst.CompFor | None) -> None:
+        """The loops of a comprehension, before its element (`sum(w * x for w in ws)`) is walked."""
+        while loop is not None:
+            self._items_of(loop.target, loop.iter)
+            loop = loop.inner_for_in
+
+    def _items_of(self, target: cst.BaseExpression, sequence: cst.BaseExpression) -> None:
+        """A loop over the argument itself (`for w in ws`, `for i, w in enumerate(ws)`, `zip(ws, bs)`):
+        the target takes its items, a value derived from it whose arithmetic is the argument's own,
+        as `ws[0] * x` is (a list of arrays or a tuple of numbers, both JAX values)."""
+        for name in target_names(target):
+            looped = loop_sequence(name, target, sequence)
+            if isinstance(looped, cst.Name) and looped.value in self.names:
+                self.items.add(name)
 
     def _loop_items(self, sequence: cst.BaseExpression, loop: cst.For) -> tuple[cst.BaseExpression, ...]:
         if isinstance(sequence, (cst.Tuple, cst.List)):
