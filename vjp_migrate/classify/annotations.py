@@ -19,6 +19,7 @@ from vjp_migrate.vocabulary import (
     HOST_ARRAY_ANNOTATIONS,
     SCALAR_ANNOTATION_NAMES,
     STATIC_ANNOTATION_NAMES,
+    STATIC_ANNOTATIONS,
 )
 
 if TYPE_CHECKING:  # context.py reads annotations through array_fields.py
@@ -65,6 +66,8 @@ def annotation_reading(annotation: cst.BaseExpression, imports: ImportTable) -> 
             for p in _annotation_names(annotation)
         ):
             return ArgKind.UNKNOWN, ": a Python number, which may be a static setting", SCALAR
+        if qname in STATIC_ANNOTATIONS:
+            return ArgKind.STATIC, ": a JAX description of a value or its placement, never a JAX value", STRONG
         if last in STATIC_ANNOTATION_NAMES or (
             last in ("tuple", "Tuple") and "int" in cst.Module([]).code_for_node(annotation)
         ):

@@ -27,6 +27,7 @@ from vjp_migrate.vocabulary import (
     METADATA_ATTRIBUTES,
     PRIMITIVE_CLASSES,
     SHAPE_METHODS,
+    SHARD_MAP_PLACES,
     SIZE_OR_DATA,
     STATIC,
     STATIC_BUILTINS,
@@ -215,6 +216,9 @@ class CallUses(Helpers):
         elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
             text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
             self._add(ArgKind.STATIC, text, call, via=via)
+        elif keyword is None and (place := _shard_map_place(qname, position)) is not None:
+            text = f"passed as `{place}` to `{func_text}`, which needs it hashable"
+            self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in STATIC_PLACES_OF and at_place(STATIC_PLACES_OF[qname], position, keyword):
             text = f"passed as the tree structure to `{func_text}` (a PyTreeDef, never a Tracer)"
             self._add(ArgKind.STATIC, text, call, via=via)
@@ -280,3 +284,8 @@ class CallUses(Helpers):
             and receiver.value in self.ctx.primitives
             and receiver.value not in self.bindings
         )
+
+
+def _shard_map_place(qname: str, position: int) -> str | None:
+    """The setting a positional argument of the experimental `shard_map` is (`mesh`, `in_specs`...)."""
+    return next((name for at, name in SHARD_MAP_PLACES.get(qname, ()) if at == position), None)

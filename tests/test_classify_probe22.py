@@ -1,0 +1,97 @@
+"""classify on probe22's gaps (notes/probe22-findings.md), each with JAX's word on it."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from test_classify import classified
+
+from vjp_migrate.model import ArgKind
+
+_SHARDED = (
+    "import functools\nfrom typing import Optional\nimport jax\nimport jax.numpy as jnp\n"
+    "from jax.sharding import Mesh, NamedSharding, PartitionSpec as P\n"
+    "from jax.experimental.shard_map import shard_map\n"
+    "def _copy(x, mesh):\n    {body}\n"
+    "@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))\n"
+    "def split_copy(x, {param}):\n    return _copy(x, mesh)\n"
+    "def _fwd(x, mesh):\n    return split_copy(x, mesh), None\n"
+    "def _bwd(mesh, _, ct):\n    return (ct,)\n"
+    "split_copy.defvjp(_fwd, _bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("body", "shown"),
+    [
+        pytest.param(
+            "n = x.shape[0] // mesh.shape['data']\n"
+            "    return jax.shard_map(lambda v: v * n, mesh=mesh, in_specs=(P('data'),), out_specs=P('data'))(x)",
+            "passed as `mesh=` to `jax.shard_map`",
+            id="mesh= of jax.shard_map, its .shape read",
+        ),
+        pytest.param(
+            "return shard_map(lambda v: v * 1.0, mesh, (P('data'),), P('data'))(x)",
+            "passed as `mesh` to `shard_map`",
+            id="the experimental shard_map's place",
+        ),
+        pytest.param(
+            "return jax.device_put(x, NamedSharding(mesh, P('data'))) * mesh.size",
+            "passed to `NamedSharding`",
+            id="NamedSharding",
+        ),
+    ],
+)
+def test_a_device_mesh_given_to_shard_map_or_a_sharding_is_static(body: str, shown: str) -> None:
+    # probe22 G7 (r24, TPU split copy): `mesh.shape[a]` made it VJP001 with a safe fix, and the fix
+    # breaks the code (a Mesh is not a valid JAX type, test below).
+    info = classified(_SHARDED.format(body=body, param="mesh"))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert info.evidence[0].text.startswith(shown), info.evidence
+
+
+@pytest.mark.parametrize(
+    "annotation",
+    ["Mesh", "jax.sharding.Mesh", "Optional[Mesh]", "jax.ShapeDtypeStruct", "NamedSharding"],
+)
+def test_a_jax_description_annotation_wins_over_shape_reads(annotation: str) -> None:
+    # probe22 G8: `out_struct: jax.ShapeDtypeStruct` whose `.shape` and `.dtype` are read.
+    body = "return x * mesh.shape[0] + jnp.zeros(mesh.shape, mesh.dtype)"
+    info = classified(_SHARDED.format(body=body, param=f"mesh: {annotation}"))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert info.evidence[0].text.endswith("a JAX description of a value or its placement, never a JAX value")
+
+
+def test_a_module_class_named_mesh_is_no_jax_description() -> None:
+    code = _SHARDED.format(body="return x * mesh.shape[0]", param="mesh: Mesh").replace(
+        "from jax.sharding import Mesh, ", "from jax.sharding import "
+    )
+    info = classified(code + "class Mesh:\n    points: jax.Array\n")
+    assert info.kind is ArgKind.ARRAY, info.evidence
+
+
+def test_a_mesh_or_a_shape_dtype_struct_moved_out_of_nondiff_argnums_fails() -> None:
+    mesh = jax.sharding.Mesh(np.array(jax.devices()[:1]), ("data",))
+
+    def scale(x: jax.Array, mesh: jax.sharding.Mesh) -> jax.Array:
+        return x * mesh.shape["data"]
+
+    moved = jax.custom_vjp(scale)
+    moved.defvjp(lambda x, m: (scale(x, m), None), lambda _, g: (g, None))
+    with pytest.raises(TypeError, match="not a valid JAX type"):
+        jax.grad(lambda x: moved(x, mesh).sum())(jnp.ones(2))
+    kept = jax.custom_vjp(scale, nondiff_argnums=(1,))
+    kept.defvjp(lambda x, m: (scale(x, m), None), lambda m, _, g: (g,))
+    assert jax.jit(jax.grad(lambda x: kept(x, mesh).sum()))(jnp.ones(2)).tolist() == [1.0, 1.0]
+
+    struct = jax.ShapeDtypeStruct((3,), jnp.float32)
+
+    def pad(x: jax.Array, out: jax.ShapeDtypeStruct) -> jax.Array:
+        return jnp.zeros(out.shape, out.dtype).at[:1].set(x)
+
+    moved_pad = jax.custom_vjp(pad)
+    moved_pad.defvjp(lambda x, o: (moved_pad(x, o), None), lambda _, g: (g[:1], None))
+    with pytest.raises(TypeError, match="ShapeDtypeStruct does not have a value"):
+        jax.jit(jax.grad(lambda x: jnp.sum(moved_pad(x, struct) ** 2)))(jnp.ones(1))
