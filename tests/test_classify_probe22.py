@@ -95,3 +95,27 @@ def test_a_mesh_or_a_shape_dtype_struct_moved_out_of_nondiff_argnums_fails() -> 
     moved_pad.defvjp(lambda x, o: (moved_pad(x, o), None), lambda _, g: (g[:1], None))
     with pytest.raises(TypeError, match="ShapeDtypeStruct does not have a value"):
         jax.jit(jax.grad(lambda x: jnp.sum(moved_pad(x, struct) ** 2)))(jnp.ones(1))
+
+
+@pytest.mark.parametrize(
+    ("primal", "strong"),
+    [
+        pytest.param("return jnp.zeros(a.shape, a.dtype).at[: x.shape[0]].set(x)", False, id=".shape and .dtype alone"),
+        pytest.param("return x * a.ndim", False, id=".ndim alone"),
+        pytest.param("return x.astype(a.dtype)", False, id=".dtype alone (test_classify's old strong case)"),
+        pytest.param("return jnp.zeros(a.shape) + x * a", True, id="with arithmetic"),
+        pytest.param("return x @ a.T", True, id=".T"),
+    ],
+)
+def test_only_metadata_read_is_array_data_with_no_safe_fix(primal: str, strong: bool) -> None:
+    # probe22 G8, unannotated: `jnp.zeros(out_struct.shape, out_struct.dtype)` works as well for a
+    # `jax.ShapeDtypeStruct` or a mesh's `.shape`, which moved fail (test above).
+    code = _SHARDED.split("def _copy")[0] + (
+        "@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))\n"
+        f"def pad_to(x, a):\n    {primal}\n"
+        "def _fwd(x, a):\n    return pad_to(x, a), None\n"
+        "def _bwd(a, _, g):\n    return (g[:1],)\n"
+        "pad_to.defvjp(_fwd, _bwd)\n"
+    )
+    info = classified(code)
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, strong), info.evidence

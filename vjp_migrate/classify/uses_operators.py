@@ -9,9 +9,9 @@ import libcst as cst
 from vjp_migrate.classify.expressions import code_text, is_string_like, key_lookup
 from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript
 from vjp_migrate.classify.uses_names import UseState
-from vjp_migrate.classify.weights import ARITHMETIC, WEAK
+from vjp_migrate.classify.weights import ARITHMETIC, STRONG, WEAK
 from vjp_migrate.model import ArgKind
-from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, SIZE_NAMES, is_size_function
+from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, METADATA_ATTRIBUTES, SIZE_NAMES, is_size_function
 
 
 class Operators(UseState):
@@ -119,4 +119,6 @@ class Operators(UseState):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
-            self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node)
+            # `.shape`, `.dtype`: what a `jax.ShapeDtypeStruct` or a device mesh has too, which moved fail
+            weight = WEAK if node.attr.value in METADATA_ATTRIBUTES else STRONG
+            self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node, weight=weight)
