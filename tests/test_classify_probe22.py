@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-from test_classify import classified
+from test_classify import _unscreened, classified, site_module
 
 from vjp_migrate.model import ArgKind
 
@@ -119,3 +119,52 @@ def test_only_metadata_read_is_array_data_with_no_safe_fix(primal: str, strong: 
     )
     info = classified(code)
     assert (info.kind, info.strong) == (ArgKind.ARRAY, strong), info.evidence
+
+
+@pytest.mark.parametrize(
+    "bwd",
+    [
+        pytest.param("return (jax.vmap(lambda i, c: c * i)(a, g).sum(0),)", id="in_axes by default"),
+        pytest.param("return (jax.vmap(lambda c, i: c * i, in_axes=(None, 0))(g, a).sum(0),)", id="in_axes tuple"),
+        pytest.param("return (jax.vmap(lambda i, c: c * i, 0)(a, g).sum(0),)", id="in_axes by place"),
+        pytest.param("return (jax.pmap(lambda i, c: c * i)(a, g).sum(0),)", id="pmap"),
+    ],
+)
+def test_an_operand_a_mapping_transform_maps_over_is_array_data(bwd: str) -> None:
+    # probe22 G1 (r01, brainstate FixedProb): `jax.vmap(lambda idx, w: ...)(indices, weight)` in bwd.
+    # The screen does not keep these yet: a strict xfail in test_prefilter.
+    info = _unscreened(site_module("return x", bwd))
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+    assert info.evidence[0].text.startswith("mapped over by `jax."), info.evidence
+
+
+@pytest.mark.parametrize(
+    "bwd",
+    [
+        pytest.param("return (jax.vmap(lambda c, i: c * i, in_axes=(0, None))(g, a),)", id="in_axes None there"),
+        pytest.param("return (jax.vmap(lambda c, i: c * i, in_axes=axes)(g, a),)", id="in_axes a name"),
+        pytest.param("return (jax.vmap(lambda c, i: c * i)(g, i=a),)", id="a keyword operand"),
+        pytest.param("return (jax.vmap(lambda c, i: c * i, in_axes={'i': 0})(g, a),)", id="in_axes a dict"),
+    ],
+)
+def test_an_operand_no_mapping_transform_is_known_to_map_says_nothing(bwd: str) -> None:
+    info = classified(site_module("return x", bwd, extra="axes = (0, None)\n"))
+    assert not any(e.text.startswith("mapped over") for e in info.evidence), info.evidence
+
+
+def test_a_static_setting_cannot_be_mapped_over_and_a_mapped_index_array_breaks_in_nondiff_argnums() -> None:
+    with pytest.raises(ValueError, match="vmap was requested to map its argument"):
+        jax.vmap(lambda i, c: c * i)(3, jnp.ones(2))
+
+    def gather_sum(indices: jax.Array, w: jax.Array) -> jax.Array:
+        return jnp.sum(w[indices], axis=1)
+
+    def bwd(indices: jax.Array, w: jax.Array, ct: jax.Array) -> tuple[jax.Array]:
+        return (jax.vmap(lambda i, c: jnp.zeros_like(w).at[i].add(c))(indices, ct).sum(0),)
+
+    rule = jax.custom_vjp(gather_sum, nondiff_argnums=(0,))
+    rule.defvjp(lambda i, w: (rule(i, w), w), bwd)
+    indices, w = jnp.array([[0, 1], [2, 0]]), jnp.array([1.0, 2.0, 3.0])
+    assert jax.grad(lambda w: rule(indices, w).sum())(w).tolist() == [2.0, 1.0, 1.0]
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(lambda w, i: rule(i, w).sum()))(w, indices)

@@ -1193,3 +1193,12 @@ def test_screen_keeps_arithmetic_on_an_item_of_the_argument_looped_over(loop: st
     text = _KERNEL_SITE.replace("return kernel(x, s)\n", body + "\n", 1)
     assert _findings(text, "loop.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason="the screen does not read operands mapped by jax.vmap yet")
+def test_screen_keeps_an_operand_jax_vmap_maps_over() -> None:
+    # classify (classify22, mapped.py): `jax.vmap(f)(indices, ct)` in bwd maps over the argument,
+    # which must then be an array with a leading axis (probe22 G1, brainstate FixedProb).
+    text = _KERNEL_SITE.replace("return (kernel(g, s),)", "return (jax.vmap(lambda i, c: c * i)(s, g).sum(0),)")
+    assert _findings(text, "mapped.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

@@ -564,6 +564,13 @@ STATIC_PLACES_OF: dict[str, tuple[int, str]] = {
 SHARD_MAP_PLACES: dict[str, tuple[tuple[int, str], ...]] = {
     "jax.experimental.shard_map.shard_map": ((1, "mesh"), (2, "in_specs"), (3, "out_specs")),
 }
+# Transforms mapping a function over its operands' leading axis, with the place of their `in_axes`:
+# an operand mapped over (by default, or with an int axis) must be an array (or a pytree of
+# arrays) with that axis; a static setting fails there ("vmap was requested to map its argument").
+MAPPING_TRANSFORMS: dict[str, tuple[int, str]] = {
+    "jax.vmap": (1, "in_axes"),
+    "jax.pmap": (1, "in_axes"),
+}
 # Callbacks into Python on the host, with the name of the parameter taking the host function. The
 # function runs when the compiled code runs, after tracing: a value it reads from around it (or that
 # `partial` binds) must be concrete then, while the operands passed to the callback are array data.

@@ -11,11 +11,12 @@ of a method's class, the array fields of a class), ``context`` (all of it, once 
 ``uses`` (what the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of
 ``uses_names`` (the names carrying it and the evidence so far), ``uses_operators``,
 ``uses_branches`` (control flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and
-``uses_calls``); the calls of the site: ``calls`` (found once per module; ``factory_calls``:
-through a factory returning the site), ``call_locals`` (the values locals carry), ``call_traced``
-(a jitted caller's traced parameters), ``caller_annotations`` (what a caller's annotation says of
-what it passes), ``call_sites`` (what callers pass) and ``int_literals`` (the int literals a
-call-site tag gets); ``classify_site`` here decides.
+``uses_calls`` (with ``mapped``: the operands a ``jax.vmap`` maps over)); the calls of the site:
+``calls`` (found once per module; ``factory_calls``: through a factory returning the site),
+``call_locals`` (the values locals carry), ``call_traced`` (a jitted caller's traced parameters),
+``caller_annotations`` (what a caller's annotation says of what it passes), ``call_sites`` (what
+callers pass) and ``int_literals`` (the int literals a call-site tag gets); ``classify_site`` here
+decides.
 """
 
 from __future__ import annotations

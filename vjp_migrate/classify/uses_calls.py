@@ -8,6 +8,7 @@ import libcst as cst
 
 from vjp_migrate.classify.context import Via
 from vjp_migrate.classify.expressions import code_text, named_in, place_of
+from vjp_migrate.classify.mapped import mapped_by
 from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
 from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
@@ -202,6 +203,9 @@ class CallUses(Helpers):
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
                 return
+        if qname is None and (mapping := mapped_by(call, position, keyword, self.ctx.imports)) is not None:
+            self._add(ArgKind.ARRAY, f"mapped over by `{mapping}`", call, via=via)
+            return
         if qname is None and (hashed := self._hashing(call, position, keyword)) is not None:
             self._add(ArgKind.STATIC, hashed, call, via=via)
             return
