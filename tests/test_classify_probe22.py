@@ -6,9 +6,14 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
+from helpers import parse
 from test_classify import _unscreened, classified, site_module
 
+from vjp_migrate.classify import classify_site
+from vjp_migrate.classify.context import Context
 from vjp_migrate.model import ArgKind
+from vjp_migrate.sites import find_sites
+from vjp_migrate.walk import index_of
 
 _SHARDED = (
     "import functools\nfrom typing import Optional\nimport jax\nimport jax.numpy as jnp\n"
@@ -168,3 +173,73 @@ def test_a_static_setting_cannot_be_mapped_over_and_a_mapped_index_array_breaks_
     assert jax.grad(lambda w: rule(indices, w).sum())(w).tolist() == [2.0, 1.0, 1.0]
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.jit(jax.grad(lambda w, i: rule(i, w).sum()))(w, indices)
+
+
+_CLASS_BODY_SITE = (
+    "from functools import partial\nimport jax\nimport jax.numpy as jnp\n"
+    "class Solver:\n"
+    "    @partial(jax.custom_vjp, nondiff_argnums=(0, 1))\n"
+    "    def layer(solver, z_init, params):\n        return solver(lambda z: jnp.tanh(params * z), z_init)\n"
+    "    def _fwd(solver, z_init, params):\n        return Solver.layer(solver, z_init, params), (params,)\n"
+    "    def _bwd(solver, z_init, res, g):\n        return (g,)\n"
+    "    layer.defvjp(_fwd, _bwd)\n"
+    "    def iterate(self, f, z):\n        return f(z)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param("    def run(self, p):\n        return self.layer(self.iterate, jnp.zeros(3), p)\n", id="self"),
+        pytest.param(
+            "class Newton(Solver):\n    def run(this, p):\n        return this.layer(this.iterate, jnp.zeros(3), p)\n",
+            id="a subclass's method",
+        ),
+        pytest.param(
+            "    def run(self, p):\n        return jax.jit(lambda q: self.layer(self.iterate, jnp.zeros(3), q))(p)\n",
+            id="in a lambda",
+        ),
+    ],
+)
+def test_a_class_body_site_called_through_an_instance_is_called_with_those_arguments(caller: str) -> None:
+    # probe22 G3 (r07, probit_jax): `self.fixed_point_layer(self.newton_solver, jnp.zeros(self.N), f,
+    # params)`; a custom_vjp object is no descriptor, so `self` is not passed.
+    module, imports = parse(_CLASS_BODY_SITE + caller)
+    (site,) = find_sites(module, imports)
+    solver, z_init = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert (z_init.kind, z_init.strong) == (ArgKind.ARRAY, True), z_init.evidence
+    assert z_init.evidence[0].text == "an array is passed at a call site (`jnp.zeros(3)`)"
+    assert solver.kind is ArgKind.STATIC and not any("the instance of" in e.text for e in solver.evidence)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "    def run(self, p):\n        self = other\n        return self.layer(1, jnp.zeros(3), p)\n",
+            id="self rebound",
+        ),
+        pytest.param("def run(self, p):\n    return self.layer(1, jnp.zeros(3), p)\n", id="no method"),
+        pytest.param(
+            "class Other:\n    def run(self, p):\n        return self.layer(1, jnp.zeros(3), p)\n", id="another class"
+        ),
+    ],
+)
+def test_no_instance_of_the_site_s_class_is_no_call_of_it(caller: str) -> None:
+    module, imports = parse(_CLASS_BODY_SITE + caller)
+    (site,) = find_sites(module, imports)
+    _, z_init = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert not any("is passed at a call site" in e.text for e in z_init.evidence), z_init.evidence
+
+
+def test_a_custom_vjp_is_no_descriptor() -> None:
+    class Solver:
+        @staticmethod
+        def _fwd(w: jax.Array, x: jax.Array) -> tuple[jax.Array, None]:
+            return w * x, None
+
+        scale = jax.custom_vjp(lambda w, x: w * x)
+        scale.defvjp(_fwd, lambda _, g: (g, g))
+
+    assert not hasattr(jax.custom_vjp, "__get__")
+    assert float(Solver().scale(2.0, 3.0)) == 6.0  # `self` is not passed

@@ -12,11 +12,11 @@ of a method's class, the array fields of a class), ``context`` (all of it, once 
 ``uses_names`` (the names carrying it and the evidence so far), ``uses_operators``,
 ``uses_branches`` (control flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and
 ``uses_calls`` (with ``mapped``: the operands a ``jax.vmap`` maps over)); the calls of the site:
-``calls`` (found once per module; ``factory_calls``: through a factory returning the site),
-``call_locals`` (the values locals carry), ``call_traced`` (a jitted caller's traced parameters),
-``caller_annotations`` (what a caller's annotation says of what it passes), ``call_sites`` (what
-callers pass) and ``int_literals`` (the int literals a call-site tag gets); ``classify_site`` here
-decides.
+``calls`` (found once per module; ``factory_calls``, ``method_calls``: through a factory returning
+the site, an instance of its class), ``call_locals`` (the values locals carry), ``call_traced`` (a
+jitted caller's traced parameters), ``caller_annotations`` (what a caller's annotation says of what
+it passes), ``call_sites`` (what callers pass) and ``int_literals`` (the int literals a call-site
+tag gets); ``classify_site`` here decides.
 """
 
 from __future__ import annotations
@@ -92,7 +92,14 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, param, ctx, where).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
-        if index == 0 and site.primal is not None and (owner := ctx.plain_methods.get(id(site.primal))) is not None:
+        if (
+            index == 0
+            and name == "self"
+            and site.primal is not None
+            and (owner := ctx.plain_methods.get(id(site.primal)))
+        ):
+            # `self` by name: a custom_vjp in a class body is no descriptor, so its first parameter
+            # is the instance only when the code passes one (`type(self).forward(self, x)`)
             text = f"the instance of `{owner}`, a class the module neither registers as a pytree nor derives from one"
             evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(site.primal)), STRONG))
         rules = frozenset(id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None)

@@ -1,7 +1,7 @@
 """Classify, step 8a: the calls of a site, found in one walk of the module (with the functions each
 is in, the names lambdas around it bind, the functions handed to other calls), those through a
-factory that returns the site (factory_calls.py), and the defs a `jax.jit(run, ...)` or
-`jax.jit(partial(run, ...), ...)` call wraps."""
+factory that returns the site (factory_calls.py) or an instance of its class (method_calls.py),
+and the defs a `jax.jit(run, ...)` or `jax.jit(partial(run, ...), ...)` call wraps."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from vjp_migrate import walk
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import all_params, first_positional
 from vjp_migrate.classify.factory_calls import CALLED_RESULT, factory_calls
+from vjp_migrate.classify.method_calls import instance_calls
 from vjp_migrate.imports import JIT, PARTIAL, dotted
 from vjp_migrate.model import VjpSite
 from vjp_migrate.sites import jit_call_static_names, positional_params
@@ -63,7 +64,8 @@ def calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.
     names = {site.name, site.qualname}
     direct = [(call, caller) for name, call, caller in calls if name in names and _may_reach(site, caller, ctx)]
     seen = {id(call) for call, _ in direct}
-    return direct + [(call, caller) for call, caller in factory_calls(site, module, ctx, calls) if id(call) not in seen]
+    through = [*factory_calls(site, module, ctx, calls), *instance_calls(site, module, ctx, calls)]
+    return direct + [(call, caller) for call, caller in through if id(call) not in seen]
 
 
 def _may_reach(site: VjpSite, callers: tuple[cst.FunctionDef, ...], ctx: Context) -> bool:
