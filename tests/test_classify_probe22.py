@@ -243,3 +243,68 @@ def test_a_custom_vjp_is_no_descriptor() -> None:
 
     assert not hasattr(jax.custom_vjp, "__get__")
     assert float(Solver().scale(2.0, 3.0)) == 6.0  # `self` is not passed
+
+
+_SCATTER_SITE = (
+    "import jax\nimport jax.numpy as jnp\nimport numpy as np\n"
+    "def _mv(indices, w, n):\n    return jnp.zeros((n,), w.dtype).at[indices].add(w)\n"
+    "def _mv_fwd(indices, w, n):\n    return _mv(indices, w, n), None\n"
+    "def _mv_bwd(indices, n, res, ct):\n    return (ct[indices],)\n"
+    "_mv_vjp = jax.custom_vjp(_mv, nondiff_argnums=(0, 2))\n_mv_vjp.defvjp(_mv_fwd, _mv_bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def scatter(indices, w, n):\n    indices = jnp.asarray(indices)\n"
+            "    def one(w_row):\n        return _mv_vjp(indices, w_row, n)\n    return jax.vmap(one)(w)\n",
+            id="converted, then passed from a nested def",
+        ),
+        pytest.param(
+            "def scatter(indices, w, n):\n    indices = jnp.asarray(indices)\n    return _mv_vjp(indices, w, n)\n",
+            id="converted, passed in place",
+        ),
+        pytest.param(
+            "def scatter(w, n):\n    indices = jnp.arange(3)\n"
+            "    def one(w_row):\n        return _mv_vjp(indices, w_row, n)\n    return jax.vmap(one)(w)\n",
+            id="a local of the def around it",
+        ),
+    ],
+)
+def test_an_array_a_def_around_the_call_makes_is_passed_at_a_call_site(caller: str) -> None:
+    # probe22 G1's s01c (r01's public caller: `indices = jnp.asarray(indices)`, then a nested def).
+    module, imports = parse(_SCATTER_SITE + caller)
+    (site,) = find_sites(module, imports)
+    indices, _ = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert (indices.kind, indices.strong) == (ArgKind.ARRAY, True), indices.evidence
+    assert indices.evidence[0].text.startswith("an array is passed at a call site (`indices`), made by `jnp."), (
+        indices.evidence
+    )
+
+
+@pytest.mark.parametrize(
+    "caller",
+    [
+        pytest.param(
+            "def scatter(indices, w, n):\n    indices = np.asarray(indices)\n    return _mv_vjp(indices, w, n)\n",
+            id="host NumPy",
+        ),
+        pytest.param(
+            "def scatter(indices, w, n):\n    indices = jnp.asarray(indices)\n    indices = tuple(indices)\n"
+            "    return _mv_vjp(indices, w, n)\n",
+            id="rebound twice",
+        ),
+        pytest.param(
+            "def scatter(indices, w, n):\n    indices = jnp.asarray(indices)\n"
+            "    def one(w_row, indices):\n        return _mv_vjp(indices, w_row, n)\n    return one(w, 0)\n",
+            id="the nested def's own parameter",
+        ),
+    ],
+)
+def test_no_array_the_calling_defs_make_is_no_call_site_array(caller: str) -> None:
+    module, imports = parse(_SCATTER_SITE + caller)
+    (site,) = find_sites(module, imports)
+    indices, _ = classify_site(site, module, Context.of(module, imports, index_of(module).line))
+    assert not any(e.text.startswith("an array is passed") for e in indices.evidence), indices.evidence

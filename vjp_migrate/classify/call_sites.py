@@ -103,17 +103,30 @@ def call_site_evidence(
 def _array_local(
     value: cst.BaseExpression, callers: tuple[cst.FunctionDef, ...], ctx: Context, lambda_params: frozenset[str]
 ) -> cst.Call | None:
-    """The JAX call that makes the array a local of the calling def holds, bound once (`k = jnp.ones(3)`,
-    `key1, key2 = jax.random.split(key)`, `for k in jax.random.split(key, 3)`); not host NumPy's
-    (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
+    """The JAX call that makes the array a local of the calling def (or of a def around it) holds,
+    bound once (`k = jnp.ones(3)`, `key1, key2 = jax.random.split(key)`, `for k in
+    jax.random.split(key, 3)`, a parameter converted once: `indices = jnp.asarray(indices)`); not
+    host NumPy's (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
     if not isinstance(value, cst.Name) or value.value in lambda_params or not callers:
         return None
-    made = local_values(value.value, callers[-1], ctx)
+    binder = next((c for c in reversed(callers) if value.value in function_locals(c, ctx).bindings), None)
+    if binder is None:
+        return None
+    made = local_values(value.value, binder, ctx) or _converted_parameter(value.value, binder, ctx)
     call = made[0] if len(made) == 1 and isinstance(made[0], cst.Call) else None
     qname = ctx.imports.qualify(call.func) if call is not None else None
     if qname is None or not qname.startswith(JAX_ARRAY_MODULES) or is_metadata_function(qname):
         return None
     return call
+
+
+def _converted_parameter(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.BaseExpression, ...]:
+    """The value a parameter of ``func`` is rebound to by its one assignment (`indices =
+    jnp.asarray(indices)`), which a def nested in ``func`` sees when it runs."""
+    bound = function_locals(func, ctx).bindings.get(name, [])
+    if len(bound) != 2 or not isinstance(bound[0].node, cst.Param) or not isinstance(bound[1].node, cst.Assign):
+        return ()
+    return bound[1].values or ()
 
 
 def _tested(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:
