@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -308,3 +310,73 @@ def test_no_array_the_calling_defs_make_is_no_call_site_array(caller: str) -> No
     (site,) = find_sites(module, imports)
     indices, _ = classify_site(site, module, Context.of(module, imports, index_of(module).line))
     assert not any(e.text.startswith("an array is passed") for e in indices.evidence), indices.evidence
+
+
+_PARAMS_SITE = (
+    "import dataclasses\nfrom dataclasses import dataclass\nfrom functools import partial\nfrom typing import Optional\n"
+    "import jax\nimport jax.numpy as jnp\n{cls}"
+    "@partial(jax.custom_vjp, nondiff_argnums=(2,))\n"
+    "def product(x, y, params: {annotation}):\n    return jnp.outer(x, y)[:, : params.num_out] * params.scale\n"
+    "def _fwd(x, y, params):\n    return product(x, y, params), (x, y)\n"
+    "def _bwd(params, res, g):\n    x, y = res\n    return g @ y, g.T @ x\n"
+    "product.defvjp(_fwd, _bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("cls", "annotation"),
+    [
+        pytest.param(
+            "@dataclass\nclass Params:\n    num_out: int\n    scale: float = 1.0\n", "Params", id="a dataclass"
+        ),
+        pytest.param(
+            "@dataclasses.dataclass(frozen=True)\nclass Params:\n    num_out: int\n", "Optional[Params]", id="frozen"
+        ),
+        pytest.param(
+            "class Params:\n    def __init__(self, num_out):\n        self.num_out = num_out\n",
+            "'Params'",
+            id="a plain class",
+        ),
+    ],
+)
+def test_a_parameter_annotated_with_a_plain_class_is_static(cls: str, annotation: str) -> None:
+    # probe22 G6 (r19, e3j tensor product: `params: TensorProductParams`, a plain `@dataclass`).
+    info = classified(_PARAMS_SITE.format(cls=cls, annotation=annotation))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert "is a class the module neither registers as a pytree nor derives from one" in info.evidence[0].text
+
+
+@pytest.mark.parametrize(
+    "cls",
+    [
+        pytest.param("@dataclass\nclass Params:\n    num_out: int\n    scale: jax.Array\n", id="an array field"),
+        pytest.param(
+            "@jax.tree_util.register_dataclass\n@dataclass\nclass Params:\n    num_out: int\n    scale: float\n",
+            id="registered",
+        ),
+        pytest.param(
+            "@dataclass\nclass Params:\n    num_out: int\n"
+            "jax.tree_util.register_dataclass(Params, data_fields=['num_out'], meta_fields=[])\n",
+            id="registered by a call",
+        ),
+        pytest.param("class Base:\n    pass\n@dataclass\nclass Params(Base):\n    num_out: int\n", id="a base"),
+    ],
+)
+def test_a_class_that_may_be_a_pytree_or_hold_arrays_is_no_plain_class(cls: str) -> None:
+    info = classified(_PARAMS_SITE.format(cls=cls, annotation="Params"))
+    assert not any("neither registers" in e.text for e in info.evidence), info.evidence
+
+
+def test_a_plain_dataclass_is_no_jit_argument_but_works_in_nondiff_argnums() -> None:
+    @dataclasses.dataclass(frozen=True)
+    class Params:
+        scale: float
+
+    def scaled(x: jax.Array, params: Params) -> jax.Array:
+        return x * params.scale
+
+    with pytest.raises(TypeError):
+        jax.jit(scaled)(jnp.ones(2), Params(2.0))
+    rule = jax.custom_vjp(scaled, nondiff_argnums=(1,))
+    rule.defvjp(lambda x, p: (scaled(x, p), None), lambda p, _, g: (g * p.scale,))
+    assert jax.jit(jax.grad(lambda x: rule(x, Params(2.0)).sum()))(jnp.ones(2)).tolist() == [2.0, 2.0]

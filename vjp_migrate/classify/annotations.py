@@ -87,6 +87,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         text = cst.Module([]).code_for_node(annotation) if annotation else ""
         note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+    elif (plain := annotated_with(param, ctx.plain_classes)) is not None:
+        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else plain
+        note = f"`{plain}` is a class the module neither registers as a pytree nor derives from one, no JAX value"
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif (enum := annotated_with(param, ctx.enums)) is not None:
         text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else enum
         note = f"`{enum}` is an enum of the module, whose members are no JAX values"

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate.classify.array_fields import ArrayFields, module_array_fields
-from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_methods
+from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_classes, plain_methods
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
@@ -106,6 +106,9 @@ class Context:
     methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
     # The methods of the module's plain classes (no pytree), by id, with the class's name: `self` there is no JAX value.
     plain_methods: dict[int, str] = field(default_factory=dict, compare=False)
+    # The module's plain classes and dataclasses (no pytree) with no field annotated as an array:
+    # an instance is no JAX value.
+    plain_classes: frozenset[str] = frozenset()
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
@@ -115,6 +118,7 @@ class Context:
         """The context of one module: its helpers, primitives and enums read from it."""
         primitives = module_primitives(module, imports)
         static_classes = module_static_classes(module, imports)
+        array_fields = module_array_fields(module, imports)
         return cls(
             imports,
             module_helpers(module),
@@ -129,7 +133,8 @@ class Context:
             hashers=scoped_hashers(module, imports),
             methods=method_classes(module, imports, static_classes),
             plain_methods=plain_methods(module, imports),
-            array_fields=module_array_fields(module, imports),
+            array_fields=array_fields,
+            plain_classes=plain_classes(module, imports) - set(array_fields),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
