@@ -380,3 +380,22 @@ def test_a_plain_dataclass_is_no_jit_argument_but_works_in_nondiff_argnums() -> 
     rule = jax.custom_vjp(scaled, nondiff_argnums=(1,))
     rule.defvjp(lambda x, p: (scaled(x, p), None), lambda p, _, g: (g * p.scale,))
     assert jax.jit(jax.grad(lambda x: rule(x, Params(2.0)).sum()))(jnp.ones(2)).tolist() == [2.0, 2.0]
+
+
+@pytest.mark.parametrize(
+    ("use", "static"),
+    [
+        pytest.param(
+            "jax.ffi.ffi_call('recv', y)(x, comm_handle=a.py2f())", True, id="a method's result as an attribute"
+        ),
+        pytest.param("jax.ffi.ffi_call('recv', y)(x, **a.attributes())", True, id="unpacked"),
+        pytest.param("jax.ffi.ffi_call('recv', y)(x, a.handle())", False, id="an operand"),
+    ],
+)
+def test_a_method_result_of_the_argument_given_as_an_ffi_attribute_is_static(use: str, static: bool) -> None:
+    # probe22 G5 (r14, jpi MPI recv: `comm_handle=comm.py2f()`): FFI attributes must be hashable.
+    primal = f"y = jax.ShapeDtypeStruct(x.shape, x.dtype)\n    return {use}"
+    info = _unscreened(site_module(primal))
+    assert (info.kind is ArgKind.STATIC) == static, info.evidence
+    if static:
+        assert info.evidence[0].text.startswith("has its method `."), info.evidence

@@ -151,6 +151,14 @@ class CallUses(Helpers):
             self._add(ArgKind.STATIC, text, call)
         elif (via := self._via(arg.value)) is not None:
             self._add(ArgKind.STATIC, text, call, via=via)
+        elif (method := self._method_result(arg.value)) is not None:  # `comm_handle=comm.py2f()`
+            self._add(ArgKind.STATIC, f"has its method `.{method}()`'s result {text}", call)
+
+    def _method_result(self, expr: cst.BaseExpression) -> str | None:
+        """``py2f`` when ``expr`` calls a method of the argument itself (`comm.py2f()`)."""
+        if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+            return None
+        return expr.func.attr.value if self._rooted(expr.func.value) else None
 
     def _packed(self, expr: cst.BaseExpression) -> str | None:
         """Where the argument sits inside a tuple or list literal passed whole (`jnp.stack([x, a])`,
