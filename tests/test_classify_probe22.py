@@ -13,7 +13,7 @@ from test_classify import _unscreened, classified, site_module
 
 from vjp_migrate.classify import classify_site
 from vjp_migrate.classify.context import Context
-from vjp_migrate.model import ArgKind
+from vjp_migrate.model import ArgInfo, ArgKind
 from vjp_migrate.sites import find_sites
 from vjp_migrate.walk import index_of
 
@@ -399,3 +399,42 @@ def test_a_method_result_of_the_argument_given_as_an_ffi_attribute_is_static(use
     assert (info.kind is ArgKind.STATIC) == static, info.evidence
     if static:
         assert info.evidence[0].text.startswith("has its method `."), info.evidence
+
+
+_ALIAS_SITE = (
+    "from functools import partial\nimport jax\nimport jax.numpy as jnp\n"
+    "def _run_inner(params, scale, mode, is_vjp=False):\n"
+    "    return {body}\n"
+    "_run_vjp = {alias}\n"
+    "def _fwd(params, scale, mode):\n    return _run_vjp(params, scale, mode), params\n"
+    "def _bwd(scale, mode, params, dy):\n    return (dy,)\n"
+    "run = jax.custom_vjp(_run_vjp, nondiff_argnums=(1, 2))\nrun.defvjp(_fwd, _bwd)\n"
+)
+
+
+def _two(code: str) -> list[ArgInfo]:
+    module, imports = parse(code)
+    (site,) = find_sites(module, imports)
+    return classify_site(site, module, Context.of(module, imports, index_of(module).line))
+
+
+def test_a_keyword_partial_of_a_module_def_is_read_as_that_def() -> None:
+    # probe22 G2 (r05, PennyLane: `_execute_wrapper_vjp = partial(_execute_wrapper_inner, is_vjp=True)`).
+    body = "params * scale if mode == 'fast' else params"
+    scale, mode = _two(_ALIAS_SITE.format(body=body, alias="partial(_run_inner, is_vjp=True)"))
+    assert (scale.kind, scale.strong) == (ArgKind.ARRAY, True), scale.evidence
+    assert scale.evidence[0].text == "used in arithmetic in the primal `_run_inner`"
+    assert mode.kind is ArgKind.STATIC, mode.evidence
+
+
+@pytest.mark.parametrize(
+    "alias",
+    [
+        pytest.param("partial(_run_inner, 1.0)", id="a positional argument bound"),
+        pytest.param("partial(_run_inner, scale=2.0)", id="a positional parameter bound by keyword"),
+        pytest.param("partial(jnp.tanh)", id="no module def"),
+    ],
+)
+def test_no_keyword_partial_of_a_module_def_is_unseen(alias: str) -> None:
+    scale, _ = _two(_ALIAS_SITE.format(body="params * scale", alias=alias))
+    assert any("is not a function defined in this module" in e.text for e in scale.evidence), scale.evidence

@@ -1202,3 +1202,19 @@ def test_screen_keeps_an_operand_jax_vmap_maps_over() -> None:
     text = _KERNEL_SITE.replace("return (kernel(g, s),)", "return (jax.vmap(lambda i, c: c * i)(s, g).sum(0),)")
     assert _findings(text, "mapped.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.xfail(strict=True, reason="the screen does not read a keyword partial of a module def as the primal yet")
+def test_screen_keeps_array_use_in_the_def_a_partial_primal_runs() -> None:
+    # classify (classify22): `run = jax.custom_vjp(_run_vjp, ...)` with `_run_vjp = partial(_run_inner,
+    # is_vjp=True)` (probe22 G2, PennyLane) reads `_run_inner` as the primal: arithmetic there counts.
+    text = (
+        "from functools import partial\nimport jax\n"
+        "def _run_inner(params, scale, is_vjp=False):\n    return params * scale\n"
+        "_run_vjp = partial(_run_inner, is_vjp=True)\n"
+        "def _fwd(params, scale):\n    return _run_vjp(params, scale), params\n"
+        "def _bwd(scale, params, dy):\n    return (dy,)\n"
+        "run = jax.custom_vjp(_run_vjp, nondiff_argnums=(1,))\nrun.defvjp(_fwd, _bwd)\n"
+    )
+    assert _findings(text, "alias.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

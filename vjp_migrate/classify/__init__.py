@@ -57,6 +57,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     passed = ctx.passed.get(id(module), frozenset())  # filled by calls_of
     wrapped = ctx.wrapped.get(id(module), {})
     infos: list[ArgInfo] = []
+    aliased = _aliased_primal(site, ctx)
     for order, index in enumerate(site.nondiff.positions):
         name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
         if name is None:
@@ -66,7 +67,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
         primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
-            ("the primal", site.primal, index, primal_jit)
+            ("the primal", site.primal or aliased, index, primal_jit)
         ]
         if site.fwd is not None and site.fwd.node is not None:
             roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
@@ -129,7 +130,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             outside = [(call, callers) for call, callers in calls if not (callers and id(callers[-1]) in rules)]
             literals = int_literals_passed(outside, index, name, module, ctx, passed)
             info = _int_tag(info, site.name, literals, ctx.line_of(outside[0][0]) if outside else None)
-        info = _unseen_primal(site, module, ctx, info)
+        info = _unseen_primal(site, module, ctx, info) if aliased is None else info
         if info.kind is ArgKind.UNKNOWN and not info.evidence:
             info = replace(info, evidence=(_nothing_seen(site, roles, ctx),))
         infos.append(info)
@@ -175,6 +176,13 @@ def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
     if position >= len(params):
         return position in numbers
     return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
+
+
+def _aliased_primal(site: VjpSite, ctx: Context) -> cst.FunctionDef | None:
+    """The module def a primal `partial(f, k=v)` bound to a module-level name runs (`_run_vjp`)."""
+    if site.primal is not None or not isinstance(site.primal_expr, cst.Name):
+        return None
+    return ctx.aliases.get(site.primal_expr.value)
 
 
 def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:

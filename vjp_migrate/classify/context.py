@@ -17,6 +17,7 @@ from vjp_migrate.classify.module_facts import (
     enclosing_defs,
     module_enums,
     module_helpers,
+    module_partial_aliases,
     module_primitives,
     module_variants,
 )
@@ -109,6 +110,8 @@ class Context:
     # The module's plain classes and dataclasses (no pytree) with no field annotated as an array:
     # an instance is no JAX value.
     plain_classes: frozenset[str] = frozenset()
+    # Module-level names bound once to `partial(f, k=v)` of a module def, keywords only: `f` runs.
+    aliases: dict[str, cst.FunctionDef] = field(default_factory=dict, compare=False)
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
@@ -119,9 +122,10 @@ class Context:
         primitives = module_primitives(module, imports)
         static_classes = module_static_classes(module, imports)
         array_fields = module_array_fields(module, imports)
+        helpers = module_helpers(module)
         return cls(
             imports,
-            module_helpers(module),
+            helpers,
             line_of,
             primitives=primitives,
             variants=module_variants(module),
@@ -135,6 +139,7 @@ class Context:
             plain_methods=plain_methods(module, imports),
             array_fields=array_fields,
             plain_classes=plain_classes(module, imports) - set(array_fields),
+            aliases=module_partial_aliases(module, imports, helpers),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
@@ -144,7 +149,7 @@ class Context:
         if scope is not None and name in scope:
             bound = scope[name]
             return (bound,) if bound is not None else ()
-        helper = self.helpers.get(name)
+        helper = self.helpers.get(name) or self.aliases.get(name)
         return (helper,) if helper is not None else self.variants.get(name, ())
 
 
