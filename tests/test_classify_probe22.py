@@ -438,3 +438,42 @@ def test_a_keyword_partial_of_a_module_def_is_read_as_that_def() -> None:
 def test_no_keyword_partial_of_a_module_def_is_unseen(alias: str) -> None:
     scale, _ = _two(_ALIAS_SITE.format(body="params * scale", alias=alias))
     assert any("is not a function defined in this module" in e.text for e in scale.evidence), scale.evidence
+
+
+def _local_site(tail: str) -> str:
+    return (
+        "from functools import partial\nimport jax\nimport jax.numpy as jnp\nfrom elsewhere import node_to_child\n"
+        "def evaluate(pos, mass):\n"
+        "    def eval_fwd(pos, mp, pout=1):\n        return node_to_child(pos, mp, pout=pout), (pos, mp)\n"
+        "    def eval_bwd(pout, res, g):\n        pos, mp = res\n        return g * mp, g * pos\n"
+        "    @partial(jax.custom_vjp, nondiff_argnames=['pout'])\n"
+        "    def eval(pos, mp, pout=1):\n        return eval_fwd(pos, mp, pout=pout)[0]\n"
+        "    eval.defvjp(eval_fwd, eval_bwd)\n"
+        f"{tail}"
+    )
+
+
+def test_an_argument_every_call_of_a_local_site_leaves_at_its_default_is_static() -> None:
+    # probe22 G4 (r12, jztree FMM): `eval(partz.pos, ...)`, the local site's only call.
+    info = classified(_local_site("    return eval(pos, mass) + eval(pos, mp=mass)\n"))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert info.evidence[0].text == (
+        "every call of the local site `eval` (whose name never leaves `evaluate`) leaves it at its default `1`"
+    )
+
+
+@pytest.mark.parametrize(
+    "tail",
+    [
+        pytest.param("    return eval(pos, mass, 2)\n", id="passed by place"),
+        pytest.param("    return eval(pos, mass, pout=n)\n", id="passed by keyword"),
+        pytest.param("    return eval(pos, mass, *rest)\n", id="unpacked"),
+        pytest.param("    return eval\n", id="returned"),
+        pytest.param("    run(eval)\n    return eval(pos, mass)\n", id="passed on"),
+        pytest.param("    return jax.jit(lambda p: eval(p, mass))(pos)\n", id="called in a lambda: still local"),
+    ],
+)
+def test_a_local_site_whose_argument_may_be_given_says_nothing_of_its_default(tail: str) -> None:
+    info = _unscreened(_local_site(tail))
+    shown = any(e.text.startswith("every call of the local site") for e in info.evidence)
+    assert shown == tail.endswith("jax.jit(lambda p: eval(p, mass))(pos)\n"), info.evidence

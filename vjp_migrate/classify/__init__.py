@@ -15,8 +15,9 @@ of a method's class, the array fields of a class), ``context`` (all of it, once 
 ``calls`` (found once per module; ``factory_calls``, ``method_calls``: through a factory returning
 the site, an instance of its class), ``call_locals`` (the values locals carry), ``call_traced`` (a
 jitted caller's traced parameters), ``caller_annotations`` (what a caller's annotation says of what
-it passes), ``call_sites`` (what callers pass) and ``int_literals`` (the int literals a call-site
-tag gets); ``classify_site`` here decides.
+it passes), ``call_sites`` (what callers pass), ``local_calls`` (a local site's calls leaving an
+argument at its default) and ``int_literals`` (the int literals a call-site tag gets);
+``classify_site`` here decides.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import call_value, code_text, number_literal, param_at
 from vjp_migrate.classify.int_literals import int_literals_passed
+from vjp_migrate.classify.local_calls import left_at_default
 from vjp_migrate.classify.uses import Uses
 from vjp_migrate.classify.weights import (
     ARITHMETIC,
@@ -125,6 +127,8 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             elif value is not None and number_literal(value) is not None:
                 text = f"a number is passed at a call site (`{code_text(value)}`), which says nothing either way"
                 evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(call)), NOTED))
+        if (default := left_at_default(site, module, ctx, calls, index, name)) is not None:
+            evidence.append((default, STRONG))
         info = _decide(index, name, evidence)
         if info.kind is ArgKind.ARRAY and info.strong and _arithmetic_only(evidence):
             outside = [(call, callers) for call, callers in calls if not (callers and id(callers[-1]) in rules)]
