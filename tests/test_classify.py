@@ -986,7 +986,6 @@ def test_static_wins_over_numeric_use() -> None:
         pytest.param("return x * a", "return (g * a,)", "used in arithmetic", id="arithmetic"),
         pytest.param("return x @ a.T", "return (g,)", "used in arithmetic", id="matmul with .T"),
         pytest.param("return x + a['w']", "return (g,)", "used in arithmetic", id="pytree item"),
-        pytest.param("return x.astype(a.dtype)", "return (g,)", "`.dtype`", id="dtype attribute"),
     ],
 )
 def test_array_uses(primal: str, bwd: str, reason: str) -> None:

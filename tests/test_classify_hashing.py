@@ -1,5 +1,6 @@
-"""classify on module-level values that hash what they are given (classify/hashing.py): a function
-cached through a call, and a dict the module binds once, looked up with the argument as its key."""
+"""classify on values that hash what they are given (classify/hashing.py, scoped_hashing.py): a
+function cached through a call, and a dict bound once, looked up with the argument as its key, of
+the module, of a factory around the site, or kept by the class of a method."""
 
 from __future__ import annotations
 
@@ -8,9 +9,14 @@ import functools
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import classify
+from helpers import parse
+from test_classify import classified, classify
 
-from vjp_migrate.model import ArgKind
+from vjp_migrate.classify import classify_site
+from vjp_migrate.classify.context import Context
+from vjp_migrate.model import ArgInfo, ArgKind
+from vjp_migrate.sites import find_sites
+from vjp_migrate.walk import index_of
 
 _CACHED = "import functools\nfrom functools import cache, lru_cache\ndef _window(n):\n    return make(n)\n"
 
@@ -89,3 +95,141 @@ def test_a_tracer_is_no_key_of_a_dict_nor_of_a_cached_function() -> None:
         assert use(0) is not None
         with pytest.raises(TypeError, match="unhashable"):
             jax.jit(use)(jnp.int32(0))
+
+
+# --- a factory's dicts and cached functions, a class's dicts (scoped_hashing.py) -----------------
+
+_FACTORY_SITE = (
+    "import functools\nfrom functools import partial\nimport jax\nimport numpy as np\n"
+    "def make_tagged():\n"
+    "{bound}"
+    "    @partial(jax.custom_vjp, nondiff_argnums=(1,))\n"
+    "    def tagged(x, key):\n        return x * (key + 1)\n"
+    "    def tagged_fwd(x, key):\n{use}        return x * (key + 1), None\n"
+    "    def tagged_bwd(key, _, g):\n        return (g * (key + 1),)\n"
+    "    tagged.defvjp(tagged_fwd, tagged_bwd)\n    return tagged\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("bound", "use", "shown"),
+    [
+        pytest.param(
+            "    buffers = {}\n",
+            "        buffers.setdefault(key, [])\n",
+            "used as a key of the dict `buffers` that `make_tagged` binds (`.setdefault`)",
+            id="setdefault",
+        ),
+        pytest.param(
+            "    buffers = dict()\n",
+            "        seen = key not in buffers\n",
+            "used as a key of the dict `buffers` that `make_tagged` binds (`in`)",
+            id="not in",
+        ),
+        pytest.param(
+            "    def _window(n):\n        return np.hanning(n)\n"
+            "    window = functools.lru_cache(maxsize=None)(_window)\n",
+            "        window(key)\n",
+            "passed to `window`, which `functools.lru_cache` caches by its arguments",
+            id="lru_cache called",
+        ),
+    ],
+)
+def test_a_key_of_a_factory_s_dict_or_an_argument_of_its_cached_function_is_static(
+    bound: str, use: str, shown: str
+) -> None:
+    # classify21 left these: main made `key` (arithmetic) VJP001 with a safe fix, which for the
+    # cached function fails under jit (TypeError: unhashable, test below).
+    info = classified(_FACTORY_SITE.format(bound=bound, use=use))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert info.evidence[0].text.startswith(shown), info.evidence
+
+
+@pytest.mark.parametrize(
+    ("bound", "use"),
+    [
+        pytest.param(
+            "    buffers = {}\n    buffers = None\n", "        buffers.setdefault(key, [])\n", id="bound twice"
+        ),
+        pytest.param(
+            "    buffers = {}\n",
+            "        buffers = [1]\n        buffers.index(key)\n",
+            id="a local of the rule hides it",
+        ),
+        pytest.param("    buffers = []\n", "        buffers.index(key)\n", id="no dict"),
+        pytest.param(
+            "    window = functools.lru_cache(maxsize=4)\n", "        window(key)\n", id="a decorator, not a function"
+        ),
+    ],
+)
+def test_no_factory_dict_or_cached_function_seen_hashes_nothing(bound: str, use: str) -> None:
+    info = classified(_FACTORY_SITE.format(bound=bound, use=use))
+    assert info.kind is ArgKind.ARRAY, info.evidence
+
+
+_CLASS_SITE = (
+    "from functools import partial\nimport jax\n"
+    "class Tagger:\n{bound}"
+    "    @partial(jax.custom_vjp, nondiff_argnums=(0, 2))\n"
+    "    def tagged(self, x, key):\n        return x * ({use} + 1)\n"
+    "    def _fwd(self, x, key):\n        return self.tagged(x, key), None\n"
+    "    def _bwd(self, key, _, g):\n        return (g,)\n"
+    "    tagged.defvjp(_fwd, _bwd)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("bound", "use", "shown"),
+    [
+        pytest.param(
+            "    _table = {}\n",
+            "self._table.get(key, 0)",
+            "used as a key of the dict `self._table` that `Tagger` keeps (`.get`)",
+            id="in the class body",
+        ),
+        pytest.param(
+            "    def __init__(self):\n        self._table = {}\n",
+            "self._table[key]",
+            "used as a key of the dict `self._table` that `Tagger` keeps (a subscript)",
+            id="in __init__",
+        ),
+    ],
+)
+def test_a_key_of_a_dict_the_method_s_class_keeps_is_static(bound: str, use: str, shown: str) -> None:
+    (_, info) = _both(_CLASS_SITE.format(bound=bound, use=use))
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert info.evidence[0].text.startswith(shown), info.evidence
+
+
+@pytest.mark.parametrize(
+    ("bound", "use"),
+    [
+        pytest.param(
+            "    def __init__(self):\n        self._table = {}\n    def reset(self):\n        self._table = None\n",
+            "self._table.get(key, 0)",
+            id="bound to something else too",
+        ),
+        pytest.param("    _table = []\n", "self._table.index(key)", id="no dict"),
+        pytest.param("    _table = {}\n", "(self := other)._table.get(key, 0)", id="self rebound"),
+    ],
+)
+def test_no_dict_the_class_keeps_hashes_nothing(bound: str, use: str) -> None:
+    (_, info) = _both(_CLASS_SITE.format(bound=bound, use=use))
+    assert info.kind is not ArgKind.STATIC, info.evidence
+
+
+def _both(code: str) -> list[ArgInfo]:
+    module, imports = parse(code)
+    (site,) = find_sites(module, imports)
+    return classify_site(site, module, Context.of(module, imports, index_of(module).line))
+
+
+def test_a_cached_function_of_a_factory_called_with_a_tracer_is_unhashable() -> None:
+    def make() -> object:
+        window = functools.lru_cache(maxsize=None)(lambda n: float(n))
+        return lambda x, n: x * window(n)
+
+    run = make()
+    assert run(2.0, 3) == 6.0  # type: ignore[operator]
+    with pytest.raises(TypeError, match="unhashable"):
+        jax.jit(run)(2.0, 3)

@@ -1186,3 +1186,89 @@ def test_screen_reads_an_annotation_in_classifys_order(annotation: str, codes: l
     if not kept:  # sound under every selection too
         assert _findings(text, "case.py", Settings(ALL)) == []
         assert not screen.may_report(text, Settings(ALL))
+
+
+@pytest.mark.parametrize(
+    "call",
+    [
+        pytest.param("return make_round()(x, k1)", id="called at once"),
+        pytest.param("rounded = make_round()\n    return rounded(x, k1)", id="a local"),
+    ],
+)
+def test_screen_keeps_an_array_passed_to_a_site_a_factory_returns(call: str) -> None:
+    # classify (classify22): `make(cfg)(x, key1)`, the site built and returned by a module-level
+    # factory, is a call of the site (factory_calls.py): the split key passed is array data.
+    text = (
+        "import jax\nfrom elsewhere import kernel\n"
+        "def make_round():\n    def fwd(x, key):\n        return kernel(x, key)\n"
+        "    def vjp_fwd(x, key):\n        return fwd(x, key), None\n"
+        "    def vjp_bwd(key, res, g):\n        return (g,)\n"
+        "    vjp = jax.custom_vjp(fwd, nondiff_argnums=(1,))\n    vjp.defvjp(vjp_fwd, vjp_bwd)\n    return vjp\n"
+        f"def quantize(x, key):\n    k1, k2 = jax.random.split(key)\n    {call}\n"
+    )
+    assert _findings(text, "factory.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    ("classes", "caller"),
+    [
+        pytest.param("", "def apply(x, s: jax.Array):\n    return f(s, x)\n", id="an array parameter"),
+        pytest.param(
+            "@flax.struct.dataclass\nclass Context:\n    noise: jax.Array\n",
+            "def apply(x, context: Context):\n    return f(context.noise, x)\n",
+            id="a field",
+        ),
+        pytest.param(
+            "@flax.struct.dataclass\nclass Context:\n    noise: jax.Array\n",
+            "def apply(x, context: Context):\n    return f(context, x)\n",
+            id="a pytree with an array field",
+        ),
+    ],
+)
+def test_screen_keeps_what_a_caller_annotates_as_array_data(classes: str, caller: str) -> None:
+    # classify (classify22, caller_annotations.py): a caller's parameter annotated as an array, a
+    # field annotated as one in its module class, or a pytree class with such a field, passed at a
+    # call of the site, is array data.
+    text = "import flax.struct\n" + _KERNEL_SITE + classes + caller
+    assert _findings(text, "annotated.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+@pytest.mark.parametrize(
+    "loop",
+    [
+        pytest.param("for i, w in enumerate(s):", id="enumerate"),
+        pytest.param("for w, y in zip(s, x):", id="zip"),
+    ],
+)
+def test_screen_keeps_arithmetic_on_an_item_of_the_argument_looped_over(loop: str) -> None:
+    # classify (classify22): a loop over the argument itself gives its items, whose arithmetic is
+    # the argument's (`for w in s: out + w * x`, kept already; through enumerate and zip not yet).
+    body = f"out = x\n    {loop}\n        out = out + w * x\n    return out"
+    text = _KERNEL_SITE.replace("return kernel(x, s)\n", body + "\n", 1)
+    assert _findings(text, "loop.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+def test_screen_keeps_an_operand_jax_vmap_maps_over() -> None:
+    # classify (classify22, mapped.py): `jax.vmap(f)(indices, ct)` in bwd maps over the argument,
+    # which must then be an array with a leading axis (probe22 G1, brainstate FixedProb).
+    text = _KERNEL_SITE.replace("return (kernel(g, s),)", "return (jax.vmap(lambda i, c: c * i)(s, g).sum(0),)")
+    assert _findings(text, "mapped.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+def test_screen_keeps_array_use_in_the_def_a_partial_primal_runs() -> None:
+    # classify (classify22): `run = jax.custom_vjp(_run_vjp, ...)` with `_run_vjp = partial(_run_inner,
+    # is_vjp=True)` (probe22 G2, PennyLane) reads `_run_inner` as the primal: arithmetic there counts.
+    text = (
+        "from functools import partial\nimport jax\n"
+        "def _run_inner(params, scale, is_vjp=False):\n    return params * scale\n"
+        "_run_vjp = partial(_run_inner, is_vjp=True)\n"
+        "def _fwd(params, scale):\n    return _run_vjp(params, scale), params\n"
+        "def _bwd(scale, params, dy):\n    return (dy,)\n"
+        "run = jax.custom_vjp(_run_vjp, nondiff_argnums=(1,))\nrun.defvjp(_fwd, _bwd)\n"
+    )
+    assert _findings(text, "alias.py", Settings(DEFAULT_SELECT))
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

@@ -517,6 +517,8 @@ PALLAS_CALL = f"{_PALLAS}.pallas_call"
 STATIC_CALLS = frozenset(
     {
         "jax.ShapeDtypeStruct",
+        "jax.sharding.NamedSharding",
+        "jax.sharding.PartitionSpec",
         f"{_PALLAS}.BlockSpec",
         f"{_PALLAS}.CompilerParams",
         f"{_PALLAS}.tpu.CompilerParams",
@@ -530,8 +532,12 @@ STATIC_CALLS = frozenset(
 # Keywords of other jax calls that become hashable parameters of a primitive, or static arguments
 # of the jit inside the call (a Tracer there fails). Not `pallas_call`'s `grid`: Pallas TPU takes
 # dynamic grid sizes. odeint's tolerances are its jit's static arguments, unlike `rtol=` elsewhere.
+_SHARD_MAP_SETTINGS = frozenset({"mesh", "in_specs", "out_specs", "axis_names", "check_vma", "check_rep", "auto"})
 STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
     "jax.experimental.ode.odeint": frozenset({"rtol", "atol", "mxstep", "hmax"}),
+    # The device mesh and partition specs of `shard_map`: descriptions of placement, no JAX values.
+    "jax.shard_map": _SHARD_MAP_SETTINGS,
+    "jax.experimental.shard_map.shard_map": _SHARD_MAP_SETTINGS,
     PALLAS_CALL: frozenset(
         {
             "out_shape",
@@ -553,6 +559,17 @@ STATIC_KEYWORDS_OF: dict[str, frozenset[str]] = {
 STATIC_PLACES_OF: dict[str, tuple[int, str]] = {
     "jax.tree_util.tree_unflatten": (0, "treedef"),
     "jax.tree.unflatten": (0, "treedef"),
+}
+# `jax.experimental.shard_map.shard_map(f, mesh, in_specs, out_specs)` also takes its settings by position.
+SHARD_MAP_PLACES: dict[str, tuple[tuple[int, str], ...]] = {
+    "jax.experimental.shard_map.shard_map": ((1, "mesh"), (2, "in_specs"), (3, "out_specs")),
+}
+# Transforms mapping a function over its operands' leading axis, with the place of their `in_axes`:
+# an operand mapped over (by default, or with an int axis) must be an array (or a pytree of
+# arrays) with that axis; a static setting fails there ("vmap was requested to map its argument").
+MAPPING_TRANSFORMS: dict[str, tuple[int, str]] = {
+    "jax.vmap": (1, "in_axes"),
+    "jax.pmap": (1, "in_axes"),
 }
 # Callbacks into Python on the host, with the name of the parameter taking the host function. The
 # function runs when the compiled code runs, after tracing: a value it reads from around it (or that
@@ -813,6 +830,23 @@ HOST_ARRAY_ANNOTATIONS = frozenset({"numpy.ndarray"})
 SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
 STATIC_ANNOTATION_NAMES = frozenset(
     {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}
+)
+# JAX types that describe a value or its placement, with a `.shape` or `.dtype` as arrays have,
+# but are no JAX value themselves: one is never traced (jit cannot take it as an argument), and
+# moved out of nondiff_argnums it fails ("not a valid JAX type", "a ShapeDtypeStruct does not have
+# a value"). Qualified names: a module's own `Mesh` class may well hold arrays.
+STATIC_ANNOTATIONS = frozenset(
+    {
+        "jax.ShapeDtypeStruct",
+        "jax.core.ShapedArray",
+        "jax.sharding.Mesh",
+        "jax.sharding.AbstractMesh",
+        "jax.sharding.Sharding",
+        "jax.sharding.NamedSharding",
+        "jax.sharding.PartitionSpec",
+        "jax.sharding.SingleDeviceSharding",
+        "jax.sharding.PositionalSharding",
+    }
 )
 # Static annotations that are containers: an array type inside (`Sequence[jax.Array]`) makes them array data.
 CONTAINER_ANNOTATION_NAMES = frozenset({"Sequence", "tuple", "Tuple"})

@@ -3,16 +3,21 @@
 Static evidence wins over numeric use: a legitimate callable or setting must never be migrated.
 
 The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
-expression reads), ``module_facts``, ``hashing`` (the module's cached functions and dicts, which
-hash what they get), ``pytrees`` and ``class_fields`` (what the module defines: leafless classes,
-the static fields of a method's class), ``context`` (all of it, once per module), ``grown`` (the
-items of a local list grown before a loop), then the evidence: ``annotations``; ``uses`` (what
-the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of ``uses_names``
-(the names carrying it and the evidence so far), ``uses_operators``, ``uses_branches`` (control
-flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and ``uses_calls``); the calls
-of the site: ``calls`` (found once per module), ``call_locals`` (the values locals carry),
-``call_traced`` (a jitted caller's traced parameters), ``call_sites`` (what callers pass) and
-``int_literals`` (the int literals a call-site tag gets); ``classify_site`` here decides.
+expression reads), ``module_facts``, ``hashing`` and ``scoped_hashing`` (the cached functions and
+dicts of the module, of a factory, of a class, which hash what they get), ``pytrees``,
+``class_fields`` and ``array_fields`` (what the module defines: leafless classes, the static fields
+of a method's class, the array fields of a class), ``context`` (all of it, once per module),
+``grown`` (the items of a local list grown before a loop), then the evidence: ``annotations``;
+``uses`` (what the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of
+``uses_names`` (the names carrying it and the evidence so far), ``uses_operators``,
+``uses_branches`` (control flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and
+``uses_calls`` (with ``mapped``: the operands a ``jax.vmap`` maps over)); the calls of the site:
+``calls`` (found once per module; ``factory_calls``, ``method_calls``: through a factory returning
+the site, an instance of its class), ``call_locals`` (the values locals carry), ``call_traced`` (a
+jitted caller's traced parameters), ``caller_annotations`` (what a caller's annotation says of what
+it passes), ``call_sites`` (what callers pass), ``local_calls`` (a local site's calls leaving an
+argument at its default) and ``int_literals`` (the int literals a call-site tag gets);
+``classify_site`` here decides.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import call_value, code_text, number_literal, param_at
 from vjp_migrate.classify.int_literals import int_literals_passed
+from vjp_migrate.classify.local_calls import left_at_default
 from vjp_migrate.classify.uses import Uses
 from vjp_migrate.classify.weights import (
     ARITHMETIC,
@@ -53,6 +59,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     passed = ctx.passed.get(id(module), frozenset())  # filled by calls_of
     wrapped = ctx.wrapped.get(id(module), {})
     infos: list[ArgInfo] = []
+    aliased = _aliased_primal(site, ctx)
     for order, index in enumerate(site.nondiff.positions):
         name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
         if name is None:
@@ -62,7 +69,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
         primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
-            ("the primal", site.primal, index, primal_jit)
+            ("the primal", site.primal or aliased, index, primal_jit)
         ]
         if site.fwd is not None and site.fwd.node is not None:
             roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
@@ -88,9 +95,17 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, param, ctx, where).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
-        if index == 0 and site.primal is not None and (owner := ctx.plain_methods.get(id(site.primal))) is not None:
+        if (
+            index == 0
+            and name == "self"
+            and site.primal is not None
+            and (owner := ctx.plain_methods.get(id(site.primal)))
+        ):
+            # `self` by name: a custom_vjp in a class body is no descriptor, so its first parameter
+            # is the instance only when the code passes one (`type(self).forward(self, x)`)
             text = f"the instance of `{owner}`, a class the module neither registers as a pytree nor derives from one"
             evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(site.primal)), STRONG))
+        rules = frozenset(id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None)
         for call, callers in calls:
             value = call_value(call, index, name)
             found = (
@@ -102,6 +117,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                     passed,
                     wrapped,
                     ctx.lambda_params.get(id(call), frozenset()),
+                    rules,
                 )
                 if value is not None
                 else None
@@ -111,13 +127,14 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             elif value is not None and number_literal(value) is not None:
                 text = f"a number is passed at a call site (`{code_text(value)}`), which says nothing either way"
                 evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(call)), NOTED))
+        if (default := left_at_default(site, module, ctx, calls, index, name)) is not None:
+            evidence.append((default, STRONG))
         info = _decide(index, name, evidence)
         if info.kind is ArgKind.ARRAY and info.strong and _arithmetic_only(evidence):
-            rules = {id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None}
             outside = [(call, callers) for call, callers in calls if not (callers and id(callers[-1]) in rules)]
             literals = int_literals_passed(outside, index, name, module, ctx, passed)
             info = _int_tag(info, site.name, literals, ctx.line_of(outside[0][0]) if outside else None)
-        info = _unseen_primal(site, module, ctx, info)
+        info = _unseen_primal(site, module, ctx, info) if aliased is None else info
         if info.kind is ArgKind.UNKNOWN and not info.evidence:
             info = replace(info, evidence=(_nothing_seen(site, roles, ctx),))
         infos.append(info)
@@ -163,6 +180,13 @@ def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
     if position >= len(params):
         return position in numbers
     return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
+
+
+def _aliased_primal(site: VjpSite, ctx: Context) -> cst.FunctionDef | None:
+    """The module def a primal `partial(f, k=v)` bound to a module-level name runs (`_run_vjp`)."""
+    if site.primal is not None or not isinstance(site.primal_expr, cst.Name):
+        return None
+    return ctx.aliases.get(site.primal_expr.value)
 
 
 def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInfo) -> ArgInfo:

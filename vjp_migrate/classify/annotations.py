@@ -4,13 +4,13 @@ Python numbers, leafless config classes)."""
 from __future__ import annotations
 
 from collections.abc import Container, Iterator
+from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import all_params, is_int_tuple
 from vjp_migrate.classify.weights import SCALAR, STRONG
-from vjp_migrate.imports import dotted
+from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
@@ -19,7 +19,11 @@ from vjp_migrate.vocabulary import (
     HOST_ARRAY_ANNOTATIONS,
     SCALAR_ANNOTATION_NAMES,
     STATIC_ANNOTATION_NAMES,
+    STATIC_ANNOTATIONS,
 )
+
+if TYPE_CHECKING:  # context.py reads annotations through array_fields.py
+    from vjp_migrate.classify.context import Context
 
 
 def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
@@ -39,9 +43,36 @@ def _annotation_names(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
         yield expr
 
 
-def _array_annotation(part: cst.BaseExpression, ctx: Context) -> bool:
+def _array_annotation(part: cst.BaseExpression, imports: ImportTable) -> bool:
     last = (dotted(part) or "").rsplit(".", 1)[-1]
-    return last in ARRAY_ANNOTATION_NAMES or (ctx.imports.qualify(part) or "") in ARRAY_ANNOTATIONS
+    return last in ARRAY_ANNOTATION_NAMES or (imports.qualify(part) or "") in ARRAY_ANNOTATIONS
+
+
+def annotation_reading(annotation: cst.BaseExpression, imports: ImportTable) -> tuple[ArgKind, str, str] | None:
+    """What an annotation says, read outermost name first: its kind, a note to add after it (``""``
+    or ``": ..."``) and its weight; None if it says nothing."""
+    parts = list(_annotation_names(annotation))
+    for at, part in enumerate(parts):
+        qname = imports.qualify(part) or ""
+        last = (dotted(part) or "").rsplit(".", 1)[-1]
+        if last in CONTAINER_ANNOTATION_NAMES and any(_array_annotation(p, imports) for p in parts[at + 1 :]):
+            continue  # `Sequence[jax.Array]`, `tuple[jax.Array, int]`: the arrays inside decide
+        if qname in HOST_ARRAY_ANNOTATIONS:
+            return ArgKind.UNKNOWN, ": a host NumPy array, which may be concrete data such as indices", SCALAR
+        if _array_annotation(part, imports):
+            return ArgKind.ARRAY, "", STRONG
+        if last in SCALAR_ANNOTATION_NAMES and all(
+            (dotted(p) or "") in (*SCALAR_ANNOTATION_NAMES, "None", "Optional", "typing.Optional")
+            for p in _annotation_names(annotation)
+        ):
+            return ArgKind.UNKNOWN, ": a Python number, which may be a static setting", SCALAR
+        if qname in STATIC_ANNOTATIONS:
+            return ArgKind.STATIC, ": a JAX description of a value or its placement, never a JAX value", STRONG
+        if last in STATIC_ANNOTATION_NAMES or (
+            last in ("tuple", "Tuple") and "int" in cst.Module([]).code_for_node(annotation)
+        ):
+            return ArgKind.STATIC, "", STRONG
+    return None
 
 
 def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
@@ -56,36 +87,20 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         text = cst.Module([]).code_for_node(annotation) if annotation else ""
         note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
-    elif (enum := _annotated_with(param, ctx.enums)) is not None:
+    elif (plain := annotated_with(param, ctx.plain_classes)) is not None:
+        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else plain
+        note = f"`{plain}` is a class the module neither registers as a pytree nor derives from one, no JAX value"
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+    elif (enum := annotated_with(param, ctx.enums)) is not None:
         text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else enum
         note = f"`{enum}` is an enum of the module, whose members are no JAX values"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
         text = cst.Module([]).code_for_node(annotation)
-        parts = list(_annotation_names(annotation))
-        for at, part in enumerate(parts):
-            qname = ctx.imports.qualify(part) or ""
-            last = (dotted(part) or "").rsplit(".", 1)[-1]
-            if last in CONTAINER_ANNOTATION_NAMES and any(_array_annotation(p, ctx) for p in parts[at + 1 :]):
-                continue  # `Sequence[jax.Array]`, `tuple[jax.Array, int]`: the arrays inside decide
-            if qname in HOST_ARRAY_ANNOTATIONS:
-                note = "a host NumPy array, which may be concrete data such as indices"
-                found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
-                break
-            if _array_annotation(part, ctx):
-                found.append((Evidence(ArgKind.ARRAY, f"annotated `{text}` in {where}", line), STRONG))
-                break
-            if last in SCALAR_ANNOTATION_NAMES and all(
-                (dotted(p) or "") in (*SCALAR_ANNOTATION_NAMES, "None", "Optional", "typing.Optional")
-                for p in _annotation_names(annotation)
-            ):
-                note = "a Python number, which may be a static setting"
-                found.append((Evidence(ArgKind.UNKNOWN, f"annotated `{text}` in {where}: {note}", line), SCALAR))
-                break
-            if last in STATIC_ANNOTATION_NAMES or (last in ("tuple", "Tuple") and "int" in text):
-                found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}", line), STRONG))
-                break
+        if (read := annotation_reading(annotation, ctx.imports)) is not None:
+            kind, note, weight = read
+            found.append((Evidence(kind, f"annotated `{text}` in {where}{note}", line), weight))
     default = param.default
     if (
         isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.Lambda))
@@ -100,10 +115,10 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
 def _static_class(param: cst.Param, ctx: Context) -> str | None:
     """The class of the module registered as a pytree with no leaves that ``param`` is annotated
     with, alone or with None (`Config`, `Optional[Config]`, `Config | None`): None has no leaves either."""
-    return _annotated_with(param, ctx.static_classes)
+    return annotated_with(param, ctx.static_classes)
 
 
-def _annotated_with(param: cst.Param, classes: Container[str]) -> str | None:
+def annotated_with(param: cst.Param, classes: Container[str]) -> str | None:
     """The one of ``classes`` that ``param`` is annotated with, alone or with None (`Mode`,
     `Optional[Mode]`, `Mode | None`), if it is."""
     if param.annotation is None:

@@ -24,7 +24,7 @@ def local_values(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.Ba
         return ()
     node = bound[0].node
     if isinstance(node, (cst.For, cst.CompFor)):
-        sequence = _loop_sequence(name, node.target, node.iter)
+        sequence = loop_sequence(name, node.target, node.iter)
         if sequence is None or _keyed(sequence, func) or _looks_up(func, sequence, name):
             return ()
         if isinstance(sequence, cst.Name) and (items := grown_items(sequence.value, func, ctx, node)) is not None:
@@ -37,7 +37,7 @@ def local_values(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.Ba
     return tuple(bound[0].values)
 
 
-def _loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
+def loop_sequence(name: str, target: cst.BaseExpression, iterable: cst.BaseExpression) -> cst.BaseExpression | None:
     """The sequence whose items the loop target ``name`` takes: `ws` in `for w in ws`,
     `for i, w in enumerate(ws)` and `for w, b in zip(ws, bs)` (not `i`: a Python int)."""
     if isinstance(target, cst.Name):

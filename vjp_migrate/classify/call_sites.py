@@ -11,6 +11,7 @@ import libcst as cst
 from vjp_migrate.classify.annotations import annotated_leafless, annotation_evidence
 from vjp_migrate.classify.call_locals import local_values
 from vjp_migrate.classify.call_traced import rebound, traced_parameter
+from vjp_migrate.classify.caller_annotations import annotated_array
 from vjp_migrate.classify.class_fields import static_field_passed
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import code_text, is_int_tuple, is_string_like
@@ -31,11 +32,14 @@ def call_site_evidence(
     passed: frozenset[str] = frozenset(),
     wrapped: Wrapped | None = None,
     lambda_params: frozenset[str] = frozenset(),
+    rules: frozenset[int] = frozenset(),
 ) -> tuple[Evidence, str] | None:
     """What the value passed at one call site of the primal says about the argument (``passed``:
     the functions the module hands to another call, `jax.jit(run)`, whose parameters may be Tracers;
     ``wrapped``: those a `jax.jit(run, ...)` call wraps; ``lambda_params``: the names lambdas
-    around the call bind, which are none of the callers' parameters or locals)."""
+    around the call bind, which are none of the callers' parameters or locals; ``rules``: the ids
+    of the site's fwd and bwd, whose annotations are read as the rules' own)."""
+    annotated = not (callers and id(callers[-1]) in rules)  # a rule's annotations are read as its own
     text = cst.Module([]).code_for_node(value)
     at = f"at a call site (`{text}`)"
     if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
@@ -53,6 +57,12 @@ def call_site_evidence(
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if (field := static_field_passed(value, callers, ctx.methods, lambda_params)) is not None:
         return Evidence(ArgKind.STATIC, f"{field} is passed {at}", line), CALL_SITE
+    if (
+        annotated
+        and isinstance(value, cst.Attribute)
+        and (held := annotated_array(value, callers, ctx, lambda_params)) is not None
+    ):
+        return Evidence(ArgKind.ARRAY, f"{held} is passed {at}", line), CALL_SITE
     if (traced := traced_parameter(value, ctx, callers, wrapped or {}, lambda_params)) is not None:
         param, jitted, through = traced
         how = f", through `{through}`" if through else ""
@@ -77,7 +87,14 @@ def call_site_evidence(
                     and (found := _passed_on(caller, value.value, ctx, at, CALL_SITE)) is not None
                 ):
                     return found
-                return _tested(caller, value.value, ctx, at)
+                found = _tested(caller, value.value, ctx, at)
+                if (
+                    found is None
+                    and annotated
+                    and (held := annotated_array(value, callers, ctx, lambda_params)) is not None
+                ):
+                    found = Evidence(ArgKind.ARRAY, f"{held} is passed {at}", line), CALL_SITE
+                return found
             if value.value in function_locals(caller, ctx).bindings:
                 break
     return None
@@ -86,17 +103,30 @@ def call_site_evidence(
 def _array_local(
     value: cst.BaseExpression, callers: tuple[cst.FunctionDef, ...], ctx: Context, lambda_params: frozenset[str]
 ) -> cst.Call | None:
-    """The JAX call that makes the array a local of the calling def holds, bound once (`k = jnp.ones(3)`,
-    `key1, key2 = jax.random.split(key)`, `for k in jax.random.split(key, 3)`); not host NumPy's
-    (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
+    """The JAX call that makes the array a local of the calling def (or of a def around it) holds,
+    bound once (`k = jnp.ones(3)`, `key1, key2 = jax.random.split(key)`, `for k in
+    jax.random.split(key, 3)`, a parameter converted once: `indices = jnp.asarray(indices)`); not
+    host NumPy's (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
     if not isinstance(value, cst.Name) or value.value in lambda_params or not callers:
         return None
-    made = local_values(value.value, callers[-1], ctx)
+    binder = next((c for c in reversed(callers) if value.value in function_locals(c, ctx).bindings), None)
+    if binder is None:
+        return None
+    made = local_values(value.value, binder, ctx) or _converted_parameter(value.value, binder, ctx)
     call = made[0] if len(made) == 1 and isinstance(made[0], cst.Call) else None
     qname = ctx.imports.qualify(call.func) if call is not None else None
     if qname is None or not qname.startswith(JAX_ARRAY_MODULES) or is_metadata_function(qname):
         return None
     return call
+
+
+def _converted_parameter(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.BaseExpression, ...]:
+    """The value a parameter of ``func`` is rebound to by its one assignment (`indices =
+    jnp.asarray(indices)`), which a def nested in ``func`` sees when it runs."""
+    bound = function_locals(func, ctx).bindings.get(name, [])
+    if len(bound) != 2 or not isinstance(bound[0].node, cst.Param) or not isinstance(bound[1].node, cst.Assign):
+        return ()
+    return bound[1].values or ()
 
 
 def _tested(caller: cst.FunctionDef, param: str, ctx: Context, at: str) -> tuple[Evidence, str] | None:

@@ -1,6 +1,7 @@
 """Classify, step 8a: the calls of a site, found in one walk of the module (with the functions each
-is in, the names lambdas around it bind, the functions handed to other calls), and the defs a
-`jax.jit(run, ...)` or `jax.jit(partial(run, ...), ...)` call wraps."""
+is in, the names lambdas around it bind, the functions handed to other calls), those through a
+factory that returns the site (factory_calls.py) or an instance of its class (method_calls.py),
+and the defs a `jax.jit(run, ...)` or `jax.jit(partial(run, ...), ...)` call wraps."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import all_params, first_positional
+from vjp_migrate.classify.factory_calls import CALLED_RESULT, factory_calls
+from vjp_migrate.classify.method_calls import instance_calls
 from vjp_migrate.imports import JIT, PARTIAL, dotted
 from vjp_migrate.model import VjpSite
 from vjp_migrate.sites import jit_call_static_names, positional_params
@@ -38,6 +41,9 @@ class CallSites(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
+        if name is None and isinstance(node.func, cst.Call):  # `make(cfg)(x, k)`
+            inner = dotted(node.func.func)
+            name = inner + CALLED_RESULT if inner is not None else None
         if name is not None:
             self.calls.append((name, node, tuple(self.stack)))
             if self.lambdas:
@@ -56,7 +62,20 @@ def calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.
         ctx.lambda_params.update(finder.lambda_params)
         ctx.wrapped[id(module)] = _jit_wrapped(calls, ctx)
     names = {site.name, site.qualname}
-    return [(call, caller) for name, call, caller in calls if name in names]
+    direct = [(call, caller) for name, call, caller in calls if name in names and _may_reach(site, caller, ctx)]
+    seen = {id(call) for call, _ in direct}
+    through = [*factory_calls(site, module, ctx, calls), *instance_calls(site, module, ctx, calls)]
+    return direct + [(call, caller) for call, caller in through if id(call) not in seen]
+
+
+def _may_reach(site: VjpSite, callers: tuple[cst.FunctionDef, ...], ctx: Context) -> bool:
+    """Whether a call of the site's name in ``callers`` may call the site: not when the innermost
+    def binding that name binds it to something else (another test's own `masked`)."""
+    for caller in reversed(callers):
+        bound = function_locals(caller, ctx).bindings.get(site.name)
+        if bound:
+            return any(b.node is site.primal or any(v is site.carrier for v in b.values or ()) for b in bound)
+    return True
 
 
 def _jit_wrapped(calls: list[tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]], ctx: Context) -> Wrapped:

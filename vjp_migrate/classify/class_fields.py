@@ -26,7 +26,7 @@ from vjp_migrate.vocabulary import (
     FLAX_PYTREE_NODES,
 )
 
-_NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
+NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
 
 
 @dataclass(frozen=True)
@@ -49,19 +49,19 @@ def method_classes(
     for cls in module.body:
         if not isinstance(cls, cst.ClassDef):
             continue
-        static = {**_static_fields(cls, imports), **meta.get(cls.name.value, {})}
+        static = {**static_fields(cls, imports), **meta.get(cls.name.value, {})}
         fields = ClassFields(cls.name.value, static, static_classes.get(cls.name.value))
         if not fields.static and fields.leafless is None:
             continue
         for stmt in body_statements(cls):
             if isinstance(stmt, cst.FunctionDef) and not any(
-                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
+                dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators
             ):
                 found[id(stmt)] = fields
     return found
 
 
-def _static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
+def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
     """The fields an `eqx.Module` declares `eqx.field(static=True)` (or `eqx.static_field()`), or a
     flax struct class `struct.field(pytree_node=False)`, each with that declaration."""
     bases = {imports.qualify(base.value) for base in cls.bases}
@@ -86,24 +86,58 @@ def plain_methods(module: cst.Module, imports: ImportTable) -> dict[int, str]:
     """The methods of the module's plain classes (no base but `object`, no decorator, no metaclass,
     registered as a pytree by no call of the module, bound once), by id, with the class's name:
     an instance of one is no JAX value, so jit never traces it."""
+    plain = _plain(module, imports, dataclasses=False)
+    found: dict[int, str] = {}
+    for name, cls in plain.items():
+        for stmt in body_statements(cls):
+            if isinstance(stmt, cst.FunctionDef) and not any(
+                dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators
+            ):
+                found[id(stmt)] = name
+    return found
+
+
+def plain_classes(module: cst.Module, imports: ImportTable) -> frozenset[str]:
+    """The module's plain classes, as for ``plain_methods``, and its plain dataclasses (decorated
+    `dataclasses.dataclass` alone, also called: `@dataclass(frozen=True)`): no pytree, so an
+    instance is no JAX value and jit cannot take one as an argument."""
+    return frozenset(_plain(module, imports, dataclasses=True))
+
+
+def _plain(module: cst.Module, imports: ImportTable, dataclasses: bool) -> dict[str, cst.ClassDef]:
     registered = {name for name, _, _ in call_registrations(module, imports)}
+    if dataclasses:  # any module-level call given the class may register it (`nodetype=Config`)
+        registered |= _passed_at_module_level(module)
     plain = {
         cls.name.value: cls
         for cls in module.body
         if isinstance(cls, cst.ClassDef)
-        and not cls.decorators
+        and (not cls.decorators or (dataclasses and _dataclass_only(cls, imports)))
         and not cls.keywords
         and all(imports.qualify(base.value) == "builtins.object" for base in cls.bases)
         and cls.name.value not in registered
     }
-    found: dict[int, str] = {}
-    for name in bound_once(module, set(plain)):
-        for stmt in body_statements(plain[name]):
-            if isinstance(stmt, cst.FunctionDef) and not any(
-                dotted(d.decorator) in _NOT_ON_AN_INSTANCE for d in stmt.decorators
-            ):
-                found[id(stmt)] = name
+    once = bound_once(module, set(plain))
+    return {name: cls for name, cls in plain.items() if name in once}
+
+
+def _passed_at_module_level(module: cst.Module) -> set[str]:
+    """The names a module-level statement passes to a call (`register(..., nodetype=Config)`)."""
+    found: set[str] = set()
+    for stmt in module.body:
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            value = small.value if isinstance(small, (cst.Expr, cst.Assign)) else None
+            if isinstance(value, cst.Call):
+                found.update(arg.value.value for arg in value.args if isinstance(arg.value, cst.Name))
     return found
+
+
+def _dataclass_only(cls: cst.ClassDef, imports: ImportTable) -> bool:
+    """Whether the class's one decorator is `dataclasses.dataclass` (also called with options)."""
+    if len(cls.decorators) != 1:
+        return False
+    decorator = cls.decorators[0].decorator
+    return imports.qualify(decorator.func if isinstance(decorator, cst.Call) else decorator) == "dataclasses.dataclass"
 
 
 def _meta_fields(module: cst.Module, imports: ImportTable) -> dict[str, dict[str, str]]:

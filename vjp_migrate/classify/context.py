@@ -8,7 +8,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_methods
+from vjp_migrate.classify.array_fields import ArrayFields, module_array_fields
+from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_classes, plain_methods
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
@@ -16,10 +17,12 @@ from vjp_migrate.classify.module_facts import (
     enclosing_defs,
     module_enums,
     module_helpers,
+    module_partial_aliases,
     module_primitives,
     module_variants,
 )
 from vjp_migrate.classify.pytrees import module_static_classes
+from vjp_migrate.classify.scoped_hashing import Hashers, scoped_hashers
 from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
 from vjp_migrate.derived import Locals, locals_of
 from vjp_migrate.imports import ImportTable
@@ -96,20 +99,33 @@ class Context:
     # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
     cached: dict[str, str] = field(default_factory=dict, compare=False)
     dicts: frozenset[str] = frozenset()
+    # For each def that sees them, by id: a factory's cached functions and dicts around it, the
+    # dicts its class keeps (`self._table`).
+    hashers: dict[int, Hashers] = field(default_factory=dict, compare=False)
     # For each method of a module class with static fields (or registered with no leaves), by id:
     # what its class declares, for the `self.<field>` a call site passes.
     methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
     # The methods of the module's plain classes (no pytree), by id, with the class's name: `self` there is no JAX value.
     plain_methods: dict[int, str] = field(default_factory=dict, compare=False)
+    # The module's plain classes and dataclasses (no pytree) with no field annotated as an array:
+    # an instance is no JAX value.
+    plain_classes: frozenset[str] = frozenset()
+    # Module-level names bound once to `partial(f, k=v)` of a module def, keywords only: `f` runs.
+    aliases: dict[str, cst.FunctionDef] = field(default_factory=dict, compare=False)
+    # The module's classes with fields annotated as arrays, by name: what a caller's parameter
+    # annotated with one holds.
+    array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:
         """The context of one module: its helpers, primitives and enums read from it."""
         primitives = module_primitives(module, imports)
         static_classes = module_static_classes(module, imports)
+        array_fields = module_array_fields(module, imports)
+        helpers = module_helpers(module)
         return cls(
             imports,
-            module_helpers(module),
+            helpers,
             line_of,
             primitives=primitives,
             variants=module_variants(module),
@@ -118,8 +134,12 @@ class Context:
             enclosing=enclosing_defs(module),
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
+            hashers=scoped_hashers(module, imports),
             methods=method_classes(module, imports, static_classes),
             plain_methods=plain_methods(module, imports),
+            array_fields=array_fields,
+            plain_classes=plain_classes(module, imports) - set(array_fields),
+            aliases=module_partial_aliases(module, imports, helpers),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
@@ -129,7 +149,7 @@ class Context:
         if scope is not None and name in scope:
             bound = scope[name]
             return (bound,) if bound is not None else ()
-        helper = self.helpers.get(name)
+        helper = self.helpers.get(name) or self.aliases.get(name)
         return (helper,) if helper is not None else self.variants.get(name, ())
 
 

@@ -6,7 +6,7 @@ A Tracer is unhashable (so is a concrete JAX array): the argument is a static va
 
 from __future__ import annotations
 
-from collections.abc import Container
+from collections.abc import Mapping
 
 import libcst as cst
 
@@ -22,13 +22,7 @@ def module_cached(module: cst.Module, imports: ImportTable) -> dict[str, str]:
     """The names the module binds once, at its top level, to a function a caching decorator wraps
     by a call, each with how that decorator is written: `f = functools.lru_cache(maxsize=None)(g)`,
     `f = lru_cache(g)`, `f = cache(g)` (not `f = lru_cache(maxsize=4)`, a decorator still)."""
-    found: dict[str, str] = {}
-    for name, value in _top_level_values(module):
-        if not isinstance(value, cst.Call) or not _wraps(value):
-            continue
-        decorator = value.func.func if isinstance(value.func, cst.Call) else value.func
-        if imports.qualify(decorator) in CACHING_DECORATORS:
-            found[name] = dotted(decorator) or "functools.lru_cache"
+    found = {name: how for name, value in _top_level_values(module) if (how := cached_by(value, imports))}
     once = bound_once(module, set(found))
     return {name: how for name, how in found.items() if name in once}
 
@@ -36,13 +30,24 @@ def module_cached(module: cst.Module, imports: ImportTable) -> dict[str, str]:
 def module_dicts(module: cst.Module, imports: ImportTable) -> frozenset[str]:
     """The names the module binds once, at its top level, to a new dict: a literal or comprehension,
     `dict(...)`, `collections.defaultdict(...)`, `collections.OrderedDict(...)`."""
-    found = {
-        name
-        for name, value in _top_level_values(module)
-        if isinstance(value, (cst.Dict, cst.DictComp))
-        or (isinstance(value, cst.Call) and imports.qualify(value.func) in _DICT_CALLS)
-    }
-    return bound_once(module, found)
+    return bound_once(module, {name for name, value in _top_level_values(module) if new_dict(value, imports)})
+
+
+def cached_by(value: cst.BaseExpression | None, imports: ImportTable) -> str | None:
+    """How the caching decorator is written that ``value`` applies by a call to one function, if it does."""
+    if not isinstance(value, cst.Call) or not _wraps(value):
+        return None
+    decorator = value.func.func if isinstance(value.func, cst.Call) else value.func
+    if imports.qualify(decorator) in CACHING_DECORATORS:
+        return dotted(decorator) or "functools.lru_cache"
+    return None
+
+
+def new_dict(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+    """Whether ``value`` makes a new dict (`{}`, a comprehension, `dict()`, `defaultdict(list)`)."""
+    return isinstance(value, (cst.Dict, cst.DictComp)) or (
+        isinstance(value, cst.Call) and imports.qualify(value.func) in _DICT_CALLS
+    )
 
 
 def _wraps(call: cst.Call) -> bool:
@@ -70,50 +75,47 @@ def _top_level_values(module: cst.Module) -> list[tuple[str, cst.BaseExpression]
 
 
 def hashing_call(
-    call: cst.Call, position: int, keyword: str | None, cached: dict[str, str], dicts: Container[str]
+    call: cst.Call, position: int, keyword: str | None, cached: Mapping[str, str], dicts: Mapping[str, str]
 ) -> str | None:
     """What a call that hashes the value passed at ``position`` (or ``keyword``) does with it: a
-    cached function's call, or a dict method's key; None for any other call. The names are those
-    of the module the call sees (a local of that name is not one)."""
+    cached function's call, or a dict method's key; None for any other call. ``cached``: the
+    cached functions the call sees, each with how its decorator is written; ``dicts``: the dicts it
+    sees (`_BUFFERS`, `self._table`), each with how to name it."""
     func = call.func
     if isinstance(func, cst.Name) and func.value in cached:
         how = cached[func.value]
         return f"passed to `{func.value}`, which `{how}` caches by its arguments (a Tracer is unhashable)"
     if (
         isinstance(func, cst.Attribute)
-        and isinstance(func.value, cst.Name)
-        and func.value.value in dicts
+        and (owner := dotted(func.value) or "") in dicts
         and func.attr.value in _KEYED_METHODS
         and position == 0
         and keyword is None
     ):
-        return _keyed(func.value.value, f"`.{func.attr.value}`")
+        return _keyed(dicts[owner], f"`.{func.attr.value}`")
     return None
 
 
-def hashing_membership(node: cst.Comparison, dicts: Container[str]) -> cst.BaseExpression | None:
-    """The key ``node`` looks up in a module dict (`key in _BUFFERS`, `key not in _BUFFERS`), if any."""
+def hashing_membership(node: cst.Comparison, dicts: Mapping[str, str]) -> tuple[cst.BaseExpression, str] | None:
+    """The key ``node`` looks up in a dict (`key in _BUFFERS`, `key not in self._table`), with how to say so."""
     if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.In, cst.NotIn)):
         return None
-    container = node.comparisons[0].comparator
-    return node.left if isinstance(container, cst.Name) and container.value in dicts else None
+    owner = dotted(node.comparisons[0].comparator) or ""
+    return (node.left, _keyed(dicts[owner], "`in`")) if owner in dicts else None
 
 
-def hashing_subscript(node: cst.Subscript, dicts: Container[str]) -> cst.BaseExpression | None:
-    """The key ``node`` reads a module dict with (`_BUFFERS[key]`), if any."""
-    if not (isinstance(node.value, cst.Name) and node.value.value in dicts and len(node.slice) == 1):
+def hashing_subscript(node: cst.Subscript, dicts: Mapping[str, str]) -> tuple[cst.BaseExpression, str] | None:
+    """The key ``node`` reads a dict with (`_BUFFERS[key]`), with how to say so."""
+    owner = dotted(node.value) or ""
+    if owner not in dicts or len(node.slice) != 1:
         return None
     index = node.slice[0].slice
-    return index.value if isinstance(index, cst.Index) else None
+    return (index.value, _keyed(dicts[owner], "a subscript")) if isinstance(index, cst.Index) else None
 
 
-def membership_text(dict_name: str) -> str:
-    return _keyed(dict_name, "`in`")
+def module_dict_text(name: str) -> str:
+    return f"the module-level dict `{name}`"
 
 
-def subscript_text(dict_name: str) -> str:
-    return _keyed(dict_name, "a subscript")
-
-
-def _keyed(dict_name: str, how: str) -> str:
-    return f"used as a key of the module-level dict `{dict_name}` ({how}), which hashes it (a Tracer is unhashable)"
+def _keyed(described: str, how: str) -> str:
+    return f"used as a key of {described} ({how}), which hashes it (a Tracer is unhashable)"

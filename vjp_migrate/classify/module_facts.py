@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 import libcst as cst
 
 from vjp_migrate.classify.expressions import all_params
-from vjp_migrate.imports import ImportTable, dotted, node_types, small_statements, target_names
+from vjp_migrate.imports import PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
 from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES
 
 
@@ -203,3 +203,36 @@ def _small_bound_names(small: cst.BaseSmallStatement) -> Iterator[str]:
             text = dotted(bound)  # None for anything but a Name or an Attribute
             if text is not None:
                 yield text.split(".")[0]
+
+
+def module_partial_aliases(
+    module: cst.Module, imports: ImportTable, helpers: dict[str, cst.FunctionDef]
+) -> dict[str, cst.FunctionDef]:
+    """The names the module binds once, at its top level, to `partial(f, k=v, ...)` of one of its
+    defs with keywords only (`_run_vjp = partial(_run_inner, is_vjp=True)`): a call of one passes its
+    positional arguments to ``f``'s positional parameters unchanged, so ``f`` is what it runs."""
+    found: dict[str, cst.FunctionDef] = {}
+    for small in (s for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for s in stmt.body):
+        if not (
+            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        ):
+            continue
+        value = small.value
+        if not isinstance(value, cst.Call) or imports.qualify(value.func) not in PARTIAL or not value.args:
+            continue
+        first, rest = value.args[0], value.args[1:]
+        func = helpers.get(first.value.value) if isinstance(first.value, cst.Name) and first.keyword is None else None
+        if func is not None and rest and all(arg.keyword is not None and not arg.star for arg in rest):
+            bound = {arg.keyword.value for arg in rest if arg.keyword is not None}
+            positional = {p.name.value for p in (*func.params.posonly_params, *func.params.params)}
+            if not bound & positional or _trailing(func, bound):
+                found[small.targets[0].target.value] = func
+    return {name: func for name, func in found.items() if name in bound_once(module, set(found))}
+
+
+def _trailing(func: cst.FunctionDef, bound: set[str]) -> bool:
+    """Whether the positional parameters bound by keyword are the last ones (`is_vjp=False` after
+    the rest): the positions before them are passed through unchanged."""
+    names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
+    kept = [name for name in names if name not in bound]
+    return names[: len(kept)] == kept

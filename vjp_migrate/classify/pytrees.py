@@ -110,7 +110,7 @@ def _leafless_registration(
         data, meta = argument_at(args, 0, "data_fields"), argument_at(args, 1, "meta_fields")
         if isinstance(data, (cst.List, cst.Tuple)) and not data.elements and meta is not None:
             return "a class registered with `jax.tree_util.register_dataclass` with no data fields"
-        if not args and not cls.bases and _every_field(cls, imports, _static_dataclass_field):
+        if not args and not cls.bases and _every_field(cls, imports, static_dataclass_field):
             return "a class registered with `jax.tree_util.register_dataclass` whose every field is static"
     if registrar in PYTREE_NODE_CLASS_REGISTRARS and not args and _method_flattens_to_no_children(cls, "tree_flatten"):
         registered = "a class registered with `jax.tree_util.register_pytree_node_class`"
@@ -259,7 +259,7 @@ def _static_flax_field(value: cst.BaseExpression | None, imports: ImportTable) -
     return isinstance(flag, cst.Name) and flag.value == "False"
 
 
-def _static_dataclass_field(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
+def static_dataclass_field(value: cst.BaseExpression | None, imports: ImportTable) -> bool:
     """`dataclasses.field(..., metadata={"static": True})` or `metadata=dict(static=True)`."""
     if not isinstance(value, cst.Call) or imports.qualify(value.func) not in DATACLASS_FIELDS:
         return False

@@ -8,6 +8,7 @@ import libcst as cst
 
 from vjp_migrate.classify.context import Via
 from vjp_migrate.classify.expressions import code_text, named_in, place_of
+from vjp_migrate.classify.mapped import mapped_by
 from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
 from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
@@ -27,6 +28,7 @@ from vjp_migrate.vocabulary import (
     METADATA_ATTRIBUTES,
     PRIMITIVE_CLASSES,
     SHAPE_METHODS,
+    SHARD_MAP_PLACES,
     SIZE_OR_DATA,
     STATIC,
     STATIC_BUILTINS,
@@ -149,6 +151,14 @@ class CallUses(Helpers):
             self._add(ArgKind.STATIC, text, call)
         elif (via := self._via(arg.value)) is not None:
             self._add(ArgKind.STATIC, text, call, via=via)
+        elif (method := self._method_result(arg.value)) is not None:  # `comm_handle=comm.py2f()`
+            self._add(ArgKind.STATIC, f"has its method `.{method}()`'s result {text}", call)
+
+    def _method_result(self, expr: cst.BaseExpression) -> str | None:
+        """``py2f`` when ``expr`` calls a method of the argument itself (`comm.py2f()`)."""
+        if not isinstance(expr, cst.Call) or not isinstance(expr.func, cst.Attribute):
+            return None
+        return expr.func.attr.value if self._rooted(expr.func.value) else None
 
     def _packed(self, expr: cst.BaseExpression) -> str | None:
         """Where the argument sits inside a tuple or list literal passed whole (`jnp.stack([x, a])`,
@@ -201,6 +211,9 @@ class CallUses(Helpers):
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
                 return
+        if qname is None and (mapping := mapped_by(call, position, keyword, self.ctx.imports)) is not None:
+            self._add(ArgKind.ARRAY, f"mapped over by `{mapping}`", call, via=via)
+            return
         if qname is None and (hashed := self._hashing(call, position, keyword)) is not None:
             self._add(ArgKind.STATIC, hashed, call, via=via)
             return
@@ -214,6 +227,9 @@ class CallUses(Helpers):
             self._add(ArgKind.STATIC, text, call, via=via)
         elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
             text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
+            self._add(ArgKind.STATIC, text, call, via=via)
+        elif keyword is None and (place := _shard_map_place(qname, position)) is not None:
+            text = f"passed as `{place}` to `{func_text}`, which needs it hashable"
             self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in STATIC_PLACES_OF and at_place(STATIC_PLACES_OF[qname], position, keyword):
             text = f"passed as the tree structure to `{func_text}` (a PyTreeDef, never a Tracer)"
@@ -280,3 +296,8 @@ class CallUses(Helpers):
             and receiver.value in self.ctx.primitives
             and receiver.value not in self.bindings
         )
+
+
+def _shard_map_place(qname: str, position: int) -> str | None:
+    """The setting a positional argument of the experimental `shard_map` is (`mesh`, `in_specs`...)."""
+    return next((name for at, name in SHARD_MAP_PLACES.get(qname, ()) if at == position), None)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.classify.call_locals import loop_sequence
 from vjp_migrate.classify.context import Context, Via, function_locals
 from vjp_migrate.classify.expressions import (
     code_text,
@@ -20,10 +21,10 @@ from vjp_migrate.classify.expressions import (
     value_names,
 )
 from vjp_migrate.classify.grown import grown_items
-from vjp_migrate.classify.hashing import hashing_call
+from vjp_migrate.classify.hashing import hashing_call, module_dict_text
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
-from vjp_migrate.imports import ImportTable
+from vjp_migrate.imports import ImportTable, target_names
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import METADATA_ATTRIBUTES, TYPE_TESTS, is_metadata_function
 
@@ -43,6 +44,7 @@ class UseState(cst.CSTVisitor):
         self.func: cst.FunctionDef | None = None  # the def whose body is walked, for the defs around it
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
+        self.items: set[str] = set()  # the targets of loops over the argument itself (`for w in ws`)
         self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons
         # `partial(f, k=arg)` calls, judged once the whole body is walked (see judge_kernels), and
         # the functions that cannot capture traced values: the kernels `pallas_call`s are given and
@@ -154,6 +156,34 @@ class UseState(cst.CSTVisitor):
             named_in(item, self.names) is not None for item in self._loop_items(node.iter, node)
         ):
             self.names.add(node.target.value)
+        self._items_of(node.target, node.iter)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension(node.for_in)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension(node.for_in)
+
+    def _comprehension(self, loop: cst.CompFor | None) -> None:
+        """The loops of a comprehension, before its element (`sum(w * x for w in ws)`) is walked."""
+        while loop is not None:
+            self._items_of(loop.target, loop.iter)
+            loop = loop.inner_for_in
+
+    def _items_of(self, target: cst.BaseExpression, sequence: cst.BaseExpression) -> None:
+        """A loop over the argument itself (`for w in ws`, `for i, w in enumerate(ws)`, `zip(ws, bs)`):
+        the target takes its items, a value derived from it whose arithmetic is the argument's own,
+        as `ws[0] * x` is (a list of arrays or a tuple of numbers, both JAX values)."""
+        for name in target_names(target):
+            looped = loop_sequence(name, target, sequence)
+            if isinstance(looped, cst.Name) and looped.value in self.names:
+                self.items.add(name)
 
     def _loop_items(self, sequence: cst.BaseExpression, loop: cst.For) -> tuple[cst.BaseExpression, ...]:
         if isinstance(sequence, (cst.Tuple, cst.List)):
@@ -180,14 +210,31 @@ class UseState(cst.CSTVisitor):
         enclosing = self.ctx.enclosing.get(id(self.func), {}) if self.func is not None else {}
         return name not in self.bindings and name not in enclosing
 
-    def _module_dicts(self) -> frozenset[str]:
-        return frozenset(name for name in self.ctx.dicts if self._module_level(name))
+    def _dicts(self) -> dict[str, str]:
+        """The dicts the function walked sees (hashing.py, scoped_hashing.py), each with how to name it."""
+        found = {name: module_dict_text(name) for name in self.ctx.dicts if self._module_level(name)}
+        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
+        if scoped is not None:
+            found.update((name, text) for name, text in scoped.dicts.items() if self._seen(name))
+        return found
 
     def _hashing(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
         """What ``call`` does with the value at ``position``, if it hashes it (a cached function's
-        call, a module dict's key: hashing.py)."""
+        call, a dict's key: hashing.py)."""
         cached = {name: how for name, how in self.ctx.cached.items() if self._module_level(name)}
-        return hashing_call(call, position, keyword, cached, self._module_dicts())
+        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
+        if scoped is not None:
+            cached.update((name, how) for name, how in scoped.cached.items() if self._seen(name))
+        return hashing_call(call, position, keyword, cached, self._dicts())
+
+    def _seen(self, name: str) -> bool:
+        """Whether the function walked sees the scope's ``name`` (`cache`), or the attribute of its
+        parameter (`self._table`): no local of its own binds that name, or rebinds the parameter."""
+        root = name.split(".")[0]
+        bound = self.bindings.get(root, [])
+        if "." in name:
+            return all(isinstance(b.node, cst.Param) for b in bound)
+        return not bound
 
     def _value_once(self, name: str) -> cst.BaseExpression | None:
         """The one value a local bound once is bound to (``xs = (x, a)``); None otherwise."""

@@ -7,11 +7,11 @@ from __future__ import annotations
 import libcst as cst
 
 from vjp_migrate.classify.expressions import code_text, is_string_like, key_lookup
-from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript, membership_text, subscript_text
+from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript
 from vjp_migrate.classify.uses_names import UseState
-from vjp_migrate.classify.weights import ARITHMETIC, WEAK
+from vjp_migrate.classify.weights import ARITHMETIC, STRONG, WEAK
 from vjp_migrate.model import ArgKind
-from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, SIZE_NAMES, is_size_function
+from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, METADATA_ATTRIBUTES, SIZE_NAMES, is_size_function
 
 
 class Operators(UseState):
@@ -30,6 +30,15 @@ class Operators(UseState):
                     self._add(ArgKind.ARRAY, ARITHMETIC, node)
             elif isinstance(side, cst.Name) and side.value in self.derived and is_string_like(other):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
+            elif self._item(side) and not isinstance(other, (cst.List, cst.Tuple)) and not self._size(other):
+                self._add(ArgKind.ARRAY, f"{ARITHMETIC} (its item `{code_text(side)}`, looped over)", node)
+
+    def _item(self, expr: cst.BaseExpression) -> bool:
+        """A loop target taking the argument's items, bound by that loop alone."""
+        if not isinstance(expr, cst.Name) or expr.value not in self.items:
+            return False
+        bound = self.bindings.get(expr.value, [])
+        return len(bound) == 1 and isinstance(bound[0].node, (cst.For, cst.CompFor))
 
     def _size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """``x.shape[0]``, ``len(x)``, ``int(x.shape[0])``, or a local only ever bound to such a value."""
@@ -61,9 +70,7 @@ class Operators(UseState):
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if key_lookup(node):
             return
-        if (key := hashing_membership(node, self._module_dicts())) is not None and self._hashed_key(
-            key, membership_text(code_text(node.comparisons[0].comparator)), node
-        ):
+        if (keyed := hashing_membership(node, self._dicts())) is not None and self._hashed_key(*keyed, node):
             return
         operands = [node.left, *(t.comparator for t in node.comparisons)]
         if not any(self._rooted(o) for o in operands):
@@ -81,11 +88,11 @@ class Operators(UseState):
             self._add(ArgKind.ARRAY, "compared element-wise", node, weight=WEAK)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
-        if (key := hashing_subscript(node, self._module_dicts())) is not None:
-            self._hashed_key(key, subscript_text(code_text(node.value)), node)
+        if (keyed := hashing_subscript(node, self._dicts())) is not None:
+            self._hashed_key(*keyed, node)
 
     def _hashed_key(self, key: cst.BaseExpression, text: str, node: cst.CSTNode) -> bool:
-        """The argument, or a value from it, used as a key of a module dict: hashed, so static."""
+        """The argument, or a value from it, used as a key of a dict: hashed, so static."""
         if self._rooted(key):
             self._add(ArgKind.STATIC, text, node)
         elif (via := self._via(key)) is not None:
@@ -112,4 +119,6 @@ class Operators(UseState):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
-            self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node)
+            # `.shape`, `.dtype`: what a `jax.ShapeDtypeStruct` or a device mesh has too, which moved fail
+            weight = WEAK if node.attr.value in METADATA_ATTRIBUTES else STRONG
+            self._add(ArgKind.ARRAY, f"has its `.{node.attr.value}` read", node, weight=weight)

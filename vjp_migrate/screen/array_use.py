@@ -22,14 +22,13 @@ from vjp_migrate.vocabulary import (
     ARRAY_ATTRIBUTES,
     HOST_ARRAY_ANNOTATIONS,
     HOST_CALLBACK_OPERANDS,
+    MAPPING_TRANSFORMS,
 )
 
 ROOT_ATTRIBUTES = frozenset({"T", "mT", "real", "imag"})  # x.T is still x
 # Keywords whose value classify always takes as static (a subset of vocabulary.STATIC_KEYWORDS).
 STATIC_KEYWORDS = frozenset({"shape", "axis", "axes", "dtype", "precision", "preferred_element_type"})
 PAIRING_BUILTINS = frozenset({"builtins.enumerate", "builtins.zip"})
-# What jax.vmap and jax.pmap map over is array data (classify.mapped reads the same two).
-MAPPING_TRANSFORMS = {"jax.vmap": "in_axes", "jax.pmap": "in_axes"}
 FOLLOW_DEPTH = 4  # classify follows helpers three calls deep; following further only keeps more
 
 

@@ -8,10 +8,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from vjp_migrate.screen.names import (
+    PARTIAL,
     int_positions,
     may_be_array_function,
     may_be_custom_vjp,
     positional_params,
+    qualified,
     str_names,
 )
 from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, own_returns, toplevel_statements
@@ -58,10 +60,16 @@ def find_sites(m: Module) -> Iterator[Site]:
                 target = target.args[0]
         if isinstance(target, ast.Name) and _surely_a_def(m, call, target.id):
             yield Site(call, frozenset({target.id, *bound}), tuple(m.defs[target.id]))
+        elif isinstance(target, ast.Name) and _bound_to_partial(m, target.id):
+            raise Doubt  # `_run_vjp = partial(_run_inner, is_vjp=True)`: classify reads `_run_inner`
         elif isinstance(target, ast.Attribute) or (isinstance(target, ast.Name) and target.id not in m.defs):
             yield Site(call, frozenset(bound), (), unseen=True)  # find_def looks up plain names only
         else:
             raise Doubt  # the sites stage may or may not find a def (a lambda, a call, a def in another scope)
+
+
+def _bound_to_partial(m: Module, name: str) -> bool:
+    return any(name in m.assigned.get(id(call), ()) and qualified(m, call.func) & PARTIAL for call in m.calls)
 
 
 def _surely_a_def(m: Module, call: ast.Call, name: str) -> bool:
