@@ -228,3 +228,74 @@ def test_an_annotation_on_a_line_of_its_own_splits_its_brackets() -> None:
     out = fix(code, 70)
     assert "    residuals: tuple[\n        jax.Array | None, qarray.MaybeQArray, qarray.MaybeQArray\n    ],\n" in out
     assert "residuals: tuple[jax.Array | None, qarray.MaybeQArray, qarray.MaybeQArray],\n" in fix(code)
+
+
+# --- measuring after the splice: the plans are applied once unless a line grew too long ------
+
+
+def _applied(code: str, monkeypatch: pytest.MonkeyPatch, limit: int | None = None) -> tuple[str, list[bool]]:
+    """The fixed code, and for each time Apply ran whether it measured the lines as they changed."""
+    import vjp_migrate.rewrite as rewrite
+
+    runs: list[bool] = []
+    original = rewrite.Apply
+
+    def counted(plans: object, module: cst.Module, measure: bool = True) -> object:
+        runs.append(measure)
+        return original(plans, module, measure)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rewrite, "Apply", counted)
+    return fix(code, limit), runs
+
+
+def test_lines_short_enough_are_not_measured_and_the_plans_applied_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    out, runs = _applied(site("return f(x, w), (jnp.cos(x), jnp.sin(x))"), monkeypatch)
+    assert runs == [False]
+    assert "return f(x, w), (w, jnp.cos(x), jnp.sin(x))\n" in out
+
+
+def test_a_line_found_too_long_in_the_spliced_code_is_wrapped_by_a_measuring_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out, runs = _applied(site(LONG_RETURN), monkeypatch)
+    assert runs == [False, True]
+    assert out == fix(site(LONG_RETURN))
+    assert "    return f(x, w), (\n        w,\n" in out
+
+
+def test_a_growth_the_edits_do_not_tell_is_measured_from_the_new_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A return stored in a temporary first: the splicer rewrites its whole statement, so the
+    # edits say nothing of the value's own growth; the new value's code tells.
+    code = site("return f(x, w), (a, b)", bwd_return="return pre_bwd(x, g)").replace("def f(x, w):", "def f(x, w, z):")
+    code = code.replace("return x * w\n", "return x * w * z\n").replace("def f_fwd(x, w):", "def f_fwd(x, w, z):")
+    short, runs = _applied(code, monkeypatch)
+    assert runs == [False]
+    assert "grads = pre_bwd(x, g)\n" in short
+    monkeypatch.undo()
+    long, runs = _applied(code, monkeypatch, limit=40)
+    assert runs == [False, True]
+    assert long == fix(code, 40)
+
+
+def test_index_growth_reads_the_spliced_edits() -> None:
+    from vjp_migrate.walk import index_of
+
+    module = cst.parse_module("x = (a, b)  # note\ny = [c]\n")
+    index = index_of(module)
+    first = module.body[0]
+    assert isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Assign)
+    old = first.body[0].value
+    assert isinstance(old, cst.Tuple)
+    new_value = old.with_changes(
+        elements=[
+            *old.elements[:-1],
+            old.elements[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Element(cst.Name("longer")),
+        ]
+    )
+    new = module.with_changes(
+        body=[first.with_changes(body=[first.body[0].with_changes(value=new_value)]), *module.body[1:]]
+    )
+    assert index.code(new)[0] == "x = (a, b, longer)  # note\ny = [c]\n"
+    assert index.growth(old) == len(", longer")
+    assert index.growth(module.body[1]) == 0  # unchanged

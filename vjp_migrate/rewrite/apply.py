@@ -42,7 +42,7 @@ from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subsc
 class Apply(cst.CSTTransformer):
     # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
     # keying by node applies that change once.
-    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module) -> None:
+    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module, measure: bool = True) -> None:
         self.plans = plans
         self.config = module.config_for_parsing
         self.top_level = {id(stmt) for stmt in module.body}
@@ -64,7 +64,7 @@ class Apply(cst.CSTTransformer):
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
-        self.lines = Lines(self.index, module, plans[0].line_length if plans else None)
+        self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
         self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
 
     def _comment_heirs(self) -> dict[int, list[cst.EmptyLine]]:

@@ -8,6 +8,11 @@ bracket on a line of its own at the line's indent. A tuple or list gets one item
 trailing comma; a def's parameters stay on one line of their own when they fit there (else one
 per line too). The hanging indent is the one the file already uses under an opening bracket
 (its own indent when none is found). Nothing else is re-wrapped.
+
+Measuring a line takes the code of its new nodes, so ``apply_plans`` first applies the plans
+without measuring (``Lines.measure`` False notes the lines that may grow too long), reads their
+growth from the edits that splice the new module's code, and applies the plans again, measuring,
+only when one of them is too long.
 """
 
 from __future__ import annotations
@@ -38,10 +43,15 @@ def _break(indent: str) -> cst.ParenthesizedWhitespace:
 class Lines:
     """The module's lines, read to tell whether a change made one too long."""
 
-    def __init__(self, index: walk.Index, module: cst.Module, configured: int | None) -> None:
+    def __init__(self, index: walk.Index, module: cst.Module, configured: int | None, measure: bool = True) -> None:
         self.index = index
         self.module = module
         self.configured = configured
+        self.measure = measure
+        # Without measuring: the lines that may have grown too long, each as its length and the
+        # ``(original, new)`` nodes that change in it, to be read once the new module's code is
+        # spliced (``overflowed``).
+        self.grown: list[tuple[int, list[tuple[cst.CSTNode | None, cst.CSTNode | None]]]] = []
         self._lines: list[str] | None = None
         self._unit: str | None = None
 
@@ -60,32 +70,68 @@ class Lines:
     def overflow(self, changes: Sequence[tuple[cst.CSTNode | None, cst.CSTNode | None]]) -> str | None:
         """The indent of the line holding the ``(original, new)`` nodes when the new ones make
         it longer than the limit and it was not; None otherwise (also when a node spans lines,
-        or the nodes are on different lines)."""
+        or the nodes are on different lines). Without measuring, always None: a line that may
+        have grown too long is noted in ``grown`` instead."""
         if all(new is old for old, new in changes):
             return None  # the rebuild kept these nodes: the line is as long as it was
         line = None
         growth = 0
         for old, new in changes:
             old_code = "" if old is None else self.index.text(old)
-            if old_code is None:
+            if old_code is None or _spans_lines(old_code):
                 return None
-            new_code = old_code if new is old else "" if new is None else self.module.code_for_node(new)
-            if _spans_lines(old_code) or _spans_lines(new_code):
-                return None
+            if self.measure:
+                new_code = old_code if new is old else "" if new is None else self.module.code_for_node(new)
+                if _spans_lines(new_code):
+                    return None
+                growth += len(new_code) - len(old_code)
             if old is not None:
                 at = self.index.span(old)[0]
                 if line not in (None, at):
                     return None
                 line = at
-            growth += len(new_code) - len(old_code)
         if line is None:
             return None
         text = self.lines()[line - 1]
         kept_to = DEFAULT_LIMIT if self.configured is None else self.configured  # what the old line had to
-        if len(text) > kept_to or len(text) + growth <= self.limit:
+        if len(text) > kept_to:
+            return None
+        if not self.measure:
+            self.grown.append((len(text), [(old, new) for old, new in changes if new is not old]))
+            return None
+        if len(text) + growth <= self.limit:
             return None
         found = _INDENT.match(text)
         return found.group() if found else ""
+
+    def overflowed(self, new: cst.Module) -> bool:
+        """Whether a line noted in ``grown`` is too long in ``new`` (the module made without
+        measuring), as ``overflow`` would have found: each node's growth read from the edits
+        that splice ``new``'s code (walk.Index.code, kept for the caller), else from the new
+        node's code. Measuring then makes the lines that are too long."""
+        if not self.grown:
+            return False
+        self.index.code(new)
+        for length, changes in self.grown:
+            growth: int | None = 0
+            for old, node in changes:
+                if old is None:  # a node that was not there: measuring tells
+                    return True
+                grew = self.index.growth(old)
+                if grew is None:
+                    grew = self._growth(old, node)
+                if grew is None or growth is None:
+                    growth = None
+                else:
+                    growth += grew
+            if growth is not None and length + growth > self.limit:
+                return True
+        return False
+
+    def _growth(self, old: cst.CSTNode, new: cst.CSTNode | None) -> int | None:
+        """How much longer ``new``'s code is than ``old``'s; None when it spans lines."""
+        new_code = "" if new is None else self.module.code_for_node(new)
+        return None if _spans_lines(new_code) else len(new_code) - len(self.index.text(old) or "")
 
     def alone(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` starts its line (after the indent)."""
