@@ -352,6 +352,27 @@ def test_a_del_that_goes_leaves_a_comment_about_the_code_above_the_next_line(del
     assert "def f_bwd(_, g):\n" + body in out, out
 
 
+@pytest.mark.parametrize(
+    ("statement", "rest"),
+    [
+        pytest.param("if g.ndim:\n        g = g + 0\n", "", id="if"),
+        pytest.param("for _ in range(2):\n        g = g + 0\n", "", id="for"),
+        pytest.param("while False:\n        g = g + 0\n", "", id="while"),
+        pytest.param("with jax.named_scope('bwd'):\n        g = g + 0\n", "", id="with"),
+        pytest.param("try:\n        g = g + 0\n    except TypeError:\n        raise\n", "", id="try"),
+        pytest.param("def scaled(v):\n        return v\n", "    g = scaled(g)\n", id="def"),
+        pytest.param("\n    if g.ndim:\n        g = g + 0\n", "", id="after a blank line"),
+    ],
+)
+def test_a_del_that_goes_leaves_its_comment_above_a_compound_statement_after_it(statement: str, rest: str) -> None:
+    # The comment was dropped when a compound statement followed the `del`.
+    dels = f"del lo, hi  # straight-through estimator\n    {statement}{rest}".rstrip("\n")
+    out = fix(HEAD + _STE.replace("DELS", dels))
+    above = "\n" if statement.startswith("\n") else ""
+    kept = f"    # straight-through estimator\n{above}    {statement.lstrip()}{rest}    return (g, None, None)\n"
+    assert "def f_bwd(_, g):\n" + kept in out, out
+
+
 @pytest.mark.parametrize("names", ["lo, hi", "(lo, hi)", "[lo, hi]"])
 def test_a_del_of_only_moved_names_goes_whole(names: str) -> None:
     # A bare `del lo, hi` left with no name was rebuilt as an empty tuple without parentheses:

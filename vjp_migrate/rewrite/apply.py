@@ -4,6 +4,7 @@ decorator, fwd's residuals, bwd's parameters, unpacking and cotangents, a jit's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -37,6 +38,8 @@ from vjp_migrate.rewrite.lists import (
 )
 from vjp_migrate.rewrite.unused_imports import NameUses
 from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript
+
+Compound = TypeVar("Compound", bound=cst.BaseCompoundStatement)
 
 
 class Apply(cst.CSTTransformer):
@@ -402,6 +405,38 @@ class Apply(cst.CSTTransformer):
         defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
         return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
 
+    # A compound statement after a `del` line that went takes its comment above it, as a
+    # statement line does (leave_SimpleStatementLine).
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> cst.With:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_TryStar(self, original_node: cst.TryStar, updated_node: cst.TryStar) -> cst.TryStar:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_Match(self, original_node: cst.Match, updated_node: cst.Match) -> cst.Match:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        return self._with_heirs(original_node, updated_node)
+
+    def _with_heirs(self, original_node: Compound, updated_node: Compound) -> Compound:
+        heirs = self.comment_heirs.get(id(original_node))
+        if not heirs:
+            return updated_node
+        return updated_node.with_changes(leading_lines=[*heirs, *updated_node.leading_lines])
+
     def _true_comment(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
@@ -477,6 +512,7 @@ class Apply(cst.CSTTransformer):
             self.removed_names |= uses.used
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        updated_node = self._with_heirs(original_node, updated_node)
         if id(original_node) in self.retyped:
             self._forget_names(updated_node.returns)
             returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])
