@@ -1093,13 +1093,23 @@ def test_a_comment_saying_fwd_saves_nothing_says_what_it_saves(
             "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
             id="empty list, one moved",
         ),
+        pytest.param(
+            SAVES_NOTHING.format(above="", residual="{}", trailing="  # nothing to save"),
+            "return x, (lo, hi)  # save lo and hi as residuals\n\ndef clip_bwd(res, g):\n    lo, hi = res\n",
+            id="empty dict",
+        ),
+        pytest.param(
+            HEAD + RULES_BELOW.replace("f(x, w), None", "f(x, w), {}"),
+            "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
+            id="empty dict, one moved",
+        ),
     ],
 )
 def test_an_empty_residual_is_replaced_like_none(code: str, expected: str) -> None:
-    # `return out, ()` or `out, []` saves nothing, as `None` does (JAX hands bwd that same empty
-    # value): the moved arguments take its place, not `(lo, hi, ())` with bwd unpacking
-    # `lo, hi, _ = res`.
-    assert "()" in code or "[]" in code
+    # `return out, ()`, `out, []` or `out, {}` saves nothing, as `None` does (JAX hands bwd that
+    # same empty value): the moved arguments take its place, not `(lo, hi, ())` with bwd
+    # unpacking `lo, hi, _ = res`.
+    assert "()" in code or "[]" in code or "{}" in code
     out = fix(code)
     assert expected in out, out
 
@@ -1385,6 +1395,7 @@ DELIBERATELY_CHANGED = {
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     ("empty_tuple_residual", "# nothing to save: the map is linear"),
     ("empty_list_residual", "# no residuals: the filter is linear"),
+    ("empty_dict_residual", "# no residuals: the filter is linear"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
     # ... and with its own trailing comment (here also stale: the residual is no longer None)

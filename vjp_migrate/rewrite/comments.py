@@ -30,7 +30,7 @@ def comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
 
 
 def saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
-    """``return out, None``, ``return out, ()`` or ``return out, []``."""
+    """``return out, None``, ``return out, ()``, ``return out, []`` or ``return out, {}``."""
     value = small.value if isinstance(small, cst.Return) else None
     return isinstance(value, cst.Tuple) and len(value.elements) == 2 and saves_nothing(value.elements[1].value)
 
