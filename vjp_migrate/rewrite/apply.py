@@ -37,7 +37,7 @@ from vjp_migrate.rewrite.lists import (
     without,
 )
 from vjp_migrate.rewrite.unused_imports import NameUses
-from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript
+from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript, split_sum
 
 Compound = TypeVar("Compound", bound=cst.BaseCompoundStatement)
 
@@ -206,12 +206,60 @@ class Apply(cst.CSTTransformer):
             return updated_node.with_changes(value=self._fitted(original_node.value, value))
         return updated_node
 
-    def _fitted(self, original: cst.BaseExpression | None, new: cst.BaseExpression) -> cst.BaseExpression:
-        """``new`` split at the literal ending it when it makes the line of ``original`` longer
-        than the project's limit (rewrite.wrap)."""
-        indent = self.lines.overflow([(original, new)])
-        split = None if indent is None else split_end(new, indent, self.lines.unit())
+    def _fitted(
+        self,
+        original: cst.BaseExpression | None,
+        new: cst.BaseExpression,
+        others: Sequence[tuple[cst.CSTNode, cst.CSTNode]] = (),
+    ) -> cst.BaseExpression:
+        """``new`` split at the literal ending it when it (with the ``others`` changes of its
+        line) makes the line of ``original`` longer than the project's limit (rewrite.wrap)."""
+        indent = self.lines.overflow([*others, (original, new)])
+        if indent is None or original is None:
+            return new
+        return self._split(new, indent, self.index.span(original)[1] - 1)
+
+    def _split(self, new: cst.BaseExpression, indent: str, before: int) -> cst.BaseExpression:
+        """``new``, ``before`` characters into a line indented by ``indent``, split at the
+        literal ending it, or a sum of tuples as black splits it (rewrite.wrap)."""
+        if isinstance(new, cst.BinaryOperation):
+            split = split_sum(new, indent, self.lines.unit(), before, self.lines.limit)
+        else:
+            split = split_end(new, indent, self.lines.unit())
         return new if split is None else split
+
+    def _fitted_body(
+        self, original: cst.Lambda, new: cst.BaseExpression, others: Sequence[tuple[cst.CSTNode, cst.CSTNode]] = ()
+    ) -> cst.BaseExpression:
+        """A lambda's new body, split as ``_fitted`` splits a value when the lambda is all its
+        line holds (an argument of a call written one per line); on a line with more, black
+        would split the call's brackets first, which the change did not grow."""
+        return self._fitted(original.body, new, others) if self.lines.whole_line(original) else new
+
+    def _fitted_return(self, lambda_node: cst.Lambda, defvjp: cst.CSTNode, node: cst.FunctionDef) -> cst.FunctionDef:
+        """A def made from a lambda whose return line is longer than the project's limit, when
+        the lambda's line was not: the returned value split as ``_fitted`` splits one."""
+        block = node.body
+        if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+            return node
+        line = block.body[0]
+        returned = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if (
+            not isinstance(line, cst.SimpleStatementLine)
+            or not isinstance(returned, cst.Return)
+            or returned.value is None
+        ):
+            return node
+        value = returned.value
+        code = cst.Module([]).code_for_node(value)
+        indent = self.lines.indent_of(defvjp) + (
+            block.indent if block.indent is not None else self.lines.module.default_indent
+        )
+        if "\n" in code or not self.lines.too_long(lambda_node, len(indent) + len("return ") + len(code)):
+            return node
+        split = self._split(value, indent, len(indent) + len("return "))
+        new_line = line.with_changes(body=[returned.with_changes(value=split)])
+        return node.with_changes(body=block.with_changes(body=[new_line]))
 
     def _store_first(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -467,13 +515,15 @@ class Apply(cst.CSTTransformer):
         if plan is not None:
             if plan.layout is Layout.UNCHANGED:
                 return updated_node
-            return updated_node.with_changes(body=self._fwd_value(plan, updated_node.body, original_node.body))
+            body = self._fwd_value(plan, updated_node.body, original_node.body)
+            return updated_node.with_changes(body=self._fitted_body(original_node, body))
         plan = self.bwd_lambdas.get(id(original_node))
         if plan is None:
             return updated_node
         params = self._bwd_params(plan, updated_node.params, None)[0]
         body = self._bwd_value(plan, updated_node.body, original_node.body)
         if plan.bwd_def_name is None:
+            body = self._fitted_body(original_node, body, [(original_node.params, params)])
             return updated_node.with_changes(params=params, body=body)
         empty = cst.Module([])
         header = f"def {plan.bwd_def_name}({empty.code_for_node(params)}):\n"
@@ -483,6 +533,7 @@ class Apply(cst.CSTTransformer):
         except cst.ParserSyntaxError:  # a body spanning lines inside defvjp's own parentheses
             node = cst.parse_statement(f"{header}    return ({returned})\n", self.config)
         assert isinstance(node, cst.FunctionDef) and plan.site.defvjp is not None
+        node = self._fitted_return(original_node, plan.site.defvjp, node)
         self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
         return cst.Name(plan.bwd_def_name)
 
