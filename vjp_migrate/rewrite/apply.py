@@ -236,9 +236,11 @@ class Apply(cst.CSTTransformer):
         would split the call's brackets first, which the change did not grow."""
         return self._fitted(original.body, new, others) if self.lines.whole_line(original) else new
 
-    def _fitted_return(self, lambda_node: cst.Lambda, defvjp: cst.CSTNode, node: cst.FunctionDef) -> cst.FunctionDef:
-        """A def made from a lambda whose return line is longer than the project's limit, when
-        the lambda's line was not: the returned value split as ``_fitted`` splits one."""
+    def _fitted_return(
+        self, lambda_node: cst.Lambda, defvjp: cst.CSTNode, node: cst.FunctionDef, code: str
+    ) -> cst.FunctionDef:
+        """A def made from a lambda whose return line (returning ``code``) is longer than the
+        project's limit, when the lambda's line was not: the value split as ``_fitted`` splits one."""
         block = node.body
         if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
             return node
@@ -251,7 +253,6 @@ class Apply(cst.CSTTransformer):
         ):
             return node
         value = returned.value
-        code = cst.Module([]).code_for_node(value)
         indent = self.lines.indent_of(defvjp) + (
             block.indent if block.indent is not None else self.lines.module.default_indent
         )
@@ -531,9 +532,10 @@ class Apply(cst.CSTTransformer):
         try:
             node = cst.parse_statement(f"{header}    return {returned}\n", self.config)
         except cst.ParserSyntaxError:  # a body spanning lines inside defvjp's own parentheses
-            node = cst.parse_statement(f"{header}    return ({returned})\n", self.config)
+            returned = f"({returned})"
+            node = cst.parse_statement(f"{header}    return {returned}\n", self.config)
         assert isinstance(node, cst.FunctionDef) and plan.site.defvjp is not None
-        node = self._fitted_return(original_node, plan.site.defvjp, node)
+        node = self._fitted_return(original_node, plan.site.defvjp, node, returned)
         self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
         return cst.Name(plan.bwd_def_name)
 
