@@ -352,6 +352,27 @@ def test_a_del_that_goes_leaves_a_comment_about_the_code_above_the_next_line(del
     assert "def f_bwd(_, g):\n" + body in out, out
 
 
+@pytest.mark.parametrize(
+    ("statement", "rest"),
+    [
+        pytest.param("if g.ndim:\n        g = g + 0\n", "", id="if"),
+        pytest.param("for _ in range(2):\n        g = g + 0\n", "", id="for"),
+        pytest.param("while False:\n        g = g + 0\n", "", id="while"),
+        pytest.param("with jax.named_scope('bwd'):\n        g = g + 0\n", "", id="with"),
+        pytest.param("try:\n        g = g + 0\n    except TypeError:\n        raise\n", "", id="try"),
+        pytest.param("def scaled(v):\n        return v\n", "    g = scaled(g)\n", id="def"),
+        pytest.param("\n    if g.ndim:\n        g = g + 0\n", "", id="after a blank line"),
+    ],
+)
+def test_a_del_that_goes_leaves_its_comment_above_a_compound_statement_after_it(statement: str, rest: str) -> None:
+    # The comment was dropped when a compound statement followed the `del`.
+    dels = f"del lo, hi  # straight-through estimator\n    {statement}{rest}".rstrip("\n")
+    out = fix(HEAD + _STE.replace("DELS", dels))
+    above = "\n" if statement.startswith("\n") else ""
+    kept = f"    # straight-through estimator\n{above}    {statement.lstrip()}{rest}    return (g, None, None)\n"
+    assert "def f_bwd(_, g):\n" + kept in out, out
+
+
 @pytest.mark.parametrize("names", ["lo, hi", "(lo, hi)", "[lo, hi]"])
 def test_a_del_of_only_moved_names_goes_whole(names: str) -> None:
     # A bare `del lo, hi` left with no name was rebuilt as an empty tuple without parentheses:
@@ -1072,13 +1093,23 @@ def test_a_comment_saying_fwd_saves_nothing_says_what_it_saves(
             "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
             id="empty list, one moved",
         ),
+        pytest.param(
+            SAVES_NOTHING.format(above="", residual="{}", trailing="  # nothing to save"),
+            "return x, (lo, hi)  # save lo and hi as residuals\n\ndef clip_bwd(res, g):\n    lo, hi = res\n",
+            id="empty dict",
+        ),
+        pytest.param(
+            HEAD + RULES_BELOW.replace("f(x, w), None", "f(x, w), {}"),
+            "    return f(x, w), w\n\n\ndef f_bwd(w, g):\n",
+            id="empty dict, one moved",
+        ),
     ],
 )
 def test_an_empty_residual_is_replaced_like_none(code: str, expected: str) -> None:
-    # `return out, ()` or `out, []` saves nothing, as `None` does (JAX hands bwd that same empty
-    # value): the moved arguments take its place, not `(lo, hi, ())` with bwd unpacking
-    # `lo, hi, _ = res`.
-    assert "()" in code or "[]" in code
+    # `return out, ()`, `out, []` or `out, {}` saves nothing, as `None` does (JAX hands bwd that
+    # same empty value): the moved arguments take its place, not `(lo, hi, ())` with bwd
+    # unpacking `lo, hi, _ = res`.
+    assert "()" in code or "[]" in code or "{}" in code
     out = fix(code)
     assert expected in out, out
 
@@ -1364,6 +1395,7 @@ DELIBERATELY_CHANGED = {
     ("crlf_comments", "# nothing to save: the bounds are all bwd needs"),
     ("empty_tuple_residual", "# nothing to save: the map is linear"),
     ("empty_list_residual", "# no residuals: the filter is linear"),
+    ("empty_dict_residual", "# no residuals: the filter is linear"),
     # section 3: a `del` left with no name goes with the comment lines right above it
     ("shared_bwd_same_positions", "# the bound only matters on the forward pass"),
     # ... and with its own trailing comment (here also stale: the residual is no longer None)

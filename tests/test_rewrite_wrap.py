@@ -228,3 +228,188 @@ def test_an_annotation_on_a_line_of_its_own_splits_its_brackets() -> None:
     out = fix(code, 70)
     assert "    residuals: tuple[\n        jax.Array | None, qarray.MaybeQArray, qarray.MaybeQArray\n    ],\n" in out
     assert "residuals: tuple[jax.Array | None, qarray.MaybeQArray, qarray.MaybeQArray],\n" in fix(code)
+
+
+# --- measuring after the splice: the plans are applied once unless a line grew too long ------
+
+
+def _applied(code: str, monkeypatch: pytest.MonkeyPatch, limit: int | None = None) -> tuple[str, list[bool]]:
+    """The fixed code, and for each time Apply ran whether it measured the lines as they changed."""
+    import vjp_migrate.rewrite as rewrite
+
+    runs: list[bool] = []
+    original = rewrite.Apply
+
+    def counted(plans: object, module: cst.Module, measure: bool = True) -> object:
+        runs.append(measure)
+        return original(plans, module, measure)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(rewrite, "Apply", counted)
+    return fix(code, limit), runs
+
+
+def test_lines_short_enough_are_not_measured_and_the_plans_applied_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    out, runs = _applied(site("return f(x, w), (jnp.cos(x), jnp.sin(x))"), monkeypatch)
+    assert runs == [False]
+    assert "return f(x, w), (w, jnp.cos(x), jnp.sin(x))\n" in out
+
+
+def test_a_line_found_too_long_in_the_spliced_code_is_wrapped_by_a_measuring_pass(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    out, runs = _applied(site(LONG_RETURN), monkeypatch)
+    assert runs == [False, True]
+    assert out == fix(site(LONG_RETURN))
+    assert "    return f(x, w), (\n        w,\n" in out
+
+
+def test_a_growth_the_edits_do_not_tell_is_measured_from_the_new_code(monkeypatch: pytest.MonkeyPatch) -> None:
+    # A return stored in a temporary first: the splicer rewrites its whole statement, so the
+    # edits say nothing of the value's own growth; the new value's code tells.
+    code = site("return f(x, w), (a, b)", bwd_return="return pre_bwd(x, g)").replace("def f(x, w):", "def f(x, w, z):")
+    code = code.replace("return x * w\n", "return x * w * z\n").replace("def f_fwd(x, w):", "def f_fwd(x, w, z):")
+    short, runs = _applied(code, monkeypatch)
+    assert runs == [False]
+    assert "grads = pre_bwd(x, g)\n" in short
+    monkeypatch.undo()
+    long, runs = _applied(code, monkeypatch, limit=40)
+    assert runs == [False, True]
+    assert long == fix(code, 40)
+
+
+def test_index_growth_reads_the_spliced_edits() -> None:
+    from vjp_migrate.walk import index_of
+
+    module = cst.parse_module("x = (a, b)  # note\ny = [c]\n")
+    index = index_of(module)
+    first = module.body[0]
+    assert isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Assign)
+    old = first.body[0].value
+    assert isinstance(old, cst.Tuple)
+    new_value = old.with_changes(
+        elements=[
+            *old.elements[:-1],
+            old.elements[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))),
+            cst.Element(cst.Name("longer")),
+        ]
+    )
+    new = module.with_changes(
+        body=[first.with_changes(body=[first.body[0].with_changes(value=new_value)]), *module.body[1:]]
+    )
+    assert index.code(new)[0] == "x = (a, b, longer)  # note\ny = [c]\n"
+    assert index.growth(old) == len(", longer")
+    assert index.growth(module.body[1]) == 0  # unchanged
+
+
+# --- sums of tuples and lambdas -------------------------------------------------------------
+
+
+def _bwd_sum(primal: str, nondiff: str, returned: str) -> str:
+    return HEAD + textwrap.dedent(
+        f"""\
+        @partial(jax.custom_vjp, nondiff_argnums={nondiff})
+        def f({primal}):
+            return x * w + y
+
+
+        def f_fwd({primal}):
+            return f({primal}), None
+
+
+        def f_bwd(w, _, g):
+            rest = (g,)
+            {returned}
+
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+
+
+@pytest.mark.parametrize(
+    ("primal", "nondiff", "returned", "expected"),
+    [
+        pytest.param(
+            "x, y, w",
+            "(2,)",
+            "return tuple(g * w * other for other in (jnp.ones(3),)) + (g * jnp.conj(w) * 2.0,)",
+            "    return tuple(g * w * other for other in (jnp.ones(3),)) + (\n"
+            "        g * jnp.conj(w) * 2.0,\n"
+            "        None,\n"
+            "    )\n",
+            id="two terms: the end literal",
+        ),
+        pytest.param(
+            "w, x, y",
+            "(0,)",
+            "return (g * w * jnp.ones_like(g) + jnp.zeros_like(g) * w * 2.0 * w * w * w,) + rest",
+            "    return (\n        None,\n        g * w * jnp.ones_like(g) + jnp.zeros_like(g) * w * 2.0 * w * w * w,\n"
+            "    ) + rest\n",
+            id="two terms: the first literal before a name",
+        ),
+        pytest.param(
+            "x, y, w",
+            "(2,)",
+            "return (-g * w * jnp.ones(3),) + (g * jnp.ones_like(w),) + (g * jnp.sinh(w * w),)",
+            "    return (\n        (-g * w * jnp.ones(3),) + (g * jnp.ones_like(w),) + (g * jnp.sinh(w * w), None)\n    )\n",
+            id="three terms fitting on a line of their own",
+        ),
+        pytest.param(
+            "x, y, w",
+            "(2,)",
+            "return (g * w * jnp.ones(3),) + (g * jnp.ones_like(w) * w * w,) + (g * jnp.sin(w),)",
+            "    return (\n        (g * w * jnp.ones(3),)\n        + (g * jnp.ones_like(w) * w * w,)\n"
+            "        + (g * jnp.sin(w), None)\n    )\n",
+            id="three terms, one per line",
+        ),
+        pytest.param(
+            "x, y, w",
+            "(2,)",
+            "return tuple(g * w * other_name for other_name in (jnp.ones(3), jnp.ones(3))) + (g * w,)",
+            "    return tuple(g * w * other_name for other_name in (jnp.ones(3), jnp.ones(3))) + (g * w, None)\n",
+            id="what comes before the end literal does not fit: stays",  # black splits `tuple(`
+        ),
+    ],
+)
+def test_a_sum_of_tuples_is_split_as_black_splits_it(primal: str, nondiff: str, returned: str, expected: str) -> None:
+    # A bwd return `rest + (a,)` gaining its None past the limit stayed on one line.
+    out = fix(_bwd_sum(primal, nondiff, returned), 88)
+    assert expected in out, out
+
+
+LAMBDAS = HEAD + textwrap.dedent(
+    """\
+    @partial(jax.custom_vjp, nondiff_argnums=(1, 2, 3, 4))
+    def band(x, lo, hi, s, t):
+        return jnp.clip(x, lo, hi) * s + t
+
+
+    band.defvjp(
+        lambda x, lo, hi, s, t: (band(x, lo, hi, s, t), (jnp.sin(x), jnp.cos(x))),
+        lambda lo, hi, s, t, r, g: (jnp.where((r[0] > lo) & (r[0] < hi), g * s, 0.0),),
+    )
+    """
+)
+
+
+def test_a_lambda_alone_on_its_line_splits_its_body_and_a_def_made_from_one_its_return() -> None:
+    # fwd's lambda keeps being a lambda: its `(out, residuals)` body splits; bwd's becomes a def
+    # whose return line is longer than the lambda's was.
+    out = fix(LAMBDAS, 84)
+    assert (
+        "    lambda x, lo, hi, s, t: (\n"
+        "        band(x, lo, hi, s, t),\n"
+        "        (lo, hi, s, (jnp.sin(x), jnp.cos(x))),\n"
+        "    ),\n"
+    ) in out, out
+    assert "    return (\n        jnp.where((r[0] > lo) & (r[0] < hi), g * s, 0.0),\n        None,\n" in out, out
+    assert "(band(x, lo, hi, s, t), (lo, hi, s, (jnp.sin(x), jnp.cos(x)))),\n" in fix(LAMBDAS, 100)  # short enough
+
+
+def test_a_lambda_sharing_its_line_stays_on_it() -> None:
+    # black would split the defvjp call's brackets first.
+    code = LAMBDAS.replace("band.defvjp(\n    lambda", "band.defvjp(lambda").replace(
+        "(jnp.sin(x), jnp.cos(x))),\n    lambda", "x),\n    lambda"
+    )
+    out = fix(code, 60)
+    assert "band.defvjp(lambda x, lo, hi, s, t: (band(x, lo, hi, s, t), (lo, hi, s, x)),\n" in out, out

@@ -224,9 +224,9 @@ def layout_of(
 
 
 def saves_nothing(value: cst.BaseExpression) -> bool:
-    """`None`, `()` or `[]`: a residual that holds nothing (JAX hands bwd the same empty value)."""
+    """`None`, `()`, `[]` or `{}`: a residual that holds nothing (JAX hands bwd the same empty value)."""
     return (isinstance(value, cst.Name) and value.value == "None") or (
-        isinstance(value, (cst.Tuple, cst.List)) and not value.elements
+        isinstance(value, (cst.Tuple, cst.List, cst.Dict)) and not value.elements
     )
 
 

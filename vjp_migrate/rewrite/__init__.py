@@ -22,11 +22,21 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
     """Apply every plan in one pass, then drop the imports the change made unused.
 
     ``local``: rebuild only the nodes that change and their ancestors (walk.Index) instead of
-    running the transformers over the whole module; the result is the same.
+    running the transformers over the whole module; the result is the same. The lines a change
+    may make too long (rewrite.wrap) are then measured in the spliced code of the result, and
+    only when one is, the plans are applied again, measuring each line as it changes.
     """
     if not plans:
         return module
-    applier = Apply(plans, module)
+    if not local:
+        return _apply(module, Apply(plans, module), False)[0]
+    new, applier = _apply(module, Apply(plans, module, measure=False), True)
+    if applier.lines.overflowed(new):
+        new = _apply(module, Apply(plans, module), True)[0]
+    return new
+
+
+def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module, Apply]:
     if local:
         new, applier = _transform(module, applier)
     else:
@@ -44,7 +54,7 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
                 if local
                 else new.visit(DropImports(unused))
             )
-    return new
+    return new, applier
 
 
 def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
@@ -70,7 +80,7 @@ def _transform(module: cst.Module, applier: Apply) -> tuple[cst.Module, Apply]:
         lines = [index.statement_line(node) for node in _statement_anchors(applier.plans)]
         new = index.transform(module, applier, [*index.nodes(keys), *filter(None, lines)])
     except (walk.NotLocal, KeyError):  # the applier may be half-way: start again
-        applier = Apply(applier.plans, module)
+        applier = Apply(applier.plans, module, applier.lines.measure)
         return module.visit(applier), applier
     assert isinstance(new, cst.Module)
     return new, applier

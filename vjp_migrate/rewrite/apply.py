@@ -4,6 +4,7 @@ decorator, fwd's residuals, bwd's parameters, unpacking and cotangents, a jit's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TypeVar
 
 import libcst as cst
 
@@ -36,13 +37,15 @@ from vjp_migrate.rewrite.lists import (
     without,
 )
 from vjp_migrate.rewrite.unused_imports import NameUses
-from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript
+from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript, split_sum
+
+Compound = TypeVar("Compound", bound=cst.BaseCompoundStatement)
 
 
 class Apply(cst.CSTTransformer):
     # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
     # keying by node applies that change once.
-    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module) -> None:
+    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module, measure: bool = True) -> None:
         self.plans = plans
         self.config = module.config_for_parsing
         self.top_level = {id(stmt) for stmt in module.body}
@@ -64,7 +67,7 @@ class Apply(cst.CSTTransformer):
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
-        self.lines = Lines(self.index, module, plans[0].line_length if plans else None)
+        self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
         self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
 
     def _comment_heirs(self) -> dict[int, list[cst.EmptyLine]]:
@@ -203,12 +206,61 @@ class Apply(cst.CSTTransformer):
             return updated_node.with_changes(value=self._fitted(original_node.value, value))
         return updated_node
 
-    def _fitted(self, original: cst.BaseExpression | None, new: cst.BaseExpression) -> cst.BaseExpression:
-        """``new`` split at the literal ending it when it makes the line of ``original`` longer
-        than the project's limit (rewrite.wrap)."""
-        indent = self.lines.overflow([(original, new)])
-        split = None if indent is None else split_end(new, indent, self.lines.unit())
+    def _fitted(
+        self,
+        original: cst.BaseExpression | None,
+        new: cst.BaseExpression,
+        others: Sequence[tuple[cst.CSTNode, cst.CSTNode]] = (),
+    ) -> cst.BaseExpression:
+        """``new`` split at the literal ending it when it (with the ``others`` changes of its
+        line) makes the line of ``original`` longer than the project's limit (rewrite.wrap)."""
+        indent = self.lines.overflow([*others, (original, new)])
+        if indent is None or original is None:
+            return new
+        return self._split(new, indent, self.index.span(original)[1] - 1)
+
+    def _split(self, new: cst.BaseExpression, indent: str, before: int) -> cst.BaseExpression:
+        """``new``, ``before`` characters into a line indented by ``indent``, split at the
+        literal ending it, or a sum of tuples as black splits it (rewrite.wrap)."""
+        if isinstance(new, cst.BinaryOperation):
+            split = split_sum(new, indent, self.lines.unit(), before, self.lines.limit)
+        else:
+            split = split_end(new, indent, self.lines.unit())
         return new if split is None else split
+
+    def _fitted_body(
+        self, original: cst.Lambda, new: cst.BaseExpression, others: Sequence[tuple[cst.CSTNode, cst.CSTNode]] = ()
+    ) -> cst.BaseExpression:
+        """A lambda's new body, split as ``_fitted`` splits a value when the lambda is all its
+        line holds (an argument of a call written one per line); on a line with more, black
+        would split the call's brackets first, which the change did not grow."""
+        return self._fitted(original.body, new, others) if self.lines.whole_line(original) else new
+
+    def _fitted_return(
+        self, lambda_node: cst.Lambda, defvjp: cst.CSTNode, node: cst.FunctionDef, code: str
+    ) -> cst.FunctionDef:
+        """A def made from a lambda whose return line (returning ``code``) is longer than the
+        project's limit, when the lambda's line was not: the value split as ``_fitted`` splits one."""
+        block = node.body
+        if not isinstance(block, cst.IndentedBlock) or len(block.body) != 1:
+            return node
+        line = block.body[0]
+        returned = line.body[0] if isinstance(line, cst.SimpleStatementLine) and len(line.body) == 1 else None
+        if (
+            not isinstance(line, cst.SimpleStatementLine)
+            or not isinstance(returned, cst.Return)
+            or returned.value is None
+        ):
+            return node
+        value = returned.value
+        indent = self.lines.indent_of(defvjp) + (
+            block.indent if block.indent is not None else self.lines.module.default_indent
+        )
+        if "\n" in code or not self.lines.too_long(lambda_node, len(indent) + len("return ") + len(code)):
+            return node
+        split = self._split(value, indent, len(indent) + len("return "))
+        new_line = line.with_changes(body=[returned.with_changes(value=split)])
+        return node.with_changes(body=block.with_changes(body=[new_line]))
 
     def _store_first(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -402,6 +454,38 @@ class Apply(cst.CSTTransformer):
         defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
         return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
 
+    # A compound statement after a `del` line that went takes its comment above it, as a
+    # statement line does (leave_SimpleStatementLine).
+    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> cst.With:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_TryStar(self, original_node: cst.TryStar, updated_node: cst.TryStar) -> cst.TryStar:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_Match(self, original_node: cst.Match, updated_node: cst.Match) -> cst.Match:
+        return self._with_heirs(original_node, updated_node)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
+        return self._with_heirs(original_node, updated_node)
+
+    def _with_heirs(self, original_node: Compound, updated_node: Compound) -> Compound:
+        heirs = self.comment_heirs.get(id(original_node))
+        if not heirs:
+            return updated_node
+        return updated_node.with_changes(leading_lines=[*heirs, *updated_node.leading_lines])
+
     def _true_comment(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
     ) -> cst.SimpleStatementLine:
@@ -432,13 +516,15 @@ class Apply(cst.CSTTransformer):
         if plan is not None:
             if plan.layout is Layout.UNCHANGED:
                 return updated_node
-            return updated_node.with_changes(body=self._fwd_value(plan, updated_node.body, original_node.body))
+            body = self._fwd_value(plan, updated_node.body, original_node.body)
+            return updated_node.with_changes(body=self._fitted_body(original_node, body))
         plan = self.bwd_lambdas.get(id(original_node))
         if plan is None:
             return updated_node
         params = self._bwd_params(plan, updated_node.params, None)[0]
         body = self._bwd_value(plan, updated_node.body, original_node.body)
         if plan.bwd_def_name is None:
+            body = self._fitted_body(original_node, body, [(original_node.params, params)])
             return updated_node.with_changes(params=params, body=body)
         empty = cst.Module([])
         header = f"def {plan.bwd_def_name}({empty.code_for_node(params)}):\n"
@@ -446,8 +532,10 @@ class Apply(cst.CSTTransformer):
         try:
             node = cst.parse_statement(f"{header}    return {returned}\n", self.config)
         except cst.ParserSyntaxError:  # a body spanning lines inside defvjp's own parentheses
-            node = cst.parse_statement(f"{header}    return ({returned})\n", self.config)
+            returned = f"({returned})"
+            node = cst.parse_statement(f"{header}    return {returned}\n", self.config)
         assert isinstance(node, cst.FunctionDef) and plan.site.defvjp is not None
+        node = self._fitted_return(original_node, plan.site.defvjp, node, returned)
         self.new_defs.setdefault(id(plan.site.defvjp), []).append(self._with_unpack(plan, node))
         return cst.Name(plan.bwd_def_name)
 
@@ -477,6 +565,7 @@ class Apply(cst.CSTTransformer):
             self.removed_names |= uses.used
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        updated_node = self._with_heirs(original_node, updated_node)
         if id(original_node) in self.retyped:
             self._forget_names(updated_node.returns)
             returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])

@@ -30,7 +30,7 @@ def comment_lines(node: cst.CSTNode) -> list[cst.EmptyLine]:
 
 
 def saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
-    """``return out, None``, ``return out, ()`` or ``return out, []``."""
+    """``return out, None``, ``return out, ()``, ``return out, []`` or ``return out, {}``."""
     value = small.value if isinstance(small, cst.Return) else None
     return isinstance(value, cst.Tuple) and len(value.elements) == 2 and saves_nothing(value.elements[1].value)
 
@@ -63,8 +63,9 @@ def kept_del_comments(
 ) -> dict[int, list[cst.EmptyLine]]:
     """The comment lines that the statement line following a `del` line that goes takes above
     it: that line's own comment when it is not about the deleted names (describes_del), by the
-    id of the statement line taking it (a line of `del`s of its own, ``gone``: id -> names).
-    When no simple statement line follows in the block, nothing takes it."""
+    id of the statement taking it (a line of `del`s of its own, ``gone``: id -> names): a
+    statement line or a compound statement (`if`, `for`, a nested `def`...). When no statement
+    follows in the block, nothing takes it."""
     heirs: dict[int, list[cst.EmptyLine]] = {}
     for block in blocks:
         pending: list[cst.EmptyLine] = []
@@ -75,7 +76,7 @@ def kept_del_comments(
                 if comment is not None and not describes_del(comment.value, names):
                     pending.append(cst.EmptyLine(comment=comment))
                 continue
-            if pending and isinstance(stmt, cst.SimpleStatementLine):
+            if pending:
                 heirs[id(stmt)] = pending
             pending = []
     return heirs

@@ -8,6 +8,11 @@ bracket on a line of its own at the line's indent. A tuple or list gets one item
 trailing comma; a def's parameters stay on one line of their own when they fit there (else one
 per line too). The hanging indent is the one the file already uses under an opening bracket
 (its own indent when none is found). Nothing else is re-wrapped.
+
+Measuring a line takes the code of its new nodes, so ``apply_plans`` first applies the plans
+without measuring (``Lines.measure`` False notes the lines that may grow too long), reads their
+growth from the edits that splice the new module's code, and applies the plans again, measuring,
+only when one of them is too long.
 """
 
 from __future__ import annotations
@@ -38,10 +43,15 @@ def _break(indent: str) -> cst.ParenthesizedWhitespace:
 class Lines:
     """The module's lines, read to tell whether a change made one too long."""
 
-    def __init__(self, index: walk.Index, module: cst.Module, configured: int | None) -> None:
+    def __init__(self, index: walk.Index, module: cst.Module, configured: int | None, measure: bool = True) -> None:
         self.index = index
         self.module = module
         self.configured = configured
+        self.measure = measure
+        # Without measuring: the lines that may have grown too long, each as its length and the
+        # ``(original, new)`` nodes that change in it, to be read once the new module's code is
+        # spliced (``overflowed``).
+        self.grown: list[tuple[int, list[tuple[cst.CSTNode | None, cst.CSTNode | None]]]] = []
         self._lines: list[str] | None = None
         self._unit: str | None = None
 
@@ -60,32 +70,90 @@ class Lines:
     def overflow(self, changes: Sequence[tuple[cst.CSTNode | None, cst.CSTNode | None]]) -> str | None:
         """The indent of the line holding the ``(original, new)`` nodes when the new ones make
         it longer than the limit and it was not; None otherwise (also when a node spans lines,
-        or the nodes are on different lines)."""
+        or the nodes are on different lines). Without measuring, always None: a line that may
+        have grown too long is noted in ``grown`` instead."""
         if all(new is old for old, new in changes):
             return None  # the rebuild kept these nodes: the line is as long as it was
         line = None
         growth = 0
         for old, new in changes:
             old_code = "" if old is None else self.index.text(old)
-            if old_code is None:
+            if old_code is None or _spans_lines(old_code):
                 return None
-            new_code = old_code if new is old else "" if new is None else self.module.code_for_node(new)
-            if _spans_lines(old_code) or _spans_lines(new_code):
-                return None
+            if self.measure:
+                new_code = old_code if new is old else "" if new is None else self.module.code_for_node(new)
+                if _spans_lines(new_code):
+                    return None
+                growth += len(new_code) - len(old_code)
             if old is not None:
                 at = self.index.span(old)[0]
                 if line not in (None, at):
                     return None
                 line = at
-            growth += len(new_code) - len(old_code)
         if line is None:
             return None
         text = self.lines()[line - 1]
         kept_to = DEFAULT_LIMIT if self.configured is None else self.configured  # what the old line had to
-        if len(text) > kept_to or len(text) + growth <= self.limit:
+        if len(text) > kept_to:
+            return None
+        if not self.measure:
+            self.grown.append((len(text), [(old, new) for old, new in changes if new is not old]))
+            return None
+        if len(text) + growth <= self.limit:
             return None
         found = _INDENT.match(text)
         return found.group() if found else ""
+
+    def overflowed(self, new: cst.Module) -> bool:
+        """Whether a line noted in ``grown`` is too long in ``new`` (the module made without
+        measuring), as ``overflow`` would have found: each node's growth read from the edits
+        that splice ``new``'s code (walk.Index.code, kept for the caller), else from the new
+        node's code. Measuring then makes the lines that are too long."""
+        if not self.grown:
+            return False
+        self.index.code(new)
+        for length, changes in self.grown:
+            growth: int | None = 0
+            for old, node in changes:
+                if old is None:  # a node that was not there: measuring tells
+                    return True
+                grew = self.index.growth(old)
+                if grew is None:
+                    grew = self._growth(old, node)
+                if grew is None or growth is None:
+                    growth = None
+                else:
+                    growth += grew
+            if growth is not None and length + growth > self.limit:
+                return True
+        return False
+
+    def _growth(self, old: cst.CSTNode, new: cst.CSTNode | None) -> int | None:
+        """How much longer ``new``'s code is than ``old``'s; None when it spans lines."""
+        new_code = "" if new is None else self.module.code_for_node(new)
+        return None if _spans_lines(new_code) else len(new_code) - len(self.index.text(old) or "")
+
+    def too_long(self, old: cst.CSTNode, length: int) -> bool:
+        """Whether a new line ``length`` wide that takes the place of ``old``'s line (a lambda
+        becoming a def) is too long, when that line was not."""
+        code = self.index.text(old)
+        if code is None or _spans_lines(code):
+            return False
+        text = self.lines()[self.index.span(old)[0] - 1]
+        kept_to = DEFAULT_LIMIT if self.configured is None else self.configured
+        return len(text) <= kept_to and length > self.limit
+
+    def indent_of(self, node: cst.CSTNode) -> str:
+        """The indent of the line ``node`` starts on."""
+        return _indent(self.lines()[self.index.span(node)[0] - 1])
+
+    def whole_line(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` is all its line holds but a comma after it (and a comment)."""
+        code = self.index.text(node)
+        if code is None or _spans_lines(code):
+            return False
+        line = self.lines()[self.index.span(node)[0] - 1].strip()
+        return line.split("  #")[0].rstrip().removesuffix(",").rstrip() == code.strip()
 
     def alone(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` starts its line (after the indent)."""
@@ -138,6 +206,70 @@ def split_end(node: cst.BaseExpression, indent: str, unit: str) -> cst.BaseExpre
             if split is not None:
                 return node.with_changes(elements=[*node.elements[:-1], last.with_changes(value=split)])
     return one_per_line(node, indent, unit)
+
+
+def split_sum(node: cst.BinaryOperation, indent: str, unit: str, before: int, limit: int) -> cst.BaseExpression | None:
+    """A sum of tuples split as black and ruff split it (``before``: the characters in front of
+    it on its line). Two terms: the tuple literal ending it one item per line, when what comes
+    before its bracket fits (`rest + (\n    a,\n    None,\n)`), or the literal starting it when
+    a name ends it (`(\n    None,\n    a,\n) + rest`). More terms: the sum parenthesized, on a
+    line of its own when it fits there, else a term per line after its `+` when each fits.
+    None otherwise (black would split a bracket the change did not grow)."""
+    terms = _terms(node)
+    if terms is None:
+        return None
+    empty = cst.Module([])
+    codes = [empty.code_for_node(term) for term in terms]
+    if any(_spans_lines(code) for code in codes):
+        return None
+    if len(terms) == 2:
+        left, right = terms
+        if _filled(right) and before + len(codes[0]) + len(" + (") <= limit:
+            assert isinstance(right, cst.Tuple)
+            return node.with_changes(right=one_per_line(right, indent, unit))
+        if _filled(left) and isinstance(right, (cst.Name, cst.Attribute)):
+            assert isinstance(left, cst.Tuple)
+            return node.with_changes(left=one_per_line(left, indent, unit))
+        return None
+    inner = indent + unit
+    parentheses = {
+        "lpar": [cst.LeftParen(whitespace_after=_break(inner))],
+        "rpar": [cst.RightParen(whitespace_before=_break(indent))],
+    }
+    if len(inner) + len(empty.code_for_node(node)) <= limit:
+        return node.with_changes(**parentheses)
+    if any(len(inner) + (2 if k else 0) + len(code) > limit for k, code in enumerate(codes)):
+        return None
+    return _broken(node, inner).with_changes(**parentheses)
+
+
+def _is_sum(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.Add) and not node.lpar
+
+
+def _terms(node: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+    """The terms of `a + b + c` (None when one is a difference: black splits there too)."""
+    if not _is_sum(node):
+        return None
+    assert isinstance(node, cst.BinaryOperation)
+    left = _terms(node.left) if _is_sum(node.left) else [node.left]
+    terms = None if left is None else [*left, node.right]
+    if terms is None or any(
+        isinstance(t, cst.BinaryOperation) and isinstance(t.operator, cst.Subtract) and not t.lpar for t in terms
+    ):
+        return None
+    return terms
+
+
+def _broken(node: cst.BinaryOperation, inner: str) -> cst.BinaryOperation:
+    """The sum with a line break before each `+`."""
+    left = _broken(node.left, inner) if _is_sum(node.left) else node.left  # type: ignore[arg-type]
+    operator = node.operator.with_changes(whitespace_before=_break(inner), whitespace_after=cst.SimpleWhitespace(" "))
+    return node.with_changes(left=left, operator=operator)
+
+
+def _filled(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.Tuple) and bool(node.lpar) and bool(node.elements)
 
 
 def one_per_line(literal: Literal, indent: str, unit: str) -> Literal:

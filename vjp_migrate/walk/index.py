@@ -46,6 +46,7 @@ class Index(Replays, Rebuilds, Regenerates):
         self._text = ""
         self._rebuilt = {}  # what transform built (see Recorded)
         self._replaced = {}
+        self._spliced = None  # what code made last (regenerate.py)
 
     def covers(self, node: cst.CSTNode) -> bool:
         return id(node) in self._where
