@@ -158,17 +158,10 @@ class UseState(cst.CSTVisitor):
             self.names.add(node.target.value)
         self._items_of(node.target, node.iter)
 
-    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+    def _visit_comprehension(self, node: cst.GeneratorExp | cst.ListComp | cst.SetComp | cst.DictComp) -> None:
         self._comprehension(node.for_in)
 
-    def visit_ListComp(self, node: cst.ListComp) -> None:
-        self._comprehension(node.for_in)
-
-    def visit_SetComp(self, node: cst.SetComp) -> None:
-        self._comprehension(node.for_in)
-
-    def visit_DictComp(self, node: cst.DictComp) -> None:
-        self._comprehension(node.for_in)
+    visit_GeneratorExp = visit_ListComp = visit_SetComp = visit_DictComp = _visit_comprehension
 
     def _comprehension(self, loop: cst.CompFor | None) -> None:
         """The loops of a comprehension, before its element (`sum(w * x for w in ws)`) is walked."""
