@@ -11,9 +11,11 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
-  module or positionally to any ``.bind`` (a primitive's operand), has an attribute passed to a
-  ``jax.random`` function (a holder of PRNG keys), has an array-like annotation, or a call of
-  the site passes an array-module result;
+  module or positionally to any ``.bind`` (a primitive's operand), is mapped over by ``jax.vmap``,
+  has an attribute passed to a ``jax.random`` function (a holder of PRNG keys), has an array-like
+  annotation, or a call of the site (by name, or through a def that returns it) passes an
+  array-module result or, at the argument's place, a parameter of the caller annotated as an
+  array or with a class of the module;
 - a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
   the right name has the wrong arity, or the bwd of a one-argument primal returns something that
   may be a bare value.

@@ -5,7 +5,6 @@ passed at call sites)."""
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
 
 from vjp_migrate.screen.names import (
     annotation_nodes,
@@ -232,14 +231,18 @@ def call_site_may_pass_annotated(m: Module, site: Site, index: int, name: str) -
     return False
 
 
-def _site_calls(m: Module, site: Site) -> Iterator[ast.Call]:
+def _site_calls(m: Module, site: Site) -> list[ast.Call]:
     """The calls that may call the site: by one of its names, or through a def that returns it."""
-    names, factories = _call_names(m, site)
-    for call in m.calls:
-        called = call.func.func if isinstance(call.func, ast.Call) else call.func
-        name = dotted(called)
-        if name is not None and name.rsplit(".", 1)[-1] in (factories if called is not call.func else names):
-            yield call
+    found = m.site_calls.get(id(site.call))
+    if found is None:
+        names, factories = _call_names(m, site)
+        found = m.site_calls[id(site.call)] = []
+        for call in m.calls:
+            called = call.func.func if isinstance(call.func, ast.Call) else call.func
+            name = dotted(called)
+            if name is not None and name.rsplit(".", 1)[-1] in (factories if called is not call.func else names):
+                found.append(call)
+    return found
 
 
 def _call_names(m: Module, site: Site) -> tuple[set[str], set[str]]:

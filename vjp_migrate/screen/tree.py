@@ -29,6 +29,7 @@ class Module:
     assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> (dotted) name targets
     renamed: list[tuple[str, list[str]]] = field(default_factory=list)  # `a = b`, any scope: ("b", ["a"])
     known_as: dict[int, set[str]] = field(default_factory=dict)  # id(site.call) -> known_as
+    site_calls: dict[int, list[ast.Call]] = field(default_factory=dict)  # id(site.call) -> array_use._site_calls
     jit_static: dict[int, set[int]] = field(default_factory=dict)  # id(def) -> jit_static
     caller: dict[int, Func | None] = field(default_factory=dict)  # id(call) -> innermost def
     encoded_lines: list[bytes] | None = None
