@@ -454,37 +454,16 @@ class Apply(cst.CSTTransformer):
         defs[1:] = [d.with_changes(leading_lines=gap) for d in defs[1:]]
         return cst.FlattenSentinel([*defs, updated_node.with_changes(leading_lines=[*gap, *lines[split:]])])
 
-    # A compound statement after a `del` line that went takes its comment above it, as a
-    # statement line does (leave_SimpleStatementLine).
-    def leave_If(self, original_node: cst.If, updated_node: cst.If) -> cst.If:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_For(self, original_node: cst.For, updated_node: cst.For) -> cst.For:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_While(self, original_node: cst.While, updated_node: cst.While) -> cst.While:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_With(self, original_node: cst.With, updated_node: cst.With) -> cst.With:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_Try(self, original_node: cst.Try, updated_node: cst.Try) -> cst.Try:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_TryStar(self, original_node: cst.TryStar, updated_node: cst.TryStar) -> cst.TryStar:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_Match(self, original_node: cst.Match, updated_node: cst.Match) -> cst.Match:
-        return self._with_heirs(original_node, updated_node)
-
-    def leave_ClassDef(self, original_node: cst.ClassDef, updated_node: cst.ClassDef) -> cst.ClassDef:
-        return self._with_heirs(original_node, updated_node)
-
     def _with_heirs(self, original_node: Compound, updated_node: Compound) -> Compound:
+        """A compound statement after a `del` line that went takes its comment above it, as a
+        statement line does (leave_SimpleStatementLine)."""
         heirs = self.comment_heirs.get(id(original_node))
         if not heirs:
             return updated_node
         return updated_node.with_changes(leading_lines=[*heirs, *updated_node.leading_lines])
+
+    leave_If = leave_For = leave_While = leave_With = _with_heirs
+    leave_Try = leave_TryStar = leave_Match = leave_ClassDef = _with_heirs
 
     def _true_comment(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
