@@ -53,12 +53,19 @@ def method_classes(
         fields = ClassFields(cls.name.value, static, static_classes.get(cls.name.value))
         if not fields.static and fields.leafless is None:
             continue
-        for stmt in body_statements(cls):
-            if isinstance(stmt, cst.FunctionDef) and not any(
-                dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators
-            ):
-                found[id(stmt)] = fields
+        for method in instance_methods(cls):
+            found[id(method)] = fields
     return found
+
+
+def instance_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
+    """The methods of the class called on an instance (not static or class methods)."""
+    return [
+        stmt
+        for stmt in body_statements(cls)
+        if isinstance(stmt, cst.FunctionDef)
+        and not any(dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators)
+    ]
 
 
 def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
@@ -89,11 +96,8 @@ def plain_methods(module: cst.Module, imports: ImportTable) -> dict[int, str]:
     plain = _plain(module, imports, dataclasses=False)
     found: dict[int, str] = {}
     for name, cls in plain.items():
-        for stmt in body_statements(cls):
-            if isinstance(stmt, cst.FunctionDef) and not any(
-                dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators
-            ):
-                found[id(stmt)] = name
+        for method in instance_methods(cls):
+            found[id(method)] = name
     return found
 
 

@@ -6,7 +6,7 @@ A Tracer is unhashable (so is a concrete JAX array): the argument is a static va
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 import libcst as cst
 
@@ -58,20 +58,17 @@ def _wraps(call: cst.Call) -> bool:
 
 def _top_level_values(module: cst.Module) -> list[tuple[str, cst.BaseExpression]]:
     """Each plain name a module-level assignment binds, with the value: `x = v`, `x: T = v`."""
-    found: list[tuple[str, cst.BaseExpression]] = []
-    for stmt in module.body:
-        if not isinstance(stmt, cst.SimpleStatementLine):
-            continue
-        for small in stmt.body:
-            if isinstance(small, cst.Assign) and len(small.targets) == 1:
-                target, value = small.targets[0].target, small.value
-            elif isinstance(small, cst.AnnAssign) and small.value is not None:
-                target, value = small.target, small.value
-            else:
-                continue
-            if isinstance(target, cst.Name):
-                found.append((target.value, value))
-    return found
+    return [pair for stmt in module.body for pair in plain_assignments(stmt)]
+
+
+def plain_assignments(stmt: cst.BaseStatement) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """Each plain name a simple statement line binds by an assignment, with the value: `x = v`
+    (one target), `x: T = v`."""
+    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            yield small.targets[0].target.value, small.value
+        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
+            yield small.target.value, small.value
 
 
 def hashing_call(

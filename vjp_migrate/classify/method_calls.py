@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import libcst as cst
 
-from vjp_migrate.classify.class_fields import NOT_ON_AN_INSTANCE
+from vjp_migrate.classify.class_fields import instance_methods
 from vjp_migrate.classify.context import Context, function_locals
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import VjpSite
-from vjp_migrate.sites import body_statements, positional_params
+from vjp_migrate.sites import positional_params
 
 Call = tuple[str, cst.Call, tuple[cst.FunctionDef, ...]]
 
@@ -52,12 +52,10 @@ def _subclasses(module: cst.Module, owner: str) -> set[str]:
 def _methods_of(classes: set[str], module: cst.Module) -> set[int]:
     """The ids of the methods (called on an instance) of those module-level classes."""
     return {
-        id(stmt)
+        id(method)
         for cls in module.body
         if isinstance(cls, cst.ClassDef) and cls.name.value in classes
-        for stmt in body_statements(cls)
-        if isinstance(stmt, cst.FunctionDef)
-        and not any(dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators)
+        for method in instance_methods(cls)
     }
 
 

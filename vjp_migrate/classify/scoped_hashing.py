@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from vjp_migrate.classify.class_fields import NOT_ON_AN_INSTANCE
+from vjp_migrate.classify.class_fields import instance_methods
 from vjp_migrate.classify.expressions import all_params
-from vjp_migrate.classify.hashing import cached_by, new_dict
+from vjp_migrate.classify.hashing import cached_by, new_dict, plain_assignments
 from vjp_migrate.classify.module_facts import names_bound_by
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.sites import body_statements, positional_params, scope_statements
@@ -42,7 +42,7 @@ def scoped_hashers(module: cst.Module, imports: ImportTable) -> dict[int, Hasher
             _nested(stmt, {}, imports, found)
         elif isinstance(stmt, cst.ClassDef):
             kept = _class_dicts(stmt, imports)
-            for method in _methods(stmt):
+            for method in instance_methods(stmt):
                 first = positional_params(method)[:1]
                 if kept and first:
                     dicts = {
@@ -79,31 +79,12 @@ def _own_scope(func: cst.FunctionDef, own: Sequence[cst.BaseStatement], imports:
         names = [stmt.name.value] if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) else list(names_bound_by(stmt))
         for name in names:
             counts[name] = counts.get(name, 0) + 1
-        for name, value in _plain_assignments(stmt):
+        for name, value in plain_assignments(stmt):
             if (how := cached_by(value, imports)) is not None:
                 values[name] = ("cached", how)
             elif new_dict(value, imports):
                 values[name] = ("dict", f"the dict `{name}` that `{func.name.value}` binds")
     return {name: values.get(name) if count == 1 else None for name, count in counts.items()}
-
-
-def _plain_assignments(stmt: cst.BaseStatement) -> Iterator[tuple[str, cst.BaseExpression]]:
-    """`name = value` (one plain name target) in a simple statement line."""
-    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-            yield small.targets[0].target.value, small.value
-        elif isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name) and small.value is not None:
-            yield small.target.value, small.value
-
-
-def _methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
-    """The class's methods called on an instance (not static or class methods)."""
-    return [
-        stmt
-        for stmt in body_statements(cls)
-        if isinstance(stmt, cst.FunctionDef)
-        and not any(dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators)
-    ]
 
 
 def _class_dicts(cls: cst.ClassDef, imports: ImportTable) -> frozenset[str]:
@@ -114,10 +95,10 @@ def _class_dicts(cls: cst.ClassDef, imports: ImportTable) -> frozenset[str]:
         if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
             values.setdefault(stmt.name.value, []).append(None)
             continue
-        assigned = dict(_plain_assignments(stmt))
+        assigned = dict(plain_assignments(stmt))
         for name in names_bound_by(stmt):
             values.setdefault(name, []).append(assigned.get(name))
-    for method in _methods(cls):
+    for method in instance_methods(cls):
         first = positional_params(method)[:1]
         for stmt in scope_statements(body_statements(method)) if first else ():
             for attr, value in _attribute_assignments(stmt, first[0]):
