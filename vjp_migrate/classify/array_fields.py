@@ -18,12 +18,13 @@ from vjp_migrate.classify.pytrees import (
     argument_at,
     call_registrations,
     decorator_registrations,
+    pytree_base,
     static_dataclass_field,
 )
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgKind
 from vjp_migrate.sites import body_statements
-from vjp_migrate.vocabulary import DATACLASS_REGISTRARS, EQUINOX_MODULES, FLAX_DATACLASSES, FLAX_PYTREE_NODES
+from vjp_migrate.vocabulary import DATACLASS_REGISTRARS
 
 
 @dataclass(frozen=True)
@@ -48,7 +49,7 @@ def module_array_fields(module: cst.Module, imports: ImportTable) -> dict[str, A
         registrations = [*decorator_registrations(cls, imports), *registered.get(cls.name.value, [])]
         static = static_fields(cls, imports)
         fields = {name: text for name, text in _annotated_arrays(cls, imports).items() if name not in static}
-        how = _pytree(cls, imports)
+        how = pytree_base(cls, imports)
         for registrar, args in registrations:
             if registrar in DATACLASS_REGISTRARS:
                 fields = {name: text for name, text in fields.items() if _data_field(name, args)}
@@ -73,21 +74,6 @@ def _annotated_arrays(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]
             if read is not None and read[0] is ArgKind.ARRAY:
                 found[small.target.value] = cst.Module([]).code_for_node(small.annotation.annotation)
     return found
-
-
-def _pytree(cls: cst.ClassDef, imports: ImportTable) -> str | None:
-    """How a flax struct class or an `eqx.Module` is a pytree."""
-    bases = {imports.qualify(base.value) for base in cls.bases}
-    if bases & EQUINOX_MODULES:
-        return "an `eqx.Module`"
-    if bases & FLAX_PYTREE_NODES:
-        return "a `flax.struct.PyTreeNode`"
-    if any(
-        imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
-        for d in cls.decorators
-    ):
-        return "a `flax.struct.dataclass`"
-    return None
 
 
 def _data_field(name: str, args: Sequence[cst.Arg]) -> bool:

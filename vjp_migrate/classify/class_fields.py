@@ -13,17 +13,20 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from vjp_migrate.classify.module_facts import bound_once
-from vjp_migrate.classify.pytrees import argument_at, call_registrations, decorator_registrations
+from vjp_migrate.classify.pytrees import (
+    EQUINOX_MODULE,
+    argument_at,
+    call_registrations,
+    decorator_registrations,
+    pytree_base,
+)
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.sites import body_statements, positional_params
 from vjp_migrate.vocabulary import (
     DATACLASS_REGISTRARS,
     EQUINOX_FIELDS,
-    EQUINOX_MODULES,
     EQUINOX_STATIC_FIELDS,
-    FLAX_DATACLASSES,
     FLAX_FIELDS,
-    FLAX_PYTREE_NODES,
 )
 
 NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
@@ -71,14 +74,10 @@ def instance_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
 def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
     """The fields an `eqx.Module` declares `eqx.field(static=True)` (or `eqx.static_field()`), or a
     flax struct class `struct.field(pytree_node=False)`, each with that declaration."""
-    bases = {imports.qualify(base.value) for base in cls.bases}
-    equinox = bool(bases & EQUINOX_MODULES)
-    flax = bool(bases & FLAX_PYTREE_NODES) or any(
-        imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
-        for d in cls.decorators
-    )
-    if not (equinox or flax):
+    kind = pytree_base(cls, imports)
+    if kind is None:
         return {}
+    equinox = kind == EQUINOX_MODULE
     found: dict[str, str] = {}
     for stmt in body_statements(cls):
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():

@@ -9,7 +9,7 @@ import libcst as cst
 
 from vjp_migrate.classify.call_locals import local_values
 from vjp_migrate.classify.context import Context, function_locals
-from vjp_migrate.classify.module_facts import bound_once
+from vjp_migrate.classify.module_facts import bound_once_to_a_call
 from vjp_migrate.model import VjpSite
 from vjp_migrate.sites import body_statements, own_returns, scope_statements
 
@@ -27,7 +27,7 @@ def factory_calls(
     if factory is None:
         return []
     name = factory.name.value
-    made = _module_results(module, name)
+    made = bound_once_to_a_call(module, lambda func: isinstance(func, cst.Name) and func.value == name)
     found: list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]] = []
     for called, call, callers in calls:
         within = callers[-1] if callers else None
@@ -81,20 +81,3 @@ def _made_by(values: tuple[cst.BaseExpression, ...], name: str) -> bool:
         return False
     func = values[0].func
     return isinstance(func, cst.Name) and func.value == name
-
-
-def _module_results(module: cst.Module, name: str) -> frozenset[str]:
-    """The module-level names bound once, to a call of the factory ``name``."""
-    made: set[str] = set()
-    for stmt in module.body:
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if (
-                isinstance(small, cst.Assign)
-                and len(small.targets) == 1
-                and isinstance(small.targets[0].target, cst.Name)
-                and isinstance(small.value, cst.Call)
-                and isinstance(small.value.func, cst.Name)
-                and small.value.func.value == name
-            ):
-                made.add(small.targets[0].target.value)
-    return bound_once(module, made)

@@ -3,7 +3,7 @@ its enum classes and JAX primitives, the names bound once."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 import libcst as cst
 
@@ -158,18 +158,22 @@ def module_enums(module: cst.Module, imports: ImportTable) -> frozenset[str]:
 def module_primitives(module: cst.Module, imports: ImportTable) -> frozenset[str]:
     """Names the module binds once, at its top level, to a new ``Primitive(...)``; a name bound by
     any other assignment, import, def or class anywhere in the module is not one."""
+    return bound_once_to_a_call(module, lambda func: imports.qualify(func) in PRIMITIVE_CLASSES)
+
+
+def bound_once_to_a_call(module: cst.Module, calls: Callable[[cst.BaseExpression], bool]) -> frozenset[str]:
+    """The names the module binds once, at its top level, by `name = f(...)` with ``calls(f)``."""
     made: set[str] = set()
     for stmt in module.body:
-        if isinstance(stmt, cst.SimpleStatementLine):
-            for small in stmt.body:
-                if (
-                    isinstance(small, cst.Assign)
-                    and len(small.targets) == 1
-                    and isinstance(small.targets[0].target, cst.Name)
-                    and isinstance(small.value, cst.Call)
-                    and imports.qualify(small.value.func) in PRIMITIVE_CLASSES
-                ):
-                    made.add(small.targets[0].target.value)
+        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
+            if (
+                isinstance(small, cst.Assign)
+                and len(small.targets) == 1
+                and isinstance(small.targets[0].target, cst.Name)
+                and isinstance(small.value, cst.Call)
+                and calls(small.value.func)
+            ):
+                made.add(small.targets[0].target.value)
     return bound_once(module, made)
 
 

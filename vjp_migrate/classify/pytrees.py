@@ -17,6 +17,7 @@ from vjp_migrate.sites import body_statements, own_returns
 from vjp_migrate.vocabulary import (
     DATACLASS_FIELDS,
     DATACLASS_REGISTRARS,
+    EQUINOX_MODULES,
     FLAX_DATACLASSES,
     FLAX_FIELDS,
     FLAX_PYTREE_NODES,
@@ -210,14 +211,35 @@ def _no_children(value: cst.BaseExpression | None) -> bool:
     )
 
 
+EQUINOX_MODULE = "an `eqx.Module`"
+
+
+def pytree_base(cls: cst.ClassDef, imports: ImportTable) -> str | None:
+    """How a class is a pytree by its base or decorator, if it is: an `eqx.Module`, a
+    `flax.struct.PyTreeNode`, a `flax.struct.dataclass`."""
+    bases = {imports.qualify(base.value) for base in cls.bases}
+    if bases & EQUINOX_MODULES:
+        return EQUINOX_MODULE
+    if bases & FLAX_PYTREE_NODES:
+        return "a `flax.struct.PyTreeNode`"
+    if flax_struct_decorated(cls, imports):
+        return "a `flax.struct.dataclass`"
+    return None
+
+
+def flax_struct_decorated(cls: cst.ClassDef, imports: ImportTable) -> bool:
+    """Whether a decorator of the class is `flax.struct.dataclass` (also called with options)."""
+    return any(
+        imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
+        for d in cls.decorators
+    )
+
+
 def _flax_leafless(cls: cst.ClassDef, imports: ImportTable) -> str | None:
     """A flax struct class (`@struct.dataclass`, or a `struct.PyTreeNode` with no other base)
     whose every field is `struct.field(pytree_node=False)`: how it is declared, if it is one."""
     bases = [imports.qualify(base.value) for base in cls.bases]
-    decorated = any(
-        imports.qualify(d.decorator.func if isinstance(d.decorator, cst.Call) else d.decorator) in FLAX_DATACLASSES
-        for d in cls.decorators
-    )
+    decorated = flax_struct_decorated(cls, imports)
     node = len(bases) == 1 and bases[0] in FLAX_PYTREE_NODES and all(map(_dataclass_keyword, cls.keywords))
     if not ((decorated and not bases) or node):
         return None
