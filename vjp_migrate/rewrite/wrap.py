@@ -62,6 +62,11 @@ class Lines:
             return self.configured
         return max(DEFAULT_LIMIT, *map(len, self.lines()))
 
+    @property
+    def kept_to(self) -> int:
+        """The length an old line had to keep to (one already longer only grows: not wrapped)."""
+        return DEFAULT_LIMIT if self.configured is None else self.configured
+
     def lines(self) -> list[str]:
         if self._lines is None:
             self._lines = (self.index.text(self.module) or "").splitlines()
@@ -93,8 +98,7 @@ class Lines:
         if line is None:
             return None
         text = self.lines()[line - 1]
-        kept_to = DEFAULT_LIMIT if self.configured is None else self.configured  # what the old line had to
-        if len(text) > kept_to:
+        if len(text) > self.kept_to:
             return None
         if not self.measure:
             self.grown.append((len(text), [(old, new) for old, new in changes if new is not old]))
@@ -140,8 +144,7 @@ class Lines:
         if code is None or _spans_lines(code):
             return False
         text = self.lines()[self.index.span(old)[0] - 1]
-        kept_to = DEFAULT_LIMIT if self.configured is None else self.configured
-        return len(text) <= kept_to and length > self.limit
+        return len(text) <= self.kept_to and length > self.limit
 
     def indent_of(self, node: cst.CSTNode) -> str:
         """The indent of the line ``node`` starts on."""
