@@ -1100,6 +1100,20 @@ def test_a_tuple_of_ints_default_of_a_helper_is_static_like_one_passed_at_a_call
     assert any("a shape is passed" in e.text for e in classified(code).evidence)
 
 
+def test_a_reason_quotes_a_long_or_multiline_value_on_one_short_line() -> None:
+    # probe22 r11: a C++ template passed at a call site was quoted whole, over many lines.
+    template = '"""template <typename T>\n__global__ void kernel(T* out, const T* in) {\n  out[0] = in[0];\n}\n"""'
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(src, x):\n    return x\n"
+    code += "def f_fwd(src, x):\n    return x, None\ndef f_bwd(src, _, g):\n    return (g,)\nf.defvjp(f_fwd, f_bwd)\n"
+    code += f"def use(x):\n    return f({template}, x)\n"
+    info = classified(code)
+    quoted = [e.text for e in info.evidence if "a constant is passed" in e.text]
+    assert quoted == [
+        'a constant is passed at a call site (`"""template <typename T> __global__ void kernel(T* out, c...`)'
+    ], quoted
+    assert all("\n" not in e.text for e in info.evidence)
+
+
 def test_float_annotation_with_numeric_use_is_unknown() -> None:
     kind, reasons, _ = classify("return x * a", signature="a: float, x")
     assert kind is ArgKind.UNKNOWN and any("Python number" in r for r in reasons)

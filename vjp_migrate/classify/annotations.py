@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from vjp_migrate.classify.expressions import all_params, is_int_tuple
+from vjp_migrate.classify.expressions import all_params, code_text, is_int_tuple
 from vjp_migrate.classify.weights import SCALAR, STRONG
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
@@ -84,20 +84,20 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     line = ctx.line_of(param)
     if (static_class := _static_class(param, ctx)) is not None:
         annotation = param.annotation.annotation if param.annotation else None
-        text = cst.Module([]).code_for_node(annotation) if annotation else ""
+        text = code_text(annotation) if annotation else ""
         note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif (plain := annotated_with(param, ctx.plain_classes)) is not None:
-        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else plain
+        text = code_text(param.annotation.annotation) if param.annotation else plain
         note = f"`{plain}` is a class the module neither registers as a pytree nor derives from one, no JAX value"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif (enum := annotated_with(param, ctx.enums)) is not None:
-        text = cst.Module([]).code_for_node(param.annotation.annotation) if param.annotation else enum
+        text = code_text(param.annotation.annotation) if param.annotation else enum
         note = f"`{enum}` is an enum of the module, whose members are no JAX values"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
-        text = cst.Module([]).code_for_node(annotation)
+        text = code_text(annotation)
         if (read := annotation_reading(annotation, ctx.imports)) is not None:
             kind, note, weight = read
             found.append((Evidence(kind, f"annotated `{text}` in {where}{note}", line), weight))
@@ -107,7 +107,7 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         or (isinstance(default, cst.Name) and default.value in ("True", "False"))
         or (default is not None and is_int_tuple(default))
     ):
-        text = cst.Module([]).code_for_node(default)
+        text = code_text(default)
         found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", line), STRONG))
     return found
 

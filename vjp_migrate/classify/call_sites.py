@@ -40,8 +40,7 @@ def call_site_evidence(
     around the call bind, which are none of the callers' parameters or locals; ``rules``: the ids
     of the site's fwd and bwd, whose annotations are read as the rules' own)."""
     annotated = not (callers and id(callers[-1]) in rules)  # a rule's annotations are read as its own
-    text = cst.Module([]).code_for_node(value)
-    at = f"at a call site (`{text}`)"
+    at = f"at a call site (`{code_text(value)}`)"
     if isinstance(value, cst.Lambda) or (isinstance(value, cst.Name) and ctx.definitions(value.value)):
         return Evidence(ArgKind.STATIC, f"a function is passed {at}", line), CALL_SITE
     if is_string_like(value) or (isinstance(value, cst.Name) and value.value in ("True", "False")):
