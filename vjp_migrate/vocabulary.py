@@ -691,6 +691,16 @@ STATIC_BUILTINS = frozenset(
         "builtins.sorted",
     }
 )
+# `math` functions make Python numbers of their arguments (a Tracer fails: ConcretizationTypeError),
+# but for these, which only multiply.
+MULTIPLYING_MATH = frozenset({"math.prod", "math.sumprod"})
+
+
+def needs_python_number(qname: str) -> bool:
+    """A builtin or `math` function a Tracer cannot be passed to (`int(n)`, `math.ceil(n / k)`)."""
+    return qname in STATIC_BUILTINS or (qname.startswith("math.") and qname not in MULTIPLYING_MATH)
+
+
 # Decorators that cache a function by its arguments: they hash them, and a Tracer is unhashable.
 CACHING_DECORATORS = frozenset({"functools.lru_cache", "functools.cache"})
 # Host NumPy conversions: a Tracer cannot become a NumPy value, so the argument must be concrete
@@ -809,6 +819,11 @@ METADATA_FUNCTIONS = frozenset(
         "ones_like",
         "empty_like",
     }
+)
+# The metadata functions that take a dtype, or an array whose dtype they read (`jnp.dtype(x)`,
+# `jnp.finfo(x)` work for a Tracer too): what is passed there is no more array data than a dtype.
+DTYPE_FUNCTIONS = frozenset(
+    {"dtype", "issubdtype", "isdtype", "finfo", "iinfo", "promote_types", "can_cast", "result_type"}
 )
 # The metadata reads that give sizes, which are Python ints even for a Tracer (`x.shape[0]`,
 # `len(x)`); `jnp.zeros_like(x)` reads only metadata too, but gives an array.

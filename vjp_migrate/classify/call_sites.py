@@ -47,6 +47,8 @@ def call_site_evidence(
         return Evidence(ArgKind.STATIC, f"a constant is passed {at}", line), CALL_SITE
     if is_int_tuple(value):
         return Evidence(ArgKind.STATIC, f"a shape is passed {at}", line), CALL_SITE
+    if isinstance(value, cst.Attribute) and value.attr.value in ("shape", "dtype"):  # concrete for a Tracer too
+        return Evidence(ArgKind.STATIC, f"a {value.attr.value} is passed {at}", line), CALL_SITE
     qname = ctx.imports.qualify(value.func if isinstance(value, cst.Call) else value) or ""
     if isinstance(value, cst.Call) and qname.startswith(ARRAY_MODULES):
         return Evidence(ArgKind.ARRAY, f"an array is passed {at}", line), CALL_SITE

@@ -21,6 +21,7 @@ from vjp_migrate.vocabulary import (
     CALLABLE,
     CONTAINER_METHODS,
     DATA,
+    DTYPE_FUNCTIONS,
     FFI_CALLS,
     HOST_CALLBACK_OPERANDS,
     HOST_CONVERSIONS,
@@ -31,7 +32,6 @@ from vjp_migrate.vocabulary import (
     SHARD_MAP_PLACES,
     SIZE_OR_DATA,
     STATIC,
-    STATIC_BUILTINS,
     STATIC_CALLS,
     STATIC_KEYWORDS,
     STATIC_KEYWORDS_OF,
@@ -39,6 +39,7 @@ from vjp_migrate.vocabulary import (
     at_place,
     is_jax_primitive,
     library_use,
+    needs_python_number,
     takes_random_key,
 )
 
@@ -220,7 +221,7 @@ class CallUses(Helpers):
         if qname is None:
             self._follow(call, func_text, position, keyword, via)
             return
-        if qname in STATIC_BUILTINS:
+        if needs_python_number(qname):
             self._add(ArgKind.STATIC, f"passed to `{func_text}`", call, via=via)
         elif qname in STATIC_CALLS:
             text = f"passed to `{func_text}`, which takes only static shapes, dtypes and settings"
@@ -249,7 +250,10 @@ class CallUses(Helpers):
                     self._mapped_leaves(call, func_text, position - 1)
         elif qname.startswith(ARRAY_MODULES):
             use = library_use(qname, position, keyword)
-            if use == CALLABLE:
+            if qname.rsplit(".", 1)[-1] in DTYPE_FUNCTIONS:
+                if via is None:
+                    self._note(f"passed to `{func_text}`, which reads only a dtype (given, or an array's)", call)
+            elif use == CALLABLE:
                 self._add(ArgKind.STATIC, f"passed as a function to `{func_text}`", call, via=via)
             elif use == STATIC:
                 place = place_of(position, keyword)
