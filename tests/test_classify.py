@@ -3479,3 +3479,51 @@ def test_a_dtype_is_no_jax_value_so_moving_it_out_of_nondiff_argnums_fails() -> 
     moved.defvjp(lambda x, dt: (moved(x, dt), None), lambda _, g: (2.0 * g, None))
     with pytest.raises(TypeError, match="not a valid JAX type"):
         moved(jnp.ones(2), jnp.ones(2).dtype)
+
+
+def _noisy_site(rebinding: str) -> str:
+    code = HEADER + "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef noisy(x, rng):\n"
+    code += "    return x + jax.random.normal(rng, x.shape)\n"
+    code += "def noisy_fwd(x, rng):\n    return noisy(x, rng), None\ndef noisy_bwd(rng, _, g):\n    return (g,)\n"
+    return code + "noisy.defvjp(noisy_fwd, noisy_bwd)\n" + rebinding
+
+
+def test_a_site_rebound_to_a_jit_with_static_argnums_is_read_as_a_stacked_jit() -> None:
+    # pkgprobe23 G3 (ejkernel rebinds its sites after defvjp): the jit hashes what it marks static.
+    rebound = classified(_noisy_site("noisy = jax.jit(noisy, static_argnums=(1,))\n"))
+    assert rebound.kind is ArgKind.STATIC, rebound.evidence
+    texts = [(e.text, e.line) for e in rebound.evidence]
+    assert ("static in the `jax.jit` that `noisy` is rebound to", 13) in texts, texts
+    for other in (
+        "fast = jax.jit(noisy, static_argnums=(1,))\n",  # `noisy` itself may still be called traced
+        "noisy = jax.jit(noisy, static_argnums=(0,))\n",
+        "noisy = jax.jit(noisy)\n",
+    ):
+        assert classified(_noisy_site(other)).kind is ArgKind.ARRAY, other
+
+
+def test_a_jit_static_argument_is_hashed_so_a_key_there_is_never_a_tracer() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def noisy(x: jax.Array, rng: jax.Array) -> jax.Array:
+        return x + jax.random.normal(rng, x.shape)
+
+    noisy.defvjp(lambda x, rng: (noisy(x, rng), None), lambda rng, _, g: (g,))
+    with pytest.raises(ValueError, match="Non-hashable static arguments"):
+        jax.jit(noisy, static_argnums=(1,))(jnp.ones(2), jax.random.key(0))
+
+
+@pytest.mark.parametrize(
+    ("mapped", "expected"),
+    [
+        pytest.param("lambda _: False", ArgKind.UNKNOWN, id="reads no leaf"),
+        pytest.param("lambda leaf: None", ArgKind.UNKNOWN, id="named but unread"),
+        pytest.param("lambda leaf: leaf * 2", ArgKind.ARRAY, id="reads its leaf"),
+        pytest.param("jnp.zeros_like", ArgKind.ARRAY, id="a function"),
+    ],
+)
+def test_a_tree_map_whose_function_reads_no_leaf_says_nothing_of_the_leaves(mapped: str, expected: ArgKind) -> None:
+    # pkgprobe23 G5 (equinox's filter_custom_vjp maps `lambda _: False` over the non-array half).
+    kind, reasons, _ = classify(lines(f"flags = jax.tree_util.tree_map({mapped}, a)", "return x"))
+    assert kind is expected, reasons
+    if expected is ArgKind.UNKNOWN:
+        assert any("with a function that reads no leaf" in r for r in reasons), reasons

@@ -232,6 +232,13 @@ def test_partial_rules_count_their_bound_parameters(rule: str, bound: int) -> No
         pytest.param("@partial(jax.jit, static_argnums=N)\n", None, (), None, id="argnums not literal"),
         pytest.param("@staticmethod\n@jax.jit\n", (), (), None, id="staticmethod is harmless"),
         pytest.param("@profile('bwd')\n@jax.jit\n", (), (), "profile('bwd')", id="other decorator"),
+        # They only name the rule's calls (pkgprobe23: fjformer): its parameters may change under them.
+        pytest.param("@partial(jax.named_call, name='bwd')\n@jax.jit\n", (), (), None, id="partial named_call"),
+        pytest.param("@jax.named_call\n@jax.jit\n", (), (), None, id="named_call"),
+        pytest.param("@jax.named_scope('bwd')\n@jax.jit\n", (), (), None, id="named_scope"),
+        pytest.param(
+            "@partial(named_call, name='b')\n@jax.jit\n", (), (), "partial(named_call, name='b')", id="not jax's"
+        ),
         pytest.param(
             "@jax.jit\n@jax.jit(static_argnames='b')\n", (), (), "jax.jit(static_argnames='b')", id="second jit"
         ),

@@ -646,6 +646,9 @@ def is_jax_primitive(qname: str) -> bool:
 
 # Wrappers that keep a function's signature: `custom_vjp(jax.jit(f), ...)` has `f` as its primal.
 PRIMAL_WRAPPERS = frozenset({"jax.jit", "jax.checkpoint", "jax.remat", "jax.named_call"})
+# Decorators that only name a function's calls (in the jaxpr, in profiles) and pass any
+# arguments on: a rule's parameters can change under them.
+NAMING_DECORATORS = frozenset({"jax.named_call", "jax.named_scope"})
 # jax.* transformations take the function first; for vjp/jvp/linearize the rest are primals.
 JAX_TRANSFORMS = frozenset(
     {

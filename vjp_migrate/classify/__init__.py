@@ -35,6 +35,7 @@ from vjp_migrate.classify.context import Context
 from vjp_migrate.classify.expressions import call_value, code_text, number_literal, param_at
 from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.local_calls import left_at_default
+from vjp_migrate.classify.module_facts import jit_rebinding
 from vjp_migrate.classify.uses import Uses
 from vjp_migrate.classify.weights import (
     ARITHMETIC,
@@ -50,7 +51,7 @@ from vjp_migrate.classify.weights import (
     WEAK,
 )
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import positional_params, rule_jit, varargs_item
+from vjp_migrate.sites import jit_call_static_names, positional_params, rule_jit, varargs_item
 
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
@@ -60,6 +61,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     wrapped = ctx.wrapped.get(id(module), {})
     infos: list[ArgInfo] = []
     aliased = _aliased_primal(site, ctx)
+    rebound = _rebinding_jit(site, module, ctx)
     for order, index in enumerate(site.nondiff.positions):
         name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
         if name is None:
@@ -67,6 +69,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
+        if rebound is not None and name in rebound[1]:
+            text = f"static in the `jax.jit` that `{site.name}` is rebound to"
+            evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(rebound[0])), STRONG))
         primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
             ("the primal", site.primal or aliased, index, primal_jit)
@@ -180,6 +185,16 @@ def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
     if position >= len(params):
         return position in numbers
     return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
+
+
+def _rebinding_jit(site: VjpSite, module: cst.Module, ctx: Context) -> tuple[cst.Call, frozenset[str]] | None:
+    """A top-level site's name rebound to ``jax.jit(name, static_argnums=...)``, and the
+    parameters that jit marks static (hashed like a stacked jit's: never Tracers)."""
+    if site.primal is None or site.primal_expr is not None or site.qualname != site.name:
+        return None
+    call = jit_rebinding(module, site.name, ctx.imports)
+    names = jit_call_static_names(call, site.primal) if call is not None else None
+    return (call, names) if call is not None and names else None
 
 
 def _aliased_primal(site: VjpSite, ctx: Context) -> cst.FunctionDef | None:

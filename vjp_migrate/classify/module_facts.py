@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterator, Sequence
 import libcst as cst
 
 from vjp_migrate.classify.expressions import all_params
-from vjp_migrate.imports import PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
+from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
 from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES
 
 
@@ -240,3 +240,26 @@ def _trailing(func: cst.FunctionDef, bound: set[str]) -> bool:
     names = [p.name.value for p in (*func.params.posonly_params, *func.params.params)]
     kept = [name for name in names if name not in bound]
     return names[: len(kept)] == kept
+
+
+def jit_rebinding(module: cst.Module, name: str, imports: ImportTable) -> cst.Call | None:
+    """The call of ``name = jax.jit(name, ...)`` at the module's top level: every later use of
+    the name goes through that jit (ejkernel rebinds its sites so, after ``defvjp``)."""
+    for stmt in module.body:
+        for small in stmt.body if type(stmt) is cst.SimpleStatementLine else ():
+            if not (type(small) is cst.Assign and len(small.targets) == 1 and type(small.value) is cst.Call):
+                continue
+            target, call = small.targets[0].target, small.value
+            first = call.args[0] if call.args else None
+            if (
+                type(target) is cst.Name
+                and target.value == name
+                and first is not None
+                and first.keyword is None
+                and not first.star
+                and type(first.value) is cst.Name
+                and first.value.value == name
+                and imports.is_one_of(call.func, JIT)
+            ):
+                return call
+    return None

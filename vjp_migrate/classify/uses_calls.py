@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.classify.context import Via
-from vjp_migrate.classify.expressions import code_text, named_in, place_of
+from vjp_migrate.classify.expressions import all_params, code_text, named_in, place_of, strip_views
 from vjp_migrate.classify.mapped import mapped_by
 from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
 from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.sites.scopes import AllNames
 from vjp_migrate.vocabulary import (
     ARRAY_METHODS,
     ARRAY_MODULES,
@@ -244,6 +246,8 @@ class CallUses(Helpers):
                 self.partials.append((call, position, keyword, via, self.packing))
             elif qname in ("jax.vjp", "jax.jvp", "jax.linearize"):
                 self._add(ArgKind.ARRAY, f"differentiated through `{func_text}`", call, via=via)
+            elif "tree" in qname and via is None and keyword is None and position >= 1 and _ignores_leaves(call):
+                self._note(f"mapped over by `{func_text}` with a function that reads no leaf", call)
             elif "tree" in qname:
                 self._add(ArgKind.ARRAY, f"mapped over as a pytree by `{func_text}`", call, weight=WEAK, via=via)
                 if via is None and keyword is None and position >= 1:
@@ -305,3 +309,15 @@ class CallUses(Helpers):
 def _shard_map_place(qname: str, position: int) -> str | None:
     """The setting a positional argument of the experimental `shard_map` is (`mesh`, `in_specs`...)."""
     return next((name for at, name in SHARD_MAP_PLACES.get(qname, ()) if at == position), None)
+
+
+def _ignores_leaves(call: cst.Call) -> bool:
+    """A tree map whose function is a lambda that reads none of its parameters (``jtu.tree_map(lambda
+    _: False, static_part)``, equinox): it makes a tree of its own values, whatever the leaves are."""
+    first = call.args[0] if call.args else None
+    mapped = strip_views(first.value) if first is not None and first.keyword is None else None
+    if not isinstance(mapped, cst.Lambda):
+        return False
+    names = AllNames()
+    walk.visit(mapped.body, names)
+    return not names.names & {p.name.value for p in all_params(mapped.params)}

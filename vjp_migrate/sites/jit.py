@@ -8,6 +8,7 @@ import libcst as cst
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted
 from vjp_migrate.model import JitSpec
 from vjp_migrate.sites.scopes import int_literals, positional_params, str_literals
+from vjp_migrate.vocabulary import NAMING_DECORATORS
 
 
 def _jit_call(decorator: cst.Decorator, imports: ImportTable) -> cst.Call | bool:
@@ -51,12 +52,25 @@ def rule_jit(func: cst.FunctionDef, imports: ImportTable) -> JitSpec | None:
 
 
 def other_decorator(func: cst.FunctionDef, imports: ImportTable) -> str | None:
-    """The code of a rule's first decorator other than its first jax.jit and ``staticmethod``."""
+    """The code of a rule's first decorator other than its first jax.jit, ``staticmethod`` and
+    those that only name its calls (``@partial(jax.named_call, name=...)``)."""
     position = _first_jit(func, imports)[0]
     for index, decorator in enumerate(func.decorators):
-        if index != position and dotted(decorator.decorator) != "staticmethod":
+        if index != position and dotted(decorator.decorator) != "staticmethod" and not _naming(decorator, imports):
             return cst.Module([]).code_for_node(decorator.decorator)
     return None
+
+
+def _naming(decorator: cst.Decorator, imports: ImportTable) -> bool:
+    """``@jax.named_call``, ``@jax.named_scope("...")``, ``@partial(jax.named_call, name=...)``."""
+    expr = decorator.decorator
+    if isinstance(expr, cst.Call):
+        first = expr.args[0] if expr.args else None
+        if imports.is_one_of(expr.func, PARTIAL) and first is not None and first.keyword is None:
+            expr = first.value
+        else:
+            expr = expr.func
+    return imports.is_one_of(expr, NAMING_DECORATORS)
 
 
 def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports: ImportTable) -> frozenset[int]:
