@@ -175,3 +175,17 @@ def test_a_callable_or_array_argument_claims_no_fix_and_even_unsafe_fixes_leave_
     assert (found.code, found.argument, found.fixable, found.fix_safety) == ("VJP001", "mask", False, FixSafety.NONE)
     result = fix_source(before, settings=settings)
     assert (result.source, result.changed) == (before, False)
+
+
+@pytest.mark.parametrize("unsafe", [False, True])
+def test_what_blocks_an_unknown_argument_does_not_block_the_arrays_beside_it(unsafe: bool) -> None:
+    # pkgprobe23 G6 (ejkernel): fwd rebinds the unknown `scale`, which only moving `scale` needs.
+    fixture = Path(__file__).parent.parent / "fixtures" / "array_moves_while_a_rebound_scale_stays"
+    before = (fixture / "before.py").read_text(encoding="utf-8")
+    settings = Settings(expand_selection(["ALL"], None), unsafe_fixes=unsafe)
+    found = check_source(before, settings=settings)
+    assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP001", "gamma", True), ("VJP002", "scale", False)]
+    assert found[1].message.endswith(
+        "the rule cannot be rewritten automatically: fwd `decay_fwd` assigns to `scale` before saving it"
+    )
+    assert fix_source(before, settings=settings).source == (fixture / "after.py").read_text(encoding="utf-8")

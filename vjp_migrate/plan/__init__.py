@@ -162,6 +162,14 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
     # Rewritability is judged for every non-static argument, so check's verdict does not
     # depend on --unsafe-fixes; the plan itself moves only what the settings allow.
     probe = plan_site(site, candidates)
+    arrays = tuple(i.index for i in infos if i.kind is ArgKind.ARRAY)
+    alone = plan_site(site, arrays) if isinstance(probe, str) and arrays and arrays != candidates else None
+    blocked: str | None = None
+    if isinstance(probe, str) and alone is not None and not isinstance(alone, str):
+        # What blocks moving the unknown arguments too need not block the arrays alone: then the
+        # unknown ones stay, with the reason, whatever --unsafe-fixes says.
+        infos = tuple(replace(i, fixable=False) if i.kind is ArgKind.UNKNOWN else i for i in infos)
+        blocked, candidates, probe, moved = probe, arrays, alone, moved_positions(infos, settings)
     if isinstance(probe, str):
         return SiteDecision(site, infos, moved, None, probe, None)
     if not moved:
@@ -172,4 +180,4 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
         return SiteDecision(site, infos, moved, None, plan, None)
     if plan is not None and settings.line_length != plan.line_length:
         plan = replace(plan, line_length=settings.line_length)
-    return SiteDecision(site, infos, moved, plan, None, None)
+    return SiteDecision(site, infos, moved, plan, None, None, blocked)
