@@ -3527,3 +3527,23 @@ def test_a_tree_map_whose_function_reads_no_leaf_says_nothing_of_the_leaves(mapp
     assert kind is expected, reasons
     if expected is ArgKind.UNKNOWN:
         assert any("with a function that reads no leaf" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    ("primal", "expected", "reason"),
+    [
+        pytest.param("return x.at[0].set(a)", ArgKind.ARRAY, "used as array data by `x.at[0].set`", id="set"),
+        pytest.param("return x.at[1:].add(a, mode='drop')", ArgKind.ARRAY, "by `x.at[1:].add`", id="add, a mode"),
+        pytest.param("return x.at[0].apply(a)", ArgKind.STATIC, "passed as the function", id="apply"),
+    ],
+)
+def test_the_values_an_indexed_update_writes_are_array_data(primal: str, expected: ArgKind, reason: str) -> None:
+    # pkgprobe23 (ejkernel): `dh_all.at[seq_t].set(dh)` was "not analysed".
+    kind, reasons, _ = classify(primal)
+    assert kind is expected and any(reason in r for r in reasons), reasons
+
+
+def test_an_indexed_update_takes_a_traced_value_but_applies_only_a_function() -> None:
+    assert float(jax.jit(lambda x, a: x.at[0].set(a))(jnp.zeros(2), jnp.float32(3.0))[0]) == 3.0
+    with pytest.raises(TypeError):
+        jax.jit(lambda x, f: x.at[0].apply(f))(jnp.zeros(2), jnp.float32(3.0))

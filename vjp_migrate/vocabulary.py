@@ -731,6 +731,11 @@ HOST_CONVERSIONS = frozenset(
         "complex128",
     )
 )
+# The methods of an indexed update (`x.at[i].set(v)`), whose first argument is written into the
+# array (`apply`'s is the function it maps).
+INDEXED_UPDATES = frozenset(
+    {"set", "add", "subtract", "multiply", "mul", "divide", "div", "power", "min", "max", "apply"}
+)
 # Array methods whose arguments are shapes/axes (``x.reshape(shape)``, ``x.sum(axis)``).
 SHAPE_METHODS = frozenset(
     {"reshape", "transpose", "astype", "view", "squeeze", "swapaxes", "repeat", "tile", "broadcast_to"}

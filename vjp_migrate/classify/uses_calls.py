@@ -27,6 +27,7 @@ from vjp_migrate.vocabulary import (
     FFI_CALLS,
     HOST_CALLBACK_OPERANDS,
     HOST_CONVERSIONS,
+    INDEXED_UPDATES,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
     PRIMITIVE_CLASSES,
@@ -214,6 +215,12 @@ class CallUses(Helpers):
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
                 return
+        if qname is None and position == 0 and (update := _indexed_update(call.func)) is not None:
+            if update == "apply":
+                self._add(ArgKind.STATIC, f"passed as the function to `{func_text}`", call, via=via)
+            else:
+                self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
+            return
         if qname is None and (mapping := mapped_by(call, position, keyword, self.ctx.imports)) is not None:
             self._add(ArgKind.ARRAY, f"mapped over by `{mapping}`", call, via=via)
             return
@@ -321,3 +328,17 @@ def _ignores_leaves(call: cst.Call) -> bool:
     names = AllNames()
     walk.visit(mapped.body, names)
     return not names.names & {p.name.value for p in all_params(mapped.params)}
+
+
+def _indexed_update(func: cst.BaseExpression) -> str | None:
+    """``set`` for ``x.at[i].set``: the method of an indexed update, whose first argument is the
+    values it writes (array data, or a number), or the function ``.apply`` maps."""
+    if (
+        isinstance(func, cst.Attribute)
+        and func.attr.value in INDEXED_UPDATES
+        and isinstance(func.value, cst.Subscript)
+        and isinstance(func.value.value, cst.Attribute)
+        and func.value.value.attr.value == "at"
+    ):
+        return func.attr.value
+    return None

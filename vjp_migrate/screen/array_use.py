@@ -21,6 +21,7 @@ from vjp_migrate.vocabulary import (
     ARRAY_ATTRIBUTES,
     HOST_ARRAY_ANNOTATIONS,
     HOST_CALLBACK_OPERANDS,
+    INDEXED_UPDATES,
     MAPPING_TRANSFORMS,
 )
 
@@ -176,8 +177,8 @@ class ArrayUse:
                 passed.append((None, keyword.arg))
         if not passed:
             return False
-        if may_be_array_function(self.m, call.func):
-            return True
+        if may_be_array_function(self.m, call.func) or (_indexed_update(call.func) and (0, None) in passed):
+            return True  # an array function's argument; the values `x.at[i].set(v)` writes
         bind = isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
         if (bind or may_be_ffi_function(self.m, call.func)) and any(given is None for _, given in passed):
             return True  # a positional argument of any `.bind` or FFI function may be an operand
@@ -305,3 +306,15 @@ def _array_locals(m: Module, func: Func) -> set[str]:
         elif isinstance(node, (ast.For, ast.AsyncFor, ast.comprehension)) and _makes_array(m, node.iter):
             found.update(n.id for n in ast.walk(node.target) if isinstance(n, ast.Name))
     return found
+
+
+def _indexed_update(func: ast.expr) -> bool:
+    """``x.at[i].set``, ``.add``...: not ``.apply``, whose argument is a function."""
+    return (
+        isinstance(func, ast.Attribute)
+        and func.attr in INDEXED_UPDATES
+        and func.attr != "apply"
+        and isinstance(func.value, ast.Subscript)
+        and isinstance(func.value.value, ast.Attribute)
+        and func.value.value.attr == "at"
+    )
