@@ -104,7 +104,7 @@ def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf,
                     path,
                     info,
                     info.index in moved,
-                    decision.problem or (decision.blocked if code == "VJP002" else None) or "",
+                    (decision.blocked if code == "VJP002" else None) or decision.problem or "",
                 )
             )
     return found

@@ -240,7 +240,7 @@ class SiteDecision:
     plan: RewritePlan | None
     problem: str | None  # VJP003 detail
     inconsistency: str | None  # VJP004 detail
-    blocked: str | None = None  # VJP002 detail: why the unknown arguments cannot move with the arrays
+    blocked: str | None = None  # VJP002 detail: what blocks moving the unknown arguments with the arrays
 
 
 @dataclass(frozen=True)

@@ -165,13 +165,14 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
     arrays = tuple(i.index for i in infos if i.kind is ArgKind.ARRAY)
     alone = plan_site(site, arrays) if isinstance(probe, str) and arrays and arrays != candidates else None
     blocked: str | None = None
-    if isinstance(probe, str) and alone is not None and not isinstance(alone, str):
+    if isinstance(probe, str) and alone is not None:
         # What blocks moving the unknown arguments too need not block the arrays alone: then the
-        # unknown ones stay, with the reason, whatever --unsafe-fixes says.
+        # unknown ones stay, with the reason, whatever --unsafe-fixes says; the arrays' VJP003,
+        # if any, names what blocks them.
         infos = tuple(replace(i, fixable=False) if i.kind is ArgKind.UNKNOWN else i for i in infos)
         blocked, candidates, probe, moved = probe, arrays, alone, moved_positions(infos, settings)
     if isinstance(probe, str):
-        return SiteDecision(site, infos, moved, None, probe, None)
+        return SiteDecision(site, infos, moved, None, probe, None, blocked)
     if not moved:
         plan: RewritePlan | str | None = None
     else:  # usually every candidate moves: the probe is the plan
