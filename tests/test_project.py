@@ -306,3 +306,86 @@ def test_fix_verify_proves_a_multi_file_migration_and_writes_it_together(tmp_pat
     assert result.exit_code == 0, result.output
     for path in (tree / "mypkg").glob("*.py"):
         assert path.read_bytes() == (SIBLING / "after" / "mypkg" / path.name).read_bytes()
+
+
+JIT_RULES = """
+from functools import partial
+
+import jax
+
+
+def scale_fwd(x, s, mode):
+    return (x * s if mode == "mul" else x + s), None
+
+
+@partial(jax.jit, static_argnums=(1,))
+def scale_bwd(s, mode, _, g):
+    return (g * s if mode == "mul" else g,)
+"""
+MODED = """
+from functools import partial
+
+import jax
+
+from .rules import scale_bwd, scale_fwd
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def scale(x, s: jax.Array, mode: str):
+    return x * s if mode == "mul" else x + s
+
+
+scale.defvjp(scale_fwd, scale_bwd)
+"""
+
+
+def test_a_jit_on_a_bwd_in_another_module_has_its_static_argnums_shifted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pkgprobe23: the one-file checks of a rule's decorators were skipped across files, and
+    # `static_argnums=(1,)` was left pointing at the residuals: the fixed code failed to trace.
+    tree = write(tmp_path / "t", {"pkg/__init__.py": "", "pkg/ops.py": MODED, "pkg/rules.py": JIT_RULES})
+    results = fix_paths([tree])
+    assert {r.path.name for r in results if r.changed} == {"ops.py", "rules.py"}
+    rules = (tree / "pkg" / "rules.py").read_text(encoding="utf-8")
+    assert "@partial(jax.jit, static_argnums=(0,))\ndef scale_bwd(mode, s, g):" in rules, rules
+    monkeypatch.syspath_prepend(str(tree))
+    import jax
+    import jax.numpy as jnp
+    from pkg.ops import scale  # type: ignore[import-not-found]
+
+    x, s = jnp.arange(3.0), jnp.array([2.0, 3.0, 4.0])
+    grad = jax.jit(jax.grad(lambda x, s: scale(x, s, "mul").sum()))(x, s)  # s traced: fine now
+    assert grad.tolist() == [2.0, 3.0, 4.0]
+
+
+def test_an_unknown_decorator_on_a_bwd_in_another_module_blocks_the_fix(tmp_path: Path) -> None:
+    rules = RULES.replace("def scale_bwd", "@traced('bwd')\ndef scale_bwd")
+    tree = write(
+        tmp_path / "t",
+        {"pkg/__init__.py": "", "pkg/ops.py": PRIMAL.format(spelling=".rules"), "pkg/rules.py": rules},
+    )
+    before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    results = fix_paths([tree])
+    assert {p: p.read_bytes() for p in tree.rglob("*.py")} == before
+    (found,) = [d for r in results for d in r.diagnostics]
+    assert found.code == "VJP003" and "is decorated with `@traced('bwd')`" in found.message
+
+
+def test_a_bwd_in_another_module_that_other_code_calls_is_not_rewritten(tmp_path: Path) -> None:
+    fused = "from .rules import scale_bwd\n\n\ndef fused_grad(s, g):\n    return scale_bwd(s, None, g)[0]\n"
+    tree = write(
+        tmp_path / "t",
+        {
+            "pkg/__init__.py": "",
+            "pkg/ops.py": PRIMAL.format(spelling=".rules"),
+            "pkg/rules.py": RULES,
+            "pkg/fused.py": fused,
+        },
+    )
+    before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    results = fix_paths([tree])
+    assert {p: p.read_bytes() for p in tree.rglob("*.py")} == before
+    (found,) = [d for r in results for d in r.diagnostics]
+    assert found.code == "VJP003"
+    assert f"bwd `scale_bwd` is also used in {tree / 'pkg' / 'fused.py'} on line 5, not only by defvjp" in found.message

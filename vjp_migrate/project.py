@@ -216,7 +216,9 @@ class Project:
         return f"imported from `{followed.module_name}`, where no constant `{followed.attribute}` is assigned"
 
     def _lookup(self, role: str, local: str, target: str, importer: Path) -> FunctionRef:
+        from vjp_migrate.imports import ImportTable, import_table
         from vjp_migrate.sites import Scope, find_def
+        from vjp_migrate.sites.jit import rule_decorations
 
         followed = self._follow(target, lambda module, name: find_def(Scope(list(module.body), None, False, ""), name))
         origin = followed.target.rpartition(".")[0] or followed.target
@@ -228,7 +230,12 @@ class Project:
             return FunctionRef(local, None, problem, module=module_name)
         if followed.found is not None:
             where = None if followed.path == importer else str(followed.path)
-            return FunctionRef(local, followed.found, module=module_name, path=where)
+            loaded = self.loaded.get(followed.path) if followed.path is not None else None
+            imports = import_table(loaded.module) if isinstance(loaded, _Loaded) else ImportTable({}, frozenset())
+            jit, decorated = rule_decorations(role, local, followed.found, imports)
+            return FunctionRef(
+                local, followed.found, module=module_name, path=where, jit=jit, decorator_problem=decorated
+            )
         if "." in followed.attribute:  # `pkg.sub.f` where pkg is checked and pkg.sub is not
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
         problem = (
@@ -259,6 +266,40 @@ class _Followed(Generic[_Found]):
 def _rule_files(decision: SiteDecision) -> set[str]:
     site = decision.site
     return {ref.path for ref in (site.fwd, site.bwd) if ref is not None and ref.path is not None}
+
+
+def _used_elsewhere(
+    analyses: dict[Path, Analysis], files: Sequence[Path], texts: dict[Path, str | None]
+) -> dict[int, str]:
+    """Rules in another file of the run that something besides defvjp uses there or elsewhere
+    (`clip_bwd(lo, hi, x, g)` in a fused path): the rewrite would change what that use gets, so
+    their sites are not rewritten, as for a rule in the site's own module (plan.shared)."""
+    from vjp_migrate.plan.shared import uses_besides_defvjp
+
+    found: dict[int, str] = {}
+    for analysis in analyses.values():
+        for decision in analysis.decisions:
+            if decision.plan is None:
+                continue
+            for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+                if ref is None or ref.node is None or ref.path is None or id(ref.node) in found:
+                    continue
+                name = ref.node.name.value
+                for path in files:
+                    if path not in texts:
+                        try:
+                            texts[path] = path.read_text(encoding="utf-8")
+                        except (OSError, UnicodeDecodeError):
+                            texts[path] = None
+                    text = texts[path]
+                    lines = uses_besides_defvjp(text, name, role) if text is not None and name in text else []
+                    if lines:
+                        found[id(ref.node)] = (
+                            f"{role} `{name}` is also used in {path} on line {lines[0]}, not only by defvjp, "
+                            "and the rewrite would change what that use gets"
+                        )
+                        break
+    return found
 
 
 def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
@@ -341,8 +382,10 @@ def complete(
         return Outcome(results, [])
     project = Project(ModuleIndex.build(files, roots))
     analyses = _analyse_all(project, flagged, settings)
+    texts: dict[Path, str | None] = {}
     while True:  # each round blocks at least one more rule, so this ends
-        blocked = {k: v for k, v in _disagreements(analyses).items() if k not in project.blocked}
+        found = {**_used_elsewhere(analyses, files, texts), **_disagreements(analyses)}
+        blocked = {k: v for k, v in found.items() if k not in project.blocked}
         if not blocked:
             break
         project.blocked.update(blocked)

@@ -218,6 +218,20 @@ def rules_used_elsewhere(
     return tuple(result)
 
 
+def uses_besides_defvjp(text: str, name: str, role: str) -> list[int]:
+    """The lines of another module's ``text`` that use the rule ``name`` other than in a
+    ``defvjp`` call (which another site's would be: a shared rule, judged apart), as
+    ``rules_used_elsewhere`` reads the site's own module."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    owners = {_defvjp_owner(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} - {None}
+    visitor = _OtherLoads({name}, owners)
+    visitor.visit(tree)
+    return sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
+
+
 def _owner(func: cst.BaseExpression, module: cst.Module) -> str | None:
     """``_defvjp_owner`` of the ast of ``func``: read off the node for ``f.defvjp`` (what
     ast.unparse gives a dotted name; an identifier that is not ASCII may be NFKC-normalized)."""

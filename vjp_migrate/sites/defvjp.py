@@ -11,7 +11,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import PARTIAL, dotted, small_statements
 from vjp_migrate.model import FunctionRef, VjpSite
-from vjp_migrate.sites.jit import other_decorator, rule_jit
+from vjp_migrate.sites.jit import rule_decorations
 from vjp_migrate.sites.nondiff import NondiffReader
 from vjp_migrate.sites.rules import lambda_rule, partial_problem, positions_from_bwd, rule_arg, signature_from_bwd
 from vjp_migrate.sites.scopes import AllNames, ModuleBindings, Scope, find_def, positional_params, scope_statements
@@ -157,15 +157,12 @@ class RuleLinker(NondiffReader):
         if node is None and self.imported_rule is not None:
             resolved = self.imported_rule(role, name)
             if resolved is not None:
-                return resolved
+                return replace(resolved, bound_args=bound) if resolved.node is not None else resolved
         if node is None:
             origin = self.imports.aliases.get(name.split(".")[0])
             where = f"imported from `{origin.rsplit('.', 1)[0]}`" if origin else "not defined in this module"
             return FunctionRef(name, None, f"{role} `{name}` is {where}")
-        jit = rule_jit(node, self.imports)
-        problem = None
-        if role == "bwd" and (other := other_decorator(node, self.imports)) is not None:
-            problem = f"bwd `{name}` is decorated with `@{other}`, which may depend on its signature"
+        jit, problem = rule_decorations(role, name, node, self.imports)
         return FunctionRef(name, node, bound_args=bound, jit=jit, decorator_problem=problem)
 
     def _free_name(self, wanted: str) -> str:

@@ -61,6 +61,16 @@ def other_decorator(func: cst.FunctionDef, imports: ImportTable) -> str | None:
     return None
 
 
+def rule_decorations(
+    role: str, name: str, func: cst.FunctionDef, imports: ImportTable
+) -> tuple[JitSpec | None, str | None]:
+    """A rule's jax.jit decorator, and for bwd a decorator that may tie its signature (the
+    VJP003 detail), read with the imports of the rule's own module."""
+    other = other_decorator(func, imports) if role == "bwd" else None
+    problem = f"bwd `{name}` is decorated with `@{other}`, which may depend on its signature" if other else None
+    return rule_jit(func, imports), problem
+
+
 def _naming(decorator: cst.Decorator, imports: ImportTable) -> bool:
     """``@jax.named_call``, ``@jax.named_scope("...")``, ``@partial(jax.named_call, name=...)``."""
     expr = decorator.decorator
