@@ -7,7 +7,7 @@ import abc
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import classified
+from test_classify import classified, classify
 
 from vjp_migrate.model import ArgKind
 
@@ -100,3 +100,37 @@ def test_an_abstract_strategy_is_no_jit_argument_but_works_in_nondiff_argnums() 
     rule.defvjp(lambda x, s: (contract(x, s), x), lambda s, x, g: (2 * g * x.at[2:].set(0.0),))
     grad = jax.jit(jax.grad(lambda x: rule(x, Truncate())))(jnp.arange(1.0, 4.0))
     assert grad.tolist() == [2.0, 4.0, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("primal", "static"),
+    [
+        pytest.param("b = 4 if a is None else a\n    return jnp.zeros(b) + x", True, id="d if a is None else a"),
+        pytest.param(
+            "b = a if a is not None else 4\n    return jnp.zeros(b) + x", True, id="a if a is not None else d"
+        ),
+        pytest.param("return jnp.zeros(4 if a is None else a) + x", True, id="in place"),
+        pytest.param("b = 4 if a is None else 2 * a\n    return jnp.zeros(b) + x", True, id="computed from a"),
+        pytest.param("b = a if x.ndim > 1 else 4\n    return jnp.zeros(b) + x", False, id="another test"),
+        pytest.param("b = 4 if x is None else a\n    return jnp.zeros(b) + x", False, id="another name tested"),
+        pytest.param("b = a if a is None else 4\n    return jnp.zeros(b) + x", False, id="the None branch reads it"),
+    ],
+)
+def test_the_none_default_idiom_carries_a_need_for_concrete_values(primal: str, static: bool) -> None:
+    # probe23 G2 (r23, Pallas Mamba kernel: `block_len = chunk(seq_len) if K is None else K`, then
+    # `if block_len & (block_len - 1): raise`): the other path runs only for None, a static value.
+    kind, evidence, _ = classify(primal)
+    assert (kind is ArgKind.STATIC) == static, evidence
+    if static:
+        assert "needed concretely" in evidence[0] and "on some paths" not in evidence[0], evidence
+
+
+def test_a_none_default_block_length_must_be_concrete() -> None:
+    def padded(x: jax.Array, block: int | None) -> jax.Array:
+        size = 4 if block is None else block
+        return jnp.pad(x, (0, (-x.shape[0]) % size))
+
+    assert padded(jnp.ones(3), None).shape == (4,)
+    assert jax.jit(lambda x: padded(x, 2))(jnp.ones(3)).shape == (4,)
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(padded)(jnp.ones(3), 2)
