@@ -597,6 +597,11 @@ FFI_CALLS = frozenset({"jax.ffi.ffi_call", "jax.extend.ffi.ffi_call"})
 # is made by one of these classes, or is one of JAX's own (`jax.lax.add_p`).
 PRIMITIVE_CLASSES = frozenset({"jax.extend.core.Primitive", "jax.core.Primitive", "jax._src.core.Primitive"})
 
+# Bases and metaclasses that leave a class plain (no pytree, so an instance is no JAX value): an
+# abstract base class is an ordinary Python class.
+PLAIN_BASES = frozenset({"builtins.object", "abc.ABC"})
+PLAIN_METACLASSES = frozenset({"abc.ABCMeta"})
+
 # Enum bases whose members are no numbers: a Tracer is never one of them (`IntEnum`, `IntFlag` left out).
 ENUM_CLASSES = frozenset({"enum.Enum", "enum.StrEnum", "enum.Flag"})
 

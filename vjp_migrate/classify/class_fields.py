@@ -27,6 +27,8 @@ from vjp_migrate.vocabulary import (
     EQUINOX_FIELDS,
     EQUINOX_STATIC_FIELDS,
     FLAX_FIELDS,
+    PLAIN_BASES,
+    PLAIN_METACLASSES,
 )
 
 NOT_ON_AN_INSTANCE = frozenset({"staticmethod", "classmethod"})
@@ -89,9 +91,10 @@ def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
 
 
 def plain_methods(module: cst.Module, imports: ImportTable) -> dict[int, str]:
-    """The methods of the module's plain classes (no base but `object`, no decorator, no metaclass,
-    registered as a pytree by no call of the module, bound once), by id, with the class's name:
-    an instance of one is no JAX value, so jit never traces it."""
+    """The methods of the module's plain classes (no base but `object`, `abc.ABC` or another plain
+    class of the module, no decorator, no metaclass but `abc.ABCMeta`, registered as a pytree by no
+    call of the module, no subclass in the module that is not plain, bound once), by id, with the
+    class's name: an instance of one is no JAX value, so jit never traces it."""
     plain = _plain(module, imports, dataclasses=False)
     found: dict[int, str] = {}
     for name, cls in plain.items():
@@ -111,17 +114,56 @@ def _plain(module: cst.Module, imports: ImportTable, dataclasses: bool) -> dict[
     registered = {name for name, _, _ in call_registrations(module, imports)}
     if dataclasses:  # any module-level call given the class may register it (`nodetype=Config`)
         registered |= _passed_at_module_level(module)
-    plain = {
+    classes = [cls for cls in module.body if isinstance(cls, cst.ClassDef)]
+    own = {
         cls.name.value: cls
-        for cls in module.body
-        if isinstance(cls, cst.ClassDef)
-        and (not cls.decorators or (dataclasses and _dataclass_only(cls, imports)))
-        and not cls.keywords
-        and all(imports.qualify(base.value) == "builtins.object" for base in cls.bases)
+        for cls in classes
+        if (not cls.decorators or (dataclasses and _dataclass_only(cls, imports)))
+        and all(_plain_metaclass(keyword, imports) for keyword in cls.keywords)
         and cls.name.value not in registered
     }
-    once = bound_once(module, set(plain))
-    return {name: cls for name, cls in plain.items() if name in once}
+    once = bound_once(module, set(own))
+    return _with_plain_kin({name: cls for name, cls in own.items() if name in once}, classes, imports)
+
+
+def _with_plain_kin(
+    own: dict[str, cst.ClassDef], classes: list[cst.ClassDef], imports: ImportTable
+) -> dict[str, cst.ClassDef]:
+    """Those of ``own`` whose every base is `object`, `abc.ABC` or another plain class of the
+    module, and whose every subclass in the module is plain too: a subclass registered as a
+    pytree (or deriving from one) would make an instance of the base possibly hold arrays."""
+    plain = dict(own)
+    changed = True
+    while changed:
+        changed = False
+        for cls in classes:
+            name = cls.name.value
+            kin = [_module_base(base) for base in cls.bases]
+            if name in plain and not all(
+                base in plain or imports.qualify(arg.value) in PLAIN_BASES
+                for base, arg in zip(kin, cls.bases, strict=True)
+            ):
+                del plain[name]
+                changed = True
+            if name not in plain:
+                for base in kin:
+                    if base is not None and plain.pop(base, None) is not None:
+                        changed = True
+    return plain
+
+
+def _module_base(base: cst.Arg) -> str | None:
+    """The name of a base written as a bare name (`class ZipUp(Strategy)`): maybe a module class."""
+    return base.value.value if isinstance(base.value, cst.Name) and base.keyword is None and not base.star else None
+
+
+def _plain_metaclass(keyword: cst.Arg, imports: ImportTable) -> bool:
+    """Whether a class keyword leaves the class plain: `metaclass=abc.ABCMeta`."""
+    return (
+        keyword.keyword is not None
+        and keyword.keyword.value == "metaclass"
+        and imports.qualify(keyword.value) in PLAIN_METACLASSES
+    )
 
 
 def _passed_at_module_level(module: cst.Module) -> set[str]:

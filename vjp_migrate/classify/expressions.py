@@ -123,10 +123,32 @@ def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = Tru
         for item in expr.elements:
             yield from value_names(item.value, imports, sure)
     elif type(expr) is cst.IfExp:
-        yield from value_names(expr.body, imports, False)
-        yield from value_names(expr.orelse, imports, False)
+        tested, branch = _unless_none(expr)
+        for side in (expr.body, expr.orelse):
+            for name, _ in value_names(side, imports, sure):
+                yield name, sure and side is branch and name == tested
     elif type(expr) is cst.Call:
         yield from _call_value_names(expr, imports, sure)
+
+
+def _unless_none(expr: cst.IfExp) -> tuple[str | None, cst.BaseExpression | None]:
+    """The name a conditional tests against None and the branch it takes when the name is not
+    None (`d if k is None else k`, `k if k is not None else d`): the other one runs only for
+    None, a static value, so that branch reads ``k`` on every path ``k`` could be an array."""
+    test = expr.test
+    if (
+        type(test) is cst.Comparison
+        and type(test.left) is cst.Name
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].comparator) is cst.Name
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        operator = type(test.comparisons[0].operator)
+        if operator is cst.Is:
+            return test.left.value, expr.orelse
+        if operator is cst.IsNot:
+            return test.left.value, expr.body
+    return None, None
 
 
 def _call_value_names(call: cst.Call, imports: ImportTable, sure: bool) -> Iterator[tuple[str, bool]]:
