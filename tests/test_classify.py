@@ -3547,3 +3547,30 @@ def test_an_indexed_update_takes_a_traced_value_but_applies_only_a_function() ->
     assert float(jax.jit(lambda x, a: x.at[0].set(a))(jnp.zeros(2), jnp.float32(3.0))[0]) == 3.0
     with pytest.raises(TypeError):
         jax.jit(lambda x, f: x.at[0].apply(f))(jnp.zeros(2), jnp.float32(3.0))
+
+
+@pytest.mark.parametrize(
+    ("annotation", "extra"),
+    [
+        pytest.param("jax.random.PRNGKey", "", id="jax.random.PRNGKey"),
+        pytest.param("Optional[jax.random.PRNGKey]", "from typing import Optional\n", id="optional"),
+        pytest.param("PRNGKeyArray | None", "from jaxtyping import PRNGKeyArray\n", id="jaxtyping"),
+        pytest.param("chex.PRNGKey", "import chex\n", id="chex"),
+    ],
+)
+def test_a_prng_key_annotation_is_array_data(annotation: str, extra: str) -> None:
+    # pkgprobe23 G6: ejkernel's `dropout_rng: PRNGKeyArray | None`, fjformer's `key: jax.random.PRNGKey`.
+    kind, reasons, strong = classify("return x + 0.0 * jnp.sum(fold(a))", signature=f"a: {annotation}, x", extra=extra)
+    assert kind is ArgKind.ARRAY and strong, reasons
+    assert any(f"annotated `{annotation}`" in r for r in reasons), reasons
+
+
+def test_a_key_in_nondiff_argnums_fails_when_keys_are_mapped_over() -> None:
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def noisy(x: jax.Array, key: jax.Array) -> jax.Array:
+        return x + jax.random.normal(key, x.shape)
+
+    noisy.defvjp(lambda x, key: (noisy(x, key), None), lambda key, _, g: (g,))
+    keys = jax.random.split(jax.random.key(0), 3)
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.vmap(lambda k: jax.grad(lambda x: noisy(x, k).sum())(jnp.ones(2)))(keys)

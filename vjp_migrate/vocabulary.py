@@ -19,7 +19,9 @@ def imported_name(module: str, name: str) -> str:
 
 
 ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
-ARRAY_ANNOTATION_NAMES = frozenset({"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree"})
+ARRAY_ANNOTATION_NAMES = frozenset(
+    {"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree", "PRNGKey", "PRNGKeyArray", "ArrayDevice"}
+)
 ARRAY_ATTRIBUTES = frozenset(
     {
         "shape",
@@ -850,6 +852,13 @@ ARRAY_ANNOTATIONS = frozenset(
         "chex.ArrayTree",
         "jaxtyping.Array",
         "jaxtyping.ArrayLike",
+        # PRNG keys, arrays too (`key: jax.random.PRNGKey`, the function used as an annotation).
+        "jax.random.PRNGKey",
+        "jax.random.PRNGKeyArray",
+        "jax.prng.PRNGKeyArray",
+        "jaxtyping.PRNGKeyArray",
+        "chex.PRNGKey",
+        "chex.ArrayDevice",
     }
 )
 # A host NumPy array in nondiff_argnums is usually concrete data the code reads on the host (a
