@@ -263,6 +263,7 @@ def test_a_rule_module_that_does_not_parse_is_named(tmp_path: Path) -> None:
     results = check_paths([tree])
     messages = [d.message for r in results for d in r.diagnostics]
     assert messages and all("imported from `pkg.rules`" in m and "syntax error" in m for m in messages), messages
+    assert all(", which could not be used (syntax error at line 1" in m for m in messages), messages  # pkgprobe23
 
 
 def test_a_name_the_rule_module_does_not_define(tmp_path: Path) -> None:

@@ -210,7 +210,7 @@ class Project:
         if followed.module_name is None:
             return _not_checked(followed.target.rpartition(".")[0] or followed.target)
         if followed.problem is not None:
-            return f"imported from `{followed.module_name}`, which {followed.problem}"
+            return f"imported from `{followed.module_name}`, which could not be used ({followed.problem})"
         if followed.found is not None:
             return followed.found
         return f"imported from `{followed.module_name}`, where no constant `{followed.attribute}` is assigned"
@@ -226,7 +226,8 @@ class Project:
         if module_name is None:
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
         if followed.problem is not None:
-            problem = f"{role} `{local}` is imported from `{module_name}` ({followed.path}), which {followed.problem}"
+            held = f"`{module_name}` ({followed.path})"
+            problem = f"{role} `{local}` is imported from {held}, which could not be used ({followed.problem})"
             return FunctionRef(local, None, problem, module=module_name)
         if followed.found is not None:
             where = None if followed.path == importer else str(followed.path)
