@@ -3574,3 +3574,14 @@ def test_a_key_in_nondiff_argnums_fails_when_keys_are_mapped_over() -> None:
     keys = jax.random.split(jax.random.key(0), 3)
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.vmap(lambda k: jax.grad(lambda x: noisy(x, k).sum())(jnp.ones(2)))(keys)
+
+
+def test_a_helper_parameter_defaulting_to_a_plain_class_instance_is_static() -> None:
+    # pkgprobe23 G10 (jaxwell): `def solve_impl(b, params=Params())`, Params a plain dataclass.
+    extra = "import dataclasses\n@dataclasses.dataclass\nclass Params:\n    max_iters: int = 100\n"
+    helper = "def impl(x, params=Params()):\n    for _ in range(params.max_iters):\n        x = x * 0.5\n    return x\n"
+    kind, reasons, _ = classify("return impl(x, params=a)", extra=extra + helper)
+    assert kind is ArgKind.STATIC, reasons
+    assert any("defaults to `Params()` in helper `impl` (called from the primal `f`): `Params` is a class" in r for r in reasons)
+    registered = extra.replace("@dataclasses.dataclass", "@jax.tree_util.register_dataclass\n@dataclasses.dataclass")
+    assert classify("return impl(x, params=a)", extra=registered + helper)[0] is not ArgKind.STATIC

@@ -89,8 +89,7 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
     elif (plain := annotated_with(param, ctx.plain_classes)) is not None:
         text = code_text(param.annotation.annotation) if param.annotation else plain
-        note = f"`{plain}` is a class the module neither registers as a pytree nor derives from one, no JAX value"
-        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {_plain(plain)}", line), STRONG))
     elif (enum := annotated_with(param, ctx.enums)) is not None:
         text = code_text(param.annotation.annotation) if param.annotation else enum
         note = f"`{enum}` is an enum of the module, whose members are no JAX values"
@@ -109,7 +108,19 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     ):
         text = code_text(default)
         found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", line), STRONG))
+    elif (
+        param.annotation is None
+        and isinstance(default, cst.Call)
+        and isinstance(default.func, cst.Name)
+        and default.func.value in ctx.plain_classes
+    ):  # `params=Params()`: the default tells the type as an annotation would
+        text = f"defaults to `{code_text(default)}` in {where}: {_plain(default.func.value)}"
+        found.append((Evidence(ArgKind.STATIC, text, line), STRONG))
     return found
+
+
+def _plain(name: str) -> str:
+    return f"`{name}` is a class the module neither registers as a pytree nor derives from one, no JAX value"
 
 
 def _static_class(param: cst.Param, ctx: Context) -> str | None:
