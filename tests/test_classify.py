@@ -3494,10 +3494,14 @@ def test_a_site_rebound_to_a_jit_with_static_argnums_is_read_as_a_stacked_jit() 
     assert rebound.kind is ArgKind.STATIC, rebound.evidence
     texts = [(e.text, e.line) for e in rebound.evidence]
     assert ("static in the `jax.jit` that `noisy` is rebound to", 13) in texts, texts
+    wrapped = classified(_noisy_site("from mylib import ejit\nnoisy = ejit(noisy, static_argnums=(1,))\n"))
+    assert wrapped.kind is ArgKind.STATIC, wrapped.evidence  # ejkernel's own jit wrapper, given static_argnums
+    assert any(e.text == "static in the `ejit` that `noisy` is rebound to" for e in wrapped.evidence)
     for other in (
         "fast = jax.jit(noisy, static_argnums=(1,))\n",  # `noisy` itself may still be called traced
         "noisy = jax.jit(noisy, static_argnums=(0,))\n",
         "noisy = jax.jit(noisy)\n",
+        "from mylib import trace\nnoisy = trace(noisy, name='noisy')\n",
     ):
         assert classified(_noisy_site(other)).kind is ArgKind.ARRAY, other
 
@@ -3582,6 +3586,9 @@ def test_a_helper_parameter_defaulting_to_a_plain_class_instance_is_static() -> 
     helper = "def impl(x, params=Params()):\n    for _ in range(params.max_iters):\n        x = x * 0.5\n    return x\n"
     kind, reasons, _ = classify("return impl(x, params=a)", extra=extra + helper)
     assert kind is ArgKind.STATIC, reasons
-    assert any("defaults to `Params()` in helper `impl` (called from the primal `f`): `Params` is a class" in r for r in reasons)
+    assert any(
+        "defaults to `Params()` in helper `impl` (called from the primal `f`): `Params` is a class" in r
+        for r in reasons
+    )
     registered = extra.replace("@dataclasses.dataclass", "@jax.tree_util.register_dataclass\n@dataclasses.dataclass")
     assert classify("return impl(x, params=a)", extra=registered + helper)[0] is not ArgKind.STATIC

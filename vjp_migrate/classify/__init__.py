@@ -70,7 +70,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
         if rebound is not None and name in rebound[1]:
-            text = f"static in the `jax.jit` that `{site.name}` is rebound to"
+            text = f"static in the `{code_text(rebound[0].func)}` that `{site.name}` is rebound to"
             evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(rebound[0])), STRONG))
         primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [

@@ -242,9 +242,13 @@ def _trailing(func: cst.FunctionDef, bound: set[str]) -> bool:
     return names[: len(kept)] == kept
 
 
+STATIC_ARGUMENTS = frozenset({"static_argnums", "static_argnames"})
+
+
 def jit_rebinding(module: cst.Module, name: str, imports: ImportTable) -> cst.Call | None:
-    """The call of ``name = jax.jit(name, ...)`` at the module's top level: every later use of
-    the name goes through that jit (ejkernel rebinds its sites so, after ``defvjp``)."""
+    """The call of ``name = jax.jit(name, ...)`` at the module's top level, or of another wrapper
+    given ``static_argnums``/``static_argnames`` (ejkernel's ``ejit``, after ``defvjp``): every later
+    use of the name goes through it, and a wrapper taking those keywords hashes what they name."""
     for stmt in module.body:
         for small in stmt.body if type(stmt) is cst.SimpleStatementLine else ():
             if not (type(small) is cst.Assign and len(small.targets) == 1 and type(small.value) is cst.Call):
@@ -259,7 +263,10 @@ def jit_rebinding(module: cst.Module, name: str, imports: ImportTable) -> cst.Ca
                 and not first.star
                 and type(first.value) is cst.Name
                 and first.value.value == name
-                and imports.is_one_of(call.func, JIT)
+                and (
+                    imports.is_one_of(call.func, JIT)
+                    or any(a.keyword is not None and a.keyword.value in STATIC_ARGUMENTS for a in call.args)
+                )
             ):
                 return call
     return None
