@@ -188,8 +188,9 @@ def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
 
 
 def _rebinding_jit(site: VjpSite, module: cst.Module, ctx: Context) -> tuple[cst.Call, frozenset[str]] | None:
-    """A top-level site's name rebound to ``jax.jit(name, static_argnums=...)``, and the
-    parameters that jit marks static (hashed like a stacked jit's: never Tracers)."""
+    """A top-level site's name rebound to ``jax.jit(name, static_argnums=...)`` (or another
+    wrapper given those keywords), and the parameters it marks static (hashed like a stacked
+    jit's: never Tracers)."""
     if site.primal is None or site.primal_expr is not None or site.qualname != site.name:
         return None
     call = jit_rebinding(module, site.name, ctx.imports)
