@@ -353,6 +353,26 @@ def test_screen_keeps_an_array_a_caller_makes_in_a_local(body: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("body", "reported", "kept"),
+    [
+        pytest.param("return f(mode, jnp.ones(3))", False, False, id="an array at another place"),
+        pytest.param("k = jnp.ones(3)\n    return f(mode, k)", False, False, id="an array local at another place"),
+        pytest.param("return f(jnp.ones(3), x)", True, True, id="an array at the argument's place"),
+        pytest.param("return f(s=jnp.ones(3), x=x)", True, True, id="by keyword"),
+        pytest.param("return f(*(jnp.ones(3), x))", False, False, id="inside a tuple unpacked by *"),
+        pytest.param("return f(*xs, jnp.ones(3))", False, True, id="after *args: every value counts"),
+        pytest.param("return obj.f(jnp.ones(3))", False, True, id="a call through an attribute: kept"),
+    ],
+)
+def test_screen_keeps_an_array_passed_for_the_argument_only(body: str, reported: bool, kept: bool) -> None:
+    # pkgprobe23 (ejkernel): an array passed for another argument kept the file, while classify
+    # reads each argument's own value; JAX 0.6's cuDNN attention is dropped since.
+    text = _KERNEL_SITE + f"import jax.numpy as jnp\ndef run(x, mode, obj, xs):\n    {body}\n"
+    assert bool(_findings(text, "call.py", Settings(DEFAULT_SELECT))) is reported
+    assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept
+
+
+@pytest.mark.parametrize(
     "use",
     [
         pytest.param("jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, s)", id="pure_callback"),

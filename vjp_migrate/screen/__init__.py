@@ -39,7 +39,7 @@ import ast
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from vjp_migrate.screen.array_use import ArrayUse, call_site_may_pass_annotated, call_site_may_pass_array
+from vjp_migrate.screen.array_use import ArrayUse, call_site_may_pass_annotated
 from vjp_migrate.screen.jit import call_site_may_pass_traced, may_be_jitted
 from vjp_migrate.screen.names import positional_params
 from vjp_migrate.screen.sites import Site, find_sites, imports_a_rule, may_be_inconsistent, nondiff_positions, rule_defs
@@ -62,7 +62,6 @@ def _site_may_report(m: Module, site: Site, settings: Settings, uses: ArrayUse) 
     if settings.select & NEEDS_ARRAY and imports_a_rule(m, site):
         return True
     proof = StaticProof(m, site)
-    passes_array: bool | None = None
     for primal in proof.signatures():
         positions = nondiff_positions(m, site, primal)
         n_params = len(positional_params(primal))
@@ -76,11 +75,9 @@ def _site_may_report(m: Module, site: Site, settings: Settings, uses: ArrayUse) 
                 return True
             if not settings.select & NEEDS_ARRAY:
                 continue
-            if passes_array is None:
-                passes_array = call_site_may_pass_array(m, site)
             name = positional_params(primal)[index].arg
             if (
-                passes_array
+                proof.passes_array(index, name)
                 or call_site_may_pass_traced(m, site, index, name)
                 or call_site_may_pass_annotated(m, site, index, name)
             ):

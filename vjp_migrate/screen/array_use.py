@@ -200,12 +200,14 @@ class ArrayUse:
         return False
 
 
-def call_site_may_pass_array(m: Module, site: Site) -> bool:
-    """A call of the primal passes what a JAX array function makes: in place (`f(jnp.ones(3), x)`)
-    or through a local of the calling def bound to it, or a loop's target over it (classify's
-    `_array_local`; any binding counts here)."""
+def call_site_may_pass_array(m: Module, site: Site, index: int, name: str) -> bool:
+    """A call of the primal passes, for the argument, what a JAX array function makes: in place
+    (`f(jnp.ones(3), x)`) or through a local of the calling def bound to it, or a loop's target
+    over it (classify's `_array_local`; any binding counts here). Through an attribute, the value
+    one place earlier counts too (a method's call passes no instance); of a call with `*args` or
+    `**kwargs`, every value it passes counts."""
     for call in _site_calls(m, site):
-        values: list[ast.expr] = [*call.args, *(k.value for k in call.keywords)]
+        values = _values_for(call, index, name)
         if any(_makes_array(m, v) for v in values):
             return True
         given = {v.id for v in values if isinstance(v, ast.Name)}
@@ -213,6 +215,14 @@ def call_site_may_pass_array(m: Module, site: Site) -> bool:
         if given and caller is not None and given & _array_locals(m, caller):
             return True
     return False
+
+
+def _values_for(call: ast.Call, index: int, name: str) -> list[ast.expr]:
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return [*call.args, *(k.value for k in call.keywords)]
+    method = isinstance(call.func, ast.Attribute) and index > 0
+    values = [call_value(call, index, name), call_value(call, index - 1, name) if method else None]
+    return [v for v in values if v is not None]
 
 
 def call_site_may_pass_annotated(m: Module, site: Site, index: int, name: str) -> bool:
@@ -225,9 +235,7 @@ def call_site_may_pass_annotated(m: Module, site: Site, index: int, name: str) -
         caller = m.caller.get(id(call))
         if caller is None:
             continue
-        method = isinstance(call.func, ast.Attribute) and index > 0
-        values = [call_value(call, index, name), call_value(call, index - 1, name) if method else None]
-        if _passes_annotated(m, caller, [v for v in values if v is not None], classes):
+        if _passes_annotated(m, caller, _values_for(call, index, name), classes):
             return True
     return False
 

@@ -50,7 +50,7 @@ class StaticProof:
         self.primal = self._exact_primal()
         self.rules = self._resolved_rules()
         self.calls: list[tuple[Func, ast.Call]] | None = None
-        self.passes_array: bool | None = None  # call_site_may_pass_array, once asked
+        self.passing: dict[tuple[int, str], bool] = {}  # call_site_may_pass_array, once asked
 
     def _single_top_def(self, name: str) -> Func | None:
         found = self.m.defs.get(name, [])
@@ -236,14 +236,17 @@ class StaticProof:
                     return True
         return False
 
+    def passes_array(self, index: int, name: str) -> bool:
+        if (index, name) not in self.passing:
+            self.passing[index, name] = call_site_may_pass_array(self.m, self.site, index, name)
+        return self.passing[index, name]
+
     def _call_site(self, primal: Func, index: int) -> bool:
         """A call of the site passes a parameter its caller's stacked jax.jit marks static, and
         no call may pass an array (classify: one caller's static value proves nothing then)."""
-        if self.passes_array is None:
-            self.passes_array = call_site_may_pass_array(self.m, self.site)
         name = positional_params(primal)[index].arg
         if (
-            self.passes_array
+            self.passes_array(index, name)
             or call_site_may_pass_traced(self.m, self.site, index, name)
             or call_site_may_pass_annotated(self.m, self.site, index, name)
         ):
