@@ -373,20 +373,24 @@ def test_an_unknown_decorator_on_a_bwd_in_another_module_blocks_the_fix(tmp_path
     assert found.code == "VJP003" and "is decorated with `@traced('bwd')`" in found.message
 
 
-def test_a_bwd_in_another_module_that_other_code_calls_is_not_rewritten(tmp_path: Path) -> None:
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
+def test_a_bwd_in_another_module_that_other_code_calls_is_not_rewritten(tmp_path: Path, encoding: str) -> None:
     fused = "from .rules import scale_bwd\n\n\ndef fused_grad(s, g):\n    return scale_bwd(s, None, g)[0]\n"
+    if encoding != "utf-8":  # a file Python decodes by its declaration is read the same way
+        fused = f"# -*- coding: {encoding} -*-\n# gr\u00fc\u00dfe\n" + fused
     tree = write(
         tmp_path / "t",
         {
             "pkg/__init__.py": "",
             "pkg/ops.py": PRIMAL.format(spelling=".rules"),
             "pkg/rules.py": RULES,
-            "pkg/fused.py": fused,
         },
     )
+    (tree / "pkg" / "fused.py").write_text(fused, encoding=encoding)
     before = {p: p.read_bytes() for p in tree.rglob("*.py")}
     results = fix_paths([tree])
     assert {p: p.read_bytes() for p in tree.rglob("*.py")} == before
     (found,) = [d for r in results for d in r.diagnostics]
     assert found.code == "VJP003"
-    assert f"bwd `scale_bwd` is also used in {tree / 'pkg' / 'fused.py'} on line 5, not only by defvjp" in found.message
+    line = 5 if encoding == "utf-8" else 7
+    assert f"bwd `scale_bwd` is also used in {tree / 'pkg' / 'fused.py'} on line {line}, not only" in found.message

@@ -14,6 +14,7 @@ migrates the same argument positions the same way; otherwise all users get VJP00
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -269,14 +270,51 @@ def _rule_files(decision: SiteDecision) -> set[str]:
     return {ref.path for ref in (site.fwd, site.bwd) if ref is not None and ref.path is not None}
 
 
-def _used_elsewhere(
-    analyses: dict[Path, Analysis], files: Sequence[Path], texts: dict[Path, str | None]
-) -> dict[int, str]:
+class _OtherFiles:
+    """The files of the run, read for uses of a rule besides defvjp: each decoded as Python would
+    (the text phase 2 loaded, if any) and parsed by `ast` at most once, when a rule's name is in it."""
+
+    def __init__(self, project: Project, files: Sequence[Path]) -> None:
+        self.project, self.files = project, files
+        self.texts: dict[Path, str | None] = {}
+        self.trees: dict[Path, ast.Module | None] = {}
+
+    def use_of(self, name: str, role: str) -> tuple[Path, int] | None:
+        """The first file and line that use the rule ``name`` besides a defvjp call."""
+        from vjp_migrate.plan.shared import uses_besides_defvjp
+
+        for path in self.files:
+            text = self._text(path)
+            tree = self._tree(path, text) if text is not None and name in text else None
+            lines = uses_besides_defvjp(tree, name, role) if tree is not None else []
+            if lines:
+                return path, lines[0]
+        return None
+
+    def _text(self, path: Path) -> str | None:
+        if path not in self.texts:
+            from vjp_migrate.files import read_bytes
+
+            loaded = self.project.loaded.get(path)
+            try:
+                self.texts[path] = loaded.source.text if isinstance(loaded, _Loaded) else decode(read_bytes(path)).text
+            except (SourceError, OSError):
+                self.texts[path] = None
+        return self.texts[path]
+
+    def _tree(self, path: Path, text: str) -> ast.Module | None:
+        if path not in self.trees:
+            try:
+                self.trees[path] = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self.trees[path] = None
+        return self.trees[path]
+
+
+def _used_elsewhere(analyses: dict[Path, Analysis], others: _OtherFiles) -> dict[int, str]:
     """Rules in another file of the run that something besides defvjp uses there or elsewhere
     (`clip_bwd(lo, hi, x, g)` in a fused path): the rewrite would change what that use gets, so
     their sites are not rewritten, as for a rule in the site's own module (plan.shared)."""
-    from vjp_migrate.plan.shared import uses_besides_defvjp
-
     found: dict[int, str] = {}
     for analysis in analyses.values():
         for decision in analysis.decisions:
@@ -286,20 +324,11 @@ def _used_elsewhere(
                 if ref is None or ref.node is None or ref.path is None or id(ref.node) in found:
                     continue
                 name = ref.node.name.value
-                for path in files:
-                    if path not in texts:
-                        try:
-                            texts[path] = path.read_text(encoding="utf-8")
-                        except (OSError, UnicodeDecodeError):
-                            texts[path] = None
-                    text = texts[path]
-                    lines = uses_besides_defvjp(text, name, role) if text is not None and name in text else []
-                    if lines:
-                        found[id(ref.node)] = (
-                            f"{role} `{name}` is also used in {path} on line {lines[0]}, not only by defvjp, "
-                            "and the rewrite would change what that use gets"
-                        )
-                        break
+                if (use := others.use_of(name, role)) is not None:
+                    found[id(ref.node)] = (
+                        f"{role} `{name}` is also used in {use[0]} on line {use[1]}, not only by defvjp, "
+                        "and the rewrite would change what that use gets"
+                    )
     return found
 
 
@@ -383,9 +412,9 @@ def complete(
         return Outcome(results, [])
     project = Project(ModuleIndex.build(files, roots))
     analyses = _analyse_all(project, flagged, settings)
-    texts: dict[Path, str | None] = {}
+    others = _OtherFiles(project, files)
     while True:  # each round blocks at least one more rule, so this ends
-        found = {**_used_elsewhere(analyses, files, texts), **_disagreements(analyses)}
+        found = {**_used_elsewhere(analyses, others), **_disagreements(analyses)}
         blocked = {k: v for k, v in found.items() if k not in project.blocked}
         if not blocked:
             break

@@ -218,14 +218,10 @@ def rules_used_elsewhere(
     return tuple(result)
 
 
-def uses_besides_defvjp(text: str, name: str, role: str) -> list[int]:
-    """The lines of another module's ``text`` that use the rule ``name`` other than in a
-    ``defvjp`` call (which another site's would be: a shared rule, judged apart), as
-    ``rules_used_elsewhere`` reads the site's own module."""
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+def uses_besides_defvjp(tree: ast.Module, name: str, role: str) -> list[int]:
+    """The lines of another module that use the rule ``name`` other than in a ``defvjp`` call
+    (which another site's would be: a shared rule, judged apart), as ``rules_used_elsewhere``
+    reads the site's own module."""
     owners = {_defvjp_owner(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} - {None}
     visitor = _OtherLoads({name}, owners)
     visitor.visit(tree)
