@@ -116,3 +116,43 @@ def test_screen_keeps_an_array_use_through_a_module_a_project_module_re_exports(
     text = text.replace("return jnp.dot(x, w)", f"return {primal}").replace("jnp.dot(g, w.T)", "g")
     assert _findings(text, "ops.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+_WRAPPED_POSITIONS = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=SPEC)
+def f(x, block: int, LAST):
+    return USE
+
+def f_fwd(x, block, LAST):
+    return f(x, block, LAST), None
+
+def f_bwd(block, LAST, _, g):
+    return (g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("spec", "last", "findings"),
+    [
+        pytest.param("tuple(range(1, 3))", "interpret: bool", [], id="tuple(range(1, 3)): both static"),
+        pytest.param("list((1, 2))", "interpret: bool", [], id="list((1, 2))"),
+        pytest.param("tuple(range(1, 3))", "w", ["VJP001"], id="tuple(range(1, 3)): w is an array"),
+        pytest.param("tuple((1, -1))", "interpret: bool", ["VJP004"], id="a negative position in tuple()"),
+    ],
+)
+def test_screen_reads_positions_wrapped_in_tuple_or_list_as_the_sites_stage_does(
+    spec: str, last: str, findings: list[str]
+) -> None:
+    # ejkernel: `nondiff_argnums=tuple(range(4, 9))` kept every such file for LibCST.
+    name = last.split(":")[0]
+    use = "x * w" if name == "w" else "x"
+    text = _WRAPPED_POSITIONS.replace("SPEC", spec).replace("USE", use)
+    text = text.replace("def f(x, block: int, LAST)", f"def f(x, block: int, {last})").replace("LAST", name)
+    settings = Settings(DEFAULT_SELECT)
+    assert _findings(text, "case.py", settings) == findings
+    assert screen.may_report(text, settings) is bool(findings)

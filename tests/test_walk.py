@@ -174,6 +174,35 @@ def test_visit_falls_back_outside_the_index_and_for_special_visitors() -> None:
     assert index.line(other.body[0]) is None
 
 
+def test_visit_replays_over_a_covered_module_until_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Phase 2 walks helpers of other modules: `cover` lets those walks be replays too.
+    current = cst.parse_module("def f(a, b):\n    return a + b\n")
+    other = cst.parse_module("def helper(x, y):\n    return g(x.shape, lambda z: z)(y)\n")
+    walk.forget()
+    walk.index_of(current)
+    helper = other.body[0]
+    direct = _Recording()
+    helper.visit(direct)
+    walks: list[cst.CSTNode] = []
+    slow = walk.current._mixed
+    monkeypatch.setattr(
+        walk.current,
+        "_mixed",
+        lambda index, table, visitor, node: walks.append(node) or slow(index, table, visitor, node),
+    )
+    walk.cover(other)
+    replayed = _Recording()
+    walk.visit(helper, replayed)
+    assert replayed.log == direct.log and not walks
+    assert walk.index_of(other).covers(helper)  # its index is the one cover built
+    walk.forget()
+    walk.index_of(current)
+    again = _Recording()
+    walk.visit(helper, again)
+    assert again.log == direct.log and walks[0] is helper  # forgotten: walked node by node
+    walk.forget()
+
+
 def test_replayed_visitor_state_changes_apply_in_order() -> None:
     code = textwrap.dedent(
         """\

@@ -343,9 +343,13 @@ def analyze_paths(
     results, candidates = _run(paths, exclude, task, how, progress)
     if len(candidates) < 2 or not any(r.status is Status.OK and r.imported_rules for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
+    from vjp_migrate import walk
     from vjp_migrate.project import complete
 
-    return complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
+    try:
+        return complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
+    finally:
+        walk.forget()  # the indexes of the modules phase 2 read go with them
 
 
 def check_paths(

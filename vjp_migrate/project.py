@@ -118,6 +118,7 @@ class Project:
 
     def widen(self, ctx: Context, sites: Sequence[VjpSite]) -> Context:
         """Let classification read rules from other modules with those modules' imports."""
+        from vjp_migrate import walk
         from vjp_migrate.classify.module_facts import module_helpers
         from vjp_migrate.imports import ImportTable, import_table
 
@@ -130,6 +131,7 @@ class Project:
             loaded = self.loaded.get(Path(other))
             if not isinstance(loaded, _Loaded):
                 continue
+            walk.cover(loaded.module)  # its helpers are walked by replays, not node by node
             table = import_table(loaded.module)
             for name, target in table.aliases.items():
                 if aliases.setdefault(name, target) != target:

@@ -8,6 +8,7 @@ import builtins
 import contextlib
 import re
 from collections.abc import Iterator
+from typing import TypeGuard
 
 from vjp_migrate.screen.tree import Doubt, Func, Module, dotted
 from vjp_migrate.vocabulary import ARRAY_MODULES
@@ -77,18 +78,25 @@ def int_positions(m: Module, expr: ast.expr, allow_range: bool = True) -> list[i
         return [v for value in values for v in value] if all(len(v) == 1 for v in values) else _doubt()
     if isinstance(expr, ast.Constant) and type(expr.value) is int:
         return [expr.value]
-    if (
-        allow_range
-        and isinstance(expr, ast.Call)
-        and isinstance(expr.func, ast.Name)
-        and expr.func.id == "range"
-        and "range" not in m.shadowed
-        and "range" not in m.aliases
-        and not expr.keywords
-        and expr.args
-    ):
+    if allow_range and _builtin_call(expr, m, "range") and len(expr.args) <= 3:
         return list(range(*[int_positions(m, a, False)[0] for a in expr.args]))
+    if allow_range and (_builtin_call(expr, m, "tuple") or _builtin_call(expr, m, "list")) and len(expr.args) == 1:
+        return int_positions(m, expr.args[0])  # tuple(range(4, 9)), list((1, 2))
     return _doubt()
+
+
+def _builtin_call(expr: ast.expr, m: Module, name: str) -> TypeGuard[ast.Call]:
+    """A call of the builtin ``name`` with positional arguments only, none starred."""
+    return (
+        isinstance(expr, ast.Call)
+        and isinstance(expr.func, ast.Name)
+        and expr.func.id == name
+        and name not in m.shadowed
+        and name not in m.aliases
+        and not expr.keywords
+        and bool(expr.args)
+        and not any(isinstance(a, ast.Starred) for a in expr.args)
+    )
 
 
 def str_names(m: Module, expr: ast.expr, nested: bool = False) -> list[str]:

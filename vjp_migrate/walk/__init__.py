@@ -23,7 +23,7 @@ module analysed last). The names later stages use are exported here.
 
 from __future__ import annotations
 
-from vjp_migrate.walk.current import forget, index_of, source_text, visit
+from vjp_migrate.walk.current import cover, forget, index_of, source_text, visit
 from vjp_migrate.walk.fields import comments
 from vjp_migrate.walk.index import Index
 from vjp_migrate.walk.positions import Span
@@ -35,6 +35,7 @@ __all__ = [
     "NotLocal",
     "Span",
     "comments",
+    "cover",
     "forget",
     "index_of",
     "plain_parentheses",

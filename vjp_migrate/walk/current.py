@@ -12,20 +12,29 @@ from vjp_migrate.walk.index import Index
 from vjp_migrate.walk.replay import NO_METHODS, Table, replayable
 
 _LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
+_OTHERS: dict[int, Index] = {}  # id(module) -> the Index of another module the analysis reads
 
 
 def index_of(module: cst.Module) -> Index:
     """The Index of ``module``, built once (kept for the module analysed last)."""
     if _LAST and _LAST[0].module is module:
         return _LAST[0]
-    index = Index(module)
+    index = _OTHERS.get(id(module)) or Index(module)
     _LAST[:] = [index]
     return index
 
 
+def cover(module: cst.Module) -> None:
+    """Let ``visit`` replay over ``module`` too: another module whose defs the analysis of the
+    current one walks (the helpers of rules imported from it)."""
+    if id(module) not in _OTHERS and not (_LAST and _LAST[0].module is module):
+        _OTHERS[id(module)] = Index(module)  # the Index keeps the module, so the id stays its own
+
+
 def forget() -> None:
-    """Drop the index of the module analysed last, and the module with it."""
+    """Drop the index of the module analysed last, and the module with it (and the others)."""
     _LAST.clear()
+    _OTHERS.clear()
 
 
 def source_text(node: cst.CSTNode) -> str | None:
@@ -51,7 +60,11 @@ def visit(node: cst.CSTNode, visitor: cst.CSTVisitor) -> None:
     if start is not None:
         index._replay(start, table, visitor)
         return
-
+    for other in _OTHERS.values():
+        start = other._where.get(id(node))
+        if start is not None:
+            other._replay(start, table, visitor)
+            return
     _mixed(index, table, visitor, node)
 
 
