@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import gc
+import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import FIXTURES
 from test_source_parse import FIXABLE
 
 from vjp_migrate import api, walk
@@ -56,3 +58,28 @@ def test_an_interrupt_inside_a_file_restores_cycle_collection(tmp_path: Path, mo
     with pytest.raises(KeyboardInterrupt):
         api.fix_file(path, write=False)
     assert gc.isenabled()
+
+
+@pytest.mark.parametrize("fix", [False, True], ids=["check", "fix"])
+def test_phase_two_pauses_cycle_collection_and_keeps_no_index(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fix: bool
+) -> None:
+    # Phase 2 holds the trees of every module it reads while it analyses: a collection would walk
+    # them all, again and again. Its indexes (walk.cover) must go with it.
+    from vjp_migrate import project
+
+    tree = tmp_path / "tree"
+    shutil.copytree(FIXTURES / "project_sibling_rules" / "before", tree)
+    seen: list[bool] = []
+    original = project.complete
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(project, "complete", spy)
+    how = api.Execution(jobs=1)
+    results = api.fix_paths([tree], write=False, how=how) if fix else api.check_paths([tree], how=how)
+    assert seen == [False] and gc.isenabled()
+    assert any(r.diagnostics for r in results)
+    assert _indexes() == 0

@@ -166,7 +166,8 @@ def _fix_text(
 
 @contextmanager
 def _no_cycle_collection() -> Iterator[None]:
-    """CPython's cyclic garbage collector paused while one file is analysed. The screen's ast,
+    """CPython's cyclic garbage collector paused while one file is analysed (or phase 2 runs,
+    which holds the tree of every module it reads while it analyses). The screen's ast,
     the LibCST tree and what the stages make of it are thousands of objects that live until the
     file is done, and every 700 of them started a collection that had to walk them and found
     no garbage. Reference counting frees them at the end of the block (the index of the module
@@ -343,13 +344,10 @@ def analyze_paths(
     results, candidates = _run(paths, exclude, task, how, progress)
     if len(candidates) < 2 or not any(r.status is Status.OK and r.imported_rules for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
-    from vjp_migrate import walk
     from vjp_migrate.project import complete
 
-    try:
+    with _no_cycle_collection():  # which also forgets the indexes of the modules phase 2 read
         return complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
-    finally:
-        walk.forget()  # the indexes of the modules phase 2 read go with them
 
 
 def check_paths(

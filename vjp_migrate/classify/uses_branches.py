@@ -14,6 +14,7 @@ from vjp_migrate.classify.weights import BRANCH_ARRAY, CONTROL, GUARDED, STRONG
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import TYPE_TESTS
+from vjp_migrate.walk.fields import children
 
 
 class Branches(UseState):
@@ -153,5 +154,5 @@ def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTabl
             and imports.qualify(node.func) in TYPE_TESTS
         ):
             return code_text(node)
-        stack.extend(node.children)
+        stack.extend(children(node))  # LibCST's node.children would rebuild the node
     return None
