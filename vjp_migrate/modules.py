@@ -26,16 +26,28 @@ def package_name(path: Path) -> str:
     return package_root(path)[1]
 
 
-def package_root(path: Path) -> tuple[Path, str]:
+def package_root(path: Path, packages: dict[str, tuple[str, ...]] | None = None) -> tuple[Path, str]:
     """The folder above the ``__init__.py`` folders that hold ``path``, and ``path``'s dotted
     module name from there. From the absolute path (symlinks kept): `a.py` named inside `pkg/`
-    is `pkg.a`, as `pkg/a.py` is (the cache shares them)."""
-    parts = [] if path.stem == "__init__" else [path.stem]
-    folder = Path(os.path.abspath(path)).parent
-    while (folder / "__init__.py").is_file() and folder.name:
-        parts.insert(0, folder.name)
-        folder = folder.parent
-    return folder, ".".join(parts)
+    is `pkg.a`, as `pkg/a.py` is (the cache shares them). ``packages``: what is known of the
+    folders already (see ``_packages``), for many files of the same folders."""
+    folder = os.path.dirname(os.path.abspath(path))
+    above = _packages(folder, {} if packages is None else packages)
+    root = folder
+    for _ in above:
+        root = os.path.dirname(root)
+    return Path(root), ".".join([*above, *([] if path.stem == "__init__" else [path.stem])])
+
+
+def _packages(folder: str, known: dict[str, tuple[str, ...]]) -> tuple[str, ...]:
+    """The names of the ``__init__.py`` folders that end at ``folder`` (itself included), outermost
+    first; each folder's answer is kept in ``known``."""
+    found = known.get(folder)
+    if found is None:
+        parent, name = os.path.split(folder)
+        is_package = bool(name) and os.path.isfile(os.path.join(folder, "__init__.py"))
+        found = known[folder] = (*_packages(parent, known), name) if is_package else ()
+    return found
 
 
 def _root_name(path: Path, root: Path) -> str | None:
@@ -66,10 +78,11 @@ class ModuleIndex:
         index = cls()
         folders = [Path(os.path.abspath(r)) for r in roots if r.is_dir()]
         folders.append(Path(os.getcwd()))
+        packages: dict[str, tuple[str, ...]] = {}  # the files of a run share their folders
         for path in files:
             if path.suffix not in _PY_SUFFIXES:
                 continue
-            canonical = package_name(path)
+            canonical = package_root(path, packages)[1]
             if canonical:
                 index.names[path] = canonical
                 index.paths.setdefault(canonical, path)

@@ -273,65 +273,75 @@ def _rule_files(decision: SiteDecision) -> set[str]:
 
 
 class _OtherFiles:
-    """The files of the run, read for uses of a rule besides defvjp: each decoded as Python would
-    (the text phase 2 loaded, if any) and parsed by `ast` at most once, when a rule's name is in it."""
+    """The files of the run, read for uses of rules besides defvjp. Each file is read (decoded as
+    Python would, or the text phase 2 loaded) and parsed by `ast` once per batch of rule names,
+    only when a name is in it, and nothing of it is kept but the uses found: a run over tens of
+    thousands of files must not hold their texts."""
 
     def __init__(self, project: Project, files: Sequence[Path]) -> None:
         self.project, self.files = project, files
-        self.texts: dict[Path, str | None] = {}
-        self.trees: dict[Path, ast.Module | None] = {}
+        self.found: dict[tuple[str, str], tuple[Path, int] | None] = {}
 
-    def use_of(self, name: str, role: str) -> tuple[Path, int] | None:
-        """The first file and line that use the rule ``name`` besides a defvjp call."""
+    def uses_of(self, rules: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[Path, int]]:
+        """For each (name, role) of a rule: the first file and line that use it besides a defvjp call."""
         from vjp_migrate.plan.shared import uses_besides_defvjp
 
-        for path in self.files:
+        missing = sorted(rules - self.found.keys())
+        self.found.update(dict.fromkeys(missing))
+        names = {name for name, _ in missing}
+        for path in self.files if missing else ():
             text = self._text(path)
-            tree = self._tree(path, text) if text is not None and name in text else None
-            lines = uses_besides_defvjp(tree, name, role) if tree is not None else []
-            if lines:
-                return path, lines[0]
-        return None
+            present = {name for name in names if name in text} if text is not None else set()
+            tree = self._tree(text) if text is not None and present else None
+            if tree is None:
+                continue
+            for name, role in missing:
+                if name in present and self.found[(name, role)] is None:
+                    lines = uses_besides_defvjp(tree, name, role)
+                    if lines:
+                        self.found[(name, role)] = (path, lines[0])
+        return {rule: use for rule in rules if (use := self.found[rule]) is not None}
 
     def _text(self, path: Path) -> str | None:
-        if path not in self.texts:
-            from vjp_migrate.files import read_bytes
+        from vjp_migrate.files import read_bytes
 
-            loaded = self.project.loaded.get(path)
-            try:
-                self.texts[path] = loaded.source.text if isinstance(loaded, _Loaded) else decode(read_bytes(path)).text
-            except (SourceError, OSError):
-                self.texts[path] = None
-        return self.texts[path]
+        loaded = self.project.loaded.get(path)
+        try:
+            return loaded.source.text if isinstance(loaded, _Loaded) else decode(read_bytes(path)).text
+        except (SourceError, OSError):
+            return None
 
-    def _tree(self, path: Path, text: str) -> ast.Module | None:
-        if path not in self.trees:
-            try:
-                self.trees[path] = ast.parse(text)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self.trees[path] = None
-        return self.trees[path]
+    @staticmethod
+    def _tree(text: str) -> ast.Module | None:
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return None
 
 
 def _used_elsewhere(analyses: dict[Path, Analysis], others: _OtherFiles) -> dict[int, str]:
     """Rules in another file of the run that something besides defvjp uses there or elsewhere
     (`clip_bwd(lo, hi, x, g)` in a fused path): the rewrite would change what that use gets, so
     their sites are not rewritten, as for a rule in the site's own module (plan.shared)."""
-    found: dict[int, str] = {}
+    rules: dict[int, list[tuple[str, str]]] = {}  # a def's (name, role) in each site it is a rule of
     for analysis in analyses.values():
         for decision in analysis.decisions:
             if decision.plan is None:
                 continue
             for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
-                if ref is None or ref.node is None or ref.path is None or id(ref.node) in found:
-                    continue
-                name = ref.node.name.value
-                if (use := others.use_of(name, role)) is not None:
-                    found[id(ref.node)] = (
-                        f"{role} `{name}` is also used in {use[0]} on line {use[1]}, not only by defvjp, "
-                        "and the rewrite would change what that use gets"
-                    )
-    return found
+                if ref is not None and ref.node is not None and ref.path is not None:
+                    rules.setdefault(id(ref.node), []).append((ref.node.name.value, role))
+    uses = others.uses_of({rule for found in rules.values() for rule in found})
+    blocked: dict[int, str] = {}
+    for key, found in rules.items():
+        for name, role in found:
+            if (use := uses.get((name, role))) is not None:
+                blocked[key] = (
+                    f"{role} `{name}` is also used in {use[0]} on line {use[1]}, not only by defvjp, "
+                    "and the rewrite would change what that use gets"
+                )
+                break
+    return blocked
 
 
 def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
