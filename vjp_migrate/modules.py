@@ -70,6 +70,8 @@ class ModuleIndex:
     paths: dict[str, Path] = field(default_factory=dict)  # module name -> file
     names: dict[Path, str] = field(default_factory=dict)  # file -> its canonical module name
     rooted: dict[Path, str] = field(default_factory=dict)  # file -> its name below the first import root
+    every: dict[str, list[Path]] = field(default_factory=dict)  # module name -> each file with that name
+    roots: dict[Path, Path] = field(default_factory=dict)  # file -> the folder its canonical name starts at
 
     @classmethod
     def build(cls, files: Iterable[Path], roots: Sequence[Path] = ()) -> ModuleIndex:
@@ -82,18 +84,35 @@ class ModuleIndex:
         for path in files:
             if path.suffix not in _PY_SUFFIXES:
                 continue
-            canonical = package_root(path, packages)[1]
+            top, canonical = package_root(path, packages)
+            index.roots[path] = top
             if canonical:
                 index.names[path] = canonical
-                index.paths.setdefault(canonical, path)
+                index._add(canonical, path)
             absolute = Path(os.path.abspath(path))
             for root in folders:
                 name = _root_name(absolute, root)
                 if name is not None:
                     index.names.setdefault(path, name)
-                    index.paths.setdefault(name, path)
+                    index._add(name, path)
                     index.rooted.setdefault(path, name)
         return index
+
+    def _add(self, name: str, path: Path) -> None:
+        self.paths.setdefault(name, path)
+        same = self.every.setdefault(name, [])
+        if path not in same:
+            same.append(path)
+
+    def files_named(self, name: str, importer: Path | None = None) -> list[Path]:
+        """The files of the run a module name may mean in an import of ``importer``: when several
+        have the name (two copies of a package, in two projects of a monorepo), the ones whose
+        packages start where the importer's do, as Python run from there would import them."""
+        found = self.every.get(name, [])
+        if len(found) > 1 and importer is not None and importer in self.roots:
+            same = [path for path in found if self.roots.get(path) == self.roots[importer]]
+            return same or found
+        return found
 
     def package_of(self, path: Path) -> str:
         """The package ``path``'s relative imports start from: its ``__init__.py`` packages, or

@@ -107,7 +107,9 @@ class Project:
         from vjp_migrate.sites import find_sites
 
         importer = self._importer(Path(path), module)
-        sites = find_sites(module, imports, self.imported_rule(Path(path), importer), self.imported_value(importer))
+        sites = find_sites(
+            module, imports, self.imported_rule(Path(path), importer), self.imported_value(Path(path), importer)
+        )
         return [self._block(site) for site in sites]
 
     def _block(self, site: VjpSite) -> VjpSite:
@@ -173,7 +175,7 @@ class Project:
 
         return resolve
 
-    def imported_value(self, importer: Callable[[str], tuple[str, str | None] | None]) -> ImportedValue:
+    def imported_value(self, path: Path, importer: Callable[[str], tuple[str, str | None] | None]) -> ImportedValue:
         """A constant's value in the checked module it is imported from (`nondiff_argnums=NONDIFF`)."""
 
         def resolve(local: str) -> cst.BaseExpression | str | None:
@@ -181,20 +183,26 @@ class Project:
             if imported is None:
                 return None
             origin, target = imported
-            return self._constant(target) if target is not None else _not_checked(origin)
+            return self._constant(target, path) if target is not None else _not_checked(origin)
 
         return resolve
 
-    def _follow(self, target: str, find: Callable[[cst.Module, str], _Found | None]) -> _Followed[_Found]:
-        """Where an import target leads among the checked modules, re-exports followed (up to
-        _MAX_REEXPORTS): what ``find`` finds there, or why nothing is found."""
+    def _follow(
+        self, target: str, find: Callable[[cst.Module, str], _Found | None], importer: Path
+    ) -> _Followed[_Found]:
+        """Where an import target of the module at ``importer`` leads among the checked modules,
+        re-exports followed (up to _MAX_REEXPORTS): what ``find`` finds there, or why nothing is found."""
         depth = 0
         while True:
             split = self.index.split(target)
             if split is None:
                 return _Followed(target)
             module_name, attribute = split
-            path = self.index.paths[module_name]
+            paths = self.index.files_named(module_name, importer)
+            if len(paths) > 1:
+                problem = f"{len(paths)} files of the run are `{module_name}`: " + ", ".join(map(str, paths))
+                return _Followed(target, module_name, attribute, problem=problem)
+            path = importer = paths[0]
             loaded = self.load(path)
             if isinstance(loaded, str):
                 return _Followed(target, module_name, attribute, path, problem=loaded)
@@ -206,10 +214,10 @@ class Project:
                 return _Followed(target, module_name, attribute, path)
             target, depth = further, depth + 1
 
-    def _constant(self, target: str) -> cst.BaseExpression | str:
+    def _constant(self, target: str, importer: Path) -> cst.BaseExpression | str:
         from vjp_migrate.sites import module_constants
 
-        followed = self._follow(target, lambda module, name: module_constants(module).get(name))
+        followed = self._follow(target, lambda module, name: module_constants(module).get(name), importer)
         if followed.module_name is None:
             return _not_checked(followed.target.rpartition(".")[0] or followed.target)
         if followed.problem is not None:
@@ -223,13 +231,15 @@ class Project:
         from vjp_migrate.sites import Scope, find_def
         from vjp_migrate.sites.jit import rule_decorations
 
-        followed = self._follow(target, lambda module, name: find_def(Scope(list(module.body), None, False, ""), name))
+        followed = self._follow(
+            target, lambda module, name: find_def(Scope(list(module.body), None, False, ""), name), importer
+        )
         origin = followed.target.rpartition(".")[0] or followed.target
         module_name = followed.module_name
         if module_name is None:
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
         if followed.problem is not None:
-            held = f"`{module_name}` ({followed.path})"
+            held = f"`{module_name}`" + (f" ({followed.path})" if followed.path is not None else "")
             problem = f"{role} `{local}` is imported from {held}, which could not be used ({followed.problem})"
             return FunctionRef(local, None, problem, module=module_name)
         if followed.found is not None:

@@ -1,17 +1,21 @@
-"""Phase 2 over many files: what it reads of the other files of a run, and the module index of
-a run, stay proportional to what they find (a run over 18,000 files of PyPI packages held every
-file's text in phase 2, 330 MB)."""
+"""Phase 2 over whole runs: what it reads of the other files of a run, and the module index of a
+run, stay proportional to what they find (a run over 18,000 files of PyPI packages held every
+file's text in phase 2, 330 MB); and a module name that several files of a run have (two
+copies of a package) means the one beside the importing file."""
 
 from __future__ import annotations
 
 import ast
 import os
+import shutil
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
 from helpers import write
 
 from vjp_migrate import project
+from vjp_migrate.api import Execution, check_paths, fix_paths
 from vjp_migrate.modules import ModuleIndex, package_name, package_root
 
 
@@ -79,3 +83,35 @@ def test_module_index_names_each_file_as_package_name_does(tmp_path: Path, monke
     assert package_root(tmp_path / "src/pkg/ns/loose.py") == (tmp_path / "src/pkg/ns", "loose")
     assert index.names[tmp_path / "src/pkg/sub/ops.py"] == "pkg.sub.ops"
     assert index.paths["pkg.ns.loose"] == tmp_path / "src/pkg/ns/loose.py"  # below the root given
+
+
+def _tree_files(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*.py"))}
+
+
+def test_two_copies_of_a_package_each_import_their_own_rules(tmp_path: Path) -> None:
+    # Two projects of a monorepo, each with its own `mypkg`: each ops.py imports the rules beside
+    # it. Resolved by name alone, B's site took A's rules: B's rules were left as they were while
+    # B's ops.py changed, and B failed at run time.
+    case = FIXTURES / "project_sibling_rules"
+    for copy in ("A", "B"):
+        shutil.copytree(case / "before", tmp_path / copy)
+    results = fix_paths([tmp_path], how=Execution(jobs=1))
+    assert not [r for r in results if r.status.name != "OK"]
+    expected = _tree_files(case / "after")
+    assert _tree_files(tmp_path / "A") == expected
+    assert _tree_files(tmp_path / "B") == expected
+
+
+def test_a_module_name_two_copies_have_and_the_importer_has_not_is_not_guessed(tmp_path: Path) -> None:
+    case = FIXTURES / "project_sibling_rules"
+    for copy in ("A", "B"):
+        shutil.copytree(case / "before", tmp_path / copy / "src")
+    ops = (case / "before" / "mypkg" / "ops.py").read_text()
+    write(tmp_path, {"C/app.py": ops.replace("from ._impl_", "from mypkg._impl_")})
+    results = check_paths([tmp_path / "A" / "src", tmp_path / "B" / "src", tmp_path / "C"], how=Execution(jobs=1))
+    app = next(r for r in results if r.path.name == "app.py")
+    assert {d.code for d in app.diagnostics} == {"VJP003"}
+    assert all("2 files of the run are `mypkg._impl_" in d.message for d in app.diagnostics), [
+        d.message for d in app.diagnostics
+    ]
