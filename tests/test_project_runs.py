@@ -115,3 +115,13 @@ def test_a_module_name_two_copies_have_and_the_importer_has_not_is_not_guessed(t
     assert all("2 files of the run are `mypkg._impl_" in d.message for d in app.diagnostics), [
         d.message for d in app.diagnostics
     ]
+
+
+def test_a_stub_beside_its_module_is_not_a_second_file_of_that_name(tmp_path: Path) -> None:
+    # Python imports the module; the stub only types it.
+    case = FIXTURES / "project_sibling_rules"
+    shutil.copytree(case / "before", tmp_path / "tree")
+    (tmp_path / "tree" / "mypkg" / "_impl_bwd.pyi").write_text("def soft_clip_bwd(lo, hi, res, g): ...\n")
+    results = fix_paths([tmp_path / "tree"], write=False, how=Execution(jobs=1))
+    changed = sorted(r.path.name for r in results if r.changed)
+    assert changed == ["_impl_bwd.py", "_impl_fwd.py", "ops.py"]

@@ -110,9 +110,9 @@ class ModuleIndex:
         packages start where the importer's do, as Python run from there would import them."""
         found = self.every.get(name, [])
         if len(found) > 1 and importer is not None and importer in self.roots:
-            same = [path for path in found if self.roots.get(path) == self.roots[importer]]
-            return same or found
-        return found
+            found = [path for path in found if self.roots.get(path) == self.roots[importer]] or found
+        modules = [path for path in found if path.suffix == ".py"]
+        return modules if modules and len(modules) < len(found) else found  # a stub beside its module: the module
 
     def package_of(self, path: Path) -> str:
         """The package ``path``'s relative imports start from: its ``__init__.py`` packages, or
