@@ -536,6 +536,16 @@ class Apply(cst.CSTTransformer):
         split = None if indent is None else split_subscript(new.annotation, indent, self.lines.unit(), self.lines.limit)
         return new if split is None else new.with_changes(annotation=split)
 
+    def _fitted_item(self, old: cst.Subscript, new: cst.BaseExpression) -> cst.BaseExpression:
+        """A tuple type nested in an annotation spanning lines (the residual item of fwd's
+        return type written one item per line), on a line of its own: its brackets split when
+        it makes that line longer than the project's limit."""
+        if not self.lines.whole_line(old):
+            return new
+        indent = self.lines.overflow([(old, new)])
+        split = None if indent is None else split_subscript(new, indent, self.lines.unit(), self.lines.limit)
+        return new if split is None else split
+
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""
         if node is not None:
@@ -547,7 +557,7 @@ class Apply(cst.CSTTransformer):
         updated_node = self._with_heirs(original_node, updated_node)
         if id(original_node) in self.retyped:
             self._forget_names(updated_node.returns)
-            returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])
+            returns = new_annotation(updated_node.returns, self.retyped[id(original_node)], self._fitted_item)
             updated_node = updated_node.with_changes(returns=returns)
         plan = self.bwds.get(id(original_node))
         if plan is not None:
