@@ -230,6 +230,48 @@ def test_an_annotation_on_a_line_of_its_own_splits_its_brackets() -> None:
     assert "residuals: tuple[jax.Array | None, qarray.MaybeQArray, qarray.MaybeQArray],\n" in fix(code)
 
 
+VARIADIC = HEAD + textwrap.dedent(
+    """\
+    @partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+    def f(x, offsets, counts):
+        return x + offsets + counts
+
+
+    def f_fwd(
+        x, offsets: OffsetArray | None, counts: CountArray | int
+    ) -> tuple[
+        jax.Array,
+        tuple[jax.Array, ...],
+    ]:
+        residual = (x,)
+        return f(x, offsets, counts), residual
+
+
+    def f_bwd(
+        offsets: OffsetArray | None,
+        counts: CountArray | int,
+        residual: tuple[jax.Array, ...],
+        g: jax.Array,
+    ):
+        (x,) = residual
+        return (g * x * offsets * counts,)
+
+
+    f.defvjp(f_fwd, f_bwd)
+    """
+)
+
+
+def test_a_union_too_long_for_its_own_line_breaks_before_each_bar() -> None:
+    # As ruff formats it, in bwd's residual parameter and in the item of fwd's split return type.
+    joined = ["jax.Array", "| OffsetArray", "| CountArray", "| int", "| None,", "...,"]
+    out = fix(VARIADIC, 40)
+    assert "    residual: tuple[\n" + "".join(f"        {item}\n" for item in joined) + "    ],\n" in out, out
+    assert "    tuple[\n" + "".join(f"        {item}\n" for item in joined) + "    ],\n]:\n" in out, out
+    one_line = "tuple[jax.Array | OffsetArray | CountArray | int | None, ...],\n"
+    assert f"    residual: {one_line}" in fix(VARIADIC) and f"\n    {one_line}]:\n" in fix(VARIADIC)
+
+
 # --- measuring after the splice: the plans are applied once unless a line grew too long ------
 
 

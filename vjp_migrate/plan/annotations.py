@@ -68,8 +68,10 @@ def retyped(
         and residual.annotation is not None
         and not _holds_anything(residual.annotation.annotation, True)
     ):
-        new = _residual_type(residual.annotation.annotation, layout, _annotations(bwd, saved_bwd), width, spelling)
-        edits.append((residual, new if isinstance(new, TupleType) else None))
+        old = residual.annotation.annotation
+        new = _residual_type(old, layout, _annotations(bwd, saved_bwd), width, spelling)
+        if new is not old:
+            edits.append((residual, new if isinstance(new, TupleType) else None))
     return tuple(edits)
 
 
@@ -117,12 +119,56 @@ def _residual_type(
     if layout is Layout.NONE:
         return saved[0] if len(saved) == 1 else TupleType(spelling, tuple(saved))
     if layout in (Layout.TUPLE, Layout.VARIABLE):
+        item = _variadic_item(old)
+        if item is not None:  # `tuple[A, ...]`: the saved arguments are more items of it
+            return _joined_variadic(old, item, saved)
         found = _tuple_items(old)
         if found is None or len(found[1]) != width:
             return None
         assert isinstance(old, cst.Subscript)
         return TupleType(found[0], (*saved, *found[1]), old)
     return TupleType(spelling, (*saved, old))
+
+
+def _joined_variadic(
+    old: cst.BaseExpression, item: cst.BaseExpression, saved: list[cst.BaseExpression]
+) -> cst.BaseExpression | TupleType | None:
+    """`tuple[A, ...]` holding the saved arguments too: `tuple[A | <their types>, ...]`, each
+    type once and `None` last; ``old`` itself when `A` holds them already (None: a string type,
+    which `|` cannot join)."""
+    if _holds_anything(item, False):
+        return old
+    members = [m for t in (item, *saved) for m in _union_members(t)]
+    if any(isinstance(m, (cst.SimpleString, cst.ConcatenatedString)) for m in members):
+        return None
+    distinct: dict[str, cst.BaseExpression] = {}
+    for member in members:
+        distinct.setdefault(cst.Module([]).code_for_node(member), member)
+    if len(distinct) == len({cst.Module([]).code_for_node(m) for m in _union_members(item)}):
+        return old
+    ordered = sorted(distinct.values(), key=lambda m: isinstance(m, cst.Name) and m.value == "None")
+    assert isinstance(old, cst.Subscript)
+    ellipsis = old.slice[1].slice
+    assert isinstance(ellipsis, cst.Index)
+    return TupleType(dotted(old.value) or "tuple", (_union(ordered), ellipsis.value), old)
+
+
+def _union_members(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The types of `A | B | C` (a type alone: itself)."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.BitOr) and not expr.lpar:
+        return [*_union_members(expr.left), *_union_members(expr.right)]
+    return [expr]
+
+
+def _union(members: list[cst.BaseExpression]) -> cst.BaseExpression:
+    """`A | B | C`, each member as the module writes it."""
+    union = members[0]
+    for member in members[1:]:
+        union = cst.BinaryOperation(union, cst.BitOr(_SPACE, _SPACE), member)
+    return union
+
+
+_SPACE = cst.SimpleWhitespace(" ")
 
 
 def _fwd_type(

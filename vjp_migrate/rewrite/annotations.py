@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
 from vjp_migrate.model import OrNone, TupleType
 from vjp_migrate.rewrite.lists import SPACE, plain_comma, uncommented
 
+Fit = Callable[[cst.Subscript, cst.BaseExpression], cst.BaseExpression]
 
-def new_annotation(old: cst.Annotation | None, new: cst.Annotation | TupleType | None) -> cst.Annotation | None:
-    """The annotation in place of ``old``: ``new``, or ``old`` with its type updated to ``new``."""
+
+def new_annotation(
+    old: cst.Annotation | None, new: cst.Annotation | TupleType | None, fit: Fit | None = None
+) -> cst.Annotation | None:
+    """The annotation in place of ``old``: ``new``, or ``old`` with its type updated to ``new``;
+    ``fit`` takes each nested tuple type that changes (its old subscript and new code) and gives
+    it as it should be written (split when its line grows too long)."""
     if not isinstance(new, TupleType):
         return new
     assert old is not None
-    return old.with_changes(annotation=_tuple_type(new))
+    return old.with_changes(annotation=_tuple_type(new, fit))
 
 
-def _tuple_type(new: TupleType) -> cst.BaseExpression:
-    items = [_type_item(i) for i in new.items]
+def _tuple_type(new: TupleType, fit: Fit | None = None) -> cst.BaseExpression:
+    items = [_type_item(i, fit) for i in new.items]
     if new.old is None:
         fresh = [cst.SubscriptElement(cst.Index(i.deep_clone()), comma=plain_comma()) for i in items]
         fresh[-1] = fresh[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
@@ -37,9 +45,10 @@ def _tuple_type(new: TupleType) -> cst.BaseExpression:
     return new.old.with_changes(slice=elements)
 
 
-def _type_item(item: cst.BaseExpression | TupleType | OrNone | None) -> cst.BaseExpression:
+def _type_item(item: cst.BaseExpression | TupleType | OrNone | None, fit: Fit | None) -> cst.BaseExpression:
     if isinstance(item, TupleType):
-        return _tuple_type(item)
+        nested = _tuple_type(item, fit)
+        return nested if fit is None or item.old is None else fit(item.old, nested)
     if isinstance(item, OrNone):  # `A | B` needs no parentheses before `| None`
         return cst.BinaryOperation(item.item, cst.BitOr(SPACE, SPACE), cst.Name("None"))
     return cst.Name("None") if item is None else item

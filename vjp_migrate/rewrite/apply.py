@@ -21,6 +21,7 @@ from vjp_migrate.rewrite.comments import (
     saved_nothing,
     spoken,
 )
+from vjp_migrate.rewrite.docstrings import without_entries
 from vjp_migrate.rewrite.lists import (
     Break,
     Whitespace,
@@ -536,6 +537,16 @@ class Apply(cst.CSTTransformer):
         split = None if indent is None else split_subscript(new.annotation, indent, self.lines.unit(), self.lines.limit)
         return new if split is None else new.with_changes(annotation=split)
 
+    def _fitted_item(self, old: cst.Subscript, new: cst.BaseExpression) -> cst.BaseExpression:
+        """A tuple type nested in an annotation spanning lines (the residual item of fwd's
+        return type written one item per line), on a line of its own: its brackets split when
+        it makes that line longer than the project's limit."""
+        if not self.lines.whole_line(old):
+            return new
+        indent = self.lines.overflow([(old, new)])
+        split = None if indent is None else split_subscript(new, indent, self.lines.unit(), self.lines.limit)
+        return new if split is None else split
+
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""
         if node is not None:
@@ -547,12 +558,13 @@ class Apply(cst.CSTTransformer):
         updated_node = self._with_heirs(original_node, updated_node)
         if id(original_node) in self.retyped:
             self._forget_names(updated_node.returns)
-            returns = new_annotation(updated_node.returns, self.retyped[id(original_node)])
+            returns = new_annotation(updated_node.returns, self.retyped[id(original_node)], self._fitted_item)
             updated_node = updated_node.with_changes(returns=returns)
         plan = self.bwds.get(id(original_node))
         if plan is not None:
             params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
             updated_node = updated_node.with_changes(params=params, whitespace_before_params=lead)
+            updated_node = _with_docstring(updated_node, _gone_params(plan))
         if plan is None and id(original_node) not in self.retyped:
             return updated_node
         updated_node = self._fitted_header(original_node, updated_node)
@@ -616,6 +628,30 @@ class Apply(cst.CSTTransformer):
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
         return params.with_changes(posonly_params=posonly, params=rest), lead
+
+
+def _gone_params(plan: RewritePlan) -> tuple[str, ...]:
+    """The parameters that leave bwd's signature (a lone saved argument stays, as the residual)."""
+    single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
+    return tuple(n for n in plan.moved_bwd_params if not (single and n == plan.saved_bwd_names[0]))
+
+
+def _with_docstring(node: cst.FunctionDef, gone: tuple[str, ...]) -> cst.FunctionDef:
+    """``node`` without the docstring entries of its parameters ``gone`` (rewrite.docstrings)."""
+    body = node.body
+    first = body.body[0] if isinstance(body, cst.IndentedBlock) and body.body else None
+    if first is None or not is_docstring(first):
+        return node
+    assert isinstance(first, cst.SimpleStatementLine) and isinstance(first.body[0], cst.Expr)
+    docstring = first.body[0].value
+    if not isinstance(docstring, cst.SimpleString):
+        return node
+    new = without_entries(docstring, gone)
+    if new is docstring:
+        return node
+    line = first.with_changes(body=[first.body[0].with_changes(value=new)])
+    assert isinstance(body, cst.IndentedBlock)
+    return node.with_changes(body=body.with_changes(body=[line, *body.body[1:]]))
 
 
 def _filled_tuple(node: cst.BaseExpression) -> bool:

@@ -323,7 +323,32 @@ def split_subscript(node: cst.BaseExpression, indent: str, unit: str, fits: int)
         )
     broken = [item.with_changes(comma=cst.Comma(whitespace_after=inner)) for item in items[:-1]]
     broken.append(items[-1].with_changes(comma=cst.Comma(whitespace_after=close)))
+    broken = [_fitted_union(item, indent + unit, fits) for item in broken]
     return node.with_changes(slice=broken, lbracket=node.lbracket.with_changes(whitespace_after=inner))
+
+
+def _fitted_union(item: cst.SubscriptElement, inner: str, fits: int) -> cst.SubscriptElement:
+    """An item on a line of its own (under ``inner``) that is a union too long for it, with a
+    line break before each `|` (`A\n| B\n| None,`, as black and ruff break it)."""
+    index = item.slice
+    if not isinstance(index, cst.Index) or not _is_union(index.value):
+        return item
+    if len(inner) + len(cst.Module([]).code_for_node(index.value)) + 1 <= fits:
+        return item
+    return item.with_changes(slice=index.with_changes(value=_broken_union(index.value, inner)))
+
+
+def _is_union(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.BinaryOperation) and isinstance(node.operator, cst.BitOr) and not node.lpar
+
+
+def _broken_union(node: cst.BaseExpression, inner: str) -> cst.BaseExpression:
+    """The union with a line break before each `|`."""
+    if not _is_union(node):
+        return node
+    assert isinstance(node, cst.BinaryOperation)
+    operator = node.operator.with_changes(whitespace_before=_break(inner), whitespace_after=cst.SimpleWhitespace(" "))
+    return node.with_changes(left=_broken_union(node.left, inner), operator=operator)
 
 
 def split_params(

@@ -1,0 +1,184 @@
+"""rewrite.docstrings: bwd's docstring loses the entries of the parameters that leave its
+signature, where the docstring's layout makes them unambiguous (pkgprobe23 G11, ejkernel's
+recurrent attention `_bwd_call`), and stays as it is otherwise."""
+
+from __future__ import annotations
+
+import textwrap
+
+import libcst as cst
+import pytest
+
+from vjp_migrate.api import fix_source
+from vjp_migrate.rewrite.docstrings import without_entries
+
+SITE = """\
+import jax
+from functools import partial
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, decay, block):
+    return x * decay
+
+
+def f_fwd(x, decay, block):
+    return f(x, decay, block), (x,)
+
+
+def f_bwd(decay, block, res, g):
+    DOCSTRING
+    (x,) = res
+    return (g * decay,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+def _fixed_docstring(docstring: str) -> str:
+    """The docstring of bwd once `decay` (traced: array data) leaves it; `block` stays."""
+    code = SITE.replace("    DOCSTRING\n", textwrap.indent(textwrap.dedent(docstring), "    "))
+    out = fix_source(code.replace("return x * decay", "return x * decay * jax.numpy.ones(block)")).source
+    assert "def f_bwd(block, res, g):" in out, out
+    return out[out.index('    """') : out.index('"""', out.index('    """') + 7) + 3]
+
+
+def _entries_gone(docstring: str, names: tuple[str, ...]) -> str:
+    return without_entries(cst.SimpleString(textwrap.dedent(docstring).strip("\n")), names).value
+
+
+GOOGLE = '''\
+    """Backward pass.
+
+    Args:
+        decay: Non-differentiable decay factor,
+            one per head.
+        block: Block size.
+        res: Tensors saved by the forward pass.
+        g: Cotangent.
+
+    Returns:
+        The cotangent of x.
+    """
+'''
+
+
+def test_a_google_entry_of_a_parameter_that_goes_is_removed_with_its_continuation() -> None:
+    gone = "        decay: Non-differentiable decay factor,\n            one per head.\n"
+    assert _fixed_docstring(GOOGLE) == GOOGLE.replace(gone, "").rstrip("\n")
+
+
+@pytest.mark.parametrize(
+    ("docstring", "names", "expected"),
+    [
+        pytest.param(
+            '''
+            """Backward.
+
+            Arguments:
+              decay (jax.Array): the decay.
+              res: saved.
+            """''',
+            ("decay",),
+            '''"""Backward.
+
+Arguments:
+  res: saved.
+"""''',
+            id="Arguments, a typed entry",
+        ),
+        pytest.param(
+            '''
+            """Backward.
+
+            Parameters
+            ----------
+            decay : jax.Array
+                The decay,
+                one per head.
+            res : tuple
+                Saved.
+
+            Returns
+            -------
+            tuple
+            """''',
+            ("decay",),
+            '''"""Backward.
+
+Parameters
+----------
+res : tuple
+    Saved.
+
+Returns
+-------
+tuple
+"""''',
+            id="NumPy",
+        ),
+        pytest.param(
+            '''
+            """Backward.
+
+            Parameters
+            ----------
+            res : tuple
+                Saved.
+            decay : jax.Array
+                The decay.
+
+            Returns
+            -------
+            tuple
+            """''',
+            ("decay",),
+            '''"""Backward.
+
+Parameters
+----------
+res : tuple
+    Saved.
+
+Returns
+-------
+tuple
+"""''',
+            id="NumPy, the last entry",
+        ),
+    ],
+)
+def test_entries_in_each_style_go(docstring: str, names: tuple[str, ...], expected: str) -> None:
+    assert _entries_gone(docstring, names) == expected
+
+
+@pytest.mark.parametrize(
+    ("docstring", "names"),
+    [
+        pytest.param(
+            '"""Backward pass; decay: the decay factor is read from the residuals."""', ("decay",), id="free text"
+        ),
+        pytest.param(
+            '"""Backward.\n\nArgs:\n    res: saved.\n    decay: the decay."""', ("decay",), id="closing quotes"
+        ),
+        pytest.param(
+            '"""Backward.\n\nArgs:\n    decay: the decay.\n    res: saved.\n"""', ("decay", "res"), id="left empty"
+        ),
+        pytest.param(
+            '"""Backward.\n\nArgs:\n    decay: a.\n    decay: b.\n    res: c.\n"""', ("decay",), id="two entries"
+        ),
+        pytest.param(
+            '"""Backward.\n\nArgs:\n    decay: a.\n  Note: b.\n    res: c.\n"""', ("decay",), id="out of layout"
+        ),
+        pytest.param(
+            '"""B.\n\nParameters\n----------\ndecay, res : jax.Array\n    Both.\ng : jax.Array\n"""',
+            ("decay",),
+            id="shared",
+        ),
+        pytest.param('"""B.\n\nArgs:\n    decay: a.\n\nArgs:\n    res: b.\n"""', ("decay",), id="two sections"),
+    ],
+)
+def test_docstrings_whose_entry_is_not_clear_stay(docstring: str, names: tuple[str, ...]) -> None:
+    node = cst.SimpleString(docstring)
+    assert without_entries(node, names) is node

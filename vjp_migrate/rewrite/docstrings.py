@@ -1,0 +1,123 @@
+"""Rewrite, step 3: bwd's docstring without the entries of the parameters that leave it.
+
+Only a section whose layout is unambiguous changes: a Google `Args:` (`Arguments:`,
+`Parameters:`) section, each entry `name: text` or `name (type): text` at one indent with its
+continuation lines deeper, or a NumPy `Parameters` section over a line of dashes, each entry
+`name : type` at the header's indent with its text deeper. An entry naming a parameter that goes
+is removed, with its continuation lines; anything else (free text mentioning it, an entry listing
+several names, a section that would be left empty, the line holding the closing quotes) keeps
+the docstring as it is.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Collection
+
+import libcst as cst
+
+_GOOGLE_HEADER = re.compile(r"(?:Args|Arguments|Parameters|Params):")
+_GOOGLE_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?:\([^()]*\))?\s*:(?:\s|$)")
+_NUMPY_HEADERS = ("Parameters", "Other Parameters")
+_NUMPY_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?")
+_DASHES = re.compile(r"-{3,}")
+_INDENT = re.compile(r"[ \t]*")
+
+
+def without_entries(docstring: cst.SimpleString, names: Collection[str]) -> cst.SimpleString:
+    """``docstring`` without the entries documenting the parameters ``names`` (as it is when
+    none is found, or the section's layout is not clear)."""
+    if not names:
+        return docstring
+    lines = docstring.value.splitlines(keepends=True)
+    entries = _google_entries(lines)
+    if entries is None:
+        entries = _numpy_entries(lines)
+    if entries is None:
+        return docstring
+    gone = [span for name, span in entries if name in names]
+    documented = [name for name, _ in entries]
+    listed = {n.strip().lstrip("*") for name in documented if "," in name for n in name.split(",")}
+    if (
+        not gone
+        or not listed.isdisjoint(names)
+        or len(gone) == len(entries)
+        or any(documented.count(name) > 1 for name in names)
+        or any(stop >= len(lines) or lines[stop - 1].rstrip("\r\n").endswith("\\") for _, stop in gone)
+    ):
+        return docstring
+    dropped = {k for start, stop in gone for k in range(start, stop)}
+    return docstring.with_changes(value="".join(line for k, line in enumerate(lines) if k not in dropped))
+
+
+Entries = list[tuple[str, tuple[int, int]]]  # each entry's name (or names, `a, b`) and its lines
+
+
+def _indent(line: str) -> int:
+    found = _INDENT.match(line)
+    return len(found.group()) if found else 0
+
+
+def _blank(line: str) -> bool:
+    return not line.strip()
+
+
+def _google_entries(lines: list[str]) -> Entries | None:
+    """The entries of the one Google `Args:` section (None: no such section, or more than one,
+    or a line in it that is neither an entry nor deeper than one)."""
+    headers = [k for k, line in enumerate(lines) if k and _GOOGLE_HEADER.fullmatch(line.strip())]
+    if len(headers) != 1:
+        return None
+    header = headers[0]
+    outer = _indent(lines[header])
+    end = next((k for k in range(header + 1, len(lines)) if not _blank(lines[k]) and _indent(lines[k]) <= outer), None)
+    body = range(header + 1, len(lines) if end is None else end)
+    first = next((k for k in body if not _blank(lines[k])), None)
+    if first is None:
+        return None
+    inner = _indent(lines[first])
+    starts: list[tuple[str, int]] = []
+    for k in body:
+        if _blank(lines[k]) or _indent(lines[k]) > inner:
+            continue
+        found = _GOOGLE_ENTRY.match(lines[k].strip())
+        if _indent(lines[k]) != inner or found is None:
+            return None
+        starts.append((found["name"], k))
+    return _spans(lines, starts, body.stop)
+
+
+def _numpy_entries(lines: list[str]) -> Entries | None:
+    """The entries of NumPy `Parameters` sections (None: there are none)."""
+    entries: Entries = []
+    for header in range(1, len(lines) - 1):
+        if lines[header].strip() not in _NUMPY_HEADERS or not _DASHES.fullmatch(lines[header + 1].strip()):
+            continue
+        outer = _indent(lines[header])
+        starts: list[tuple[str, int]] = []
+        k = header + 2
+        while k < len(lines):
+            line = lines[k]
+            if _blank(line) or _indent(line) > outer:
+                k += 1
+                continue
+            found = _NUMPY_ENTRY.fullmatch(line.strip())
+            next_is_dashes = k + 1 < len(lines) and _DASHES.fullmatch(lines[k + 1].strip()) is not None
+            if _indent(line) < outer or found is None or next_is_dashes:
+                break
+            starts.append((found["name"], k))
+            k += 1
+        entries.extend(_spans(lines, starts, k))
+    return entries or None
+
+
+def _spans(lines: list[str], starts: list[tuple[str, int]], stop: int) -> Entries:
+    """Each entry's lines: from its first to the next entry's (``stop`` for the last), without
+    the blank lines that end them."""
+    ends = [start for _, start in starts[1:]] + [stop]
+    spans: Entries = []
+    for (name, start), end in zip(starts, ends, strict=True):
+        while end > start + 1 and _blank(lines[end - 1]):
+            end -= 1
+        spans.append((name, (start, end)))
+    return spans
