@@ -42,6 +42,14 @@ def _not_checked(module: str) -> str:
     return f"imported from `{module}`, which is not among the files checked"
 
 
+def _unusable(problem: str) -> str:
+    """What is wrong with a checked module, after its name: `which has a syntax error at line 22,
+    column 12: invalid syntax`, `which could not be used (cannot be read: Permission denied)`."""
+    if problem.startswith("syntax error at "):
+        return f"which has a {problem}"
+    return f"which could not be used ({problem})"
+
+
 def outside_message(role: str, name: str, module: str) -> str:
     return (
         f"{role} `{name}` is imported from `{module}`, which is not among the files checked; "
@@ -295,7 +303,7 @@ class Project:
         if followed.module_name is None:
             return _not_checked(followed.target.rpartition(".")[0] or followed.target)
         if followed.problem is not None:
-            return f"imported from `{followed.module_name}`, which could not be used ({followed.problem})"
+            return f"imported from `{followed.module_name}`, {_unusable(followed.problem)}"
         if followed.found is not None:
             return followed.found
         return f"imported from `{followed.module_name}`, where no constant `{followed.attribute}` is assigned"
@@ -312,7 +320,7 @@ class Project:
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
         if followed.problem is not None:
             held = f"`{module_name}` ({followed.path})"
-            problem = f"{role} `{local}` is imported from {held}, which could not be used ({followed.problem})"
+            problem = f"{role} `{local}` is imported from {held}, {_unusable(followed.problem)}"
             return FunctionRef(local, None, problem, module=module_name)
         if followed.found is not None:
             where = None if followed.path == importer else str(followed.path)
