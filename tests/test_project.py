@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import libcst as cst
@@ -11,7 +12,9 @@ from conftest import FIXTURES
 from helpers import write
 
 from vjp_migrate.api import Execution, check_paths, fix_paths
+from vjp_migrate.codes import BY_CODE
 from vjp_migrate.flake8_plugin import Plugin
+from vjp_migrate.model import Settings
 from vjp_migrate.modules import ModuleIndex, absolute_module, module_imports, package_name
 
 SIBLING = FIXTURES / "project_sibling_rules"
@@ -263,7 +266,16 @@ def test_a_rule_module_that_does_not_parse_is_named(tmp_path: Path) -> None:
     results = check_paths([tree])
     messages = [d.message for r in results for d in r.diagnostics]
     assert messages and all("imported from `pkg.rules`" in m and "syntax error" in m for m in messages), messages
-    assert all(", which could not be used (syntax error at line 1" in m for m in messages), messages  # pkgprobe23
+    assert all(", which has a syntax error at line 1, column " in m for m in messages), messages  # pkgprobe23
+
+
+def test_a_constant_module_that_does_not_parse_is_named(tmp_path: Path) -> None:
+    tree = tmp_path / "t"
+    shutil.copytree(FIXTURES / "project_argnums_imported_constant" / "before", tree)
+    (tree / "mypkg" / "constants.py").write_text("CLIP_ARGNUMS = (1, 2\n", encoding="utf-8")
+    messages = [d.message for r in check_paths([tree], settings=Settings(frozenset(BY_CODE))) for d in r.diagnostics]
+    assert messages, messages
+    assert all("imported from `mypkg.constants`, which has a syntax error at line 1, column " in m for m in messages)
 
 
 def test_a_name_the_rule_module_does_not_define(tmp_path: Path) -> None:

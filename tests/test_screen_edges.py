@@ -156,3 +156,18 @@ def test_screen_reads_positions_wrapped_in_tuple_or_list_as_the_sites_stage_does
     settings = Settings(DEFAULT_SELECT)
     assert _findings(text, "case.py", settings) == findings
     assert screen.may_report(text, settings) is bool(findings)
+
+
+@pytest.mark.parametrize(
+    ("spelling", "kept"),
+    [
+        pytest.param("from ._helpers import soft_cap", True, id="relative import"),
+        pytest.param("from . import _helpers\nsoft_cap = _helpers.soft_cap", False, id="bound by assignment"),
+        pytest.param("from helpers import soft_cap", False, id="absolute import"),
+    ],
+)
+def test_screen_keeps_an_argument_passed_to_a_helper_of_a_sibling_module(spelling: str, kept: bool) -> None:
+    # A run over the package follows `soft_cap` into `_helpers.py` (project.py); the screen
+    # cannot see there, so a relative import keeps the file.
+    text = _SITE.replace("from lib import helper", spelling).replace("helper(x, a)", "soft_cap(x, a)")
+    assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept

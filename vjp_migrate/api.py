@@ -111,7 +111,7 @@ def _analyze(
 
     ctx = Context.of(module, imports, index.line)
     if project is not None:
-        ctx = project.widen(ctx, sites)
+        ctx = project.widen(ctx, sites, module, path)
     decisions = tuple(
         decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
         for site in sites

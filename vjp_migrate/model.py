@@ -279,8 +279,8 @@ class FileResult:
     old_text: str | None = None
     new_text: str | None = None
     written: bool = False
-    # Modules this file's custom_vjp rules are imported from: the run analyses the file again
-    # together with them when they are among its files (project.py).
+    # Modules this file imports custom_vjp rules from, or helpers it passes nondiff arguments to:
+    # the run analyses the file again together with them when they are among its files (project.py).
     imported_rules: tuple[str, ...] = ()
 
     @property

@@ -120,6 +120,10 @@ class ModuleIndex:
         package = importing_package(self.names.get(path) or package_name(path), path)
         return package or importing_package(self.rooted.get(path, ""), path)
 
+    def holds(self, module: str) -> bool:
+        """Whether ``module`` is one of the files, or a package some of them are in."""
+        return module in self.paths or any(name.startswith(f"{module}.") for name in self.paths)
+
     def split(self, target: str) -> tuple[str, str] | None:
         """``pkg.rules.bwd`` -> (``pkg.rules``, ``bwd``): the longest module prefix in the index."""
         parts = target.split(".")

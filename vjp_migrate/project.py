@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from vjp_migrate.api import Analysis
-    from vjp_migrate.classify.context import Context
+    from vjp_migrate.classify.context import Context, ImportedHelper
     from vjp_migrate.imports import ImportTable
     from vjp_migrate.sites import ImportedRule, ImportedValue
 
@@ -39,6 +40,14 @@ _MAX_REEXPORTS = 4  # `from ._impl import bwd` in an __init__.py, followed this 
 
 def _not_checked(module: str) -> str:
     return f"imported from `{module}`, which is not among the files checked"
+
+
+def _unusable(problem: str) -> str:
+    """What is wrong with a checked module, after its name: `which has a syntax error at line 22,
+    column 12: invalid syntax`, `which could not be used (cannot be read: Permission denied)`."""
+    if problem.startswith("syntax error at "):
+        return f"which has a {problem}"
+    return f"which could not be used ({problem})"
 
 
 def outside_message(role: str, name: str, module: str) -> str:
@@ -66,6 +75,9 @@ class Project:
     # The modules each analysed file imports rules from (phase 1 reports them).
     imported: dict[Path, set[str]] = field(default_factory=dict)
     blocked: dict[int, str] = field(default_factory=dict)  # id(rule node) -> the VJP003 detail
+    _imports: dict[Path, ModuleImports] = field(default_factory=dict)
+    _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
+    _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
 
     @classmethod
     def for_file(cls, path: Path) -> Project:
@@ -118,48 +130,131 @@ class Project:
                 return dataclasses.replace(site, problem=self.blocked[id(ref.node)])
         return site
 
-    def widen(self, ctx: Context, sites: Sequence[VjpSite]) -> Context:
-        """Let classification read rules from other modules with those modules' imports."""
+    def widen(self, ctx: Context, sites: Sequence[VjpSite], module: cst.Module, path: str) -> Context:
+        """Let classification read rules from other modules with those modules' imports, and
+        follow the helpers this module (or a rule's module) imports from the run's other files.
+        A file checked alone only notes the modules such helpers come from (phase 1)."""
         from vjp_migrate import walk
         from vjp_migrate.classify.module_facts import module_helpers
-        from vjp_migrate.imports import ImportTable, import_table
 
+        homes = [(Path(path), module)]
         others = {ref.path for site in sites for ref in (site.fwd, site.bwd) if ref is not None and ref.path}
-        if not others:
-            return ctx
-        aliases, shadowed, helpers = dict(ctx.imports.aliases), set(ctx.imports.shadowed), dict(ctx.helpers)
-        conflicts: set[str] = set()
         for other in sorted(others):
             loaded = self.loaded.get(Path(other))
-            if not isinstance(loaded, _Loaded):
-                continue
-            walk.cover(loaded.module)  # its helpers are walked by replays, not node by node
-            table = import_table(loaded.module)
+            if isinstance(loaded, _Loaded):
+                homes.append((Path(other), loaded.module))
+                walk.cover(loaded.module)  # its helpers are walked by replays, not node by node
+        if len(homes) > 1:
+            helpers = dict(ctx.helpers)
+            for _, other_module in homes[1:]:
+                for name, helper in module_helpers(other_module).items():
+                    helpers.setdefault(name, helper)
+            imports = self._merged_imports(ctx, [other_module for _, other_module in homes[1:]])
+            ctx = dataclasses.replace(ctx, imports=imports, helpers=helpers)
+        return dataclasses.replace(ctx, imported=self._helper_finder(ctx, homes, Path(path)))
+
+    @staticmethod
+    def _merged_imports(ctx: Context, modules: Sequence[cst.Module]) -> ImportTable:
+        """``ctx``'s imports and those of ``modules``: a name with two meanings is trusted in neither."""
+        from vjp_migrate.imports import ImportTable, import_table
+
+        aliases, shadowed = dict(ctx.imports.aliases), set(ctx.imports.shadowed)
+        conflicts: set[str] = set()
+        for other in modules:
+            table = import_table(other)
             for name, target in table.aliases.items():
                 if aliases.setdefault(name, target) != target:
-                    conflicts.add(name)  # two meanings: neither is trusted
+                    conflicts.add(name)
             shadowed |= table.shadowed
-            for name, helper in module_helpers(loaded.module).items():
-                helpers.setdefault(name, helper)
         for name in conflicts:
             aliases.pop(name, None)
-        return dataclasses.replace(ctx, imports=ImportTable(aliases, frozenset(shadowed)), helpers=helpers)
+        return ImportTable(aliases, frozenset(shadowed))
+
+    def _helper_finder(self, ctx: Context, homes: list[tuple[Path, cst.Module]], noted: Path | None) -> ImportedHelper:
+        """What a called name imports from another module of the run, as ``homes`` import it (the
+        modules whose code is read in ``ctx``): the def and the context to read it in; None when no
+        checked module defines it, or two of ``homes`` import different defs by that name. The
+        modules names come from are noted for ``noted`` (phase 1 then knows to ask for phase 2)."""
+        contexts: dict[Path, Context] = {}
+
+        def find(name: str) -> tuple[cst.FunctionDef, Context, str] | None:
+            found: dict[int, tuple[cst.FunctionDef, Path, cst.Module, str]] = {}
+            for home, home_module in homes:
+                imports = self._imports_of(home, home_module)
+                target = imports.target(name)
+                if target is None:
+                    continue
+                if home == noted and self._nearby(home, imports, name):
+                    self.imported.setdefault(home, set()).add(imports.origin(name) or target)
+                followed = self._follow(target, lambda module, attribute: self._helpers_of(module).get(attribute), home)
+                loaded = self.loaded.get(followed.path) if followed.path is not None else None
+                if followed.found is not None and followed.path is not None and isinstance(loaded, _Loaded):
+                    name_of = followed.module_name or str(followed.path)
+                    found[id(followed.found)] = (followed.found, followed.path, loaded.module, name_of)
+            if len(found) != 1:
+                return None
+            helper, where, module, module_name = next(iter(found.values()))
+            if where not in contexts:
+                contexts[where] = self._helper_context(ctx, where, module)
+            return helper, contexts[where], module_name
+
+        return find
+
+    def _nearby(self, path: Path, imports: ModuleImports, name: str) -> bool:
+        """Whether the module ``name`` is imported from may be a file of a run over a folder that
+        holds ``path``: a relative import, or an absolute one whose top-level package or module is
+        in a folder above ``path`` or in the current folder (`einops` is not, in most projects: a
+        file whose helpers all come from such modules asks for no second phase)."""
+        head = name.partition(".")[0]
+        if imports.spelled.get(head, "").startswith("."):
+            return True
+        top = (imports.target(name) or "").partition(".")[0]
+        if not top:
+            return False
+        if top not in self._tops:
+            folders = (*Path(os.path.abspath(path)).parents, Path(os.getcwd()))
+            self._tops[top] = any((f / top).is_dir() or (f / f"{top}.py").is_file() for f in folders)
+        return self._tops[top]
+
+    def _helper_context(self, ctx: Context, path: Path, module: cst.Module) -> Context:
+        """``ctx`` widened to read a helper of ``module``: its imports and its own helpers added,
+        a name with two meanings trusted in neither, and the helpers it imports followed in turn."""
+        from vjp_migrate import walk
+
+        walk.cover(module)  # its helpers are walked by replays, not node by node
+        own = self._helpers_of(module)
+        helpers = {**ctx.helpers, **own}
+        for name in set(ctx.helpers) & set(own):
+            if ctx.helpers[name] is not own[name]:
+                del helpers[name]
+        inner = dataclasses.replace(ctx, imports=self._merged_imports(ctx, [module]), helpers=helpers)
+        return dataclasses.replace(inner, imported=self._helper_finder(inner, [(path, module)], None))
+
+    def _imports_of(self, path: Path, module: cst.Module) -> ModuleImports:
+        if path not in self._imports:
+            self._imports[path] = module_imports(module, self.index.package_of(path))
+        return self._imports[path]
+
+    def _helpers_of(self, module: cst.Module) -> dict[str, cst.FunctionDef]:
+        from vjp_migrate.classify.module_facts import module_helpers
+
+        if id(module) not in self._helpers:
+            self._helpers[id(module)] = module_helpers(module)
+        return self._helpers[id(module)]
 
     # --- resolving imported rules and constants ----------------------------------------------
 
     def _importer(self, path: Path, module: cst.Module) -> Callable[[str], tuple[str, str | None] | None]:
         """For a local name the module imports: the module it comes from (recorded for phase 1)
         and its absolute target when that can be told; None when the name is not imported."""
-        found: list[ModuleImports] = []  # read on the first name looked up (most modules: never)
 
         def origin_and_target(local: str) -> tuple[str, str | None] | None:
-            if not found:
-                found.append(module_imports(module, self.index.package_of(path)))
-            origin = found[0].origin(local)
+            imports = self._imports_of(path, module)  # read on the first name looked up (most modules: never)
+            origin = imports.origin(local)
             if origin is None:
                 return None
             self.imported.setdefault(path, set()).add(origin)
-            return origin, found[0].target(local)
+            return origin, imports.target(local)
 
         return origin_and_target
 
@@ -221,7 +316,7 @@ class Project:
         if followed.module_name is None:
             return _not_checked(followed.target.rpartition(".")[0] or followed.target)
         if followed.problem is not None:
-            return f"imported from `{followed.module_name}`, which could not be used ({followed.problem})"
+            return f"imported from `{followed.module_name}`, {_unusable(followed.problem)}"
         if followed.found is not None:
             return followed.found
         return f"imported from `{followed.module_name}`, where no constant `{followed.attribute}` is assigned"
@@ -240,7 +335,7 @@ class Project:
             return FunctionRef(local, None, outside_message(role, local, origin), module=origin)
         if followed.problem is not None:
             held = f"`{module_name}`" + (f" ({followed.path})" if followed.path is not None else "")
-            problem = f"{role} `{local}` is imported from {held}, which could not be used ({followed.problem})"
+            problem = f"{role} `{local}` is imported from {held}, {_unusable(followed.problem)}"
             return FunctionRef(local, None, problem, module=module_name)
         if followed.found is not None:
             where = None if followed.path == importer else str(followed.path)
@@ -429,11 +524,16 @@ def complete(
 
     ``fix``: the results carry the new texts and the outcome the groups of changes to write.
     """
-    flagged = [r.path for r in results if r.status is Status.OK and r.imported_rules]
+    flagged = [r for r in results if r.status is Status.OK and r.imported_rules]
     if not flagged or len(files) < 2:
         return Outcome(results, [])
-    project = Project(ModuleIndex.build(files, roots))
-    analyses = _analyse_all(project, flagged, settings)
+    index = ModuleIndex.build(files, roots)
+    # A file that imports rules or helpers only from modules outside the run gets nothing new here.
+    flagged = [r for r in flagged if any(index.holds(origin) for origin in r.imported_rules)]
+    if not flagged:
+        return Outcome(results, [])
+    project = Project(index)
+    analyses = _analyse_all(project, [r.path for r in flagged], settings)
     others = _OtherFiles(project, files)
     while True:  # each round blocks at least one more rule, so this ends
         found = {**_used_elsewhere(analyses, others), **_disagreements(analyses)}

@@ -31,6 +31,10 @@ from vjp_migrate.sites import body_statements
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
 Wrapped = dict[str, list[frozenset[str]]]
+# A called name (`soft_cap`, `utils.soft_cap`) -> the def it imports from another module of the
+# run, the context to read that def in (its module's imports too) and the module's name; None
+# when it names none.
+ImportedHelper = Callable[[str], "tuple[cst.FunctionDef, Context, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -115,6 +119,8 @@ class Context:
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
+    # Set by a run over several files (project.py): the helpers imported from its other modules.
+    imported: ImportedHelper | None = field(default=None, compare=False)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:

@@ -282,8 +282,8 @@ class CallUses(Helpers):
                     f"in {self.where}"
                 )
                 self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
-        elif not qname.startswith("builtins.") and via is None:
-            self._opaque(call, func_text)
+        elif not qname.startswith("builtins."):
+            self._imported(call, func_text, position, keyword, via)
 
     def _size_or_data(
         self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None

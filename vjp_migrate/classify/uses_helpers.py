@@ -179,6 +179,17 @@ class Helpers(Branches):
         found = [self._in_helper(helper, call, func_text, position, keyword, via) for helper in defs]
         self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))
 
+    def _imported(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
+        """A call of a name imported from elsewhere: a def of another module of the run is
+        followed as a helper of this module is, read with that module's imports."""
+        found = self.ctx.imported(func_text) if self.ctx.imported is not None and self.depth < 3 else None
+        if found is not None:
+            helper, ctx, module = found
+            where = f"helper `{func_text}` from `{module}` (called from {self.where})"
+            self.evidence.extend(self._in_helper(helper, call, func_text, position, keyword, via, ctx, where))
+        elif via is None:
+            self._opaque(call, func_text)
+
     def _enclosing(self, name: str) -> bool:
         """Whether a function around the def walked binds ``name`` to a def."""
         return self.func is not None and self.ctx.enclosing.get(id(self.func), {}).get(name) is not None
@@ -191,24 +202,29 @@ class Helpers(Branches):
         position: int,
         keyword: str | None,
         via: Via | None,
+        ctx: Context | None = None,
+        where: str | None = None,
     ) -> list[tuple[Evidence, str]]:
-        """The evidence one def of the helper ``call`` calls gives about the argument it is passed."""
+        """The evidence one def of the helper ``call`` calls gives about the argument it is passed
+        (``ctx``, ``where``: the context of the module that defines it and how to name the helper,
+        when it is not this module's)."""
+        ctx = ctx or self.ctx
         params = positional_params(helper)
         kwonly = [p.name.value for p in helper.params.kwonly_params]
         named = keyword in params or keyword in kwonly
         target = keyword if named else (params[position] if 0 <= position < len(params) else None)
         if target is None:
             return []
-        if target in jit_static_names(helper, self.ctx.imports):
+        if target in jit_static_names(helper, ctx.imports):
             text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
             return self._made(ArgKind.STATIC, text, call, via=via)
-        if (cache := caching_decorator(helper, self.ctx.imports)) is not None:
+        if (cache := caching_decorator(helper, ctx.imports)) is not None:
             text = f"passed to `{func_text}`, which `@{cache}` caches by its arguments (a Tracer is unhashable)"
             return self._made(ArgKind.STATIC, text, call, via=via)
-        where = f"helper `{func_text}` (called from {self.where})"
-        inner = type(self).of(helper, target, self.ctx, where, self.depth + 1)
+        where = where or f"helper `{func_text}` (called from {self.where})"
+        inner = type(self).of(helper, target, ctx, where, self.depth + 1)
         if via is None:
-            return [*inner.evidence, *annotation_evidence(helper, target, self.ctx, inner.where)]
+            return [*inner.evidence, *annotation_evidence(helper, target, ctx, inner.where)]
         return via.carried(inner.evidence)
 
 

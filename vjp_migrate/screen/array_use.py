@@ -182,6 +182,8 @@ class ArrayUse:
         bind = isinstance(call.func, ast.Attribute) and call.func.attr == "bind"
         if (bind or may_be_ffi_function(self.m, call.func)) and any(given is None for _, given in passed):
             return True  # a positional argument of any `.bind` or FFI function may be an operand
+        if any(q.startswith(".") for q in qualified(self.m, call.func)):
+            return True  # a helper of a sibling module, which a run over the package follows (project.py)
         if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
             return False
         for helper in self.m.defs.get(call.func.id, []):
