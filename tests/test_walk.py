@@ -203,6 +203,18 @@ def test_visit_replays_over_a_covered_module_until_forgotten(monkeypatch: pytest
     walk.forget()
 
 
+def test_covered_modules_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(walk.current, "_MAX_OTHERS", 2)
+    walk.forget()
+    modules = [cst.parse_module(f"def h{k}(x):\n    return x\n") for k in range(3)]
+    for module in modules:
+        walk.cover(module)
+    walk.cover(modules[1])  # used again: the most recent
+    walk.cover(modules[2])
+    assert [index.module for index in walk.current._OTHERS.values()] == [modules[1], modules[2]]
+    walk.forget()
+
+
 def test_replayed_visitor_state_changes_apply_in_order() -> None:
     code = textwrap.dedent(
         """\

@@ -11,7 +11,8 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
-  module or positionally to any ``.bind`` (a primitive's operand), is mapped over by ``jax.vmap``,
+  module, positionally to any ``.bind`` (a primitive's operand) or to a name imported relatively
+  (a helper a run over the package follows), is mapped over by ``jax.vmap``,
   has an attribute passed to a ``jax.random`` function (a holder of PRNG keys), has an array-like
   annotation, or a call of the site (by name, or through a def that returns it) passes an
   array-module result or, at the argument's place, a parameter of the caller annotated as an

@@ -13,6 +13,7 @@ from vjp_migrate.walk.replay import NO_METHODS, Table, replayable
 
 _LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
 _OTHERS: dict[int, Index] = {}  # id(module) -> the Index of another module the analysis reads
+_MAX_OTHERS = 32  # the most recently covered; an index costs about a third of its module's memory
 
 
 def index_of(module: cst.Module) -> Index:
@@ -27,8 +28,12 @@ def index_of(module: cst.Module) -> Index:
 def cover(module: cst.Module) -> None:
     """Let ``visit`` replay over ``module`` too: another module whose defs the analysis of the
     current one walks (the helpers of rules imported from it)."""
-    if id(module) not in _OTHERS and not (_LAST and _LAST[0].module is module):
-        _OTHERS[id(module)] = Index(module)  # the Index keeps the module, so the id stays its own
+    if _LAST and _LAST[0].module is module:
+        return
+    index = _OTHERS.pop(id(module), None) or Index(module)  # it keeps the module: the id stays its own
+    _OTHERS[id(module)] = index  # the most recent last
+    if len(_OTHERS) > _MAX_OTHERS:
+        del _OTHERS[next(iter(_OTHERS))]
 
 
 def forget() -> None:
