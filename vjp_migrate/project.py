@@ -78,6 +78,8 @@ class Project:
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
     _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
+    # (import target, importing file) -> where it leads, for the helpers classification follows
+    _helper_defs: dict[tuple[str, Path], _Followed[cst.FunctionDef]] = field(default_factory=dict)
 
     @classmethod
     def for_file(cls, path: Path) -> Project:
@@ -186,7 +188,11 @@ class Project:
                     continue
                 if home == noted and self._nearby(home, imports, name):
                     self.imported.setdefault(home, set()).add(imports.origin(name) or target)
-                followed = self._follow(target, lambda module, attribute: self._helpers_of(module).get(attribute), home)
+                if (target, home) not in self._helper_defs:
+                    self._helper_defs[(target, home)] = self._follow(
+                        target, lambda module, attribute: self._helpers_of(module).get(attribute), home
+                    )
+                followed = self._helper_defs[(target, home)]
                 loaded = self.loaded.get(followed.path) if followed.path is not None else None
                 if followed.found is not None and followed.path is not None and isinstance(loaded, _Loaded):
                     name_of = followed.module_name or str(followed.path)

@@ -13,7 +13,7 @@ from vjp_migrate.walk.replay import NO_METHODS, Table, replayable
 
 _LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
 _OTHERS: dict[int, Index] = {}  # id(module) -> the Index of another module the analysis reads
-_MAX_OTHERS = 32  # the most recently covered; an index costs about a third of its module's memory
+_MAX_OTHERS = 64  # the most recently covered; an index costs about a third of its module's memory
 
 
 def index_of(module: cst.Module) -> Index:
