@@ -67,10 +67,9 @@ def _root_name(path: Path, root: Path) -> str | None:
 class ModuleIndex:
     """Which module name means which file, for the files of one run."""
 
-    paths: dict[str, Path] = field(default_factory=dict)  # module name -> file
+    every: dict[str, list[Path]] = field(default_factory=dict)  # module name -> each file with that name
     names: dict[Path, str] = field(default_factory=dict)  # file -> its canonical module name
     rooted: dict[Path, str] = field(default_factory=dict)  # file -> its name below the first import root
-    every: dict[str, list[Path]] = field(default_factory=dict)  # module name -> each file with that name
     roots: dict[Path, Path] = field(default_factory=dict)  # file -> the folder its canonical name starts at
 
     @classmethod
@@ -98,8 +97,12 @@ class ModuleIndex:
                     index.rooted.setdefault(path, name)
         return index
 
+    @property
+    def paths(self) -> dict[str, Path]:
+        """Module name -> the first file of the run with that name."""
+        return {name: files[0] for name, files in self.every.items()}
+
     def _add(self, name: str, path: Path) -> None:
-        self.paths.setdefault(name, path)
         same = self.every.setdefault(name, [])
         if path not in same:
             same.append(path)
@@ -122,14 +125,14 @@ class ModuleIndex:
 
     def holds(self, module: str) -> bool:
         """Whether ``module`` is one of the files, or a package some of them are in."""
-        return module in self.paths or any(name.startswith(f"{module}.") for name in self.paths)
+        return module in self.every or any(name.startswith(f"{module}.") for name in self.every)
 
     def split(self, target: str) -> tuple[str, str] | None:
         """``pkg.rules.bwd`` -> (``pkg.rules``, ``bwd``): the longest module prefix in the index."""
         parts = target.split(".")
         for cut in range(len(parts) - 1, 0, -1):
             module = ".".join(parts[:cut])
-            if module in self.paths:
+            if module in self.every:
                 return module, ".".join(parts[cut:])
         return None
 

@@ -137,7 +137,6 @@ class Project:
         follow the helpers this module (or a rule's module) imports from the run's other files.
         A file checked alone only notes the modules such helpers come from (phase 1)."""
         from vjp_migrate import walk
-        from vjp_migrate.classify.module_facts import module_helpers
 
         homes = [(Path(path), module)]
         others = {ref.path for site in sites for ref in (site.fwd, site.bwd) if ref is not None and ref.path}
@@ -149,7 +148,7 @@ class Project:
         if len(homes) > 1:
             helpers = dict(ctx.helpers)
             for _, other_module in homes[1:]:
-                for name, helper in module_helpers(other_module).items():
+                for name, helper in self._helpers_of(other_module).items():
                     helpers.setdefault(name, helper)
             imports = self._merged_imports(ctx, [other_module for _, other_module in homes[1:]])
             ctx = dataclasses.replace(ctx, imports=imports, helpers=helpers)

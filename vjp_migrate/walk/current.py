@@ -27,7 +27,7 @@ def index_of(module: cst.Module) -> Index:
 
 def cover(module: cst.Module) -> None:
     """Let ``visit`` replay over ``module`` too: another module whose defs the analysis of the
-    current one walks (the helpers of rules imported from it)."""
+    current one walks (the helpers of its rules and those it imports from them)."""
     if _LAST and _LAST[0].module is module:
         return
     index = _OTHERS.pop(id(module), None) or Index(module)  # it keeps the module: the id stays its own
