@@ -235,8 +235,7 @@ def check_file(
 
             project = Project.for_file(path)
             analysis = _analyze(source.text, str(path), settings, explicit, project, syntax_checked=verdict.parses)
-            imported = tuple(sorted(project.imported.get(path, ())))
-            result = FileResult(path, Status.OK, diagnostics=analysis.diagnostics, imported_rules=imported)
+            result = project.with_origins(FileResult(path, Status.OK, diagnostics=analysis.diagnostics))
         if cache is not None:
             cache.put(path, data, explicit, result)
         return result
@@ -245,15 +244,9 @@ def check_file(
         return _guard(path, work)
 
 
-def _fixed(path: Path, old_text: str, result: FixResult, imported: tuple[str, ...] = ()) -> FileResult:
+def _fixed(path: Path, old_text: str, result: FixResult) -> FileResult:
     return FileResult(
-        path,
-        Status.OK,
-        diagnostics=result.diagnostics,
-        fixed=result.fixed,
-        old_text=old_text,
-        new_text=result.source,
-        imported_rules=imported,
+        path, Status.OK, diagnostics=result.diagnostics, fixed=result.fixed, old_text=old_text, new_text=result.source
     )
 
 
@@ -267,7 +260,6 @@ def fix_file(
         if not explicit and not any(word in data for word in triggers_for(settings.select)):
             return FileResult(path, Status.OK)
         source: SourceText = decode(data)
-        imported: tuple[str, ...] = ()
         if path.suffix == ".ipynb":
             from vjp_migrate.notebook import fix_notebook
 
@@ -279,8 +271,8 @@ def fix_file(
 
             project = Project.for_file(path)
             result = _fix_text(source.text, str(path), settings, project, syntax_checked=verdict.parses)
-            imported = tuple(sorted(project.imported.get(path, ())))
-        return _fixed(path, source.text, result, imported)
+            return project.with_origins(_fixed(path, source.text, result))
+        return _fixed(path, source.text, result)
 
     with _no_cycle_collection():
         planned = _guard(path, work)
@@ -338,16 +330,21 @@ def _run(
 def analyze_paths(
     paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
 ) -> Outcome:
-    """Phase 1 per file (workers, cache), then phase 2 for rules imported between the files."""
+    """Phase 1 per file (workers, cache), then phase 2 for rules and helpers imported between the files."""
     from vjp_migrate.transaction import Outcome
+    from vjp_migrate.workers import default_jobs
 
+    how = how or _EXECUTION[-1]
     results, candidates = _run(paths, exclude, task, how, progress)
-    if len(candidates) < 2 or not any(r.status is Status.OK and r.imported_rules for r in results):
+    if len(candidates) < 2 or not any(
+        r.status is Status.OK and (r.imported_rules or r.imported_helpers) for r in results
+    ):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
     from vjp_migrate.project import complete
 
+    files, jobs = [c.path for c in candidates], default_jobs() if how.jobs is None else how.jobs
     with _no_cycle_collection():  # which also forgets the indexes of the modules phase 2 read
-        return complete(results, [c.path for c in candidates], paths, task.settings, fix=task.mode == "fix")
+        return complete(results, files, paths, task.settings, task.mode == "fix", jobs)
 
 
 def check_paths(

@@ -141,7 +141,11 @@ def _dump(result: FileResult) -> dict[str, Any]:
             return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
         return getattr(value, "value", value)  # enums by value
 
-    return {"diagnostics": [plain(d) for d in result.diagnostics], "imported_rules": list(result.imported_rules)}
+    return {
+        "diagnostics": [plain(d) for d in result.diagnostics],
+        "imported_rules": list(result.imported_rules),
+        "imported_helpers": list(result.imported_helpers),
+    }
 
 
 def _load(path: Path, raw: dict[str, Any]) -> FileResult:
@@ -155,4 +159,5 @@ def _load(path: Path, raw: dict[str, Any]) -> FileResult:
         return Diagnostic(**values)
 
     diagnostics = tuple(diagnostic(d) for d in raw["diagnostics"])
-    return FileResult(path, Status.OK, diagnostics=diagnostics, imported_rules=tuple(raw.get("imported_rules", ())))
+    rules, helpers = tuple(raw.get("imported_rules", ())), tuple(raw.get("imported_helpers", ()))
+    return FileResult(path, Status.OK, diagnostics=diagnostics, imported_rules=rules, imported_helpers=helpers)

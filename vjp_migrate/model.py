@@ -279,9 +279,12 @@ class FileResult:
     old_text: str | None = None
     new_text: str | None = None
     written: bool = False
-    # Modules this file imports custom_vjp rules from, or helpers it passes nondiff arguments to:
-    # the run analyses the file again together with them when they are among its files (project.py).
+    # Modules this file imports custom_vjp rules (or nondiff_argnums constants) from, and those
+    # it imports helpers from that it passes nondiff arguments to: the run analyses the file again
+    # with them when they are among its files (project.py; a file with only helpers to follow is
+    # analysed on its own, in a worker).
     imported_rules: tuple[str, ...] = ()
+    imported_helpers: tuple[str, ...] = ()
 
     @property
     def changed(self) -> bool:

@@ -2,11 +2,13 @@
 
 Phase 1 analyses every file on its own (workers, cache); a site whose fwd or bwd is imported
 is then VJP003 ("... which is not among the files checked") and its file says which modules
-it imports rules from (``FileResult.imported_rules``). Phase 2, here, analyses those files
-again in one ``Project``: every file is parsed once, an imported rule resolves to the
-FunctionDef in the other file's tree, and classification and planning run unchanged on those
-nodes. The plans of one migration are applied to every file they touch, and the files a
-migration touches form one group, written together.
+it imports rules from (``FileResult.imported_rules``), and helpers it passes nondiff arguments
+to (``imported_helpers``). Phase 2, here, analyses those files again in one ``Project``: every
+file is parsed once, an imported rule resolves to the FunctionDef in the other file's tree, and
+classification and planning run unchanged on those nodes. The plans of one migration are
+applied to every file they touch, and the files a migration touches form one group, written
+together. A file that imports no rules from the run (only helpers) shares nothing with the
+others, so with several jobs those files are analysed again in worker processes, one by one.
 
 A rule used by several custom_vjp functions (in any files) is rewritten only when every user
 migrates the same argument positions the same way; otherwise all users get VJP003.
@@ -72,8 +74,9 @@ class Project:
     # the index only resolves rules imported from other files, and building it reads folders).
     indexed: ModuleIndex | Path
     loaded: dict[Path, _Loaded | str] = field(default_factory=dict)  # a str says why it failed
-    # The modules each analysed file imports rules from (phase 1 reports them).
+    # The modules each analysed file imports rules from, and helpers (phase 1 reports them).
     imported: dict[Path, set[str]] = field(default_factory=dict)
+    helper_origins: dict[Path, set[str]] = field(default_factory=dict)
     blocked: dict[int, str] = field(default_factory=dict)  # id(rule node) -> the VJP003 detail
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
@@ -107,6 +110,14 @@ class Project:
             except OSError as error:
                 self.loaded[path] = f"cannot be read: {error.strerror or error}"
         return self.loaded[path]
+
+    def with_origins(self, result: FileResult) -> FileResult:
+        """``result`` saying which modules its file imports rules and helpers from."""
+        return dataclasses.replace(
+            result,
+            imported_rules=tuple(sorted(self.imported.get(result.path, ()))),
+            imported_helpers=tuple(sorted(self.helper_origins.get(result.path, ()))),
+        )
 
     # --- the hooks api.analyze calls ---------------------------------------------------------
 
@@ -186,7 +197,7 @@ class Project:
                 if target is None:
                     continue
                 if home == noted and self._nearby(home, imports, name):
-                    self.imported.setdefault(home, set()).add(imports.origin(name) or target)
+                    self.helper_origins.setdefault(home, set()).add(imports.origin(name) or target)
                 if (target, home) not in self._helper_defs:
                     self._helper_defs[(target, home)] = self._follow(
                         target, lambda module, attribute: self._helpers_of(module).get(attribute), home
@@ -523,31 +534,101 @@ def _analyse_all(project: Project, start: list[Path], settings: Settings) -> dic
 
 
 def complete(
-    results: list[FileResult], files: Sequence[Path], roots: Sequence[Path], settings: Settings, fix: bool
+    results: list[FileResult],
+    files: Sequence[Path],
+    roots: Sequence[Path],
+    settings: Settings,
+    fix: bool,
+    jobs: int = 1,
 ) -> Outcome:
-    """Phase 2 over phase 1's ``results``: files whose rules are imported from other given files.
+    """Phase 2 over phase 1's ``results``: files whose rules or helpers are imported from other
+    given files.
 
     ``fix``: the results carry the new texts and the outcome the groups of changes to write.
+    ``jobs`` > 1: the files that only follow helpers are analysed in that many worker processes.
     """
-    flagged = [r for r in results if r.status is Status.OK and r.imported_rules]
+    flagged = [r for r in results if r.status is Status.OK and (r.imported_rules or r.imported_helpers)]
     if not flagged or len(files) < 2:
         return Outcome(results, [])
     index = ModuleIndex.build(files, roots)
     # A file that imports rules or helpers only from modules outside the run gets nothing new here.
-    flagged = [r for r in flagged if any(index.holds(origin) for origin in r.imported_rules)]
-    if not flagged:
+    rules = {r.path for r in flagged if any(map(index.holds, r.imported_rules))}
+    start = [r.path for r in flagged if r.path in rules or any(map(index.holds, r.imported_helpers))]
+    if not start:
         return Outcome(results, [])
+    alone = [path for path in start if path not in rules]
+    done: dict[Path, FileResult] = {}
     project = Project(index)
-    analyses = _analyse_all(project, [r.path for r in flagged], settings)
+    if jobs > 1 and len(alone) > 1:
+        analyses = _analyse_rounds(project, [path for path in start if path in rules], files, settings)
+        rest = [path for path in alone if path not in analyses]
+        done = _alone_in_workers(project, rest, (tuple(files), tuple(roots)), settings, fix, jobs)
+        if any(any(map(index.holds, result.imported_rules)) for result in done.values()):
+            # One of them imports rules from the run after all (not seen in phase 1): all together.
+            project, done = Project(index), {}
+            analyses = _analyse_rounds(project, start, files, settings)
+    else:
+        analyses = _analyse_rounds(project, start, files, settings)
+    outcome = _outcome(results, project, analyses, fix)
+    return Outcome([done.get(result.path, result) for result in outcome.results], outcome.groups)
+
+
+def _analyse_rounds(
+    project: Project, start: list[Path], files: Sequence[Path], settings: Settings
+) -> dict[Path, Analysis]:
+    """``start`` and the files of the rules they import analysed together, again until no more
+    rules are blocked by uses elsewhere or by users that disagree."""
+    analyses = _analyse_all(project, start, settings)
     others = _OtherFiles(project, files)
     while True:  # each round blocks at least one more rule, so this ends
         found = {**_used_elsewhere(analyses, others), **_disagreements(analyses)}
         blocked = {k: v for k, v in found.items() if k not in project.blocked}
         if not blocked:
-            break
+            return analyses
         project.blocked.update(blocked)
         analyses = _analyse_all(project, list(analyses), settings)
-    return _outcome(results, project, analyses, fix)
+
+
+_Run = tuple[tuple[Path, ...], tuple[Path, ...]]  # a run's files and roots (ModuleIndex.build's arguments)
+# The project phase 2 has read so far: a forked worker starts from it (a spawned one indexes the run).
+_SHARED: list[Project] = []
+
+
+def _alone_in_workers(
+    project: Project, paths: list[Path], run: _Run, settings: Settings, fix: bool, jobs: int
+) -> dict[Path, FileResult]:
+    """Phase 2 of files that share no rules with the others (they only follow helpers into
+    them): each is analysed on its own, so they are spread over worker processes, which also
+    survive a crash of the parser, as in phase 1. A bare OK result means the file could not be
+    loaded again; its phase 1 result stands."""
+    from vjp_migrate import workers
+    from vjp_migrate.discover import Candidate
+
+    task = workers.Task("fix" if fix else "check", settings, phase=2, run=run)
+    _SHARED[:] = [project]
+    try:
+        results = workers.run([Candidate(path, True) for path in paths], task, jobs)
+    finally:
+        _SHARED.clear()
+    return {result.path: result for result in results if result != FileResult(result.path, Status.OK)}
+
+
+def analyse_alone(path: Path, settings: Settings, fix: bool, run: _Run) -> FileResult:
+    """Phase 2 of one file that only follows helpers into the run's other files (in a worker
+    process; ``run``: the run's files and roots, indexed once by a worker that was not forked)."""
+    from vjp_migrate.api import failed_result
+
+    if not _SHARED:
+        _SHARED.append(Project(ModuleIndex.build(*run)))
+    project = _SHARED[0]
+    try:
+        analyses = _analyse_all(project, [path], settings)
+        if path not in analyses:
+            return FileResult(path, Status.OK)
+        plans = [d.plan for d in analyses[path].decisions if d.plan is not None] if fix else []
+        return _file_result(path, analyses[path], project, plans, {}, fix)
+    except Exception as error:  # one file must never take the run down
+        return failed_result(path, error)
 
 
 def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, Analysis], fix: bool) -> Outcome:
@@ -601,7 +682,6 @@ def _file_result(
 ) -> FileResult:
     loaded = project.loaded[path]
     assert isinstance(loaded, _Loaded)
-    imported = tuple(sorted(project.imported.get(path, ())))
     diagnostics: tuple[Diagnostic, ...] = ()
     moved: set[tuple[str, int]] = set()
     if analysis is not None:
@@ -612,7 +692,7 @@ def _file_result(
         )
         moved = {(d.site.qualname, i) for d in analysis.decisions if d.plan for i in d.plan.moved}
     if not fix:
-        return FileResult(path, Status.OK, diagnostics=diagnostics, imported_rules=imported)
+        return project.with_origins(FileResult(path, Status.OK, diagnostics=diagnostics))
     new_text = loaded.source.text
     if plans:
         from vjp_migrate.rewrite import apply_plans
@@ -624,12 +704,7 @@ def _file_result(
             reason = f"internal error: the rewrite would not parse ({error}); left untouched"
             return FileResult(path, Status.FAILED, reason)
     fixed = tuple(d for d in diagnostics if (d.function, d.index) in moved)
-    return FileResult(
-        path,
-        Status.OK,
-        diagnostics=diagnostics,
-        fixed=fixed,
-        old_text=loaded.source.text,
-        new_text=new_text,
-        imported_rules=imported,
+    result = FileResult(
+        path, Status.OK, diagnostics=diagnostics, fixed=fixed, old_text=loaded.source.text, new_text=new_text
     )
+    return project.with_origins(result)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import faulthandler
+import gc
 import os
 import signal
 import sys
@@ -33,7 +34,8 @@ if TYPE_CHECKING:
 
 Progress = Callable[[int, int], None]
 CRASHED = "the parser crashed on this file"
-# Test-only fault injection: "<kind>:<file name>" makes a *worker* process fail on that file.
+# Test-only fault injection: "<kind>:<file name>[:<phase>]" makes a *worker* process (of that
+# phase only, when given) fail on that file.
 # kind: segv (SIGSEGV), kill (SIGKILL, like the OOM killer), exit (os._exit), memory (MemoryError).
 CRASH_HOOK = "VJP_MIGRATE_TEST_CRASH"
 
@@ -45,6 +47,8 @@ class Task:
     mode: str  # "check" or "fix"
     settings: Settings
     cache_dir: Path | None = None  # check: the result cache, or None
+    phase: int = 1  # 2: project.analyse_alone
+    run: tuple[tuple[Path, ...], tuple[Path, ...]] = ((), ())  # phase 2: the run's files and roots
 
 
 def default_jobs() -> int:
@@ -58,6 +62,10 @@ def process(task: Task, candidate: Candidate) -> FileResult:
     """The work for one file (also what a worker runs); never raises for a bad file."""
     from vjp_migrate import api
 
+    if task.phase == 2:
+        from vjp_migrate.project import analyse_alone
+
+        return analyse_alone(candidate.path, task.settings, task.mode == "fix", task.run)
     if task.mode == "fix":
         # Never written here: the parent writes once every file (and multi-file group) is decided.
         return api.fix_file(candidate.path, task.settings, False, candidate.explicit)
@@ -246,7 +254,14 @@ def _worker_main(conn: Connection, current: Any, task: Task, candidates: Sequenc
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
     faulthandler.disable()  # a crash is reported by the parent in one line, not as a C traceback
+    if task.phase == 2:
+        # It keeps every module it reads, as phase 2 in the parent does, and collections would
+        # walk them all; reference counting frees the rest, and the process ends with the run.
+        gc.disable()
     kind, _, target = os.environ.get(CRASH_HOOK, "").partition(":")
+    target, _, phase = target.partition(":")
+    if phase and phase != str(task.phase):
+        target = ""
     while True:
         batch = conn.recv()
         if batch is None:
