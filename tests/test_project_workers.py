@@ -15,7 +15,7 @@ from helpers import write
 from test_project import PRIMAL, RULES
 from test_project_helpers import DEEPER, HELPERS, SITE
 
-from vjp_migrate import api, project
+from vjp_migrate import api, project, workers
 from vjp_migrate.cache import _dump, _load
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.model import FileResult, Settings
@@ -74,6 +74,18 @@ def test_workers_give_phase_two_the_in_process_results(tmp_path: Path, monkeypat
     assert codes == {"ops0.py": ["VJP001"], "ops2.py": ["VJP001"], "ops4.py": ["VJP001"]}
     (scaled,) = (r for r in pooled if r.path.name == "scaled.py")
     assert [d.code for d in scaled.diagnostics] == ["VJP001"] and scaled.diagnostics[0].fixable
+
+
+def test_spawned_workers_index_the_run_themselves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Where fork is unsafe (threads, macOS, Windows) the workers are spawned: they start from
+    nothing, not from the parent's project, and build the run's module index from the task."""
+    root = write(tmp_path / "t", FILES)
+    alone = api.check_paths([root], settings=ALL, how=api.Execution(jobs=1))
+    monkeypatch.setattr(workers, "_single_threaded_linux", lambda: False)
+    calls = _spied(monkeypatch)
+    spawned = api.check_paths([root], settings=ALL, how=api.Execution(jobs=2))
+    assert calls == [[f"ops{i}.py" for i in range(5)]]
+    assert _summary(spawned, root) == _summary(alone, root)
 
 
 def test_fix_with_phase_two_in_workers_writes_what_one_process_writes(tmp_path: Path) -> None:

@@ -74,7 +74,8 @@ class Project:
     # the index only resolves rules imported from other files, and building it reads folders).
     indexed: ModuleIndex | Path
     loaded: dict[Path, _Loaded | str] = field(default_factory=dict)  # a str says why it failed
-    # The modules each analysed file imports rules from, and helpers (phase 1 reports them).
+    # The modules each analysed file imports rules (or constants) from, and those it imports
+    # helpers from (phase 1 reports them: FileResult.imported_rules, imported_helpers).
     imported: dict[Path, set[str]] = field(default_factory=dict)
     helper_origins: dict[Path, set[str]] = field(default_factory=dict)
     blocked: dict[int, str] = field(default_factory=dict)  # id(rule node) -> the VJP003 detail
