@@ -203,6 +203,40 @@ def test_visit_replays_over_a_covered_module_until_forgotten(monkeypatch: pytest
     walk.forget()
 
 
+def test_visit_replays_over_one_covered_def_of_another_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A helper imported from another module is covered alone: its walks are replays, the rest
+    of its module is not indexed, and a def inside a module covered whole is not indexed again."""
+    current = cst.parse_module("def f(a, b):\n    return a + b\n")
+    other = cst.parse_module(
+        "def helper(x, y):\n    return g(x.shape, lambda z: z)(y)\n\n\ndef unused(q):\n    return [q for _ in q]\n"
+    )
+    helper, unused = other.body[0], other.body[1]
+    walks: list[cst.CSTNode] = []
+    slow = walk.current._mixed
+    monkeypatch.setattr(
+        walk.current,
+        "_mixed",
+        lambda index, table, visitor, node: walks.append(node) or slow(index, table, visitor, node),
+    )
+    walk.forget()
+    walk.index_of(current)
+    walk.cover(current.body[0])  # a def of the module analysed: nothing to do
+    assert walk.current._OTHERS == {}
+    walk.cover(helper)
+    (index,) = walk.current._OTHERS.values()
+    assert index.covers(helper) and not index.covers(unused) and not index.covers(other)
+    for node in (helper, helper.body):
+        direct, replayed = _Recording(), _Recording()
+        node.visit(direct)
+        walk.visit(node, replayed)
+        assert replayed.log == direct.log and direct.log
+    assert not walks
+    walk.cover(other)
+    walk.cover(unused)  # in a module covered whole
+    assert [i.module for i in walk.current._OTHERS.values()] == [index.module, other]
+    walk.forget()
+
+
 def test_covered_modules_are_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(walk.current, "_MAX_OTHERS", 2)
     walk.forget()

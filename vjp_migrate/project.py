@@ -236,9 +236,6 @@ class Project:
     def _helper_context(self, ctx: Context, path: Path, module: cst.Module) -> Context:
         """``ctx`` widened to read a helper of ``module``: its imports and its own helpers added,
         a name with two meanings trusted in neither, and the helpers it imports followed in turn."""
-        from vjp_migrate import walk
-
-        walk.cover(module)  # its helpers are walked by replays, not node by node
         own = self._helpers_of(module)
         helpers = {**ctx.helpers, **own}
         for name in set(ctx.helpers) & set(own):

@@ -222,6 +222,7 @@ class Helpers(Branches):
             text = f"passed to `{func_text}`, which `@{cache}` caches by its arguments (a Tracer is unhashable)"
             return self._made(ArgKind.STATIC, text, call, via=via)
         where = where or f"helper `{func_text}` (called from {self.where})"
+        walk.cover(helper)  # a def of another module is walked by replays too, not node by node
         inner = type(self).of(helper, target, ctx, where, self.depth + 1)
         if via is None:
             return [*inner.evidence, *annotation_evidence(helper, target, ctx, inner.where)]

@@ -12,7 +12,7 @@ from vjp_migrate.walk.index import Index
 from vjp_migrate.walk.replay import NO_METHODS, Table, replayable
 
 _LAST: list[Index] = []  # the index of the module analysed last (one module at a time)
-_OTHERS: dict[int, Index] = {}  # id(module) -> the Index of another module the analysis reads
+_OTHERS: dict[int, Index] = {}  # id(module or def) -> the Index of another module (or def) the analysis reads
 _MAX_OTHERS = 64  # the most recently covered; an index costs about a third of its module's memory
 
 
@@ -25,13 +25,19 @@ def index_of(module: cst.Module) -> Index:
     return index
 
 
-def cover(module: cst.Module) -> None:
-    """Let ``visit`` replay over ``module`` too: another module whose defs the analysis of the
-    current one walks (the helpers of its rules and those it imports from them)."""
-    if _LAST and _LAST[0].module is module:
+def cover(node: cst.Module | cst.FunctionDef) -> None:
+    """Let ``visit`` replay over ``node`` too: another module whose defs the analysis of the
+    current one walks (the rules of a site, and their helpers), or one def of another module (a
+    helper imported from it: indexing the def alone costs what indexing its module would cost
+    for the one or two defs a module's helpers usually are)."""
+    if _LAST and id(node) in _LAST[0]._where:
         return
-    index = _OTHERS.pop(id(module), None) or Index(module)  # it keeps the module: the id stays its own
-    _OTHERS[id(module)] = index  # the most recent last
+    index = _OTHERS.pop(id(node), None)
+    if index is None:
+        if isinstance(node, cst.FunctionDef) and any(id(node) in other._where for other in _OTHERS.values()):
+            return  # in a module covered whole
+        index = Index(node if isinstance(node, cst.Module) else cst.Module([node]))
+    _OTHERS[id(node)] = index  # the most recent last; it keeps the node: the id stays its own
     if len(_OTHERS) > _MAX_OTHERS:
         del _OTHERS[next(iter(_OTHERS))]
 
