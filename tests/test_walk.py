@@ -174,6 +174,18 @@ def test_visit_falls_back_outside_the_index_and_for_special_visitors() -> None:
     assert index.line(other.body[0]) is None
 
 
+def _slow_walks(monkeypatch: pytest.MonkeyPatch) -> list[cst.CSTNode]:
+    """The nodes ``walk.visit`` walks node by node (not covered by any index), as they come."""
+    walks: list[cst.CSTNode] = []
+    slow = walk.current._mixed
+    monkeypatch.setattr(
+        walk.current,
+        "_mixed",
+        lambda index, table, visitor, node: walks.append(node) or slow(index, table, visitor, node),
+    )
+    return walks
+
+
 def test_visit_replays_over_a_covered_module_until_forgotten(monkeypatch: pytest.MonkeyPatch) -> None:
     # Phase 2 walks helpers of other modules: `cover` lets those walks be replays too.
     current = cst.parse_module("def f(a, b):\n    return a + b\n")
@@ -183,13 +195,7 @@ def test_visit_replays_over_a_covered_module_until_forgotten(monkeypatch: pytest
     helper = other.body[0]
     direct = _Recording()
     helper.visit(direct)
-    walks: list[cst.CSTNode] = []
-    slow = walk.current._mixed
-    monkeypatch.setattr(
-        walk.current,
-        "_mixed",
-        lambda index, table, visitor, node: walks.append(node) or slow(index, table, visitor, node),
-    )
+    walks = _slow_walks(monkeypatch)
     walk.cover(other)
     replayed = _Recording()
     walk.visit(helper, replayed)
@@ -211,13 +217,7 @@ def test_visit_replays_over_one_covered_def_of_another_module(monkeypatch: pytes
         "def helper(x, y):\n    return g(x.shape, lambda z: z)(y)\n\n\ndef unused(q):\n    return [q for _ in q]\n"
     )
     helper, unused = other.body[0], other.body[1]
-    walks: list[cst.CSTNode] = []
-    slow = walk.current._mixed
-    monkeypatch.setattr(
-        walk.current,
-        "_mixed",
-        lambda index, table, visitor, node: walks.append(node) or slow(index, table, visitor, node),
-    )
+    walks = _slow_walks(monkeypatch)
     walk.forget()
     walk.index_of(current)
     walk.cover(current.body[0])  # a def of the module analysed: nothing to do

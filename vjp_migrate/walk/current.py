@@ -28,13 +28,12 @@ def index_of(module: cst.Module) -> Index:
 def cover(node: cst.Module | cst.FunctionDef) -> None:
     """Let ``visit`` replay over ``node`` too: another module whose defs the analysis of the
     current one walks (the rules of a site, and their helpers), or one def of another module (a
-    helper imported from it: indexing the def alone costs what indexing its module would cost
-    for the one or two defs a module's helpers usually are)."""
-    if _LAST and id(node) in _LAST[0]._where:
+    helper imported from it, indexed alone: the analysis reads one or two defs of such a module)."""
+    if _LAST and _LAST[0].covers(node):
         return
     index = _OTHERS.pop(id(node), None)
     if index is None:
-        if isinstance(node, cst.FunctionDef) and any(id(node) in other._where for other in _OTHERS.values()):
+        if isinstance(node, cst.FunctionDef) and any(other.covers(node) for other in _OTHERS.values()):
             return  # in a module covered whole
         index = Index(node if isinstance(node, cst.Module) else cst.Module([node]))
     _OTHERS[id(node)] = index  # the most recent last; it keeps the node: the id stays its own
