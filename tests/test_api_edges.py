@@ -46,7 +46,7 @@ def test_check_file_pauses_cycle_collection(tmp_path: Path, monkeypatch: pytest.
 
 
 def test_an_interrupt_inside_a_file_restores_cycle_collection(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # _guard turns an Exception into a FAILED result; a KeyboardInterrupt goes through, and a
+    # guarded turns an Exception into a FAILED result; a KeyboardInterrupt goes through, and a
     # library caller that catches it must get the collector back.
     path = tmp_path / "f.py"
     path.write_text(FIXABLE)

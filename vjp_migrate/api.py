@@ -186,7 +186,8 @@ def _no_cycle_collection() -> Iterator[None]:
         gc.enable()
 
 
-def _guard(path: Path, work: Callable[[], FileResult]) -> FileResult:
+def guarded(path: Path, work: Callable[[], FileResult]) -> FileResult:
+    """``work()``, or the FAILED result for ``path`` saying in one line why it raised."""
     try:
         return work()
     except Exception as error:  # one file must never take the run down
@@ -241,7 +242,7 @@ def check_file(
         return result
 
     with _no_cycle_collection():
-        return _guard(path, work)
+        return guarded(path, work)
 
 
 def _fixed(path: Path, old_text: str, result: FixResult) -> FileResult:
@@ -275,7 +276,7 @@ def fix_file(
         return _fixed(path, source.text, result)
 
     with _no_cycle_collection():
-        planned = _guard(path, work)
+        planned = guarded(path, work)
     return write_result(planned) if write else planned
 
 
@@ -336,9 +337,7 @@ def analyze_paths(
 
     how = how or _EXECUTION[-1]
     results, candidates = _run(paths, exclude, task, how, progress)
-    if len(candidates) < 2 or not any(
-        r.status is Status.OK and (r.imported_rules or r.imported_helpers) for r in results
-    ):
+    if len(candidates) < 2 or not any(r.imports_from_others for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
     from vjp_migrate.project import complete
 
@@ -425,7 +424,7 @@ def check_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -
             path, Status.OK, diagnostics=analyze(source.text, name, settings, parse_anyway=True).diagnostics
         )
 
-    return _guard(path, work)
+    return guarded(path, work)
 
 
 def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> FileResult:
@@ -440,7 +439,7 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
             return _fixed(path, source.text, fix_notebook(source.text, name, settings))
         return _fixed(path, source.text, fix_source(source.text, path=name, settings=settings))
 
-    return _guard(path, work)
+    return guarded(path, work)
 
 
 def write_result(result: FileResult) -> FileResult:
@@ -457,7 +456,7 @@ def write_result(result: FileResult) -> FileResult:
         write_file(result.path, new, data)
         return dataclasses.replace(result, written=True)
 
-    return _after_write(result, _guard(result.path, work))
+    return _after_write(result, guarded(result.path, work))
 
 
 def _after_write(result: FileResult, outcome: FileResult) -> FileResult:

@@ -291,6 +291,11 @@ class FileResult:
         return self.new_text is not None and self.new_text != self.old_text
 
     @property
+    def imports_from_others(self) -> bool:
+        """Whether phase 2 may have more to say: the file was analysed and imports rules or helpers."""
+        return self.status is Status.OK and bool(self.imported_rules or self.imported_helpers)
+
+    @property
     def remaining(self) -> tuple[Diagnostic, ...]:
         fixed = set(self.fixed)
         return tuple(d for d in self.diagnostics if d not in fixed)

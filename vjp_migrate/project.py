@@ -545,7 +545,7 @@ def complete(
     ``fix``: the results carry the new texts and the outcome the groups of changes to write.
     ``jobs`` > 1: the files that only follow helpers are analysed in that many worker processes.
     """
-    flagged = [r for r in results if r.status is Status.OK and (r.imported_rules or r.imported_helpers)]
+    flagged = [r for r in results if r.imports_from_others]
     if not flagged or len(files) < 2:
         return Outcome(results, [])
     index = ModuleIndex.build(files, roots)
@@ -614,19 +614,20 @@ def _alone_in_workers(
 def analyse_alone(path: Path, settings: Settings, fix: bool, run: _Run) -> FileResult:
     """Phase 2 of one file that only follows helpers into the run's other files (in a worker
     process; ``run``: the run's files and roots, indexed once by a worker that was not forked)."""
-    from vjp_migrate.api import failed_result
+    from vjp_migrate.api import guarded
 
     if not _SHARED:
         _SHARED.append(Project(ModuleIndex.build(*run)))
     project = _SHARED[0]
-    try:
+
+    def work() -> FileResult:
         analyses = _analyse_all(project, [path], settings)
         if path not in analyses:
             return FileResult(path, Status.OK)
         plans = [d.plan for d in analyses[path].decisions if d.plan is not None] if fix else []
         return _file_result(path, analyses[path], project, plans, {}, fix)
-    except Exception as error:  # one file must never take the run down
-        return failed_result(path, error)
+
+    return guarded(path, work)
 
 
 def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, Analysis], fix: bool) -> Outcome:
