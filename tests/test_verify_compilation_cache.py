@@ -75,7 +75,7 @@ def test_the_users_own_cache_folder_and_settings_are_kept(tmp_path: Path, monkey
 
 
 def test_no_temporary_folder_means_no_cache_and_no_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    def refuse(prefix: str) -> str:
+    def refuse(*args: object, **kwargs: object) -> str:
         raise PermissionError(13, "Permission denied")
 
     monkeypatch.setattr(tempfile, "mkdtemp", refuse)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -79,21 +78,20 @@ def compilation_cache(env: dict[str, str]) -> Iterator[dict[str, str]]:
     BEFORE and AFTER compile many of the same programs (a migration leaves the forward pass
     alone), as do the pairs of one run, and JAX's in-memory caches are keyed by the Python
     function: a third of the compilations of 30 fixture pairs in one worker were of a program
-    compiled before. The on-disk cache is keyed by the program. Every
-    program is kept (JAX's default keeps only those that took a second to compile). One folder
-    per worker and per run: a worker writes it alone (JAX writes entries in place, unlocked),
-    and compiled code is never read from a folder another process could have written."""
-    try:
-        made = None if env.get(CACHE_DIR_VARIABLE) else tempfile.mkdtemp(prefix="vjp-migrate-xla-")
-    except OSError:  # no writable temporary folder: compile everything, as JAX does by default
-        made = None
-    if made is None:
+    compiled before. The on-disk cache is keyed by the program. Every program is kept (JAX's
+    default keeps only those that took a second to compile). One folder per worker and per
+    run: a worker writes it alone (JAX writes entries in place, unlocked), and compiled code is
+    never read from a folder another process could have written."""
+    if env.get(CACHE_DIR_VARIABLE):
         yield env
         return
     try:
+        folder = tempfile.TemporaryDirectory(prefix="vjp-migrate-xla-", ignore_cleanup_errors=True)
+    except OSError:  # no writable temporary folder: compile everything, as JAX does by default
+        yield env
+        return
+    with folder as made:
         yield {**env, CACHE_DIR_VARIABLE: made, "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0"}
-    finally:
-        shutil.rmtree(made, ignore_errors=True)
 
 
 def run_jobs(
