@@ -300,9 +300,12 @@ def fix(
             results = _guarded(lambda: runs.fix(request, write_now, tick, _notice, not diff))  # type: ignore[arg-type]
         if verify_rewrites and not diff:
             from vjp_migrate.verify import VerifyOptions
+            from vjp_migrate.workers import default_jobs
 
             proof = runs.Proof()
-            results = runs.write_verified(results, VerifyOptions(examples=verify_examples), proof)
+            results = runs.write_verified(
+                results, VerifyOptions(examples=verify_examples), proof, jobs or default_jobs()
+            )
         report.print_errors(results)
         _print_fix(results, diff, show_reasons, quiet)
         if verify_rewrites and not diff and not quiet and (proven := proof.summary()):

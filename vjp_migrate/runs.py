@@ -207,15 +207,18 @@ class Proof:
         return f"Verified before writing{where}: {'; '.join(parts)}."
 
 
-def write_verified(planned: list[FileResult], verify_options: object, proof: Proof | None = None) -> list[FileResult]:
+def write_verified(
+    planned: list[FileResult], verify_options: object, proof: Proof | None = None, workers: int = 1
+) -> list[FileResult]:
     """Verify each planned rewrite with real JAX, write the ones that verify, refuse the rest.
 
     ``planned`` comes from ``fix(..., write=False)``. A file whose rewrite shows a mismatch or
     cannot be run is not written and comes back FAILED with the reason. The files of one
     multi-file migration are proven together (``verify_trees`` over a copy of their packages
-    before and after) and written together, or none of them is.
+    before and after) and written together, or none of them is. The other files are proven in
+    up to ``workers`` worker processes, each file with its own timeout.
     """
-    from vjp_migrate.verify import VerifyOptions, verify_sources
+    from vjp_migrate.verify import VerifyOptions, verify_sources_many
 
     assert isinstance(verify_options, VerifyOptions)
     together = _multi_file(planned)
@@ -225,21 +228,19 @@ def write_verified(planned: list[FileResult], verify_options: object, proof: Pro
         if result.path in pending and result.path not in decided:
             group = [pending[p] for p in sorted(together[result.path]) if p in pending]
             decided.update((r.path, r) for r in _write_group(group, verify_options, proof))
-    results: list[FileResult] = []
-    for result in planned:
-        if result.path in decided or not _rewrites(result):
-            results.append(decided.get(result.path, result))
-            continue
-        assert result.old_text is not None and result.new_text is not None
-        report = verify_sources(result.old_text, result.new_text, result.path, verify_options)
+    alone = [r for r in planned if r.path not in decided and _rewrites(r)]
+    reports = verify_sources_many(
+        [(r.old_text or "", r.new_text or "", r.path) for r in alone], verify_options, workers
+    )
+    for result, report in zip(alone, reports, strict=True):
         why = _failure(report)
         if why is None:
             if proof is not None:
                 proof.take(report)
-            results.append(api.write_result(result))
+            decided[result.path] = api.write_result(result)
         else:
-            results.append(dataclasses.replace(result, status=Status.FAILED, reason=f"{_NOT_WRITTEN}: {why}"))
-    return results
+            decided[result.path] = dataclasses.replace(result, status=Status.FAILED, reason=f"{_NOT_WRITTEN}: {why}")
+    return [decided.get(r.path, r) for r in planned]
 
 
 _NOT_WRITTEN = "rewrite not written, verification failed"

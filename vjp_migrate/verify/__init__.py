@@ -8,7 +8,6 @@ user code.
 from __future__ import annotations
 
 import dataclasses
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from vjp_migrate.verify.model import (
@@ -22,7 +21,7 @@ from vjp_migrate.verify.model import (
     call,
     missing_row,
 )
-from vjp_migrate.verify.runner import MISSING_JAX, Side, run_jobs, run_requests
+from vjp_migrate.verify.runner import MISSING_JAX, Request, Side, run_jobs, run_requests
 
 __all__ = [
     "MISSING_JAX",
@@ -38,6 +37,7 @@ __all__ = [
     "verify_files",
     "verify_many",
     "verify_sources",
+    "verify_sources_many",
     "verify_trees",
 ]
 
@@ -52,9 +52,19 @@ def verify_sources(before_source: str, after_source: str, path: Path, options: V
     """Like ``verify_files`` for two in-memory versions of the module at ``path`` (used by
     ``fix --verify`` before writing): relative imports resolve as they would from ``path``,
     and nothing is written to disk."""
-    return run_jobs(
-        [(Side(path, before_source, f"{path} (before)"), Side(path, after_source, f"{path} (after)"))], options
-    )[0]
+    return verify_sources_many([(before_source, after_source, path)], options)[0]
+
+
+def verify_sources_many(
+    rewrites: list[tuple[str, str, Path]], options: VerifyOptions, workers: int = 1
+) -> list[VerifyReport]:
+    """``verify_sources`` for several modules (BEFORE's text, AFTER's text, path), in up to
+    ``workers`` worker processes; one report per module, in order."""
+    jobs = [
+        (Side(path, before, f"{path} (before)"), Side(path, after, f"{path} (after)"))
+        for before, after, path in rewrites
+    ]
+    return run_jobs(jobs, options, workers=workers)
 
 
 def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Path | None = None) -> VerifyReport:
@@ -91,7 +101,7 @@ def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Pa
         "warnings": list(plan.warnings),
         "examples": str(examples.resolve()) if examples else None,
     }
-    report = run_requests([job], [label], options, len(plan.modules))[0]
+    report = run_requests([Request(job, label, len(plan.modules))], options)[0]
     return dataclasses.replace(report, rows=removed + report.rows) if removed else report
 
 
@@ -101,22 +111,10 @@ def verify_many(
     examples: list[Path | None] | None = None,
     workers: int = 1,
 ) -> list[VerifyReport]:
-    """``verify_files`` for several pairs, in ``workers`` worker processes (one report per
-    pair, in order); ``examples``, when given, is one examples file (or None) per pair."""
-    per_pair = examples or [None] * len(pairs)
-    chunks = [list(range(len(pairs)))[i :: max(1, workers)] for i in range(max(1, workers))]
-    chunks = [c for c in chunks if c]
-
-    def run(chunk: list[int]) -> list[VerifyReport]:
-        jobs = [(Side(pairs[i][0]), Side(pairs[i][1])) for i in chunk]
-        return run_jobs(jobs, options, [per_pair[i] for i in chunk])
-
-    with ThreadPoolExecutor(max_workers=len(chunks) or 1) as pool:
-        results = list(pool.map(run, chunks))
-    reports: dict[int, VerifyReport] = {}
-    for chunk, chunk_reports in zip(chunks, results, strict=False):
-        reports.update(zip(chunk, chunk_reports, strict=False))
-    return [reports[i] for i in range(len(pairs))]
+    """``verify_files`` for several pairs, in up to ``workers`` worker processes, each pair with
+    its own timeout (one report per pair, in order); ``examples``, when given, is one examples
+    file (or None) per pair."""
+    return run_jobs([(Side(b), Side(a)) for b, a in pairs], options, examples, workers)
 
 
 def render_report(report: VerifyReport, fmt: str = "text") -> str:

@@ -1,24 +1,22 @@
-"""Verify stage 6 (parent side): run the worker in a subprocess with a timeout and turn its
-answer into ``VerifyReport`` objects. Never imports JAX; never runs user code in-process.
+"""Verify stage 6 (parent side): the requests for the worker processes (``pool.py`` runs them)
+and their answers as ``VerifyReport`` objects. Never imports JAX; never runs user code in-process.
 """
 
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
-import signal
-import subprocess
 import sys
 import tempfile
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import vjp_migrate
-from vjp_migrate.verify.model import PROGRESS, FunctionRow, VerifyOptions, VerifyReport, where_stopped
+from vjp_migrate.verify.model import FunctionRow, VerifyOptions, VerifyReport
+from vjp_migrate.verify.pool import Job, Worker, run_pool
 
 MISSING_JAX = "JAX is not installed: verification needs it. Install it with: pip install 'vjp-migrate[verify]'"
 
@@ -36,26 +34,24 @@ class Side:
         return {"path": str(self.path.resolve()), "source": self.source, "label": self.label or str(self.path)}
 
 
-def _request(jobs: list[dict[str, Any]], options: VerifyOptions) -> str:
-    return json.dumps(
-        {
-            "jobs": jobs,
-            "emit": str(options.emit_tests.resolve()) if options.emit_tests else None,
-            "options": {
-                "examples": str(options.examples.resolve()) if options.examples else None,
-                "inputs": str(options.inputs.resolve()) if options.inputs else None,
-                "rtol": options.rtol,
-                "atol": options.atol,
-                "device": options.device,
-                "seed": options.seed,
-                "strict": options.strict,
-            },
-        }
-    )
+def _header(options: VerifyOptions) -> dict[str, Any]:
+    """The first line of a worker's request: what every job shares."""
+    return {
+        "emit": str(options.emit_tests.resolve()) if options.emit_tests else None,
+        "options": {
+            "examples": str(options.examples.resolve()) if options.examples else None,
+            "inputs": str(options.inputs.resolve()) if options.inputs else None,
+            "rtol": options.rtol,
+            "atol": options.atol,
+            "device": options.device,
+            "seed": options.seed,
+            "strict": options.strict,
+        },
+    }
 
 
-def _failed(labels: list[tuple[str, str]], options: VerifyOptions, message: str) -> list[VerifyReport]:
-    return [VerifyReport(b, a, errors=(message,), strict=options.strict) for b, a in labels]
+def _failed(labels: tuple[str, str], options: VerifyOptions, message: str) -> VerifyReport:
+    return VerifyReport(*labels, errors=(message,), strict=options.strict)
 
 
 def worker_env() -> dict[str, str]:
@@ -95,79 +91,52 @@ def compilation_cache(env: dict[str, str]) -> Iterator[dict[str, str]]:
 
 
 def run_jobs(
-    jobs: list[tuple[Side, Side]], options: VerifyOptions, examples: list[Path | None] | None = None
+    jobs: list[tuple[Side, Side]],
+    options: VerifyOptions,
+    examples: list[Path | None] | None = None,
+    workers: int = 1,
 ) -> list[VerifyReport]:
-    """Verify the pairs in one worker process (timeout: ``options.timeout`` per pair);
-    ``examples`` gives each pair its own examples file instead of ``options.examples``."""
+    """Verify the pairs in up to ``workers`` worker processes (timeout: ``options.timeout`` per
+    pair); ``examples`` gives each pair its own examples file instead of ``options.examples``."""
     per_job = examples or [None] * len(jobs)
     requests = [
-        {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None}
+        Request(
+            {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None},
+            (b.label or str(b.path), a.label or str(a.path)),
+        )
         for (b, a), e in zip(jobs, per_job, strict=False)
     ]
-    labels = [(b.label or str(b.path), a.label or str(a.path)) for b, a in jobs]
-    return run_requests(requests, labels, options, len(jobs))
+    return run_requests(requests, options, workers)
 
 
-def run_requests(
-    requests: list[dict[str, Any]], labels: list[tuple[str, str]], options: VerifyOptions, units: int
-) -> list[VerifyReport]:
-    """Run job requests (see worker.py) in one worker process, with ``options.timeout`` per
-    unit of work; ``labels`` (BEFORE, AFTER) name each job in a failure report."""
+@dataclass(frozen=True)
+class Request:
+    """One job for the worker (see worker.py), the (BEFORE, AFTER) labels that name it in a
+    failure report, and its units of work: its timeout is ``options.timeout`` per unit."""
+
+    job: dict[str, Any]
+    labels: tuple[str, str]
+    units: int = 1
+
+
+def run_requests(requests: list[Request], options: VerifyOptions, workers: int = 1) -> list[VerifyReport]:
+    """Run the jobs in up to ``workers`` worker processes; one report per job, in order."""
+    if not requests:
+        return []
     if options.python is None and importlib.util.find_spec("jax") is None:
-        return _failed(labels, options, MISSING_JAX)
+        return [_failed(r.labels, options, MISSING_JAX) for r in requests]
     command = [options.python or sys.executable, "-m", "vjp_migrate.verify.worker"]
-    try:
-        with compilation_cache(worker_env()) as env:
-            done = subprocess.run(
-                command,
-                input=_request(requests, options),
-                capture_output=True,
-                text=True,
-                timeout=options.timeout * max(1, units),
-                env=env,
-                check=False,
-            )
-    except subprocess.TimeoutExpired as exc:
-        where = where_stopped(_markers(exc.stderr))
-        return _failed(labels, options, f"timed out after {exc.timeout:g}s{where}; raise --timeout if it is only slow")
-    except OSError as exc:
-        return _failed(labels, options, f"could not start the worker: {exc}")
-    try:
-        answer = json.loads(done.stdout)
-    except json.JSONDecodeError:
-        return _failed(labels, options, _crash(done.returncode, done.stderr))
-    if "fatal" in answer:
-        return _failed(labels, options, answer["fatal"])
-    return [_report(data, options) for data in answer["reports"]]
+    header = _header(options)
 
+    def start(stack: ExitStack) -> Worker:
+        return Worker(command, stack.enter_context(compilation_cache(worker_env())), header)
 
-def _markers(stderr: str | bytes | None) -> dict[str, str]:
-    """The last progress markers (``model.progress``) in the worker's stderr."""
-    text = stderr.decode("utf-8", "replace") if isinstance(stderr, bytes) else stderr or ""
-    markers: dict[str, str] = {}
-    for line in text.split("\n"):  # not splitlines(): the marker's \x1e is a line break to it
-        kind, _, what = line.partition(PROGRESS)[2].partition("\t")
-        if line.startswith(PROGRESS) and what:
-            if kind == "job":
-                markers.clear()
-            markers[kind] = what
-    return markers
-
-
-def _crash(returncode: int, stderr: str) -> str:
-    """One line: how the worker died, and where (or its last words when it died starting)."""
-    if returncode < 0:
-        try:
-            how = f"killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            how = f"killed by signal {-returncode}"
-    else:
-        how = f"exit {returncode}"
-    where = where_stopped(_markers(stderr))
-    if not where:
-        said = [line.strip() for line in stderr.split("\n") if line.strip() and not line.startswith(PROGRESS)]
-        where = f": {said[-1][:300]}" if said else ""
-    return f"the worker crashed ({how}){where}"
+    jobs = [Job(r.job, options.timeout * max(1, r.units)) for r in requests]
+    answers = run_pool(jobs, start, workers)
+    return [
+        _report(a.report, options) if a.report is not None else _failed(r.labels, options, a.error or "no answer")
+        for r, a in zip(requests, answers, strict=True)
+    ]
 
 
 def _report(data: dict[str, Any], options: VerifyOptions) -> VerifyReport:

@@ -6,33 +6,59 @@ JSON answer to the original stdout (user code's own prints go to stderr), writes
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import sys
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 MISSING_JAX = "JAX is not installed: verification needs it. Install it with: pip install 'vjp-migrate[verify]'"
 
 
 def main() -> int:
-    """Entry point: request on stdin, answer on the real stdout."""
+    """Entry point: the request's header, then one job per line, on stdin; one answer line per
+    job on the real stdout."""
     sys.dont_write_bytecode = True
     _cwd_last()
-    answer_fd = os.dup(1)
-    os.dup2(2, 1)  # the user's prints must not corrupt the answer
-    request = json.loads(sys.stdin.read())
+    answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # the user's prints must not corrupt the answers
+    jobs = os.fdopen(os.dup(0), "r", encoding="utf-8")
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # nor may user code that reads stdin take a job
+    if importlib.util.find_spec("jax") is None:
+        _answer(answers, {"fatal": MISSING_JAX})
+        return 0
     try:
-        answer = run_request(request)
-    except BaseException as exc:  # report, never crash silently
-        from vjp_migrate.verify.loading import exception_line
-        from vjp_migrate.verify.model import last_step
+        options, emit = _setup(json.loads(jobs.readline()))
+    except BaseException as exc:  # no job can run: say why for all of them
+        _answer(answers, {"fatal": _stopped(exc)})
+        return 0
+    for line in jobs:
+        job = json.loads(line)["job"]
+        try:
+            from vjp_migrate.verify.tree_job import run_tree_job
 
-        answer = {"fatal": f"the verifier stopped: {exception_line(exc)}{last_step()}"}
-    with os.fdopen(answer_fd, "w", encoding="utf-8") as out:
-        json.dump(answer, out)
+            report = run_tree_job(job, options, emit) if job.get("kind") == "tree" else run_job(job, options, emit)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # report, never crash silently; the next job still runs
+            _answer(answers, {"error": _stopped(exc)})
+            continue
+        _answer(answers, {"report": report})
     return 0
+
+
+def _answer(out: IO[str], answer: dict[str, Any]) -> None:
+    out.write(json.dumps(answer) + "\n")
+    out.flush()
+
+
+def _stopped(exc: BaseException) -> str:
+    from vjp_migrate.verify.loading import exception_line
+    from vjp_migrate.verify.model import last_step
+
+    return f"the verifier stopped: {exception_line(exc)}{last_step()}"
 
 
 def _cwd_last() -> None:
@@ -42,15 +68,11 @@ def _cwd_last() -> None:
         sys.path.append(sys.path.pop(0))
 
 
-def run_request(request: dict[str, Any]) -> dict[str, Any]:
-    """Verify every job of the request; one report dict per job."""
-    import importlib.util
-
-    if importlib.util.find_spec("jax") is None:
-        return {"fatal": MISSING_JAX}
+def _setup(header: dict[str, Any]) -> tuple[Any, Path | None]:
+    """The options and the folder for emitted tests that every job of the request shares."""
     from vjp_migrate.verify.model import VerifyOptions
 
-    raw = request["options"]
+    raw = header["options"]
     options = VerifyOptions(
         examples=Path(raw["examples"]) if raw.get("examples") else None,
         inputs=Path(raw["inputs"]) if raw.get("inputs") else None,
@@ -60,15 +82,7 @@ def run_request(request: dict[str, Any]) -> dict[str, Any]:
         seed=raw.get("seed", 0),
         strict=raw.get("strict", False),
     )
-    emit = Path(request["emit"]) if request.get("emit") else None
-    from vjp_migrate.verify.tree_job import run_tree_job
-
-    return {
-        "reports": [
-            run_tree_job(job, options, emit) if job.get("kind") == "tree" else run_job(job, options, emit)
-            for job in request["jobs"]
-        ]
-    }
+    return options, Path(header["emit"]) if header.get("emit") else None
 
 
 def _backends(device: str | None) -> tuple[list[str], str | None]:

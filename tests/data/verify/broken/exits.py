@@ -21,6 +21,8 @@ def clip_gradient_bwd(res, g):
     lo, hi = res
     if os.environ.get("VJP_MIGRATE_TEST_EXIT") == "os":
         os._exit(7)
+    if os.environ.get("VJP_MIGRATE_TEST_EXIT") == "os0":
+        os._exit(0)
     sys.exit(3)
     return (None, None, jnp.clip(g, lo, hi))
 
