@@ -1,7 +1,8 @@
 """Verify stage 5: the worker process (``python -m vjp_migrate.verify.worker``).
 
-The only place user code runs and JAX is imported. Reads a JSON request on stdin, writes a
-JSON answer to the original stdout (user code's own prints go to stderr), writes no files.
+The only place user code runs and JAX is imported. Reads JSON lines on stdin (the request's
+header, then one job at a time, as ``pool.py`` hands them out), writes one JSON answer line per
+job to the original stdout (user code's own prints go to stderr), writes no files.
 """
 
 from __future__ import annotations
