@@ -102,7 +102,8 @@ class Worker:
             line = self._lines.get(timeout=timeout)
         except queue.Empty:
             self.kill()
-            where = where_stopped(dict(self._stderr.markers))
+            self._stderr.join()  # every marker it wrote before it was killed
+            where = where_stopped(self._stderr.markers)
             return Answer(error=f"timed out after {timeout:g}s{where}; raise --timeout if it is only slow")
         if line is None:
             return Answer(error=self._crash())
