@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 from conftest import FIXTURES
 
-from vjp_migrate import api, runs
+from vjp_migrate import api, verified_writes
 from vjp_migrate.cli import main
 from vjp_migrate.model import Status
 from vjp_migrate.verify import VerifyOptions
@@ -26,7 +26,7 @@ def test_a_faulty_rewrite_is_refused_and_a_correct_one_written(tmp_path: Path) -
     faulty = AFTER.replace("jnp.clip(g, lo, hi)", "-jnp.clip(g, lo, hi)")
     assert faulty != AFTER
     injected = [dataclasses.replace(planned[0], new_text=faulty), planned[1]]
-    results = runs.write_verified(injected, VerifyOptions())
+    results = verified_writes.write_verified(injected, VerifyOptions())
     wrong, right = results
     assert wrong.status is Status.FAILED and not wrong.written
     assert wrong.reason is not None and "verification failed" in wrong.reason and "clip_gradient" in wrong.reason

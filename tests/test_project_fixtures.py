@@ -187,14 +187,11 @@ def test_check_names_every_file_the_fix_touches(case: TreeCase, tmp_path: Path) 
 
 @pytest.fixture(scope="module")
 def verified() -> dict[str, object]:
-    from vjp_migrate.verify import VerifyOptions, verify_trees
+    from vjp_migrate.verify import VerifyOptions, verify_trees_many
 
-    reports: dict[str, object] = {}
-    for case in CASES:
-        if (case.folder / "after").is_dir():
-            examples = case.folder / "examples.py"
-            reports[case.name] = verify_trees(case.before, case.after, VerifyOptions(), examples)
-    return reports
+    cases = [case for case in CASES if (case.folder / "after").is_dir()]
+    trees = [(case.before, case.after, case.folder / "examples.py") for case in cases]
+    return dict(zip([case.name for case in cases], verify_trees_many(trees, VerifyOptions()), strict=True))
 
 
 @pytest.mark.parametrize("case", REWRITES)

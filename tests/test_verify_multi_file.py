@@ -15,7 +15,7 @@ from click.testing import CliRunner
 from conftest import FIXTURES
 from helpers import write
 
-from vjp_migrate import api, rewrite, runs
+from vjp_migrate import api, rewrite, verified_writes
 from vjp_migrate.cli import main
 from vjp_migrate.model import Status
 from vjp_migrate.modules import absolute_module
@@ -80,7 +80,7 @@ def test_a_migration_whose_package_cannot_be_imported_writes_no_file(tmp_path: P
     init = tree / "mypkg" / "__init__.py"
     init.write_text("import a_dependency_that_is_not_installed\n" + init.read_text(encoding="utf-8"))
     before = files_of(tree)
-    results = runs.write_verified(api.fix_paths([tree], write=False), VerifyOptions())
+    results = verified_writes.write_verified(api.fix_paths([tree], write=False), VerifyOptions())
     assert files_of(tree) == before
     failed = [r for r in results if r.status is Status.FAILED]
     assert len(failed) == 3 and not any(r.written for r in results)
@@ -97,7 +97,7 @@ def test_a_file_edited_after_planning_stops_the_whole_migration(tmp_path: Path) 
     bwd = tree / "mypkg" / "_impl_bwd.py"
     bwd.write_text(bwd.read_text(encoding="utf-8") + "# edited meanwhile\n", encoding="utf-8")
     before = files_of(tree)
-    results = runs.write_verified(planned, VerifyOptions())
+    results = verified_writes.write_verified(planned, VerifyOptions())
     assert files_of(tree) == before
     changed = [r for r in results if r.changed]
     assert len(changed) == 3

@@ -4,6 +4,7 @@ timeout, and a job that hangs or takes its worker down stops only itself (real w
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -101,3 +102,23 @@ def test_fix_verify_proves_the_files_of_a_run_in_a_few_workers(tmp_path: Path, m
     assert "Verified before writing (JAX " in result.output and "3 custom_vjp functions" in result.output
     pids = _pids(tmp_path / "pids")
     assert len(pids) >= 6 and 1 <= len(set(pids)) <= 2  # one worker per file before
+
+
+def test_fix_verify_proves_multi_file_migrations_in_the_same_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("VJP_TEST_PID_NOTE", str(tmp_path / "pids"))
+    trees = [tmp_path / name for name in ("one", "two")]
+    for tree in trees:
+        shutil.copytree(FIXTURES / "project_sibling_rules" / "before", tree)
+        ops = tree / "mypkg" / "ops.py"
+        ops.write_text(ops.read_text(encoding="utf-8") + PID_PROBE, encoding="utf-8")
+    seed = tmp_path / "seed.py"
+    seed.write_text((FIXTURES / "seed_clip_gradient" / "before.py").read_text(encoding="utf-8") + PID_PROBE)
+    result = CliRunner().invoke(main, ["fix", "--verify", "--jobs", "1", *map(str, trees), str(seed)])
+    assert result.exit_code == 0, result.output
+    for tree in trees:
+        migrated = (FIXTURES / "project_sibling_rules" / "after" / "mypkg" / "ops.py").read_text(encoding="utf-8")
+        assert (tree / "mypkg" / "ops.py").read_text(encoding="utf-8") == migrated + PID_PROBE
+    pids = _pids(tmp_path / "pids")
+    assert len(pids) >= 2 * 2 + 2 and len(set(pids)) == 1  # two trees and a file, one worker for all

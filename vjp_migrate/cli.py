@@ -104,7 +104,7 @@ _jobs = click.option(
     "-j",
     type=click.IntRange(min=1),
     default=None,
-    help="Worker processes (default: one per CPU; 1: no worker processes).",
+    help="Worker processes (default: one per CPU; 1: analyse in this process, and prove fix --verify in one worker).",
 )
 _no_cache = click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 _cache_dir = click.option(
@@ -299,11 +299,12 @@ def fix(
             request = _request(paths, options, stdin_filename)
             results = _guarded(lambda: runs.fix(request, write_now, tick, _notice, not diff))  # type: ignore[arg-type]
         if verify_rewrites and not diff:
+            from vjp_migrate import verified_writes
             from vjp_migrate.verify import VerifyOptions
             from vjp_migrate.workers import default_jobs
 
-            proof = runs.Proof()
-            results = runs.write_verified(
+            proof = verified_writes.Proof()
+            results = verified_writes.write_verified(
                 results, VerifyOptions(examples=verify_examples), proof, jobs or default_jobs()
             )
         report.print_errors(results)

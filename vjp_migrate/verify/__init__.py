@@ -7,9 +7,9 @@ user code.
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
+from vjp_migrate.verify.batch import verify_batch
 from vjp_migrate.verify.model import (
     CheckOutcome,
     CheckStatus,
@@ -19,9 +19,8 @@ from vjp_migrate.verify.model import (
     VerifyOptions,
     VerifyReport,
     call,
-    missing_row,
 )
-from vjp_migrate.verify.runner import MISSING_JAX, Request, Side, run_jobs, run_requests
+from vjp_migrate.verify.runner import MISSING_JAX, Side, run_jobs
 
 __all__ = [
     "MISSING_JAX",
@@ -34,11 +33,13 @@ __all__ = [
     "VerifyReport",
     "call",
     "render_report",
+    "verify_batch",
     "verify_files",
     "verify_many",
     "verify_sources",
     "verify_sources_many",
     "verify_trees",
+    "verify_trees_many",
 ]
 
 
@@ -60,11 +61,7 @@ def verify_sources_many(
 ) -> list[VerifyReport]:
     """``verify_sources`` for several modules (BEFORE's text, AFTER's text, path), in up to
     ``workers`` worker processes; one report per module, in order."""
-    jobs = [
-        (Side(path, before, f"{path} (before)"), Side(path, after, f"{path} (after)"))
-        for before, after, path in rewrites
-    ]
-    return run_jobs(jobs, options, workers=workers)
+    return verify_batch(rewrites, [], options, workers)[0]
 
 
 def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Path | None = None) -> VerifyReport:
@@ -76,33 +73,15 @@ def verify_trees(before: Path, after: Path, options: VerifyOptions, examples: Pa
     that differs (directly or not), is verified. ``examples`` (default ``options.examples``)
     names functions as ``"pkg.ops:fn"``, or ``"fn"`` when one module alone has it.
     """
-    from vjp_migrate.verify.trees import plan_tree
+    return verify_trees_many([(before, after, examples)], options)[0]
 
-    plan = plan_tree(before, after)
-    label = (str(before), str(after))
-    if not plan.changed:
-        return VerifyReport(*label, warnings=("the two folders hold the same .py files",), strict=options.strict)
-    removed = tuple(
-        missing_row(rel, str(before / rel), str(after), what="a file of BEFORE using custom_vjp")
-        for rel in plan.removed
-    )
-    if not plan.modules:
-        warnings = plan.warnings
-        if not removed:
-            warnings += ("no custom_vjp function is affected by the differences between BEFORE and AFTER",)
-        return VerifyReport(*label, rows=removed, warnings=warnings, strict=options.strict)
-    examples = examples or options.examples
-    job = {
-        "kind": "tree",
-        "before": {"root": str(before.resolve()), "label": label[0]},
-        "after": {"root": str(after.resolve()), "label": label[1]},
-        "package": plan.package,
-        "modules": [{"name": m.name, "relative": m.relative} for m in plan.modules],
-        "warnings": list(plan.warnings),
-        "examples": str(examples.resolve()) if examples else None,
-    }
-    report = run_requests([Request(job, label, len(plan.modules))], options)[0]
-    return dataclasses.replace(report, rows=removed + report.rows) if removed else report
+
+def verify_trees_many(
+    trees: list[tuple[Path, Path, Path | None]], options: VerifyOptions, workers: int = 1
+) -> list[VerifyReport]:
+    """``verify_trees`` for several (BEFORE, AFTER, examples) trees, in up to ``workers`` worker
+    processes; one report per pair of trees, in order."""
+    return verify_batch([], trees, options, workers)[1]
 
 
 def verify_many(

@@ -98,15 +98,19 @@ def run_jobs(
 ) -> list[VerifyReport]:
     """Verify the pairs in up to ``workers`` worker processes (timeout: ``options.timeout`` per
     pair); ``examples`` gives each pair its own examples file instead of ``options.examples``."""
+    return run_requests(source_requests(jobs, examples), options, workers)
+
+
+def source_requests(jobs: list[tuple[Side, Side]], examples: list[Path | None] | None = None) -> list[Request]:
+    """The requests that verify each (BEFORE, AFTER) pair of modules, with its examples file."""
     per_job = examples or [None] * len(jobs)
-    requests = [
+    return [
         Request(
             {"before": b.to_dict(), "after": a.to_dict(), "examples": str(e.resolve()) if e else None},
             (b.label or str(b.path), a.label or str(a.path)),
         )
         for (b, a), e in zip(jobs, per_job, strict=False)
     ]
-    return run_requests(requests, options, workers)
 
 
 @dataclass(frozen=True)
