@@ -7,7 +7,7 @@ import abc
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import classified, classify
+from test_classify import classified, classify, lines
 
 from vjp_migrate.model import ArgKind
 
@@ -119,6 +119,57 @@ def test_an_abstract_strategy_is_no_jit_argument_but_works_in_nondiff_argnums() 
 def test_the_none_default_idiom_carries_a_need_for_concrete_values(primal: str, static: bool) -> None:
     # probe23 G2 (r23, Pallas Mamba kernel: `block_len = chunk(seq_len) if K is None else K`, then
     # `if block_len & (block_len - 1): raise`): the other path runs only for None, a static value.
+    kind, evidence, _ = classify(primal)
+    assert (kind is ArgKind.STATIC) == static, evidence
+    if static:
+        assert "needed concretely" in evidence[0] and "on some paths" not in evidence[0], evidence
+
+
+@pytest.mark.parametrize(
+    ("primal", "static"),
+    [
+        pytest.param(
+            lines("b = 4", "if a is not None:", "    b = 2 * a", "return jnp.zeros(b) + x"), True, id="default above"
+        ),
+        pytest.param(
+            lines("if a is None:", "    b = 4", "else:", "    b = 2 * a", "return jnp.zeros(b) + x"), True, id="if/else"
+        ),
+        pytest.param(
+            lines("if a is not None:", "    b = a[0]", "else:", "    b = 4", "return jnp.zeros(b) + x"),
+            True,
+            id="else sets the default",
+        ),
+        pytest.param(
+            lines("b = 4", "y = jnp.zeros(b)", "if a is not None:", "    b = 2 * a", "return jnp.zeros(b) + x + y"),
+            False,
+            id="default read before the if",
+        ),
+        pytest.param(
+            lines("b = 4", "if a is not None:", "    b = 2 * a", "b = 3", "return jnp.zeros(b) + x"),
+            False,
+            id="set again after",
+        ),
+        pytest.param(
+            lines("b = 4", "if a is not None:", "    y = jnp.zeros(b)", "    b = 2 * a", "return jnp.zeros(b) + x + y"),
+            False,
+            id="default read in the branch first",
+        ),
+        pytest.param(
+            lines("b = 4", "if x is not None:", "    b = 2 * a", "return jnp.zeros(b) + x"), False, id="another name"
+        ),
+        pytest.param(
+            lines("b = 4", "if a is None:", "    b = 2 * a", "return jnp.zeros(b) + x"), False, id="None branch"
+        ),
+        pytest.param(
+            lines("b = 4", "if a is not None:", "    pass", "elif x.ndim:", "    b = 2 * a", "return jnp.zeros(b) + x"),
+            False,
+            id="elif",
+        ),
+    ],
+)
+def test_the_statement_form_of_the_none_default_idiom(primal: str, static: bool) -> None:
+    # probe23: `chunk = 1` then `if plan is not None: chunk = plan[0]` reads `plan` on every path
+    # where it is not None, as the conditional expression does.
     kind, evidence, _ = classify(primal)
     assert (kind is ArgKind.STATIC) == static, evidence
     if static:

@@ -6,14 +6,17 @@ every binding of it in the function is a plain assignment in the function's own 
 an annotated or augmented assignment, ``:=``, a ``for`` or comprehension target) from such a
 value; *possibly* derived when only some are. Anything bound in a nested def, lambda or class,
 a parameter, an import, a ``with`` or ``except`` name, a ``global`` ... is some other binding.
-Which expressions carry values (and which only metadata, like ``x.shape``) is classify's to
-say: it passes ``sources``.
+A default that the branch for ``k is not None`` replaces (``chunk = 1`` right before ``if plan
+is not None: chunk = plan[0]``, or set in the branch for None) is held only while ``k`` is None,
+a static value: it leaves ``chunk`` certainly derived from ``plan``, as the other branch of
+``d if k is None else k`` does. Which expressions carry values (and which only metadata, like
+``x.shape``) is classify's to say: it passes ``sources``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import libcst as cst
 
@@ -29,6 +32,7 @@ Sources = Callable[[cst.BaseExpression], list[tuple[str, bool]]]
 class Binding:
     node: cst.CSTNode  # the statement or expression that binds, for its line
     values: tuple[cst.BaseExpression, ...] | None  # None: bound some other way
+    unless: str | None = None  # a default, held only while this name is None
 
 
 @dataclass(frozen=True)
@@ -176,7 +180,10 @@ class Locals:
             certain = {
                 name
                 for name in certain
-                if all(r is not None and any(ok and (s in roots or s in certain) for s, ok in r) for r in reads[name])
+                if all(
+                    r is not None and (any(ok and (s in roots or s in certain) for s, ok in r) or b.unless in roots)
+                    for r, b in zip(reads[name], self.bindings[name], strict=True)
+                )
             }
             shrunk = len(certain) < before
         found: dict[str, Derivation] = {}
@@ -198,6 +205,8 @@ def locals_of(
     for stmt in statements:
         walk.visit(stmt, finder)
     bindings = finder.found
+    if defaults := {id(default): guard for default, guard in _none_defaults(statements)}:
+        bindings = {n: [replace(b, unless=defaults.get(id(b.node))) for b in found] for n, found in bindings.items()}
     for param in params:
         bindings.setdefault(param.name.value, []).insert(0, Binding(param, None))
     reads = {
@@ -205,3 +214,109 @@ def locals_of(
         for name, found in bindings.items()
     }
     return Locals(bindings, reads)
+
+
+def _none_defaults(
+    statements: Sequence[cst.BaseStatement | cst.SimpleStatementSuite],
+) -> Iterator[tuple[cst.Assign, str]]:
+    """The defaults of the ``if k is not None:`` (or ``if k is None: ... else:``) statements, each
+    with ``k``: an assignment of a name alone, in the statement right before the ``if`` or in its
+    branch for None, when the branch for a value assigns the name before any other mention."""
+    for index, stmt in enumerate(statements):
+        if isinstance(stmt, cst.If):
+            guard, given, none = _none_branches(stmt)
+            if guard is not None and given is not None:
+                before = _single_assign(statements[index - 1]) if index else None
+                for name in _first_assignments(given):
+                    yield from ((a, guard) for n, a in _assignments(none) if n == name)
+                    if before is not None and before[0] == name:
+                        yield before[1], guard
+        for block in _blocks(stmt):
+            yield from _none_defaults(block)
+
+
+def _none_branches(stmt: cst.If) -> tuple[str | None, Sequence[cst.BaseStatement] | None, Sequence[cst.BaseStatement]]:
+    """The name an ``if`` tests against None, its branch for a value, its branch for None."""
+    test = stmt.test
+    if not (
+        isinstance(test, cst.Comparison)
+        and isinstance(test.left, cst.Name)
+        and len(test.comparisons) == 1
+        and isinstance(test.comparisons[0].comparator, cst.Name)
+        and test.comparisons[0].comparator.value == "None"
+        and isinstance(stmt.body, cst.IndentedBlock)
+        and not isinstance(stmt.orelse, cst.If)
+    ):
+        return None, None, ()
+    otherwise = (
+        stmt.orelse.body.body if stmt.orelse is not None and isinstance(stmt.orelse.body, cst.IndentedBlock) else ()
+    )
+    if stmt.orelse is not None and not otherwise:
+        return None, None, ()
+    operator = test.comparisons[0].operator
+    if isinstance(operator, cst.IsNot):
+        return test.left.value, stmt.body.body, otherwise
+    if isinstance(operator, cst.Is) and otherwise:
+        return test.left.value, otherwise, stmt.body.body
+    return None, None, ()
+
+
+def _single_assign(stmt: cst.CSTNode) -> tuple[str, cst.Assign] | None:
+    """``name = value`` alone on its line."""
+    if isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1:
+        assign = stmt.body[0]
+        if (
+            isinstance(assign, cst.Assign)
+            and len(assign.targets) == 1
+            and isinstance(assign.targets[0].target, cst.Name)
+        ):
+            return assign.targets[0].target.value, assign
+    return None
+
+
+def _assignments(block: Sequence[cst.BaseStatement]) -> Iterator[tuple[str, cst.Assign]]:
+    for stmt in block:
+        if (found := _single_assign(stmt)) is not None:
+            yield found
+
+
+def _first_assignments(block: Sequence[cst.BaseStatement]) -> Iterator[str]:
+    """The names the block assigns in a statement of their own before any other mention."""
+    mentioned: set[str] = set()
+    for stmt in block:
+        found = _single_assign(stmt)
+        if found is not None and found[0] not in mentioned:
+            yield found[0]
+        mentioned |= _names_in(stmt)
+
+
+class _Names(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.found.add(node.value)
+
+
+def _names_in(node: cst.CSTNode) -> set[str]:
+    names = _Names()
+    walk.visit(node, names)
+    return names.found
+
+
+def _blocks(stmt: cst.CSTNode) -> Iterator[Sequence[cst.BaseStatement]]:
+    """The statement blocks directly inside a compound statement of the same scope."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not isinstance(stmt, cst.BaseCompoundStatement):
+        return
+    parts: list[cst.CSTNode | None] = [stmt]
+    while parts:
+        part = parts.pop()
+        if part is None:
+            continue
+        body = getattr(part, "body", None)
+        if isinstance(body, cst.IndentedBlock):
+            yield body.body
+        for name in ("orelse", "finalbody"):
+            parts.append(getattr(part, name, None))
+        parts.extend(getattr(part, "handlers", ()))
+        parts.extend(getattr(part, "cases", ()))
