@@ -984,6 +984,8 @@ def test_annotations_the_change_makes_wrong_are_updated_when_exact(
             id="jaxtyping",
         ),
         pytest.param("jax.Array | int", "int | jax.Array", "jax.Array | int", id="each type once"),
+        pytest.param("Array", "jax.Array", "Array", id="one type spelled two ways"),
+        pytest.param("jax.Array | int", "Array | None", "jax.Array | int | None", id="spelled as first met"),
         pytest.param("Any", "jax.Array", "Any", id="Any holds it"),
     ],
 )

@@ -35,7 +35,7 @@ def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int
     return tuple(moved)
 
 
-def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
+def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> RewritePlan | str:
     """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done."""
     if site.problem:
         return site.problem
@@ -145,7 +145,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...]) -> RewritePlan | str:
         jit_edits=edits,
         bwd_def_name=def_name,
         retyped=retyped(
-            site, layout, saved_fwd, saved_bwd, unpack, slots, returns_only_lists(own_returns(bwd), literals)
+            site, layout, saved_fwd, saved_bwd, unpack, slots, returns_only_lists(own_returns(bwd), literals), imports
         ),
     )
 
@@ -161,9 +161,9 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
         return SiteDecision(site, infos, moved, None, None, None)
     # Rewritability is judged for every non-static argument, so check's verdict does not
     # depend on --unsafe-fixes; the plan itself moves only what the settings allow.
-    probe = plan_site(site, candidates)
+    probe = plan_site(site, candidates, imports)
     arrays = tuple(i.index for i in infos if i.kind is ArgKind.ARRAY)
-    alone = plan_site(site, arrays) if isinstance(probe, str) and arrays and arrays != candidates else None
+    alone = plan_site(site, arrays, imports) if isinstance(probe, str) and arrays and arrays != candidates else None
     blocked: str | None = None
     if isinstance(probe, str) and alone is not None:
         # What blocks moving the unknown arguments too need not block the arrays alone: then the
@@ -176,7 +176,7 @@ def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, import
     if not moved:
         plan: RewritePlan | str | None = None
     else:  # usually every candidate moves: the probe is the plan
-        plan = probe if moved == candidates else plan_site(site, moved)
+        plan = probe if moved == candidates else plan_site(site, moved, imports)
     if isinstance(plan, str):
         return SiteDecision(site, infos, moved, None, plan, None)
     if plan is not None and settings.line_length != plan.line_length:

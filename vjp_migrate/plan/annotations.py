@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from vjp_migrate.imports import dotted
+from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import Layout, OrNone, TupleType, VjpSite
 from vjp_migrate.plan.bodies import param_nodes
 
@@ -34,10 +34,12 @@ def retyped(
     unpack: cst.Assign | None,
     slots: tuple[int, ...],
     returns_lists: bool,
+    imports: ImportTable,
 ) -> tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...]:
     """The annotations the change makes wrong, and what replaces them: the updated type when it
     is known exactly, else nothing (section 3h). ``unpack``: bwd's `a, b = res` (tuple layouts);
-    ``returns_lists``: every return of bwd gives a list literal, which stays a list."""
+    ``returns_lists``: every return of bwd gives a list literal, which stays a list; ``imports``
+    tell two spellings of one type apart from two types."""
     assert site.fwd and site.fwd.node and site.bwd and site.bwd.node
     target = unpack.targets[0].target if unpack is not None else None
     width = len(target.elements) if isinstance(target, (cst.Tuple, cst.List)) else None
@@ -47,7 +49,7 @@ def retyped(
     fwd_changes = site.fwd.lambda_node is None and layout is not Layout.UNCHANGED
     if fwd_changes and fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation):
         saved = _annotations(fwd, saved_fwd)
-        edits.append((fwd, _fwd_type(fwd.returns.annotation, layout, saved, width, spelling)))
+        edits.append((fwd, _fwd_type(fwd.returns.annotation, layout, saved, width, spelling, imports)))
     if site.bwd.lambda_node is not None:
         return tuple(edits)
     if (  # it gains None items
@@ -69,7 +71,7 @@ def retyped(
         and not _holds_anything(residual.annotation.annotation, True)
     ):
         old = residual.annotation.annotation
-        new = _residual_type(old, layout, _annotations(bwd, saved_bwd), width, spelling)
+        new = _residual_type(old, layout, _annotations(bwd, saved_bwd), width, spelling, imports)
         if new is not old:
             edits.append((residual, new if isinstance(new, TupleType) else None))
     return tuple(edits)
@@ -111,6 +113,7 @@ def _residual_type(
     saved: list[cst.BaseExpression] | None,
     width: int | None,
     spelling: str,
+    imports: ImportTable,
 ) -> cst.BaseExpression | TupleType | None:
     """The residual's new type, from its old type ``old`` and the saved arguments' ``saved``;
     None when it is not known exactly."""
@@ -121,7 +124,7 @@ def _residual_type(
     if layout in (Layout.TUPLE, Layout.VARIABLE):
         item = _variadic_item(old)
         if item is not None:  # `tuple[A, ...]`: the saved arguments are more items of it
-            return _joined_variadic(old, item, saved)
+            return _joined_variadic(old, item, saved, imports)
         found = _tuple_items(old)
         if found is None or len(found[1]) != width:
             return None
@@ -131,11 +134,12 @@ def _residual_type(
 
 
 def _joined_variadic(
-    old: cst.BaseExpression, item: cst.BaseExpression, saved: list[cst.BaseExpression]
+    old: cst.BaseExpression, item: cst.BaseExpression, saved: list[cst.BaseExpression], imports: ImportTable
 ) -> cst.BaseExpression | TupleType | None:
     """`tuple[A, ...]` holding the saved arguments too: `tuple[A | <their types>, ...]`, each
-    type once and `None` last; ``old`` itself when `A` holds them already (None: a string type,
-    which `|` cannot join)."""
+    type once (`Array` and `jax.Array` are one type when the imports say so, spelled as first
+    met) and `None` last; ``old`` itself when `A` holds them already (None: a string type, which
+    `|` cannot join)."""
     if _holds_anything(item, False):
         return old
     members = [m for t in (item, *saved) for m in _union_members(t)]
@@ -143,14 +147,19 @@ def _joined_variadic(
         return None
     distinct: dict[str, cst.BaseExpression] = {}
     for member in members:
-        distinct.setdefault(cst.Module([]).code_for_node(member), member)
-    if len(distinct) == len({cst.Module([]).code_for_node(m) for m in _union_members(item)}):
+        distinct.setdefault(_type_key(member, imports), member)
+    if len(distinct) == len({_type_key(m, imports) for m in _union_members(item)}):
         return old
     ordered = sorted(distinct.values(), key=lambda m: isinstance(m, cst.Name) and m.value == "None")
     assert isinstance(old, cst.Subscript)
     ellipsis = old.slice[1].slice
     assert isinstance(ellipsis, cst.Index)
     return TupleType(dotted(old.value) or "tuple", (_union(ordered), ellipsis.value), old)
+
+
+def _type_key(expr: cst.BaseExpression, imports: ImportTable) -> str:
+    """What a type is: its qualified name through the imports, else as written."""
+    return imports.qualify(expr) or cst.Module([]).code_for_node(expr)
 
 
 def _union_members(expr: cst.BaseExpression) -> list[cst.BaseExpression]:
@@ -177,13 +186,14 @@ def _fwd_type(
     saved: list[cst.BaseExpression] | None,
     width: int | None,
     spelling: str,
+    imports: ImportTable,
 ) -> TupleType | None:
     """fwd's `tuple[Out, R]` with the residual type ``R`` updated (None: not known exactly)."""
     found = _tuple_items(old)
     if found is None or len(found[1]) != 2:
         return None
     out, residual = found[1]
-    new = _residual_type(residual, layout, saved, width, spelling)
+    new = _residual_type(residual, layout, saved, width, spelling, imports)
     assert isinstance(old, cst.Subscript)
     return TupleType(found[0], (out, new), old) if new is not None else None
 
