@@ -69,6 +69,26 @@ def test_a_google_entry_of_a_parameter_that_goes_is_removed_with_its_continuatio
     assert _fixed_docstring(GOOGLE) == GOOGLE.replace(gone, "").rstrip("\n")
 
 
+SPHINX = '''\
+    """Backward pass.
+
+    :param decay: Non-differentiable decay factor,
+        one per head.
+    :type decay: jax.Array
+
+    :param block: Block size.
+    :param res: Tensors saved by the forward pass.
+    :param g: Cotangent.
+    :returns: The cotangent of x.
+    """
+'''
+
+
+def test_sphinx_fields_of_a_parameter_that_goes_are_removed() -> None:
+    gone = "    :param decay: Non-differentiable decay factor,\n        one per head.\n    :type decay: jax.Array\n\n"
+    assert _fixed_docstring(SPHINX) == SPHINX.replace(gone, "").rstrip("\n")
+
+
 @pytest.mark.parametrize(
     ("docstring", "names", "expected"),
     [
@@ -147,6 +167,68 @@ tuple
 """''',
             id="NumPy, the last entry",
         ),
+        pytest.param(
+            '''
+            """Backward.
+
+            :param decay: the decay factor,
+                one per head.
+            :type decay: jax.Array
+            :param res: saved by the forward pass.
+            :returns: the cotangent of x.
+            """''',
+            ("decay",),
+            '''"""Backward.
+
+:param res: saved by the forward pass.
+:returns: the cotangent of x.
+"""''',
+            id="Sphinx, with the type",
+        ),
+        pytest.param(
+            '''
+            """Backward.
+
+            :param res: saved by the forward pass.
+            :param jax.Array decay: the decay factor.
+
+            :rtype: tuple
+            """''',
+            ("decay",),
+            '''"""Backward.
+
+:param res: saved by the forward pass.
+
+:rtype: tuple
+"""''',
+            id="Sphinx, the type in the field",
+        ),
+        pytest.param(
+            '''
+            """Backward.
+
+            :arg decay: the decay factor.
+            """''',
+            ("decay",),
+            '''"""Backward.
+"""''',
+            id="Sphinx, its only field",
+        ),
+        pytest.param(
+            '''
+            """Backward.
+
+            :param decay: the decay.
+
+            :param res: saved.
+            """''',
+            ("decay",),
+            '''"""Backward.
+
+:param res: saved.
+"""''',
+            id="Sphinx, no two blank lines",
+        ),
     ],
 )
 def test_entries_in_each_style_go(docstring: str, names: tuple[str, ...], expected: str) -> None:
@@ -177,6 +259,9 @@ def test_entries_in_each_style_go(docstring: str, names: tuple[str, ...], expect
             id="shared",
         ),
         pytest.param('"""B.\n\nArgs:\n    decay: a.\n\nArgs:\n    res: b.\n"""', ("decay",), id="two sections"),
+        pytest.param('"""B.\n\n:param decay: a.\n:param decay: b.\n"""', ("decay",), id="Sphinx, two fields"),
+        pytest.param('"""B.\n\n:param res: saved.\n:param decay: the decay."""', ("decay",), id="Sphinx, quotes"),
+        pytest.param('"""B.\n\n:type decay res: odd.\n:param decay: a.\n"""', ("decay",), id="Sphinx, odd type"),
     ],
 )
 def test_docstrings_whose_entry_is_not_clear_stay(docstring: str, names: tuple[str, ...]) -> None:

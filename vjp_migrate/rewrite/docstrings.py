@@ -2,15 +2,17 @@
 
 Only a section whose layout is unambiguous changes: a Google `Args:` (`Arguments:`,
 `Parameters:`) section, each entry `name: text` or `name (type): text` at one indent with its
-continuation lines deeper, or a NumPy `Parameters` section over a line of dashes, each entry
-`name : type` at the header's indent with its text deeper. An entry naming a parameter that goes
-is removed, with its continuation lines; anything else (free text mentioning it, an entry listing
-several names, a section that would be left empty, the line holding the closing quotes) keeps
-the docstring as it is.
+continuation lines deeper; a NumPy `Parameters` section over a line of dashes, each entry
+`name : type` at the header's indent with its text deeper; or Sphinx fields, `:param name:`
+(`:param type name:`, `:arg`, `:key`...) and `:type name:`, each with its continuation lines
+deeper. An entry naming a parameter that goes is removed, with its continuation lines; anything
+else (free text mentioning it, an entry listing several names, a Google or NumPy section that
+would be left empty, the line holding the closing quotes) keeps the docstring as it is.
 """
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections.abc import Collection
 
@@ -21,6 +23,8 @@ _GOOGLE_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+)\s*(?:\([^()]*\))?\s*:(?:\s|$)"
 _NUMPY_HEADERS = ("Parameters", "Other Parameters")
 _NUMPY_ENTRY = re.compile(r"\*{0,2}(?P<name>\w+(?:\s*,\s*\*{0,2}\w+)*)\s*(?::.*)?")
 _DASHES = re.compile(r"-{3,}")
+_SPHINX_FIELD = re.compile(r":(?P<kind>\w+)(?:\s+(?P<argument>[^:]*?))?\s*:(?:\s|$)")
+_SPHINX_PARAMS = frozenset({"param", "parameter", "arg", "argument", "key", "keyword", "type"})
 _INDENT = re.compile(r"[ \t]*")
 
 
@@ -30,27 +34,40 @@ def without_entries(docstring: cst.SimpleString, names: Collection[str]) -> cst.
     if not names:
         return docstring
     lines = docstring.value.splitlines(keepends=True)
+    section = True  # Google and NumPy entries sit under a header that must keep one
     entries = _google_entries(lines)
     if entries is None:
         entries = _numpy_entries(lines)
     if entries is None:
+        entries, section = _sphinx_entries(lines), False
+    if entries is None:
         return docstring
-    gone = [span for name, span in entries if name in names]
+    gone = [span for name, span in entries if name.removeprefix("type ") in names]
     documented = [name for name, _ in entries]
     listed = {n.strip().lstrip("*") for name in documented if "," in name for n in name.split(",")}
     if (
         not gone
         or not listed.isdisjoint(names)
-        or len(gone) == len(entries)
-        or any(documented.count(name) > 1 for name in names)
+        or (section and len(gone) == len(entries))
+        or any(documented.count(name) > 1 for name in documented if name.removeprefix("type ") in names)
         or any(stop >= len(lines) or lines[stop - 1].rstrip("\r\n").endswith("\\") for _, stop in gone)
     ):
         return docstring
     dropped = {k for start, stop in gone for k in range(start, stop)}
-    return docstring.with_changes(value="".join(line for k, line in enumerate(lines) if k not in dropped))
+    kept = [k for k in range(len(lines)) if k not in dropped]
+    after = dict(itertools.pairwise(kept))
+    return docstring.with_changes(value="".join(lines[k] for k in kept if not _left_blank(lines, k, after.get(k))))
 
 
-Entries = list[tuple[str, tuple[int, int]]]  # each entry's name (or names, `a, b`) and its lines
+def _left_blank(lines: list[str], k: int, after: int | None) -> bool:
+    """Line ``k`` is a blank line that separated removed lines from a blank line or the closing
+    quotes: two blank lines would meet, or the docstring would end with a blank line."""
+    return (
+        _blank(lines[k]) and after is not None and after != k + 1 and (_blank(lines[after]) or after == len(lines) - 1)
+    )
+
+
+Entries = list[tuple[str, tuple[int, int]]]  # each entry's name (`a, b`: names; `type a`: a's type) and lines
 
 
 def _indent(line: str) -> int:
@@ -108,6 +125,26 @@ def _numpy_entries(lines: list[str]) -> Entries | None:
             starts.append((found["name"], k))
             k += 1
         entries.extend(_spans(lines, starts, k))
+    return entries or None
+
+
+def _sphinx_entries(lines: list[str]) -> Entries | None:
+    """The `:param name:` and `:type name:` fields (named `name` and `type name`), each to the
+    next line that is not deeper (None: there are none, or one names no single parameter)."""
+    entries: Entries = []
+    for k in range(1, len(lines)):
+        found = _SPHINX_FIELD.match(lines[k].strip())
+        if found is None or found["kind"] not in _SPHINX_PARAMS:
+            continue
+        words = (found["argument"] or "").split()
+        if not words or (found["kind"] == "type" and len(words) != 1):
+            return None
+        indent = _indent(lines[k])
+        stop = next(
+            (j for j in range(k + 1, len(lines)) if not _blank(lines[j]) and _indent(lines[j]) <= indent), len(lines)
+        )
+        name = f"type {words[0]}" if found["kind"] == "type" else words[-1]
+        entries.extend(_spans(lines, [(name, k)], stop))
     return entries or None
 
 
