@@ -164,7 +164,7 @@ def test_describe_says_where_before_gives_zero_instead_of_a_ratio() -> None:
 
 
 def test_fix_verify_refuses_a_rewrite_whose_after_lacks_a_function() -> None:
-    from vjp_migrate.runs import _failure
+    from vjp_migrate.verified_writes import _failure
     from vjp_migrate.verify.model import missing_row
 
     report = VerifyReport("a.py (before)", "a.py (after)", rows=(missing_row("clip", "a.py (before)", "a.py (after)"),))
