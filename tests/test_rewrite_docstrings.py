@@ -229,6 +229,9 @@ tuple
 """''',
             id="Sphinx, no two blank lines",
         ),
+        pytest.param(
+            '"""B.\n\n:param decay: a.\nMore text."""', ("decay",), '"""B.\n\nMore text."""', id="Sphinx, then text"
+        ),
     ],
 )
 def test_entries_in_each_style_go(docstring: str, names: tuple[str, ...], expected: str) -> None:

@@ -62,9 +62,9 @@ def without_entries(docstring: cst.SimpleString, names: Collection[str]) -> cst.
 def _left_blank(lines: list[str], k: int, after: int | None) -> bool:
     """Line ``k`` is a blank line that separated removed lines from a blank line or the closing
     quotes: two blank lines would meet, or the docstring would end with a blank line."""
-    return (
-        _blank(lines[k]) and after is not None and after != k + 1 and (_blank(lines[after]) or after == len(lines) - 1)
-    )
+    if not _blank(lines[k]) or after is None or after == k + 1:
+        return False
+    return _blank(lines[after]) or (after == len(lines) - 1 and not lines[after].strip().strip("'\""))
 
 
 Entries = list[tuple[str, tuple[int, int]]]  # each entry's name (`a, b`: names; `type a`: a's type) and lines
