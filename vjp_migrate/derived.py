@@ -22,6 +22,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import target_names
+from vjp_migrate.sites.scopes import AllNames, blocks_of
 
 # The names an expression's value is computed from, each with whether every path through the
 # expression uses it (False under a conditional expression).
@@ -206,7 +207,10 @@ def locals_of(
         walk.visit(stmt, finder)
     bindings = finder.found
     if defaults := {id(default): guard for default, guard in _none_defaults(statements)}:
-        bindings = {n: [replace(b, unless=defaults.get(id(b.node))) for b in found] for n, found in bindings.items()}
+        bindings = {
+            n: [replace(b, unless=defaults[id(b.node)]) if id(b.node) in defaults else b for b in found]
+            for n, found in bindings.items()
+        }
     for param in params:
         bindings.setdefault(param.name.value, []).insert(0, Binding(param, None))
     reads = {
@@ -231,34 +235,43 @@ def _none_defaults(
                     yield from ((a, guard) for n, a in _assignments(none) if n == name)
                     if before is not None and before[0] == name:
                         yield before[1], guard
-        for block in _blocks(stmt):
-            yield from _none_defaults(block)
+        if isinstance(stmt, cst.BaseCompoundStatement) and not isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+            for block in blocks_of(stmt):
+                yield from _none_defaults(block)
 
 
 def _none_branches(stmt: cst.If) -> tuple[str | None, Sequence[cst.BaseStatement] | None, Sequence[cst.BaseStatement]]:
     """The name an ``if`` tests against None, its branch for a value, its branch for None."""
-    test = stmt.test
-    if not (
-        isinstance(test, cst.Comparison)
-        and isinstance(test.left, cst.Name)
-        and len(test.comparisons) == 1
-        and isinstance(test.comparisons[0].comparator, cst.Name)
-        and test.comparisons[0].comparator.value == "None"
-        and isinstance(stmt.body, cst.IndentedBlock)
-        and not isinstance(stmt.orelse, cst.If)
-    ):
+    tested = none_test(stmt.test)
+    if tested is None or not isinstance(stmt.body, cst.IndentedBlock) or isinstance(stmt.orelse, cst.If):
         return None, None, ()
     otherwise = (
         stmt.orelse.body.body if stmt.orelse is not None and isinstance(stmt.orelse.body, cst.IndentedBlock) else ()
     )
     if stmt.orelse is not None and not otherwise:
         return None, None, ()
-    operator = test.comparisons[0].operator
-    if isinstance(operator, cst.IsNot):
-        return test.left.value, stmt.body.body, otherwise
-    if isinstance(operator, cst.Is) and otherwise:
-        return test.left.value, otherwise, stmt.body.body
+    name, is_not = tested
+    if is_not:
+        return name, stmt.body.body, otherwise
+    if otherwise:
+        return name, otherwise, stmt.body.body
     return None, None, ()
+
+
+def none_test(test: cst.BaseExpression) -> tuple[str, bool] | None:
+    """The name a test compares with None, and whether it asks `is not`: `k is None`, `k is not
+    None` (None for any other test)."""
+    if (
+        type(test) is cst.Comparison
+        and type(test.left) is cst.Name
+        and len(test.comparisons) == 1
+        and type(test.comparisons[0].comparator) is cst.Name
+        and test.comparisons[0].comparator.value == "None"
+    ):
+        operator = type(test.comparisons[0].operator)
+        if operator is cst.Is or operator is cst.IsNot:
+            return test.left.value, operator is cst.IsNot
+    return None
 
 
 def _single_assign(stmt: cst.CSTNode) -> tuple[str, cst.Assign] | None:
@@ -290,33 +303,7 @@ def _first_assignments(block: Sequence[cst.BaseStatement]) -> Iterator[str]:
         mentioned |= _names_in(stmt)
 
 
-class _Names(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found: set[str] = set()
-
-    def visit_Name(self, node: cst.Name) -> None:
-        self.found.add(node.value)
-
-
 def _names_in(node: cst.CSTNode) -> set[str]:
-    names = _Names()
+    names = AllNames()
     walk.visit(node, names)
-    return names.found
-
-
-def _blocks(stmt: cst.CSTNode) -> Iterator[Sequence[cst.BaseStatement]]:
-    """The statement blocks directly inside a compound statement of the same scope."""
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not isinstance(stmt, cst.BaseCompoundStatement):
-        return
-    parts: list[cst.CSTNode | None] = [stmt]
-    while parts:
-        part = parts.pop()
-        if part is None:
-            continue
-        body = getattr(part, "body", None)
-        if isinstance(body, cst.IndentedBlock):
-            yield body.body
-        for name in ("orelse", "finalbody"):
-            parts.append(getattr(part, name, None))
-        parts.extend(getattr(part, "handlers", ()))
-        parts.extend(getattr(part, "cases", ()))
+    return names.names

@@ -8,6 +8,7 @@ from collections.abc import Iterable, Iterator
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.derived import none_test
 from vjp_migrate.imports import ImportTable, node_types
 from vjp_migrate.sites import positional_params
 from vjp_migrate.vocabulary import (
@@ -135,20 +136,11 @@ def _unless_none(expr: cst.IfExp) -> tuple[str | None, cst.BaseExpression | None
     """The name a conditional tests against None and the branch it takes when the name is not
     None (`d if k is None else k`, `k if k is not None else d`): the other one runs only for
     None, a static value, so that branch reads ``k`` on every path ``k`` could be an array."""
-    test = expr.test
-    if (
-        type(test) is cst.Comparison
-        and type(test.left) is cst.Name
-        and len(test.comparisons) == 1
-        and type(test.comparisons[0].comparator) is cst.Name
-        and test.comparisons[0].comparator.value == "None"
-    ):
-        operator = type(test.comparisons[0].operator)
-        if operator is cst.Is:
-            return test.left.value, expr.orelse
-        if operator is cst.IsNot:
-            return test.left.value, expr.body
-    return None, None
+    tested = none_test(expr.test)
+    if tested is None:
+        return None, None
+    name, is_not = tested
+    return name, expr.body if is_not else expr.orelse
 
 
 def _call_value_names(call: cst.Call, imports: ImportTable, sure: bool) -> Iterator[tuple[str, bool]]:

@@ -28,12 +28,13 @@ def scope_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStat
     for stmt in body:
         yield stmt
         if type(stmt) in _COMPOUND_TYPES and isinstance(stmt, cst.BaseCompoundStatement):
-            for block in _blocks_of(stmt):
+            for block in blocks_of(stmt):
                 yield from scope_statements(block)
 
 
-def _blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.BaseStatement]]:
-    suites: list[cst.BaseSuite] = [stmt.body]
+def blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.BaseStatement]]:
+    """The statement blocks directly inside a compound statement, in source order."""
+    suites: list[cst.BaseSuite] = [case.body for case in stmt.cases] if isinstance(stmt, cst.Match) else [stmt.body]
     orelse = getattr(stmt, "orelse", None)
     while orelse is not None:
         suites.append(orelse.body)
