@@ -80,6 +80,26 @@ def test_a_module_of_the_current_folder_does_not_shadow_the_standard_library() -
     assert done.stdout.strip() == "0 []"
 
 
+def test_another_vjp_migrate_in_the_current_folder_does_not_shadow_the_worker(tmp_path: Path) -> None:
+    # A checkout of another vjp-migrate as the current folder: its worker must not run.
+    shadow = tmp_path / "checkout" / "vjp_migrate" / "verify"
+    shadow.mkdir(parents=True)
+    (shadow.parent / "__init__.py").write_text("")
+    (shadow / "__init__.py").write_text("")
+    (shadow / "worker.py").write_text('print(\'{"fatal": "the other copy ran"}\', flush=True)\n')
+    runner = tmp_path / "tools" / "run.py"  # started by path: its folder, not the current one, on sys.path
+    runner.parent.mkdir()
+    runner.write_text(
+        "import sys\nfrom pathlib import Path\nfrom vjp_migrate.verify import VerifyOptions, verify_files\n"
+        "r = verify_files(Path(sys.argv[1]), Path(sys.argv[2]), VerifyOptions())\n"
+        "print(r.exit_code, list(r.errors))\n"
+    )
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
+    command = [sys.executable, str(runner), str(DATA / "before.py"), str(DATA / "after_right.py")]
+    done = subprocess.run(command, cwd=shadow.parent.parent, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "0 []", done.stderr
+
+
 def test_an_error_whose_first_line_ends_in_a_colon_keeps_the_next_line() -> None:
     error = TypeError("Binding failed with the error:\n  missing a required argument: 'x'")
     assert error_text(error) == "TypeError: Binding failed with the error: missing a required argument: 'x'"

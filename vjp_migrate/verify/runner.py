@@ -55,12 +55,29 @@ def _failed(labels: tuple[str, str], options: VerifyOptions, message: str) -> Ve
 
 
 def worker_env() -> dict[str, str]:
-    """The environment of the worker: this vjp_migrate importable, no bytecode written."""
-    env = dict(os.environ)
-    package_parent = str(Path(vjp_migrate.__file__).resolve().parent.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_parent, env.get("PYTHONPATH")) if p)
-    env["PYTHONDONTWRITEBYTECODE"] = "1"
-    return env
+    """The environment of the worker: no bytecode written."""
+    return {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+# The worker loads this vjp_migrate from its folder, and only it: `python -m` would look in the
+# current folder first, where another copy (a checkout of vjp-migrate) shadows this one, and a
+# PYTHONPATH entry would hand the worker's interpreter (VerifyOptions.python may be another
+# Python) the whole folder this one is installed in.
+_LAUNCH = """\
+import importlib.util, os, runpy, sys
+folder = sys.argv.pop(1)
+spec = importlib.util.spec_from_file_location(
+    "vjp_migrate", os.path.join(folder, "__init__.py"), submodule_search_locations=[folder]
+)
+sys.modules["vjp_migrate"] = package = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(package)
+runpy.run_module("vjp_migrate.verify.worker", run_name="__main__", alter_sys=True)
+"""
+
+
+def worker_command(python: str | None) -> list[str]:
+    """The command that starts a worker process on ``python`` (default: this interpreter)."""
+    return [python or sys.executable, "-c", _LAUNCH, str(Path(vjp_migrate.__file__).resolve().parent)]
 
 
 CACHE_DIR_VARIABLE = "JAX_COMPILATION_CACHE_DIR"
@@ -129,7 +146,7 @@ def run_requests(requests: list[Request], options: VerifyOptions, workers: int =
         return []
     if options.python is None and importlib.util.find_spec("jax") is None:
         return [_failed(r.labels, options, MISSING_JAX) for r in requests]
-    command = [options.python or sys.executable, "-m", "vjp_migrate.verify.worker"]
+    command = worker_command(options.python)
     header = _header(options)
 
     def start(stack: ExitStack) -> Worker:

@@ -1,4 +1,4 @@
-"""Verify stage 5: the worker process (``python -m vjp_migrate.verify.worker``).
+"""Verify stage 5: the worker process (started by ``runner.worker_command``).
 
 The only place user code runs and JAX is imported. Reads JSON lines on stdin (the request's
 header, then one job at a time, as ``pool.py`` hands them out), writes one JSON answer line per
@@ -63,7 +63,7 @@ def _stopped(exc: BaseException) -> str:
 
 
 def _cwd_last() -> None:
-    """``python -m`` puts the current folder first on sys.path, where a ``glob.py`` or
+    """``python -c`` puts the current folder first on sys.path, where a ``glob.py`` or
     ``random.py`` of the user's would shadow the standard library JAX imports; keep it, last."""
     if sys.path and sys.path[0] in ("", os.getcwd()):
         sys.path.append(sys.path.pop(0))
