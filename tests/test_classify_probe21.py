@@ -236,12 +236,13 @@ def test_host_numpy_cannot_convert_a_traced_attribute() -> None:
         pytest.param("jax.pure_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, a)", "jax.pure_callback"),
         pytest.param("io_callback(host, jax.ShapeDtypeStruct(x.shape, x.dtype), x, a)", "io_callback"),
         pytest.param("jax.debug.callback(host, a) or x", "jax.debug.callback"),
+        pytest.param("nki_call(host, x, a, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype))", "nki_call"),
     ],
 )
 def test_an_operand_of_a_host_callback_is_array_data(use: str, shown: str) -> None:
-    # probe21 G9 (NPU simulator q27): `pure_callback(fn, shape, a, b, device_id)` was "not analysed".
-    # The screen does not keep these yet: strict xfails in test_prefilter.
-    extra = "from jax.experimental import io_callback\nfrom elsewhere import host\n"
+    # probe21 G9 (NPU simulator q27): `pure_callback(fn, shape, a, b, device_id)` was "not analysed";
+    # AWS Neuron's `nki_call(kernel, *operands)` (probe23) likewise.
+    extra = "from jax.experimental import io_callback\nfrom jax_neuronx import nki_call\nfrom elsewhere import host\n"
     info = _unscreened(site_module(f"return {use}", "return (g,)", extra=extra))
     assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
     text = info.evidence[0].text
@@ -254,10 +255,13 @@ def test_an_operand_of_a_host_callback_is_array_data(use: str, shown: str) -> No
         pytest.param("jax.pure_callback(host, a, x)", id="the result's shapes"),
         pytest.param("jax.pure_callback(a, jax.ShapeDtypeStruct(x.shape, x.dtype), x)", id="the host function"),
         pytest.param("jax.pure_callback(host, s, x, vmap_method=a)", id="a keyword"),
+        pytest.param("nki_call(a, x, out_shape=s)", id="the NKI kernel"),
+        pytest.param("nki_call(host, x, out_shape=a)", id="the NKI result's shapes"),
     ],
 )
 def test_no_operand_place_of_a_host_callback_is_no_array_data(use: str) -> None:
-    kind, reasons, _ = classify(f"return {use}", "return (g,)", extra="from elsewhere import host, s\n")
+    extra = "from jax_neuronx import nki_call\nfrom elsewhere import host, s\n"
+    kind, reasons, _ = classify(f"return {use}", "return (g,)", extra=extra)
     assert kind is not ArgKind.ARRAY, reasons
 
 

@@ -582,13 +582,15 @@ HOST_CALLBACKS: dict[str, str] = {
     "jax.debug.callback": "callback",
     "jax.experimental.host_callback.call": "callback_func",
 }
-# Where each callback's operands start (past the host function and the result's shapes): JAX
-# passes them to the host function as arrays, so a Tracer is fine there.
-HOST_CALLBACK_OPERANDS: dict[str, int] = {
+# Calls that hand their positional arguments from this place on to a host function or a kernel as
+# arrays, so a Tracer is fine there: the callbacks' operands (past the host function and the
+# result's shapes), and those of AWS Neuron's `nki_call(kernel, *operands, out_shape=...)`.
+ARRAY_OPERANDS_FROM: dict[str, int] = {
     "jax.pure_callback": 2,
     "jax.experimental.io_callback": 2,
     "jax.debug.callback": 1,
     "jax.experimental.host_callback.call": 1,
+    "jax_neuronx.nki_call": 1,
 }
 # `jax.ffi.ffi_call(target, result_shape_dtypes)` returns a function taking `(*operands, **attributes)`:
 # the attributes become the custom call's static attributes, and a Tracer there fails ("Non-hashable

@@ -19,13 +19,13 @@ from vjp_migrate.sites.scopes import AllNames
 from vjp_migrate.vocabulary import (
     ARRAY_METHODS,
     ARRAY_MODULES,
+    ARRAY_OPERANDS_FROM,
     AXIS_METHODS,
     CALLABLE,
     CONTAINER_METHODS,
     DATA,
     DTYPE_FUNCTIONS,
     FFI_CALLS,
-    HOST_CALLBACK_OPERANDS,
     HOST_CONVERSIONS,
     INDEXED_UPDATES,
     JAX_TRANSFORMS,
@@ -205,7 +205,7 @@ class CallUses(Helpers):
             elif position >= 0:
                 self._add(ArgKind.ARRAY, f"passed as an operand to `{func_text}`", call, via=via)
             return
-        if qname in HOST_CALLBACK_OPERANDS and keyword is None and position >= HOST_CALLBACK_OPERANDS[qname]:
+        if qname in ARRAY_OPERANDS_FROM and keyword is None and position >= ARRAY_OPERANDS_FROM[qname]:
             self._add(
                 ArgKind.ARRAY, f"passed as an operand to `{func_text}`, which takes it as array data", call, via=via
             )

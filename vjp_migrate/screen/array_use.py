@@ -19,8 +19,8 @@ from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
     ARRAY_ATTRIBUTES,
+    ARRAY_OPERANDS_FROM,
     HOST_ARRAY_ANNOTATIONS,
-    HOST_CALLBACK_OPERANDS,
     INDEXED_UPDATES,
     MAPPING_TRANSFORMS,
 )
@@ -158,7 +158,7 @@ class ArrayUse:
             return True  # an operand `jax.vmap(f)(x, ...)` maps over: an array with a leading axis
         if self._passes_a_field(call, names) and (self._draws(call) or self._helper_draws(call)):
             return True  # `jax.random.uniform(p.key, ...)`, `noise(x.shape, p.key)`: p holds PRNG keys
-        if any(q in HOST_CALLBACK_OPERANDS for q in qualified(self.m, call.func)) and any(
+        if any(q in ARRAY_OPERANDS_FROM for q in qualified(self.m, call.func)) and any(
             self._rooted(v, names) for v in [*call.args[1:], *(k.value for k in call.keywords)]
         ):
             return True  # an operand of `jax.pure_callback(host, shapes, x, ...)`: converted to an array
