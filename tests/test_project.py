@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
 
 import libcst as cst
 import pytest
+from click.testing import CliRunner
 from conftest import FIXTURES
 from helpers import write
 
 from vjp_migrate.api import Execution, check_paths, fix_paths
+from vjp_migrate.cli import main
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.flake8_plugin import Plugin
 from vjp_migrate.model import Settings
@@ -167,6 +170,18 @@ def test_one_file_alone_names_the_module_to_include() -> None:
         for m in messages
     ), messages
     assert result.imported_rules == ("mypkg._impl_bwd", "mypkg._impl_fwd")
+
+
+def test_reasons_seen_in_another_file_name_that_file_and_its_line() -> None:
+    before = SIBLING / "before" / "mypkg"
+    fwd, bwd = str(before / "_impl_fwd.py"), str(before / "_impl_bwd.py")
+    text = CliRunner().invoke(main, ["check", "--show-reasons", "--no-cache", "-q", str(before)]).output
+    assert f"lo: array — used as array data by `jnp.clip` in fwd `soft_clip_fwd` ({fwd}, line 7)" in text, text
+    assert f"hi: array — compared element-wise in bwd `soft_clip_bwd` ({bwd}, line 8)" in text, text
+    assert "lo: array — used as array data by `jnp.clip` in the primal `soft_clip` (line 14)" in text, text
+    data = json.loads(CliRunner().invoke(main, ["check", "--output-format", "json", "--no-cache", str(before)]).output)
+    places = {(r.get("path"), r["line"]) for d in data for r in d["reasons"]}
+    assert places == {(None, 14), (fwd, 7), (bwd, 8)}, places
 
 
 def test_the_files_of_one_migration_given_one_by_one_are_resolved(tmp_path: Path) -> None:

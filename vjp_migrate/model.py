@@ -42,6 +42,7 @@ class Evidence:
     kind: ArgKind
     text: str
     line: int | None = None
+    path: str | None = None  # the file the line is in, when it is another file of the run (a rule there)
     cell: int | None = None  # notebooks: the 1-based cell the line is counted in
 
 

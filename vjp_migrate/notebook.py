@@ -123,7 +123,7 @@ def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
 
 
 def _located_reason(notebook: Notebook, evidence: Evidence) -> Evidence:
-    if evidence.line is None:
+    if evidence.line is None or evidence.path is not None:
         return evidence
     number, start = _cell_of(notebook, evidence.line)
     return dataclasses.replace(evidence, line=evidence.line - start + 1, cell=number + 1)

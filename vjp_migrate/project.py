@@ -33,7 +33,7 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from vjp_migrate.api import Analysis
-    from vjp_migrate.classify.context import Context, ImportedHelper
+    from vjp_migrate.classify.context import Context, ImportedHelper, Where
     from vjp_migrate.imports import ImportTable
     from vjp_migrate.sites import ImportedRule, ImportedValue
 
@@ -163,7 +163,7 @@ class Project:
                 for name, helper in self._helpers_of(other_module).items():
                     helpers.setdefault(name, helper)
             imports = self._merged_imports(ctx, [other_module for _, other_module in homes[1:]])
-            ctx = dataclasses.replace(ctx, imports=imports, helpers=helpers)
+            ctx = dataclasses.replace(ctx, imports=imports, helpers=helpers, elsewhere=_lines_in(homes[1:]))
         return dataclasses.replace(ctx, imported=self._helper_finder(ctx, homes, Path(path)))
 
     @staticmethod
@@ -365,6 +365,20 @@ class Project:
             f"{role} `{local}` is imported from `{module_name}`, where no function `{followed.attribute}` is defined"
         )
         return FunctionRef(local, None, problem, module=module_name)
+
+
+def _lines_in(homes: list[tuple[Path, cst.Module]]) -> Callable[[cst.CSTNode], Where]:
+    """Where a node of one of ``homes`` (other modules whose rules a site's analysis reads) is."""
+    from vjp_migrate import walk
+
+    def where(node: cst.CSTNode) -> Where:
+        for path, module in homes:
+            line = walk.line_in(module, node)
+            if line is not None:
+                return line, str(path)
+        return None, None
+
+    return where
 
 
 _Found = TypeVar("_Found")

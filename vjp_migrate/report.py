@@ -35,7 +35,13 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         "fixable": d.fixable,
         "fix_safety": d.fix_safety.value,
         "reasons": [
-            {"kind": e.kind.value, "text": e.text, "line": e.line, **({"cell": e.cell} if e.cell is not None else {})}
+            {
+                "kind": e.kind.value,
+                "text": e.text,
+                "line": e.line,
+                **({"path": e.path} if e.path is not None else {}),
+                **({"cell": e.cell} if e.cell is not None else {}),
+            }
             for e in d.reasons
         ],
         **({"cell": d.cell} if d.cell is not None else {}),
@@ -51,21 +57,23 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     if d.also_touches:
         lines.append(("reason", f"\n    the fix also changes {', '.join(d.also_touches)}"))
     if show_reasons:
-        for (kind, text, cell), at in _grouped_reasons(d).items():
+        for (kind, text, path, cell), at in _grouped_reasons(d).items():
             span = f"{'line' if len(at) == 1 else 'lines'} {', '.join(map(str, at))}"
             if cell is not None and cell != d.cell:
                 span = f"cell {cell}, {span}"
+            if path is not None:
+                span = f"{path}, {span}"
             where = f" ({span})" if at else ""
             lines.append(("reason", f"\n    {d.argument}: {kind} — {text}{where}"))
     return lines
 
 
-def _grouped_reasons(d: Diagnostic) -> dict[tuple[str, str, int | None], list[int]]:
+def _grouped_reasons(d: Diagnostic) -> dict[tuple[str, str, str | None, int | None], list[int]]:
     """One line per reason text, with every line it was seen on: a helper's arithmetic is one
     reason, however many lines of the helper show it (JSON keeps each)."""
-    grouped: dict[tuple[str, str, int | None], list[int]] = {}
+    grouped: dict[tuple[str, str, str | None, int | None], list[int]] = {}
     for reason in d.reasons:
-        at = grouped.setdefault((reason.kind.value, reason.text, reason.cell), [])
+        at = grouped.setdefault((reason.kind.value, reason.text, reason.path, reason.cell), [])
         if reason.line and reason.line not in at:
             at.append(reason.line)
     return grouped

@@ -68,10 +68,10 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             continue
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
-            evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", ctx.line_of(site.primal)), STRONG))
+            evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", *ctx.where(site.primal)), STRONG))
         if rebound is not None and name in rebound[1]:
             text = f"static in the `{code_text(rebound[0].func)}` that `{site.name}` is rebound to"
-            evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(rebound[0])), STRONG))
+            evidence.append((Evidence(ArgKind.STATIC, text, *ctx.where(rebound[0])), STRONG))
         primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
             ("the primal", site.primal or aliased, index, primal_jit)
@@ -88,16 +88,16 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             if jit is not None and _jit_marks(jit, position, params):
                 if func is not site.primal:  # the primal's is "static in a stacked jax.jit" above
                     text = f"static in the jax.jit of {where}, which needs it hashable (an array is not)"
-                    evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(jit.decorator)), STRONG))
+                    evidence.append((Evidence(ArgKind.STATIC, text, *ctx.where(jit.decorator)), STRONG))
             elif jit is not None and (jit.static_argnums is None or jit.static_argnames is None):
                 text = f"the jax.jit of {where} names its static arguments by other than literals: it may be one"
-                evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(jit.decorator)), DOUBT))
+                evidence.append((Evidence(ArgKind.UNKNOWN, text, *ctx.where(jit.decorator)), DOUBT))
             elif jit is not None:
                 # A string, callable or object there is no valid jit argument, and a concrete use
                 # inside fails on the Tracer: it is a JAX value, used as one (None and a tuple of
                 # ints pass too: weak).
                 text = f"traced by the jax.jit of {where}, which does not mark it static"
-                evidence.append((Evidence(ArgKind.ARRAY, text, ctx.line_of(jit.decorator)), WEAK))
+                evidence.append((Evidence(ArgKind.ARRAY, text, *ctx.where(jit.decorator)), WEAK))
             evidence.extend(Uses.of(func, param, ctx, where).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
         if (
@@ -109,7 +109,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             # `self` by name: a custom_vjp in a class body is no descriptor, so its first parameter
             # is the instance only when the code passes one (`type(self).forward(self, x)`)
             text = f"the instance of `{owner}`, a class the module neither registers as a pytree nor derives from one"
-            evidence.append((Evidence(ArgKind.STATIC, text, ctx.line_of(site.primal)), STRONG))
+            evidence.append((Evidence(ArgKind.STATIC, text, *ctx.where(site.primal)), STRONG))
         rules = frozenset(id(f.node) for f in (site.fwd, site.bwd) if f is not None and f.node is not None)
         for call, callers in calls:
             value = call_value(call, index, name)
@@ -131,7 +131,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 evidence.append(found)
             elif value is not None and number_literal(value) is not None:
                 text = f"a number is passed at a call site (`{code_text(value)}`), which says nothing either way"
-                evidence.append((Evidence(ArgKind.UNKNOWN, text, ctx.line_of(call)), NOTED))
+                evidence.append((Evidence(ArgKind.UNKNOWN, text, *ctx.where(call)), NOTED))
         if (default := left_at_default(site, module, ctx, calls, index, name)) is not None:
             evidence.append((default, STRONG))
         info = _decide(index, name, evidence)
@@ -213,7 +213,7 @@ def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInf
         f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module, "
         "so its uses were not seen"
     )
-    unseen = Evidence(ArgKind.UNKNOWN, text, ctx.line_of(site.primal_expr))
+    unseen = Evidence(ArgKind.UNKNOWN, text, *ctx.where(site.primal_expr))
     return replace(info, evidence=(*info.evidence, unseen), strong=False)
 
 

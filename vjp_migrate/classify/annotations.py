@@ -81,25 +81,25 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
     if param is None:
         return []
     found: list[tuple[Evidence, str]] = []
-    line = ctx.line_of(param)
+    at = ctx.where(param)
     if (static_class := _static_class(param, ctx)) is not None:
         annotation = param.annotation.annotation if param.annotation else None
         text = code_text(annotation) if annotation else ""
         note = f"{ctx.static_classes[static_class]}, which jit passes on untraced"
-        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", *at), STRONG))
     elif (plain := annotated_with(param, ctx.plain_classes)) is not None:
         text = code_text(param.annotation.annotation) if param.annotation else plain
-        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {_plain(plain)}", line), STRONG))
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {_plain(plain)}", *at), STRONG))
     elif (enum := annotated_with(param, ctx.enums)) is not None:
         text = code_text(param.annotation.annotation) if param.annotation else enum
         note = f"`{enum}` is an enum of the module, whose members are no JAX values"
-        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", line), STRONG))
+        found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", *at), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
         text = code_text(annotation)
         if (read := annotation_reading(annotation, ctx.imports)) is not None:
             kind, note, weight = read
-            found.append((Evidence(kind, f"annotated `{text}` in {where}{note}", line), weight))
+            found.append((Evidence(kind, f"annotated `{text}` in {where}{note}", *at), weight))
     default = param.default
     if (
         isinstance(default, (cst.SimpleString, cst.ConcatenatedString, cst.Lambda))
@@ -107,7 +107,7 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         or (default is not None and is_int_tuple(default))
     ):
         text = code_text(default)
-        found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", line), STRONG))
+        found.append((Evidence(ArgKind.STATIC, f"defaults to `{text}` in {where}", *at), STRONG))
     elif (
         param.annotation is None
         and isinstance(default, cst.Call)
@@ -115,7 +115,7 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         and default.func.value in ctx.plain_classes
     ):  # `params=Params()`: the default tells the type as an annotation would
         text = f"defaults to `{code_text(default)}` in {where}: {_plain(default.func.value)}"
-        found.append((Evidence(ArgKind.STATIC, text, line), STRONG))
+        found.append((Evidence(ArgKind.STATIC, text, *at), STRONG))
     return found
 
 

@@ -4,7 +4,7 @@ enums, leafless configs, primitives, line numbers), and the locals of a function
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import libcst as cst
 
@@ -30,6 +30,7 @@ from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import body_statements
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
+Where = tuple["int | None", "str | None"]  # a line, and the file it is in when that is another file of the run
 Wrapped = dict[str, list[frozenset[str]]]
 # A called name (`soft_cap`, `utils.soft_cap`) -> the def it imports from another module of the
 # run, the context to read that def in (its module's imports too) and the module's name; None
@@ -64,7 +65,7 @@ class Via:
         for evidence, weight in found:
             if evidence.kind is ArgKind.STATIC or weight == DOUBT:
                 kind, text, weight = self.needs(evidence.text, evidence.kind is ArgKind.STATIC)
-                carried.append((Evidence(kind, text, evidence.line), weight))
+                carried.append((replace(evidence, kind=kind, text=text), weight))
         return carried
 
 
@@ -119,8 +120,17 @@ class Context:
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
-    # Set by a run over several files (project.py): the helpers imported from its other modules.
+    # Set by a run over several files (project.py): the helpers imported from its other modules,
+    # and where a node of another module whose rules are read here is (its line and file).
     imported: ImportedHelper | None = field(default=None, compare=False)
+    elsewhere: Callable[[cst.CSTNode], Where] | None = field(default=None, compare=False)
+
+    def where(self, node: cst.CSTNode) -> Where:
+        """The line of ``node``, in this module or, for a rule read from another file, in that file."""
+        line = self.line_of(node)
+        if line is not None or self.elsewhere is None:
+            return line, None
+        return self.elsewhere(node)
 
     @classmethod
     def of(cls, module: cst.Module, imports: ImportTable, line_of: LineOf) -> Context:

@@ -281,7 +281,7 @@ class CallUses(Helpers):
                     f"passed as {place} to `{func_text}`{self.packing}, which may need a concrete value there, "
                     f"in {self.where}"
                 )
-                self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
+                self.evidence.append((Evidence(ArgKind.UNKNOWN, text, *self.ctx.where(call)), WEAK))
         elif not qname.startswith("builtins."):
             self._imported(call, func_text, position, keyword, via)
 
@@ -295,7 +295,7 @@ class CallUses(Helpers):
             kind, text, weight = via.needs(use, certain=False)
         else:
             kind, text, weight = ArgKind.UNKNOWN, use, DOUBT
-        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(call)), weight))
+        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(call)), weight))
 
     def _binds_primitive(self, func: cst.BaseExpression, qname: str | None) -> bool:
         """Whether ``func`` is ``<primitive>.bind``: JAX's own, or one the module makes once."""

@@ -5,6 +5,7 @@ values; ``Helpers.of`` walks one function."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TypeVar
 
 import libcst as cst
@@ -160,7 +161,7 @@ class Helpers(Branches):
 
     def _opaque(self, call: cst.Call, func_text: str) -> None:
         text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
-        self.evidence.append((Evidence(ArgKind.UNKNOWN, text, self.ctx.line_of(call)), WEAK))
+        self.evidence.append((Evidence(ArgKind.UNKNOWN, text, *self.ctx.where(call)), WEAK))
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
         defs = self.ctx.definitions(func_text, self.func)
@@ -247,7 +248,7 @@ def _in_every(found: list[list[tuple[Evidence, str]]], name: str) -> list[tuple[
         return [item for evidence in found for item in evidence]
     note = f" (not in every one of the {len(found)} definitions of `{name}`)"
     return [
-        (Evidence(ArgKind.UNKNOWN, e.text + note, e.line), DOUBT) if e.kind is ArgKind.STATIC else (e, weight)
+        (replace(e, kind=ArgKind.UNKNOWN, text=e.text + note), DOUBT) if e.kind is ArgKind.STATIC else (e, weight)
         for evidence in found
         for e, weight in evidence
     ]

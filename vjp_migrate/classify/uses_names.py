@@ -65,7 +65,7 @@ class UseState(cst.CSTVisitor):
 
     def _note(self, text: str, node: cst.CSTNode) -> None:
         """A use seen and discounted: no evidence, a reason to show if nothing decides."""
-        self.evidence.append((Evidence(ArgKind.UNKNOWN, f"{text}, in {self.where}", self.ctx.line_of(node)), NOTED))
+        self.evidence.append((Evidence(ArgKind.UNKNOWN, f"{text}, in {self.where}", *self.ctx.where(node)), NOTED))
 
     def _add(self, kind: ArgKind, text: str, node: cst.CSTNode, weight: str = STRONG, via: Via | None = None) -> None:
         self.evidence.extend(self._made(kind, text, node, weight, via))
@@ -77,7 +77,7 @@ class UseState(cst.CSTVisitor):
             if kind is not ArgKind.STATIC:
                 return []  # only the need for concrete values flows through derived values
             kind, text, weight = via.needs(text)
-        return [(Evidence(kind, f"{text}{self.packing} in {self.where}", self.ctx.line_of(node)), weight)]
+        return [(Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(node)), weight)]
 
     def _rooted(self, expr: cst.BaseExpression) -> bool:
         return is_rooted(expr, self.names)
@@ -105,7 +105,7 @@ class UseState(cst.CSTVisitor):
         seen = {name}
         derivation = self.derived.get(name)
         while derivation is not None:
-            line = self.ctx.line_of(derivation.node)
+            line = self.ctx.where(derivation.node)[0]  # in the file of the evidence it explains
             at = f", line {line}" if line else ""
             head = "from" if not steps else f"`{derivation.name}` from"
             steps.append(f"{head} `{derivation.source}`{at}{'' if derivation.certain else ', on some paths'}")

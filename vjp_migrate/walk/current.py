@@ -41,6 +41,12 @@ def cover(node: cst.Module | cst.FunctionDef) -> None:
         del _OTHERS[next(iter(_OTHERS))]
 
 
+def line_in(module: cst.Module, node: cst.CSTNode) -> int | None:
+    """The line of ``node`` in ``module``, another module ``cover`` indexed whole; None when it is not there."""
+    index = _OTHERS.get(id(module))
+    return index.line(node) if index is not None else None
+
+
 def forget() -> None:
     """Drop the index of the module analysed last, and the module with it (and the others)."""
     _LAST.clear()
