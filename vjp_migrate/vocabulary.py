@@ -93,11 +93,14 @@ ARRAY_METHODS = ARRAY_ATTRIBUTES | frozenset(
         "sort",
         "take",
         "to_device",
+        "tobytes",
         "tolist",
         "trace",
         "view",
     }
 )
+# Array methods that read the values on the host: a Tracer raises (ConcretizationTypeError).
+CONCRETE_METHODS = frozenset({"item", "tolist", "tobytes"})
 # Methods of the containers a pytree of arrays is often made of (dict, NamedTuple, list).
 CONTAINER_METHODS = frozenset({"get", "items", "keys", "values", "copy", "_replace", "_asdict", "index", "count"})
 

@@ -22,6 +22,7 @@ from vjp_migrate.vocabulary import (
     ARRAY_OPERANDS_FROM,
     AXIS_METHODS,
     CALLABLE,
+    CONCRETE_METHODS,
     CONTAINER_METHODS,
     DATA,
     DTYPE_FUNCTIONS,
@@ -62,6 +63,13 @@ class CallUses(Helpers):
             if named_in(node.func.value, self.names) is not None:
                 text = f"has its method `.{method}()` called, which arrays do not have (maybe not a pytree of arrays)"
                 self._add(ArgKind.UNKNOWN, text, node, weight=OBJECT)
+        elif method in CONCRETE_METHODS:
+            assert isinstance(node.func, cst.Attribute)
+            text = f"has its method `.{method}()` called, which needs a concrete value"
+            if self._rooted(node.func.value):
+                self._add(ArgKind.STATIC, text, node)
+            elif (via := self._via(node.func.value)) is not None:
+                self._add(ArgKind.STATIC, text, node, via=via)
         ffi = self._ffi_function(node.func)
         positional = 0
         for arg in node.args:

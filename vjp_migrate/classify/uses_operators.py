@@ -67,6 +67,27 @@ class Operators(UseState):
         elif isinstance(node.operator, cst.Not) and (via := self._via(node.expression)) is not None:
             self._add(ArgKind.STATIC, "used as a truth value", node, via=via)
 
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        # `scale or default`, `mask and x`: Python calls bool() on every operand but the last
+        # (a Tracer raises there); the last is handed on as it is. Only the argument, a value
+        # from it or a comparison of it: what a call makes of it may be a Python value.
+        text = f"used as a truth value (`... {'or' if isinstance(node.operator, cst.Or) else 'and'} ...`)"
+        left = node.left
+        if self._rooted(left) or (isinstance(left, cst.Comparison) and self._mentions(left)):
+            self._add(ArgKind.STATIC, text, node)
+        elif isinstance(left, cst.Name) and (via := self._via(left)) is not None:
+            self._add(ArgKind.STATIC, text, node, via=via)
+
+    def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+        # `f"{x:.3f}"` calls format(x, ".3f"), which a Tracer refuses; `f"{x}"` prints one.
+        if node.format_spec is None:
+            return
+        text = "formatted with a format spec in an f-string, which needs a concrete value"
+        if self._rooted(node.expression):
+            self._add(ArgKind.STATIC, text, node)
+        elif (via := self._via(node.expression)) is not None:
+            self._add(ArgKind.STATIC, text, node, via=via)
+
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if key_lookup(node):
             return

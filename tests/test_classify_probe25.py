@@ -1,0 +1,84 @@
+"""classify on what probe25 found in real code: uses that need a concrete value and were taken for
+array uses (a truth test by `or`/`and`, `.item()`, a format spec), and what JAX does with each."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_classify import classify, lines
+
+from vjp_migrate.model import ArgKind
+
+
+@pytest.mark.parametrize(
+    ("primal", "shown"),
+    [
+        # probe25a G1 (EasyDeL flash attention): `softmax_scale = softmax_scale or 1 / sqrt(d)`.
+        pytest.param(lines("a = a or 1.0 / x.shape[-1]", "return x * a"), "`... or ...`", id="or default"),
+        pytest.param("return x * (a and 2.0)", "`... and ...`", id="and"),
+        pytest.param(lines("s = a * 2.0", "return x * (s or 1.0)"), "`... or ...`", id="a value from it"),
+        pytest.param("return x * ((a and a) or 0.5)", "`... and ...`", id="nested"),
+        pytest.param("return x * ((a > 0) or 0.5)", "`... or ...`", id="a comparison"),
+    ],
+)
+def test_an_operand_truth_tested_by_or_and_is_static(primal: str, shown: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.STATIC, reasons
+    assert any(f"used as a truth value ({shown})" in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param("return x * (None or a)", id="the last operand"),
+        pytest.param("return x * (a is not None and a)", id="a test of None"),
+        pytest.param("return x * (x.shape[0] > 1 or a)", id="another value tested"),
+        pytest.param("return jax.debug.callback(print, a) or x * a", id="what a call makes of it"),
+    ],
+)
+def test_an_operand_handed_on_by_or_and_is_no_truth_test(primal: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.ARRAY, reasons
+
+
+@pytest.mark.parametrize(
+    ("primal", "shown"),
+    [
+        # probe25a G2: a value read on the host, for a log line or a Python number.
+        pytest.param(lines("print(a.item())", "return x * a"), "has its method `.item()` called", id="item"),
+        pytest.param("return x * len(a.tolist())", "has its method `.tolist()` called", id="tolist"),
+        pytest.param(lines("key = a.tobytes()", "return x * a"), "has its method `.tobytes()` called", id="tobytes"),
+        pytest.param(lines("s = a * 2", "print(s.item())", "return x * a"), "has its method", id="a value from it"),
+        pytest.param(lines("print(f'{a:.3f}')", "return x * a"), "formatted with a format spec", id="format spec"),
+    ],
+)
+def test_a_use_that_reads_the_value_on_the_host_is_static(primal: str, shown: str) -> None:
+    kind, reasons, _ = classify(primal, "return (g * a,)")
+    assert kind is ArgKind.STATIC, reasons
+    assert any(shown in r for r in reasons), reasons
+
+
+def test_an_f_string_without_a_format_spec_is_no_static_use() -> None:
+    kind, reasons, _ = classify(lines("print(f'{a}')", "return x * a"), "return (g * a,)")
+    assert kind is ArgKind.ARRAY, reasons
+
+
+@pytest.mark.parametrize(
+    ("use", "error"),
+    [
+        pytest.param(lambda x, a: x * (a or 1.0), jax.errors.TracerBoolConversionError, id="or"),
+        pytest.param(lambda x, a: x * (a and 2.0), jax.errors.TracerBoolConversionError, id="and"),
+        pytest.param(lambda x, a: x * a.item(), jax.errors.ConcretizationTypeError, id="item"),
+        pytest.param(lambda x, a: x * a.tolist(), jax.errors.ConcretizationTypeError, id="tolist"),
+        pytest.param(lambda x, a: (f"{a:.3f}", x)[1], TypeError, id="format spec"),
+    ],
+)
+def test_each_use_needs_a_concrete_value(use: Callable[[jax.Array, jax.Array], jax.Array], error: type) -> None:
+    x, a = jnp.ones(2), jnp.float32(0.5)
+    assert use(x, a).shape == (2,)  # concrete: fine
+    with pytest.raises(error):
+        jax.jit(use)(x, a)  # traced, as the migration would make it: it raises
+    assert jax.jit(lambda x: (f"{x}", x)[1])(x).shape == (2,)  # no format spec: a Tracer prints
