@@ -3,6 +3,7 @@ array uses (a truth test by `or`/`and`, `.item()`, a format spec), and what JAX 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import jax
@@ -82,3 +83,51 @@ def test_each_use_needs_a_concrete_value(use: Callable[[jax.Array, jax.Array], j
     with pytest.raises(error):
         jax.jit(use)(x, a)  # traced, as the migration would make it: it raises
     assert jax.jit(lambda x: (f"{x}", x)[1])(x).shape == (2,)  # no format spec: a Tracer prints
+
+
+# probe25b G1: `attend(q, k=keys)`, a function not analysed, made `keys` static by the keyword's
+# name alone, over `jnp.dot(q, keys.T)` in bwd: no finding at all, not even under ALL.
+_NOT_ANALYSED = "from elsewhere import attend\n"
+
+
+@pytest.mark.parametrize("keyword", ["k", "size", "n", "order", "padding", "length"])
+def test_a_setting_name_given_to_a_function_not_analysed_is_a_doubt(keyword: str) -> None:
+    kind, reasons, _ = classify(f"return attend(x, {keyword}=a)", "return (jnp.dot(g, a.T),)", extra=_NOT_ANALYSED)
+    assert kind is ArgKind.UNKNOWN, reasons
+    shown = f"passed as `{keyword}=` to `attend`, which is not analysed: a size or setting there needs it concrete"
+    assert any(r.startswith(shown) for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "primal",
+    [
+        pytest.param("return attend(x, axis=a)", id="a keyword any function needs concrete"),
+        pytest.param("return jnp.fft.fft(x, n=a)", id="a library function's size"),
+        pytest.param("return jnp.argsort(x, kind=a)", id="a library function's mode"),
+    ],
+)
+def test_a_static_keyword_stays_static(primal: str) -> None:
+    kind, reasons, _ = classify(primal, "return (jnp.dot(g, a.T),)", extra=_NOT_ANALYSED)
+    assert kind is ArgKind.STATIC, reasons
+
+
+def test_a_module_helper_given_a_setting_name_is_followed() -> None:
+    helper = "def attend(x, k):\n    return x @ k.T\n"
+    kind, reasons, _ = classify("return attend(x, k=a)", extra=helper)
+    assert kind is ArgKind.ARRAY, reasons
+    assert any("in helper `attend`" in r for r in reasons), reasons
+
+
+def test_an_array_given_as_k_to_a_function_breaks_in_nondiff_argnums() -> None:
+    def attend(q: jax.Array, k: jax.Array) -> jax.Array:
+        return q @ k.T
+
+    @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def f(q: jax.Array, keys: jax.Array) -> jax.Array:
+        return attend(q, k=keys).sum()
+
+    f.defvjp(lambda q, keys: (f(q, keys), q), lambda keys, q, g: (g * (q @ keys.T).sum(1, keepdims=True) * q,))
+    q, keys = jnp.ones((2, 3)), jnp.arange(12.0).reshape(4, 3)
+    assert jax.grad(f)(q, keys).shape == (2, 3)  # concrete keys: fine
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(jax.grad(f))(q, keys)

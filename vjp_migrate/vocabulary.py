@@ -104,44 +104,21 @@ CONCRETE_METHODS = frozenset({"item", "tolist", "tobytes"})
 # Methods of the containers a pytree of arrays is often made of (dict, NamedTuple, list).
 CONTAINER_METHODS = frozenset({"get", "items", "keys", "values", "copy", "_replace", "_asdict", "index", "count"})
 
-# classify's own words (the screen reads a subset: tests/test_prefilter.py).
+# classify's own words (the screen reads a subset: tests/test_prefilter.py). Keywords whose value
+# any function needs concrete: shapes, axes, dtypes, jit's and scan's settings, modes.
 STATIC_KEYWORDS = frozenset(
     {
-        "shape",
-        "newshape",
-        "axis",
-        "axes",
-        "dtype",
-        "num",
-        "keepdims",
-        "mode",
-        "method",
-        "precision",
-        "static_argnums",
-        "static_argnames",
-        "length",
-        "unroll",
-        "num_segments",
-        "dimension",
-        "dimensions",
-        "reverse",
-        "ord",
-        "k",
-        "side",
-        "order",
-        "kind",
-        "size",
-        "total_repeat_length",
-        "indices_are_sorted",
-        "unique_indices",
-        "preferred_element_type",
-        "source",
-        "destination",
-        "window_dimensions",
-        "window_strides",
-        "padding",
-        "n",
+        *("shape", "newshape", "axis", "axes", "dtype", "keepdims", "mode", "method", "precision"),
+        *("static_argnums", "static_argnames", "unroll", "num_segments", "reverse", "ord", "side", "kind"),
+        *("total_repeat_length", "indices_are_sorted", "unique_indices", "preferred_element_type"),
+        *("window_dimensions", "window_strides"),
     }
+)
+# Keywords that are sizes, counts or settings in the array libraries, but name array data as often
+# elsewhere (`attend(q, k=keys)`, `order=perm`, `padding=mask`): static for a library function; for
+# a function not analysed, a doubt (never a safe fix), not a proof.
+SETTING_KEYWORDS = frozenset(
+    {"num", "length", "dimension", "dimensions", "k", "order", "size", "source", "destination", "padding", "n"}
 )
 # How an array-library function takes each argument. Static positions and keywords (shapes,
 # axes, sizes, modes, flags) need concrete values: JAX fails on a Tracer there. Data positions
@@ -502,7 +479,7 @@ def library_use(qname: str, position: int, keyword: str | None) -> str:
             return CALLABLE
         if keyword in _DATA_KEYWORDS_OF.get(qname, ()):
             return DATA
-        if keyword in STATIC_KEYWORDS or keyword in LIBRARY_STATIC_KEYWORDS:
+        if keyword in STATIC_KEYWORDS or keyword in SETTING_KEYWORDS or keyword in LIBRARY_STATIC_KEYWORDS:
             return STATIC
         return DATA if keyword in DATA_KEYWORDS else UNSURE
     if position in CALLABLE_POSITIONS.get(last, ()):

@@ -20,7 +20,7 @@ from vjp_migrate.classify.weights import DOUBT, WEAK
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
-from vjp_migrate.vocabulary import CACHING_DECORATORS, HOST_CALLBACKS, PALLAS_CALL
+from vjp_migrate.vocabulary import CACHING_DECORATORS, HOST_CALLBACKS, PALLAS_CALL, SETTING_KEYWORDS
 
 H = TypeVar("H", bound="Helpers")  # typing.Self is Python 3.11+
 
@@ -159,9 +159,20 @@ class Helpers(Branches):
         defs = self.ctx.definitions(name, self.func)
         return defs[0] if len(defs) == 1 and name not in self.bindings else None
 
-    def _opaque(self, call: cst.Call, func_text: str) -> None:
+    def _opaque(self, call: cst.Call, func_text: str, keyword: str | None) -> None:
+        if keyword is not None and keyword in SETTING_KEYWORDS:
+            self._setting(call, func_text, keyword, None)
+            return
         text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
         self.evidence.append((Evidence(ArgKind.UNKNOWN, text, *self.ctx.where(call)), WEAK))
+
+    def _setting(self, call: cst.Call, func_text: str, keyword: str, via: Via | None) -> None:
+        """Passed as `k=`, `size=`... to a function not analysed: a size or setting there, or array data."""
+        use = (
+            f"passed as `{keyword}=` to `{func_text}`, which is not analysed: a size or setting there needs it concrete"
+        )
+        kind, text, weight = via.needs(use, certain=False) if via is not None else (ArgKind.UNKNOWN, use, DOUBT)
+        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(call)), weight))
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
         defs = self.ctx.definitions(func_text, self.func)
@@ -169,7 +180,9 @@ class Helpers(Branches):
             defs = ()  # a local of the function shadows the def around it
         if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
             if via is None:
-                self._opaque(call, func_text)
+                self._opaque(call, func_text, keyword)
+            elif keyword is not None and keyword in SETTING_KEYWORDS:
+                self._setting(call, func_text, keyword, via)
             else:
                 self._note(
                     f"a value computed from it, {via.text}, is passed to `{func_text}`{self.packing}, "
@@ -189,7 +202,9 @@ class Helpers(Branches):
             where = f"helper `{func_text}` from `{module}` (called from {self.where})"
             self.evidence.extend(self._in_helper(helper, call, func_text, position, keyword, via, ctx, where))
         elif via is None:
-            self._opaque(call, func_text)
+            self._opaque(call, func_text, keyword)
+        elif keyword is not None and keyword in SETTING_KEYWORDS:
+            self._setting(call, func_text, keyword, via)
 
     def _enclosing(self, name: str) -> bool:
         """Whether a function around the def walked binds ``name`` to a def."""
