@@ -3498,7 +3498,7 @@ def test_a_site_rebound_to_a_jit_with_static_argnums_is_read_as_a_stacked_jit() 
     assert wrapped.kind is ArgKind.STATIC, wrapped.evidence  # ejkernel's own jit wrapper, given static_argnums
     assert any(e.text == "static in the `ejit` that `noisy` is rebound to" for e in wrapped.evidence)
     for other in (
-        "fast = jax.jit(noisy, static_argnums=(1,))\n",  # `noisy` itself may still be called traced
+        "fast = jax.jit(noisy, static_argnums=(1,))\n",  # `noisy` itself may still be called traced (no safe fix)
         "noisy = jax.jit(noisy, static_argnums=(0,))\n",
         "noisy = jax.jit(noisy)\n",
         "from mylib import trace\nnoisy = trace(noisy, name='noisy')\n",

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import classify, lines
+from test_classify import HEADER, classified, classify, lines, site_module
 
 from vjp_migrate.model import ArgKind
 
@@ -131,3 +131,55 @@ def test_an_array_given_as_k_to_a_function_breaks_in_nondiff_argnums() -> None:
     assert jax.grad(f)(q, keys).shape == (2, 3)  # concrete keys: fine
     with pytest.raises(jax.errors.UnexpectedTracerError):
         jax.jit(jax.grad(f))(q, keys)
+
+
+# probe25a G4 / probe25b G4 (an n-body FFI module, fmdj): the module jits the site with
+# `static_argnames`, bound to an attribute or another name instead of the site's own name.
+@pytest.mark.parametrize(
+    ("binding", "shown"),
+    [
+        pytest.param("f.jit = jax.jit(f, static_argnames=('a',))", "bound to `f.jit`", id="attribute"),
+        pytest.param("f_jit = jax.jit(f, static_argnums=(0,))", "bound to `f_jit`", id="another name"),
+        pytest.param("f = jax.jit(f, static_argnames=('a',))", "that `f` is rebound to", id="the name itself"),
+    ],
+)
+def test_a_jit_of_the_site_marks_it_static_wherever_it_is_bound(binding: str, shown: str) -> None:
+    info = classified(site_module("return cfg_apply(x, a)", extra="from elsewhere import cfg_apply\n") + binding + "\n")
+    assert info.kind is ArgKind.STATIC, info.evidence
+    assert any(e.text == f"static in the `jax.jit` {shown}" for e in info.evidence), info.evidence
+
+
+def test_a_jit_bound_to_another_name_makes_array_uses_no_safe_fix() -> None:
+    # The site may still be called traced without that jit: array uses win, but not safely.
+    info = classified(site_module("return x * a", "return (g * a,)") + "f_jit = jax.jit(f, static_argnums=(0,))\n")
+    assert info.kind is ArgKind.ARRAY and not info.fixable, info
+    rebound = classified(site_module("return x * a", "return (g * a,)") + "f = jax.jit(f, static_argnums=(0,))\n")
+    assert rebound.kind is ArgKind.STATIC, rebound
+
+
+def test_a_jit_of_the_def_a_call_form_site_wraps_marks_it_static() -> None:
+    code = HEADER + (
+        "from elsewhere import cfg_apply\n"
+        "def run(a, x):\n    return cfg_apply(x, a)\n"
+        "run.jit = jax.jit(run, static_argnames=('a',))\n"
+        "run.vjp = jax.custom_vjp(run, nondiff_argnums=(0,))\n"
+        "def run_fwd(a, x):\n    return run(a, x), None\n"
+        "def run_bwd(a, _, g):\n    return (g,)\n"
+        "run.vjp.defvjp(run_fwd, run_bwd)\n"
+    )
+    info = classified(code)
+    assert info.kind is ArgKind.STATIC, info.evidence
+
+
+def test_another_wrapper_bound_to_another_name_proves_nothing() -> None:
+    extra = "from elsewhere import wrap\n"
+    binding = "f_w = wrap(f, static_argnames=('a',))\n"
+    info = classified(site_module("return x * a", "return (g * a,)", extra=extra) + binding)
+    assert info.kind is ArgKind.ARRAY, info.evidence
+
+
+def test_jit_refuses_an_array_where_static_argnames_names_it() -> None:
+    jitted = jax.jit(lambda a, x: x * a, static_argnames=("a",))
+    assert jitted(2.0, jnp.ones(2)).tolist() == [2.0, 2.0]
+    with pytest.raises(ValueError, match="hashable"):
+        jitted(jnp.ones(2), jnp.ones(2))

@@ -69,9 +69,15 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
         evidence: list[tuple[Evidence, str]] = []
         if index in site.jit_static and site.primal is not None:
             evidence.append((Evidence(ArgKind.STATIC, "static in a stacked jax.jit", *ctx.where(site.primal)), STRONG))
-        if rebound is not None and name in rebound[1]:
-            text = f"static in the `{code_text(rebound[0].func)}` that `{site.name}` is rebound to"
-            evidence.append((Evidence(ArgKind.STATIC, text, *ctx.where(rebound[0])), STRONG))
+        if rebound is not None and name in rebound[2]:
+            jit_call, target = rebound[0], rebound[1]
+            bound = f"that `{site.name}` is rebound to" if target is None else f"bound to `{target}`"
+            text = f"static in the `{code_text(jit_call.func)}` {bound}"
+            # Bound to another name, the site may still be called without it, traced: static
+            # unless array uses say otherwise, and then no safe fix.
+            evidence.append(
+                (Evidence(ArgKind.STATIC, text, *ctx.where(jit_call)), STRONG if target is None else GUARDED)
+            )
         primal_jit = rule_jit(site.primal, ctx.imports) if site.primal_expr is None and site.primal else None
         roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]] = [
             ("the primal", site.primal or aliased, index, primal_jit)
@@ -187,15 +193,21 @@ def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:
     return position in numbers or position - len(params) in numbers or params[position] in (jit.static_argnames or ())
 
 
-def _rebinding_jit(site: VjpSite, module: cst.Module, ctx: Context) -> tuple[cst.Call, frozenset[str]] | None:
-    """A top-level site's name rebound to ``jax.jit(name, static_argnums=...)`` (or another
-    wrapper given those keywords), and the parameters it marks static (hashed like a stacked
-    jit's: never Tracers)."""
-    if site.primal is None or site.primal_expr is not None or site.qualname != site.name:
+def _rebinding_jit(
+    site: VjpSite, module: cst.Module, ctx: Context
+) -> tuple[cst.Call, str | None, frozenset[str]] | None:
+    """A top-level primal def's name rebound to ``jax.jit(name, static_argnums=...)`` (or another
+    wrapper given those keywords), or such a jit bound to another name or an attribute (that
+    target's code; None for the name itself), and the parameters it marks static (hashed like a
+    stacked jit's: never Tracers)."""
+    if site.primal is None or not any(stmt is site.primal for stmt in module.body):
         return None
-    call = jit_rebinding(module, site.name, ctx.imports)
-    names = jit_call_static_names(call, site.primal) if call is not None else None
-    return (call, names) if call is not None and names else None
+    found = jit_rebinding(module, site.primal.name.value, ctx.imports)
+    if found is None:
+        return None
+    call, target = found
+    names = jit_call_static_names(call, site.primal)
+    return (call, target, names) if names else None
 
 
 def _aliased_primal(site: VjpSite, ctx: Context) -> cst.FunctionDef | None:

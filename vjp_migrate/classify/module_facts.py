@@ -245,28 +245,32 @@ def _trailing(func: cst.FunctionDef, bound: set[str]) -> bool:
 STATIC_ARGUMENTS = frozenset({"static_argnums", "static_argnames"})
 
 
-def jit_rebinding(module: cst.Module, name: str, imports: ImportTable) -> cst.Call | None:
+def jit_rebinding(module: cst.Module, name: str, imports: ImportTable) -> tuple[cst.Call, str | None] | None:
     """The call of ``name = jax.jit(name, ...)`` at the module's top level, or of another wrapper
     given ``static_argnums``/``static_argnames`` (ejkernel's ``ejit``, after ``defvjp``): every later
-    use of the name goes through it, and a wrapper taking those keywords hashes what they name."""
+    use of the name goes through it, and a wrapper taking those keywords hashes what they name.
+    Else a ``jax.jit(name, ...)`` bound to another name or an attribute (``name.jit = ...``): the
+    module calls the site through it, and jit hashes what it marks static. With that other target's code."""
+    found: tuple[cst.Call, str | None] | None = None
     for stmt in module.body:
         for small in stmt.body if type(stmt) is cst.SimpleStatementLine else ():
             if not (type(small) is cst.Assign and len(small.targets) == 1 and type(small.value) is cst.Call):
                 continue
             target, call = small.targets[0].target, small.value
             first = call.args[0] if call.args else None
-            if (
-                type(target) is cst.Name
-                and target.value == name
-                and first is not None
+            if not (
+                first is not None
                 and first.keyword is None
                 and not first.star
                 and type(first.value) is cst.Name
                 and first.value.value == name
-                and (
-                    imports.is_one_of(call.func, JIT)
-                    or any(a.keyword is not None and a.keyword.value in STATIC_ARGUMENTS for a in call.args)
-                )
             ):
-                return call
-    return None
+                continue
+            if type(target) is cst.Name and target.value == name:
+                if imports.is_one_of(call.func, JIT) or any(
+                    a.keyword is not None and a.keyword.value in STATIC_ARGUMENTS for a in call.args
+                ):
+                    return call, None
+            elif found is None and type(target) in (cst.Name, cst.Attribute) and imports.is_one_of(call.func, JIT):
+                found = call, dotted(target) or name
+    return found
