@@ -102,6 +102,25 @@ def test_fix_diff_writes_nothing_and_exits_1(tree: Path) -> None:
     assert (tree / "pkg" / "seed.py").read_text(encoding="utf-8") == SEED
 
 
+def test_fix_takes_checks_cache_options_and_keeps_no_cache(
+    tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One argument list serves check and fix (pre-commit, scripts), as in ruff: fix accepts
+    --no-cache and --cache-dir, and as it keeps no cache they change nothing."""
+    monkeypatch.chdir(tree)
+    monkeypatch.delenv("VJP_MIGRATE_CACHE_DIR", raising=False)
+    plain = run("fix", "--diff", str(tree / "pkg"))
+    assert plain[0] == 1 and "+@jax.custom_vjp" in plain[1]
+    assert run("fix", "--diff", "--no-cache", str(tree / "pkg")) == plain
+    assert run("fix", "--diff", "--cache-dir", str(tmp_path / "elsewhere"), str(tree / "pkg")) == plain
+    assert run("fix", "--no-cache", "--cache-dir", "here", str(tree / "pkg"))[0] == 0
+    assert "return x, (lo, hi)" in (tree / "pkg" / "seed.py").read_text(encoding="utf-8")
+    assert list(tmp_path.rglob("CACHEDIR.TAG")) == [] and not (tmp_path / "elsewhere").exists()
+    assert not (tree / "here").exists()
+    help_text = " ".join(CliRunner().invoke(main, ["fix", "--help"], terminal_width=200).stdout.split())
+    assert "--no-cache Does nothing (fix keeps no cache)" in help_text
+
+
 def test_exit_non_zero_on_fix_and_exit_zero(tree: Path, tmp_path: Path) -> None:
     assert run("fix", "--diff", "--exit-zero", str(tree))[0] == 0  # as in ruff, --exit-zero wins
     assert run("fix", "--exit-non-zero-on-fix", str(tree))[0] == 1

@@ -116,6 +116,20 @@ _cache_dir = click.option(
     "[default: .vjp_migrate_cache in the folder of the configuration file, else in the current folder].",
 )
 
+# fix keeps no cache; it takes check's cache options, doing nothing, so one argument list serves both (as ruff's).
+_fix_no_cache = click.option(
+    "--no-cache",
+    is_flag=True,
+    expose_value=False,
+    help="Does nothing (fix keeps no cache); accepted so that check's arguments work with fix too.",
+)
+_fix_cache_dir = click.option(
+    "--cache-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    expose_value=False,
+    help="Does nothing (fix keeps no cache); accepted so that check's arguments work with fix too.",
+)
+
 
 @main.command(short_help="Report old-style custom_vjp functions.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
@@ -240,6 +254,8 @@ def check(
     ),
 )
 @click.option("--verify-examples", type=click.Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
+@_fix_no_cache
+@_fix_cache_dir
 def fix(
     paths: tuple[Path, ...],
     select: tuple[str, ...],

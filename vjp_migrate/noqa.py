@@ -12,7 +12,7 @@ import re
 import tokenize
 from collections.abc import Callable, Sequence
 
-from vjp_migrate.model import Diagnostic, SiteDecision, VjpSite
+from vjp_migrate.model import Diagnostic, FixSafety, SiteDecision, VjpSite
 
 # flake8's own spelling: `# noqa`, `#noqa:VJP001`, `# NOQA: VJP001, VJP002`. A code is letters then
 # digits (or this tool's prefix `VJP`), so words after the codes (`noqa: E501 generated`) are no codes.
@@ -80,7 +80,7 @@ def suppress(
             decision = dataclasses.replace(decision, plan=None, moved=())
         kept_decisions.append(decision)
     kept = tuple(
-        dataclasses.replace(d, fixable=False) if any(d.line in h for h in unfixable) else d
+        dataclasses.replace(d, fixable=False, fix_safety=FixSafety.NONE) if any(d.line in h for h in unfixable) else d
         for d in diagnostics
         if d not in silenced
     )

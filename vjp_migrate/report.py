@@ -9,7 +9,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from vjp_migrate.model import Diagnostic, FileResult, Status
+from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
 from vjp_migrate.wording import count
 
 FORMATS = ("text", "concise", "json", "github", "sarif", "junit")
@@ -118,6 +118,15 @@ def _unprocessed(failed: int) -> str:
     return f"{count(failed, 'file')} could not be processed"
 
 
+def _unsafe_only(findings: Sequence[Diagnostic]) -> int:
+    """How many findings only `fix --unsafe-fixes` fixes (ruff's hidden fixes)."""
+    return sum(1 for d in findings if not d.fixable and d.fix_safety is FixSafety.UNSAFE)
+
+
+def _unsafe_available(n: int, how: str) -> str:
+    return f"{count(n, 'unsafe fix', 'unsafe fixes')} available with `{how}`"
+
+
 def check_summary(results: Sequence[FileResult]) -> tuple[str, str]:
     """The last line of `check` (with its style): what was checked, what was found, what failed."""
     findings = [d for r in results for d in r.diagnostics]
@@ -127,7 +136,12 @@ def check_summary(results: Sequence[FileResult]) -> tuple[str, str]:
     errors = f"; {_unprocessed(failed)}" if failed else ""
     if findings:
         fixable = sum(1 for d in findings if d.fixable)
-        hint = " Run `vjp-migrate fix` to apply the fixes." if fixable else ""
+        unsafe = _unsafe_only(findings)
+        if fixable:
+            more = f" ({_unsafe_available(unsafe, '--unsafe-fixes')})" if unsafe else ""
+            hint = f" Run `vjp-migrate fix` to apply the fixes{more}."
+        else:
+            hint = f" {_unsafe_available(unsafe, 'vjp-migrate fix --unsafe-fixes')}." if unsafe else ""
         return "plain", f"Found {count(len(findings), 'finding')} ({fixable} fixable) in {files}{errors}.{hint}"
     if failed and not checked:
         return "plain", f"Nothing checked: {_unprocessed(failed)}."
@@ -193,14 +207,16 @@ def fix_summary(results: Sequence[FileResult], diff: bool) -> tuple[str, str]:
     done = changed if diff else [r for r in changed if r.written]
     refused = [] if diff else [r for r in changed if not r.written]  # not written: their errors say why
     remaining = sum(len(r.remaining) for r in results)
+    unsafe = _unsafe_only([d for r in results for d in r.remaining])
+    left = f" ({_unsafe_available(unsafe, '--unsafe-fixes')})" if unsafe else ""
     failed = sum(1 for r in results if r.status is Status.FAILED and not r.changed)
     nothing = "Would fix nothing" if diff else "Nothing fixed"
     if done:
         head = f"{'Would fix' if diff else 'Fixed'} {_findings_in(done)}" + (
-            f", {remaining} remaining" if remaining else ""
+            f", {remaining} remaining{left}" if remaining else ""
         )
     elif remaining:
-        head = f"{nothing}, {count(remaining, 'finding')} remaining"
+        head = f"{nothing}, {count(remaining, 'finding')} remaining{left}"
     elif refused:
         head = nothing
     elif failed:
