@@ -183,3 +183,28 @@ def test_jit_refuses_an_array_where_static_argnames_names_it() -> None:
     assert jitted(2.0, jnp.ones(2)).tolist() == [2.0, 2.0]
     with pytest.raises(ValueError, match="hashable"):
         jitted(jnp.ones(2), jnp.ones(2))
+
+
+# probe25b G6 (microsoft/folx): `pallas_call` imported from its private module.
+@pytest.mark.parametrize(
+    "spelling",
+    ["from jax.experimental.pallas import pallas_call", "from jax._src.pallas.pallas_call import pallas_call"],
+)
+def test_pallas_call_from_its_private_module_is_pallas_call(spelling: str) -> None:
+    primal = "return pallas_call(kernel, out_shape=jax.ShapeDtypeStruct(x.shape, x.dtype), interpret=a)(x)"
+    kind, reasons, _ = classify(primal, extra=f"{spelling}\nfrom elsewhere import kernel\n")
+    assert kind is ArgKind.STATIC, reasons
+    assert any("pallas_call" in r for r in reasons), reasons
+
+
+def test_the_private_pallas_names_are_the_public_ones() -> None:
+    from jax._src.pallas import core, pallas_call
+    from jax.experimental import pallas
+
+    from vjp_migrate.vocabulary import public_name
+
+    assert public_name("jax._src.pallas.pallas_call.pallas_call") == "jax.experimental.pallas.pallas_call"
+    assert pallas_call.pallas_call is pallas.pallas_call
+    assert public_name("jax._src.pallas.core.BlockSpec") == "jax.experimental.pallas.BlockSpec"
+    assert core.BlockSpec is pallas.BlockSpec
+    assert public_name("jax.numpy.dot") == "jax.numpy.dot"

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from vjp_migrate.vocabulary import imported_name
+from vjp_migrate.vocabulary import imported_name, public_name
 
 CUSTOM_VJP = frozenset(
     {"jax.custom_vjp", "jax.custom_derivatives.custom_vjp", "jax._src.custom_derivatives.custom_vjp"}
@@ -71,7 +71,8 @@ class ImportTable:
             base = f"builtins.{head}"
         else:
             return None
-        return f"{base}.{rest}" if rest else base
+        name = f"{base}.{rest}" if rest else base
+        return public_name(name) if name.startswith("jax._src.") else name
 
     def is_one_of(self, expr: cst.BaseExpression, names: frozenset[str]) -> bool:
         return self.qualify(expr) in names

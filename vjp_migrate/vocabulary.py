@@ -496,6 +496,19 @@ def library_use(qname: str, position: int, keyword: str | None) -> str:
 # their places fails.
 _PALLAS = "jax.experimental.pallas"
 PALLAS_CALL = f"{_PALLAS}.pallas_call"
+# JAX's private modules some code imports from, and the public module that re-exports their names
+# (`from jax._src.pallas.pallas_call import pallas_call`, as microsoft/folx does).
+_PUBLIC_MODULES = (("jax._src.pallas.pallas_call.", f"{_PALLAS}."), ("jax._src.pallas.core.", f"{_PALLAS}."))
+
+
+def public_name(qname: str) -> str:
+    """``qname`` under the public module that re-exports it, when it names one of JAX's private modules."""
+    for private, public in _PUBLIC_MODULES:
+        if qname.startswith(private):
+            return public + qname[len(private) :]
+    return qname
+
+
 STATIC_CALLS = frozenset(
     {
         "jax.ShapeDtypeStruct",
