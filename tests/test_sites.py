@@ -171,6 +171,11 @@ def test_staticmethod_with_class_defvjp_and_keywords() -> None:
             "from rules import f_fwd\nf.defvjp(f_fwd, f_bwd)", "fwd `f_fwd` is imported from `rules`", id="imported"
         ),
         pytest.param("", "no `f.defvjp(fwd, bwd)` call", id="no defvjp"),
+        pytest.param(
+            "def _register():\n    f.defvjp(lambda a, b: (b, None), f_bwd)\n_register()",
+            "`f.defvjp(fwd, bwd)` is called inside `_register`, not in the scope of `f`",
+            id="defvjp in a registration function",  # probe25b G9
+        ),
     ],
 )
 def test_rule_problems_are_named(defvjp: str, problem: str) -> None:

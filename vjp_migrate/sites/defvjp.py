@@ -33,7 +33,14 @@ class RuleLinker(NondiffReader):
         if found is None and scope.parent is None:
             found = self._defvjp_through_alias(site, scope)
         if found is None:
-            return replace(site, problem=f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope")
+            inside = self._defvjp_inside(site, scope)
+            problem = (
+                f"`{site.name}.defvjp(fwd, bwd)` is called inside `{inside}`, not in the scope of `{site.name}`, "
+                "so which rules it gets, and when, cannot be told"
+                if inside is not None
+                else f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope"
+            )
+            return replace(site, problem=problem)
         if isinstance(found, str):
             return replace(site, problem=found)
         call, call_scope = found
@@ -80,6 +87,17 @@ class RuleLinker(NondiffReader):
                     call = small.value if isinstance(small, cst.Expr) else None
                     if isinstance(call, cst.Call) and self._defvjp_owner(call.func) == owner:
                         return call, where
+        return None
+
+    def _defvjp_inside(self, site: VjpSite, scope: Scope) -> str | None:
+        """The name of a def in the site's scope whose body calls ``<site>.defvjp(...)`` (a
+        registration function: `def _register(): f.defvjp(f_fwd, f_bwd)`), for the message."""
+        defs = [s for s in scope_statements(scope.statements) if isinstance(s, cst.FunctionDef)]
+        finder = _DefvjpCalls(self._defvjp_owner, site.name)
+        for func in defs:
+            walk.visit(func, finder)
+            if finder.found:
+                return func.name.value
         return None
 
     def _defvjp_through_alias(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | str | None:
@@ -177,3 +195,14 @@ class RuleLinker(NondiffReader):
             name, index = f"{wanted}_{index}", index + 1
         self.names.add(name)
         return name
+
+
+class _DefvjpCalls(cst.CSTVisitor):
+    """Whether a walked def calls ``<name>.defvjp(...)``."""
+
+    def __init__(self, owner: Callable[[cst.BaseExpression], str | None], name: str) -> None:
+        super().__init__()
+        self.owner, self.name, self.found = owner, name, False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found = self.found or self.owner(node.func) == self.name
