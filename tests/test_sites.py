@@ -143,6 +143,28 @@ def test_rules_are_resolved_by_scope() -> None:
     assert fwd_returns == ["'one'", "'two'"]
 
 
+@pytest.mark.parametrize(
+    ("body", "qualname"),
+    [
+        # probe25b G8: a call form in a method over a module-level def was `Dense._core`.
+        pytest.param("        f = jax.custom_vjp(_core, nondiff_argnums=(0,))\n", "_core", id="module def"),
+        pytest.param(
+            "        @partial(jax.custom_vjp, nondiff_argnums=(0,))\n        def inner(a, b):\n            return b\n"
+            "        f = inner\n",
+            "inner",
+            id="def nested in the method",
+        ),
+    ],
+)
+def test_a_site_in_a_method_is_named_by_its_primal_def(body: str, qualname: str) -> None:
+    code = "import jax\nfrom functools import partial\ndef _core(a, b):\n    return b\n"
+    code += "def f_bwd(a, _, g):\n    return (g * a,)\n"
+    code += f"class Dense:\n    def __call__(self, a, b):\n{body}"
+    code += "        f.defvjp(lambda a, b: (b, None), f_bwd)\n        return f(a, b)\n"
+    (site,) = sites_of(code)
+    assert site.qualname == qualname
+
+
 def test_staticmethod_with_class_defvjp_and_keywords() -> None:
     code = (
         "import jax\nfrom functools import partial\nclass Ops:\n    @staticmethod\n"

@@ -71,8 +71,8 @@ class SiteFinder(RuleLinker):
                 site = self._decorated_site(stmt, scope)
                 if site is not None:
                     out.append((site, scope))
-                # Functions nested in functions are reported by their own name, like flake8 does.
-                inner = Scope(body_statements(stmt), scope, False, scope.qualprefix)
+                # Functions nested in functions (methods too) are reported by their own name, like flake8 does.
+                inner = Scope(body_statements(stmt), scope, False, "")
                 self._walk(inner, out)
             elif type(stmt) is cst.ClassDef:
                 inner = Scope(body_statements(stmt), scope, True, f"{scope.qualprefix}{stmt.name.value}.")
