@@ -149,7 +149,9 @@ CODES: tuple[Code, ...] = (
             "functions that would change it "
             "differently, a bwd with a decorator other than jax.jit or staticmethod, a partial binding keywords, "
             "nondiff_argnums given by a variable, fwd rebinding the argument, a position that falls "
-            "in the primal's `*args` (named `args[0]`...), and similar."
+            "in the primal's `*args` (named `args[0]`...), a bwd with a bare `return` or that can reach "
+            "the end of its body (it returns None there, with no cotangent tuple for the `None` items), "
+            "and similar."
         ),
         why=_TRACER_WHY,
         example=_BEFORE.replace(
