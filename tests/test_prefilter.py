@@ -1030,6 +1030,57 @@ def test_a_position_beyond_the_signature_keeps_the_file_for_vjp004() -> None:
         assert screen.may_report(BEYOND_THE_SIGNATURE, Settings(select))
 
 
+_NAMED_BUT_IGNORED = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnames=("w",))
+def f(x, w, /):
+    return x * w
+
+def f_fwd(x, w):
+    return f(x, w), None
+
+def f_bwd(w, _, g):
+    return (g * w,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param(_NAMED_BUT_IGNORED, id="a positional-only name"),
+        pytest.param(
+            _NAMED_BUT_IGNORED.replace("x, w, /", "x, *w")
+            .replace("def f_fwd(x, w)", "def f_fwd(x, *w)")
+            .replace("f(x, w), None", "f(x, *w), None")
+            .replace("def f_bwd(w, _, g)", "def f_bwd(*args)")
+            .replace("(g * w,)", "(args[-1],)")
+            .replace("x * w", "x"),
+            id="the *args name, bwd taking *args",
+        ),
+        pytest.param(
+            _NAMED_BUT_IGNORED.replace("x, w, /", "x, *w")
+            .replace("def f_fwd(x, w)", "def f_fwd(x, *w)")
+            .replace("f(x, w), None", "f(x, *w), None")
+            .replace("def f_bwd(w, _, g)", "def f_bwd(_, g)")
+            .replace("(g * w,)", "(g,)")
+            .replace("x * w", "x"),
+            id="the *args name, bwd(res, g)",
+        ),
+    ],
+)
+def test_screen_keeps_a_name_jax_ignores_in_nondiff_argnames_for_vjp004(text: str) -> None:
+    # JAX reads nondiff_argnames among positional-or-keyword parameters only. The screen counted a
+    # positional-only name as a position (so bwd's arity looked right) and never looked at a name
+    # of `*args`: with VJP004 alone selected it dropped both files.
+    for select in (DEFAULT_SELECT, ALL, frozenset({"VJP004"})):
+        assert _findings(text, "case.py", Settings(select)) == ["VJP004"]
+        assert screen.may_report(text, Settings(select))
+
+
 _POSITION_IN_STAR_ARGS = """\
 from functools import partial
 import jax

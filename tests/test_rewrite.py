@@ -8,7 +8,10 @@ import re
 import textwrap
 import tokenize
 from collections.abc import Iterator
+from functools import partial
 
+import jax
+import jax.numpy as jnp
 import pytest
 from conftest import FIXTURES, fixture_cases, read_exact
 
@@ -259,6 +262,83 @@ def test_bare_return_in_bwd_is_reported(argnums: str, params: str) -> None:
     (finding,) = check_source(code)
     assert finding.code == "VJP003" and "bwd `f_bwd` has a bare `return`" in finding.message
     assert fix_source(code).source == code
+
+
+_R = "return (g * w, g)"
+
+
+@pytest.mark.parametrize(
+    ("bwd", "reason"),
+    [
+        pytest.param("jax.debug.print('{}', g)\n# TODO: return the cotangents\n", "has no `return`", id="no return"),
+        pytest.param("while g.ndim > 1:\n    g = g.sum(0)\n", "has no `return`", id="no return, a loop"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\n", "can reach the end", id="an if with nothing after"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nelif g.ndim == 2:\n    g = g.T\n", "can reach the end", id="elif"),
+        pytest.param(f"if g.ndim:\n    {_R}\nelse:\n    g = g.T\n", "can reach the end", id="an else"),
+        pytest.param(f"try:\n    {_R}\nexcept ValueError:\n    pass\n", "can reach the end", id="a handler"),
+        pytest.param(f"for v in g:\n    {_R}\n", "can reach the end", id="a for loop, no iteration"),
+        pytest.param(f"while True:\n    if g.ndim:\n        break\n    {_R}\n", "can reach the end", id="a break"),
+        pytest.param(
+            f"match g.ndim:\n    case 1:\n        {_R}\n    case _:\n        pass\n", "can reach the end", id="a case"
+        ),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\njax.debug.print('{{}}', g)\n", "can reach the end", id="jax call"),
+    ],
+)
+def test_a_bwd_that_can_end_without_a_return_is_reported(bwd: str, reason: str) -> None:
+    # As a bare `return`: bwd returns None there, with no cotangent tuple to take the Nones (JAX:
+    # "got bwd output structure PyTreeDef(None)"). Before, VJP001 [*] and a rewrite.
+    code = _site("return f(x, w, y), (x, y)\n", bwd)
+    (finding,) = check_source(code)
+    assert finding.code == "VJP003" and f"bwd `f_bwd` {reason}" in finding.message
+    assert finding.message.endswith("(it returns None)" if "no `return`" in reason else "(it returns None there)")
+    assert fix_source(code, settings=Settings(expand_selection(["ALL"], None), unsafe_fixes=True)).source == code
+
+
+@pytest.mark.parametrize(
+    "bwd",
+    [
+        pytest.param(f"{_R}\n", id="a return"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nelse:\n    {_R}\n", id="if and else"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nraise ValueError('1-D only')\n", id="a raise after"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nelse:\n    raise ValueError\n", id="a raise in else"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nassert False, '1-D only'\n", id="assert False"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nelif g.ndim == 2:\n    {_R}\n", id="elif: may be exhaustive"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nif g.ndim == 2:\n    {_R}\n", id="two ifs: may be exhaustive"),
+        pytest.param(f"match g.ndim:\n    case 1:\n        {_R}\n    case 2:\n        {_R}\n", id="match"),
+        pytest.param(f"match g.ndim:\n    case 1:\n        {_R}\n", id="match, one case"),
+        pytest.param(f"while True:\n    if g.ndim:\n        {_R}\n    g = g[0]\n", id="while True"),
+        pytest.param(f"while 1:\n    try:\n        {_R}\n    except ValueError:\n        continue\n", id="while 1"),
+        pytest.param(f"for v in g:\n    if v:\n        {_R}\nelse:\n    raise ValueError\n", id="for-else raise"),
+        pytest.param(f"for v in g:\n    if v:\n        continue\n{_R}\n", id="a loop, then a return"),
+        pytest.param(f"try:\n    {_R}\nfinally:\n    jax.debug.print('{{}}', g)\n", id="try/finally"),
+        pytest.param(f"try:\n    {_R}\nexcept ValueError:\n    {_R}\n", id="try/except"),
+        pytest.param(f"with jax.named_scope('bwd'):\n    {_R}\n", id="with"),
+        pytest.param(f"if True:\n    {_R}\n", id="if True"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\n_unsupported(g)\n", id="a helper that may raise"),
+        pytest.param(f"if g.ndim == 1:\n    {_R}\nsys.exit(1)\n", id="sys.exit"),
+        pytest.param(f"def helper():\n    pass\nhelper()\n{_R}\n", id="a nested def"),
+        pytest.param(f"h = lambda: None\n{_R}\n", id="a lambda"),
+    ],
+)
+def test_a_bwd_with_no_sure_path_to_its_end_is_migrated(bwd: str) -> None:
+    code = _site("return f(x, w, y), (x, y)\n", "a, b = res\n" + bwd)
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    assert fix_source(code).changed
+
+
+def test_a_bwd_that_ends_without_a_return_gives_jax_no_cotangents() -> None:
+    @partial(jax.custom_vjp, nondiff_argnums=(1,))
+    def scale(x: jax.Array, w: float) -> jax.Array:
+        return x * w
+
+    def scale_bwd(w: float, _: None, g: jax.Array) -> tuple[jax.Array] | None:
+        if g.ndim == 1:
+            return (g * w,)
+
+    scale.defvjp(lambda x, w: (scale(x, w), None), scale_bwd)
+    assert jax.grad(lambda x: scale(x, 2.0).sum())(jnp.ones(3)).tolist() == [2.0, 2.0, 2.0]
+    with pytest.raises(TypeError, match=r"got bwd output structure PyTreeDef\(None\)"):
+        jax.grad(lambda x: scale(x, 2.0))(1.0)
 
 
 def test_one_line_rules_are_read_like_any_other() -> None:

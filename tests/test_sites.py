@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import jax
 import libcst as cst
 import pytest
 from helpers import RULES, parse, sites_of
@@ -676,6 +677,16 @@ f.defvjp(f_fwd, f_bwd)
             id="**kwargs",
         ),
         pytest.param(IGNORED_NAME.replace("*, w=1.0", "*, v=1.0"), "no parameter of `f`", id="no such parameter"),
+        pytest.param(
+            IGNORED_NAME.replace("*, w=1.0", "**w").replace("x * w", "x * w['s']"),
+            "the `**w` parameter of `f`",
+            id="the **kwargs parameter itself",
+        ),
+        pytest.param(
+            IGNORED_NAME.replace("*, w=1.0", "*w").replace("x * w", "x * w[0]"),
+            "the `*w` parameter of `f`",
+            id="the *args parameter, bwd taking it",
+        ),
     ],
 )
 def test_a_name_jax_ignores_in_nondiff_argnames_explains_the_bwd_arity(code: str, what: str) -> None:
@@ -692,6 +703,65 @@ def test_a_name_jax_ignores_in_nondiff_argnames_explains_the_bwd_arity(code: str
 def test_a_name_jax_ignores_is_not_reported_when_the_rules_fit() -> None:
     code = IGNORED_NAME.replace("def f_bwd(w, x, g):", "def f_bwd(x, g):").replace("(g * w,)", "(g,)")
     assert not check_source(code, settings=Settings(frozenset(BY_CODE)))
+
+
+STAR_ARGS_NAMED = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnames=("static_params",))
+def f(theta, *static_params):
+    return theta * 2.0
+
+def f_fwd(theta, *static_params):
+    return f(theta, *static_params), theta
+
+def f_bwd(*args):
+    *static_params, res, g = args
+    return (2.0 * g,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+STAR_ARGS_NAMED_REASON = (
+    "in custom_vjp `f`, nondiff_argnames names `static_params`, the `*static_params` parameter of `f`, "
+    "which JAX ignores there (only positional-or-keyword parameters count): the arguments it collects stay "
+    "differentiable, so bwd gets none of them and must return a cotangent for each"
+)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(STAR_ARGS_NAMED, id="bwd takes *args"),
+        pytest.param(
+            STAR_ARGS_NAMED.replace("*args):\n    *static_params, res, g = args", "res, g):"), id="bwd(res, g)"
+        ),
+        pytest.param(
+            STAR_ARGS_NAMED.replace('("static_params",)', '("static_params",), nondiff_argnums=(1,)')
+            .replace("theta, *static_params)", "theta, w, *static_params)")
+            .replace("theta * 2.0", "theta * w")
+            .replace("def f_bwd(*args):\n    *static_params, res, g = args", "def f_bwd(w, *args):\n    res, g = args")
+            .replace("(2.0 * g,)", "(g * w,)"),
+            id="beside an array in nondiff_argnums",
+        ),
+    ],
+)
+def test_nondiff_argnames_naming_the_primals_star_args_is_an_inconsistent_rule(code: str) -> None:
+    # JAX resolves nondiff_argnames among positional-or-keyword parameters only (api_util.
+    # infer_argnums_and_argnames): the *args values stay differentiable. Before: no finding.
+    (found,) = check_source(code, settings=Settings(frozenset(BY_CODE)))
+    assert (found.code, found.message) == ("VJP004", STAR_ARGS_NAMED_REASON)
+    assert fix_source(code, settings=Settings(frozenset(BY_CODE), unsafe_fixes=True)).source == code
+
+
+def test_jax_ignores_a_star_args_name_in_nondiff_argnames() -> None:
+    namespace: dict[str, object] = {}
+    exec(STAR_ARGS_NAMED, namespace)
+    f = namespace["f"]
+    assert f.nondiff_argnums == ()  # type: ignore[attr-defined]
+    assert jax.grad(lambda t: f(t))(1.0) == 2.0  # type: ignore[operator]  # no *args: one cotangent fits
+    with pytest.raises(TypeError, match="must produce a tuple of length equal to the number of arguments"):
+        jax.grad(lambda t: f(t, 1, 2))(1.0)  # type: ignore[operator]
 
 
 POSITIONAL_ONLY = """\

@@ -149,7 +149,9 @@ CODES: tuple[Code, ...] = (
             "functions that would change it "
             "differently, a bwd with a decorator other than jax.jit or staticmethod, a partial binding keywords, "
             "nondiff_argnums given by a variable, fwd rebinding the argument, a position that falls "
-            "in the primal's `*args` (named `args[0]`...), and similar."
+            "in the primal's `*args` (named `args[0]`...), a bwd with a bare `return` or that can reach "
+            "the end of its body (it returns None there, with no cotangent tuple for the `None` items), "
+            "and similar."
         ),
         why=_TRACER_WHY,
         example=_BEFORE.replace(
@@ -172,10 +174,12 @@ CODES: tuple[Code, ...] = (
         what=(
             "Finds custom_vjp rules whose shapes do not fit the primal: bwd's parameter count is not "
             "the number of nondiff arguments + 2 (which counts no name of nondiff_argnames that JAX "
-            "ignores: a keyword-only or positional-only parameter, or none of the primal's), fwd's "
-            "parameter count differs from the primal's, nondiff_argnums lists a position the primal "
-            "lacks or a negative one (custom_vjp does not count from the end), or the bwd of a "
-            "one-argument primal returns a bare value instead of a tuple. Also, once per site, a "
+            "ignores: a keyword-only or positional-only parameter, `**kwargs`, or none of the "
+            "primal's), fwd's parameter count differs from the primal's, nondiff_argnums lists a "
+            "position the primal lacks or a negative one (custom_vjp does not count from the end), "
+            "nondiff_argnames names the primal's `*args` (JAX ignores it: those arguments stay "
+            "differentiable, and bwd must return their cotangents), or the bwd of a one-argument "
+            "primal returns a bare value instead of a tuple. Also, once per site, a "
             "`nondiff_argnums` given by a name imported from a module not among the files checked, "
             "when bwd is imported from one too or its nondiff parameters are not named like the "
             "primal's parameters, in order: which arguments it lists cannot be told, and the site "

@@ -1,8 +1,9 @@
 """Stage 7: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST building).
 
 The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``consistency`` (whether the
-rules agree), ``cotangents``, ``annotations``, ``residuals`` and ``jit`` (each part of the plan),
-``shared`` (rules several sites or other code use); ``decide`` and ``plan_site`` here put it together.
+rules agree), ``endings`` (whether bwd can end without a return), ``cotangents``, ``annotations``,
+``residuals`` and ``jit`` (each part of the plan), ``shared`` (rules several sites or other code
+use); ``decide`` and ``plan_site`` here put it together.
 """
 
 from __future__ import annotations
@@ -100,7 +101,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = cotangent_slots(site, kept, moved)
     bwd_bindings = bindings_of(bwd)
-    returned = bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings, bwd_names.counts)
+    returned = bwd_return_plan(bwd, slots, cotangent_count(site, kept), bwd_bindings, bwd_names.counts, imports)
     if isinstance(returned, str):
         return returned
     temp_returns, starred_lengths, literals = returned

@@ -1,5 +1,6 @@
 """Plan, step 2: whether the rules agree with the primal and with each other (arity, bwd's
-return, a rule imported but unread): the reason a site cannot be planned (VJP004), or None."""
+return, a rule imported but unread, a `*args` name JAX ignores in nondiff_argnames): the reason
+a site cannot be planned (VJP004), or None."""
 
 from __future__ import annotations
 
@@ -58,6 +59,14 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
                 f"{count(n_nondiff, 'nondiff argument')} + residuals + "
                 f"cotangent = {n_nondiff + 2}{because}"
             )
+    star = site.primal.params.star_arg if site.primal is not None else None
+    collected = next((name for name, _ in ignored if isinstance(star, cst.Param) and name == star.name.value), None)
+    if collected is not None:  # JAX: `f.nondiff_argnums` lacks them, and grad wants their cotangents
+        return (
+            f"nondiff_argnames names `{collected}`, the `*{collected}` parameter of `{_primal_name(site)}`, "
+            "which JAX ignores there (only positional-or-keyword parameters count): the arguments it "
+            "collects stay differentiable, so bwd gets none of them and must return a cotangent for each"
+        )
     fwd_varargs = fwd is not None and isinstance(fwd.params.star_arg, cst.Param)
     least, most = _arity(fwd, fwd_bound) if fwd is not None else (0, 0)
     if fwd is not None and not site.has_varargs and not fwd_varargs and not least <= len(site.params) <= most:

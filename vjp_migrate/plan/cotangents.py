@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import VjpSite
 from vjp_migrate.plan.bodies import Returns, code_of, literal_binding, returns_of
+from vjp_migrate.plan.endings import falls_off
 
 
 def cotangent_slots(site: VjpSite, kept: tuple[int, ...], moved: tuple[int, ...]) -> tuple[int, ...]:
@@ -79,11 +81,18 @@ def bwd_return_plan(
     total: int | None,
     bindings: dict[str, list[cst.CSTNode]],
     counts: dict[str, int],
+    imports: ImportTable,
 ) -> _ReturnPlan | str:
     """The returns that need their value stored first, the starred lengths read, and the returns
     of a name whose literal gains the Nones instead (id of the return -> `grads = (a, b)`); or a
     problem."""
     returns = returns_of(bwd)
+    name = bwd.name.value
+    if any(ret.value is None for ret in returns.returns):
+        return f"bwd `{name}` has a bare `return`"
+    ending = falls_off(bwd, imports)
+    if ending is not None:
+        return ending
     leading = list(slots) == list(range(len(slots)))
     literals = {
         id(ret): literal
@@ -92,16 +101,12 @@ def bwd_return_plan(
         and (literal := _cotangent_literal(ret.value.value, returns, bindings, counts)) is not None
     }
     if trailing_slots(slots, total):
-        if any(ret.value is None for ret in returns.returns):
-            return f"bwd `{bwd.name.value}` has a bare `return`"
         return [], {}, literals
     temp: list[cst.Return] = []
     known: dict[str, int] = {}
-    name = bwd.name.value
     for ret in returns.returns:
         value = ret.value
-        if value is None:
-            return f"bwd `{name}` has a bare `return`"
+        assert value is not None
         branches = literal_branches(value)
         gaps = [_starred_gap(branch, slots, bindings) for branch in branches or ()]
         if branches is not None and all(starred is None for starred, _ in gaps):

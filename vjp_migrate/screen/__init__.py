@@ -18,8 +18,9 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   array-module result or, at the argument's place, a parameter of the caller annotated as an
   array or with a class of the module;
 - a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
-  the right name has the wrong arity, or the bwd of a one-argument primal returns something that
-  may be a bare value.
+  the right name has the wrong arity, the bwd of a one-argument primal returns something that
+  may be a bare value, or nondiff_argnames names the primal's `*args` (JAX ignores such a name,
+  and a positional-only one: neither gives a position).
 
 One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
 stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. A Python-number annotation
@@ -43,7 +44,15 @@ from typing import TYPE_CHECKING
 from vjp_migrate.screen.array_use import ArrayUse, call_site_may_pass_annotated
 from vjp_migrate.screen.jit import call_site_may_pass_traced, may_be_jitted
 from vjp_migrate.screen.names import positional_params
-from vjp_migrate.screen.sites import Site, find_sites, imports_a_rule, may_be_inconsistent, nondiff_positions, rule_defs
+from vjp_migrate.screen.sites import (
+    Site,
+    find_sites,
+    imports_a_rule,
+    may_be_inconsistent,
+    names_star_args,
+    nondiff_positions,
+    rule_defs,
+)
 from vjp_migrate.screen.static_proof import StaticProof
 from vjp_migrate.screen.tree import Doubt, Module, index_module
 
@@ -90,8 +99,9 @@ def _site_may_report(m: Module, site: Site, settings: Settings, uses: ArrayUse) 
                 continue  # then only an array passed at a call site makes it ARRAY (classify._decide)
             if any(uses.param(func, at) for func, at in roles):
                 return True
-        if settings.select & NEEDS_INCONSISTENCY and any(
-            may_be_inconsistent(m, primal, positions, f, b) for f in fwds for b in bwds
+        if settings.select & NEEDS_INCONSISTENCY and (
+            names_star_args(m, site, primal)
+            or any(may_be_inconsistent(m, primal, positions, f, b) for f in fwds for b in bwds)
         ):
             return True
     return False

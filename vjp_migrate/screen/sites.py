@@ -85,14 +85,23 @@ def _surely_a_def(m: Module, call: ast.Call, name: str) -> bool:
 
 
 def nondiff_positions(m: Module, site: Site, primal: Func) -> list[int]:
-    params = [p.arg for p in positional_params(primal)]
+    # JAX reads nondiff_argnames among the positional-or-keyword parameters only.
+    named, skipped = [p.arg for p in primal.args.args], len(primal.args.posonlyargs)
     found: set[int] = set()
     for keyword in site.call.keywords:
         if keyword.arg == "nondiff_argnums":
             found.update(int_positions(m, keyword.value))
         elif keyword.arg == "nondiff_argnames":
-            found.update(params.index(n) for n in str_names(m, keyword.value) if n in params)
+            found.update(skipped + named.index(n) for n in str_names(m, keyword.value) if n in named)
     return sorted(found)
+
+
+def names_star_args(m: Module, site: Site, primal: Func) -> bool:
+    """nondiff_argnames names the primal's `*args`, which JAX ignores: VJP004 whatever the rules."""
+    star = primal.args.vararg
+    return star is not None and any(
+        k.arg == "nondiff_argnames" and star.arg in str_names(m, k.value) for k in site.call.keywords
+    )
 
 
 def defvjp_calls(m: Module, site: Site) -> Iterator[ast.Call]:

@@ -70,13 +70,17 @@ def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
 def ignored_argnames(site: VjpSite) -> tuple[tuple[str, str], ...]:
     """The names nondiff_argnames lists that JAX ignores, for a primal that is seen (JAX counts
     only positional-or-keyword parameters), each with what it is: ("w", "a keyword-only
-    parameter of `f`"), ("w", "no parameter of `f`")."""
+    parameter of `f`"), ("args", "the `*args` parameter of `f`"), ("w", "no parameter of `f`")."""
     names = str_literals(site.nondiff.argnames_arg.value) if site.nondiff.argnames_arg else None
     if site.primal is None or not names:
         return ()
+    params = site.primal.params
     primal = f"`{site.name if site.primal_expr is not None else site.primal.name.value}`"
-    kinds = {p.name.value: "a keyword-only" for p in site.primal.params.kwonly_params}
-    kinds.update({p.name.value: "a positional-only" for p in site.primal.params.posonly_params})
+    kinds = {p.name.value: "a keyword-only" for p in params.kwonly_params}
+    kinds.update({p.name.value: "a positional-only" for p in params.posonly_params})
+    for star, param in (("*", params.star_arg), ("**", params.star_kwarg)):
+        if isinstance(param, cst.Param):
+            kinds[param.name.value] = f"the `{star}{param.name.value}`"
     return tuple(
         (name, f"{kinds[name]} parameter of {primal}" if name in kinds else f"no parameter of {primal}")
         for name in names
