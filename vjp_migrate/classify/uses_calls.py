@@ -65,11 +65,9 @@ class CallUses(Helpers):
                 self._add(ArgKind.UNKNOWN, text, node, weight=OBJECT)
         elif method in CONCRETE_METHODS:
             assert isinstance(node.func, cst.Attribute)
-            text = f"has its method `.{method}()` called, which needs a concrete value"
-            if self._rooted(node.func.value):
-                self._add(ArgKind.STATIC, text, node)
-            elif (via := self._via(node.func.value)) is not None:
-                self._add(ArgKind.STATIC, text, node, via=via)
+            self._static_use(
+                node.func.value, f"has its method `.{method}()` called, which needs a concrete value", node
+            )
         ffi = self._ffi_function(node.func)
         positional = 0
         for arg in node.args:
@@ -159,11 +157,8 @@ class CallUses(Helpers):
             text = f"unpacked by `**` as the attributes of {ffi}, which needs them static"
         else:
             text = f"passed as the attribute `{arg.keyword.value}=` of {ffi}, which needs it static"
-        if self._rooted(arg.value):
-            self._add(ArgKind.STATIC, text, call)
-        elif (via := self._via(arg.value)) is not None:
-            self._add(ArgKind.STATIC, text, call, via=via)
-        elif (method := self._method_result(arg.value)) is not None:  # `comm_handle=comm.py2f()`
+        if not self._static_use(arg.value, text, call) and (method := self._method_result(arg.value)) is not None:
+            # `comm_handle=comm.py2f()`
             self._add(ArgKind.STATIC, f"has its method `.{method}()`'s result {text}", call)
 
     def _method_result(self, expr: cst.BaseExpression) -> str | None:

@@ -159,31 +159,30 @@ class Helpers(Branches):
         defs = self.ctx.definitions(name, self.func)
         return defs[0] if len(defs) == 1 and name not in self.bindings else None
 
-    def _opaque(self, call: cst.Call, func_text: str, keyword: str | None) -> None:
+    def _opaque(self, call: cst.Call, func_text: str, keyword: str | None, via: Via | None) -> bool:
+        """The argument (or with ``via``, a value from it) passed to a function not analysed: a
+        doubt at a size or setting keyword (`k=`, `size=`...), else a weak unknown for the
+        argument itself; False when it says nothing (a value from it at another place)."""
         if keyword is not None and keyword in SETTING_KEYWORDS:
-            self._setting(call, func_text, keyword, None)
-            return
-        text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
-        self.evidence.append((Evidence(ArgKind.UNKNOWN, text, *self.ctx.where(call)), WEAK))
-
-    def _setting(self, call: cst.Call, func_text: str, keyword: str, via: Via | None) -> None:
-        """Passed as `k=`, `size=`... to a function not analysed: a size or setting there, or array data."""
-        use = (
-            f"passed as `{keyword}=` to `{func_text}`, which is not analysed: a size or setting there needs it concrete"
-        )
-        kind, text, weight = via.needs(use, certain=False) if via is not None else (ArgKind.UNKNOWN, use, DOUBT)
-        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(call)), weight))
+            use = f"passed as `{keyword}=` to `{func_text}`, which is not analysed: "
+            use += "a size or setting there needs it concrete"
+            kind, text, weight = via.needs(use, certain=False) if via is not None else (ArgKind.UNKNOWN, use, DOUBT)
+            text = f"{text}{self.packing} in {self.where}"
+        elif via is None:
+            kind, weight = ArgKind.UNKNOWN, WEAK
+            text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
+        else:
+            return False
+        self.evidence.append((Evidence(kind, text, *self.ctx.where(call)), weight))
+        return True
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
         defs = self.ctx.definitions(func_text, self.func)
         if func_text in self.bindings and self._enclosing(func_text):
             defs = ()  # a local of the function shadows the def around it
         if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
-            if via is None:
-                self._opaque(call, func_text, keyword)
-            elif keyword is not None and keyword in SETTING_KEYWORDS:
-                self._setting(call, func_text, keyword, via)
-            else:
+            if not self._opaque(call, func_text, keyword, via):
+                assert via is not None
                 self._note(
                     f"a value computed from it, {via.text}, is passed to `{func_text}`{self.packing}, "
                     "which is not analysed",
@@ -201,10 +200,8 @@ class Helpers(Branches):
             helper, ctx, module = found
             where = f"helper `{func_text}` from `{module}` (called from {self.where})"
             self.evidence.extend(self._in_helper(helper, call, func_text, position, keyword, via, ctx, where))
-        elif via is None:
-            self._opaque(call, func_text, keyword)
-        elif keyword is not None and keyword in SETTING_KEYWORDS:
-            self._setting(call, func_text, keyword, via)
+        else:
+            self._opaque(call, func_text, keyword, via)
 
     def _enclosing(self, name: str) -> bool:
         """Whether a function around the def walked binds ``name`` to a def."""

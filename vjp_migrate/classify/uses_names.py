@@ -82,6 +82,17 @@ class UseState(cst.CSTVisitor):
     def _rooted(self, expr: cst.BaseExpression) -> bool:
         return is_rooted(expr, self.names)
 
+    def _static_use(self, expr: cst.BaseExpression, text: str, node: cst.CSTNode) -> bool:
+        """Static evidence for a use of ``expr`` that needs a concrete value, when ``expr`` is the
+        argument or carries its values; whether it was either."""
+        if self._rooted(expr):
+            self._add(ArgKind.STATIC, text, node)
+        elif (via := self._via(expr)) is not None:
+            self._add(ArgKind.STATIC, text, node, via=via)
+        else:
+            return False
+        return True
+
     def _via(self, expr: cst.BaseExpression) -> Via | None:
         """How ``expr``, not the argument itself, carries the argument's values, if it does."""
         read = [

@@ -82,11 +82,9 @@ class Operators(UseState):
         # `f"{x:.3f}"` calls format(x, ".3f"), which a Tracer refuses; `f"{x}"` prints one.
         if node.format_spec is None:
             return
-        text = "formatted with a format spec in an f-string, which needs a concrete value"
-        if self._rooted(node.expression):
-            self._add(ArgKind.STATIC, text, node)
-        elif (via := self._via(node.expression)) is not None:
-            self._add(ArgKind.STATIC, text, node, via=via)
+        self._static_use(
+            node.expression, "formatted with a format spec in an f-string, which needs a concrete value", node
+        )
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         if key_lookup(node):
@@ -114,13 +112,7 @@ class Operators(UseState):
 
     def _hashed_key(self, key: cst.BaseExpression, text: str, node: cst.CSTNode) -> bool:
         """The argument, or a value from it, used as a key of a dict: hashed, so static."""
-        if self._rooted(key):
-            self._add(ArgKind.STATIC, text, node)
-        elif (via := self._via(key)) is not None:
-            self._add(ArgKind.STATIC, text, node, via=via)
-        else:
-            return False
-        return True
+        return self._static_use(key, text, node)
 
     def _enum_of_member(self, expr: cst.BaseExpression) -> str | None:
         """``Mode`` for ``Mode.FAST``, a member of an enum of the module (a Tracer is never one,
@@ -133,10 +125,7 @@ class Operators(UseState):
         for bound in (node.lower, node.upper, node.step):
             if bound is None:
                 continue
-            if self._rooted(bound):  # `x[i:n]` with a Tracer `n` raises: slice bounds are concrete
-                self._add(ArgKind.STATIC, "used as a slice bound", node)
-            elif (via := self._via(bound)) is not None:
-                self._add(ArgKind.STATIC, "used as a slice bound", node, via=via)
+            self._static_use(bound, "used as a slice bound", node)  # `x[i:n]` with a Tracer `n` raises
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         if node.attr.value in ARRAY_ATTRIBUTES and self._rooted(node.value):
