@@ -390,3 +390,68 @@ def test_without_a_resolvable_fwd_bwd_s_shape_is_still_judged() -> None:
     code = module_with("impl").replace("f.defvjp(f_fwd, f_bwd)", "f.defvjp(other_module.fwd, f_bwd)")
     (found,) = check_source(code.replace("def f_bwd(lo, _, g)", "def f_bwd(_, g)"), settings=ALL)
     assert found.code == "VJP004" and "bwd `f_bwd` takes 2 parameters" in found.message
+
+
+IMPL = """\
+import jax.numpy as jnp
+
+
+def pad_rows(x, n):
+    return jnp.concatenate([x, jnp.zeros((n, x.shape[1]), x.dtype)])
+"""
+
+OPS = """\
+import jax
+
+from .impl import pad_rows
+
+
+def pad_rows_fwd(x, n):
+    return x, x.shape[0]  # not pad_rows(x, n): its body would be read as a helper's
+
+
+def pad_rows_bwd(n, rows, g):
+    return (g[:rows] * (1.0 + 0.0 * n),)
+
+
+{binding}
+"""
+AT_MODULE_LEVEL = """\
+padded = jax.custom_vjp(pad_rows, nondiff_argnums=(1,))
+padded.defvjp(pad_rows_fwd, pad_rows_bwd)"""
+IN_A_FACTORY = """\
+def make(pad_rows):
+    padded = jax.custom_vjp(pad_rows, nondiff_argnums=(1,))
+    padded.defvjp(pad_rows_fwd, pad_rows_bwd)
+    return padded"""
+
+
+def _reasons(tmp_path: Path, binding: str, alone: bool = False) -> list[str]:
+    from vjp_migrate.api import check_paths
+
+    package = tmp_path / "mypkg"
+    package.mkdir()
+    (package / "__init__.py").write_text("")
+    (package / "impl.py").write_text(IMPL)
+    (package / "ops.py").write_text(OPS.format(binding=binding))
+    results = check_paths([package / "ops.py" if alone else package], settings=ALL)
+    return [e.text for r in results for d in r.diagnostics for e in d.reasons]
+
+
+def test_an_imported_primal_is_read_where_its_module_is_checked(tmp_path: Path) -> None:
+    """`n` is a shape in the imported primal: read there, no finding."""
+    assert _reasons(tmp_path, AT_MODULE_LEVEL) == []
+
+
+def test_an_imported_primal_outside_the_run_says_where_it_is_and_how_to_have_it_read(tmp_path: Path) -> None:
+    assert (
+        "the primal `pad_rows` is imported from `mypkg.impl`, which is not among the files checked; "
+        "include it to read its uses" in _reasons(tmp_path, AT_MODULE_LEVEL, alone=True)
+    )
+
+
+def test_an_imported_name_a_def_may_rebind_is_not_read_as_the_primal(tmp_path: Path) -> None:
+    """Inside `make`, `pad_rows` is its parameter, not the imported def: its body is not read."""
+    assert "the primal `pad_rows` is not a function defined in this module, so its uses were not seen" in (
+        _reasons(tmp_path, IN_A_FACTORY)
+    )

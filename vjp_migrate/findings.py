@@ -15,7 +15,7 @@ SpanOf = Callable[[cst.CSTNode], Span]
 
 def _param_node(decision: SiteDecision, index: int) -> cst.CSTNode:
     site = decision.site
-    if site.primal is None:  # no def to point at: the entry of nondiff_argnums that lists it
+    if site.primal is None or site.primal_from is not None:  # no def here: the nondiff_argnums entry
         return _listed_at(site.nondiff.argnums_arg, index) or site.anchor
     params = [*site.primal.params.posonly_params, *site.primal.params.params]
     if index < len(params):

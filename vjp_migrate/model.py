@@ -56,6 +56,9 @@ class JitSpec:
     positional_options: tuple[str, ...] = ()  # other keywords naming positions (donate_argnums...)
 
 
+PRIMAL_ROLE = "the primal"  # the role a primal is looked up in, like a rule's "fwd" or "bwd"
+
+
 @dataclass(frozen=True)
 class FunctionRef:
     """A fwd or bwd rule found (or not) for a custom_vjp."""
@@ -116,6 +119,9 @@ class VjpSite:
     # Call forms whose primal is no def of the module (lambda included): the expression passed
     # to custom_vjp. Findings and noqa comments then anchor on the call, not on a def.
     primal_expr: cst.BaseExpression | None = None
+    # A call form's primal the module imports: where it was looked up. When that module is
+    # checked, ``primal`` is its def there, read for evidence and never rewritten.
+    primal_from: FunctionRef | None = None
 
     @property
     def anchor(self) -> cst.CSTNode:

@@ -24,7 +24,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
 
-from vjp_migrate.model import Diagnostic, FileResult, FunctionRef, RewritePlan, Settings, SiteDecision, Status, VjpSite
+from vjp_migrate.model import (
+    PRIMAL_ROLE,
+    Diagnostic,
+    FileResult,
+    FunctionRef,
+    RewritePlan,
+    Settings,
+    SiteDecision,
+    Status,
+    VjpSite,
+)
 from vjp_migrate.modules import ModuleImports, ModuleIndex, module_imports
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
 from vjp_migrate.transaction import FileChange, Outcome
@@ -53,10 +63,8 @@ def _unusable(problem: str) -> str:
 
 
 def outside_message(role: str, name: str, module: str) -> str:
-    return (
-        f"{role} `{name}` is imported from `{module}`, which is not among the files checked; "
-        "include it to migrate this function"
-    )
+    wanted = "read its uses" if role == PRIMAL_ROLE else "migrate this function"
+    return f"{role} `{name}` is imported from `{module}`, which is not among the files checked; include it to {wanted}"
 
 
 @dataclass
@@ -152,6 +160,7 @@ class Project:
 
         homes = [(Path(path), module)]
         others = {ref.path for site in sites for ref in (site.fwd, site.bwd) if ref is not None and ref.path}
+        others |= {site.primal_from.path for site in sites if site.primal_from and site.primal_from.path}
         for other in sorted(others):
             loaded = self.loaded.get(Path(other))
             if isinstance(loaded, _Loaded):

@@ -162,7 +162,7 @@ def _nothing_seen(
         f"none of its uses in {where} (or in the helpers they call), nor any value a call of `{site.name}` "
         "in the module passes, tells array data from a static setting"
     )
-    return Evidence(ArgKind.UNKNOWN, text, ctx.line_of(site.primal) if site.primal is not None else None)
+    return Evidence(ArgKind.UNKNOWN, text, *(ctx.where(site.primal) if site.primal is not None else (None, None)))
 
 
 def _arithmetic_only(evidence: list[tuple[Evidence, str]]) -> bool:
@@ -222,7 +222,9 @@ def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInf
     if site.primal is not None or site.primal_expr is None or info.kind is ArgKind.STATIC:
         return info
     text = (
-        f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module, "
+        site.primal_from.problem
+        if site.primal_from is not None and site.primal_from.problem
+        else f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module, "
         "so its uses were not seen"
     )
     unseen = Evidence(ArgKind.UNKNOWN, text, *ctx.where(site.primal_expr))

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 import libcst as cst
 
 from vjp_migrate.imports import CUSTOM_VJP, PARTIAL, ImportTable, dotted
-from vjp_migrate.model import VjpSite
+from vjp_migrate.model import PRIMAL_ROLE, FunctionRef, VjpSite
 from vjp_migrate.sites.defvjp import ImportedRule, RuleLinker
 from vjp_migrate.sites.jit import jit_static_positions
 from vjp_migrate.sites.nondiff import ImportedValue
@@ -93,6 +93,7 @@ class SiteFinder(RuleLinker):
         args: Sequence[cst.Arg],
         vjp: tuple[cst.BaseExpression, cst.BaseExpression | None],
         primal_expr: cst.BaseExpression | None = None,
+        primal_from: FunctionRef | None = None,
     ) -> VjpSite | None:
         """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
         a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
@@ -121,6 +122,7 @@ class SiteFinder(RuleLinker):
                 else frozenset()
             ),
             primal_expr=primal_expr,
+            primal_from=primal_from,
         )
 
     def _decorated_site(self, func: cst.FunctionDef, scope: Scope) -> VjpSite | None:
@@ -158,9 +160,25 @@ class SiteFinder(RuleLinker):
             return self._make_site(name, f"{scope.qualprefix}{primal.name.value}", primal, call, options, vjp)
         if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
             return None
-        # A lambda is read through a def view, like a lambda rule; anything else is not seen.
-        view = lambda_rule(unwrapped).node if isinstance(unwrapped, cst.Lambda) else None
-        return self._make_site(name, f"{scope.qualprefix}{name}", view, call, options, vjp, primal_expr=written)
+        # A lambda is read through a def view, like a lambda rule; an imported def where its module
+        # is checked; anything else is not seen.
+        imported = self._imported_primal(unwrapped, scope)
+        seen = lambda_rule(unwrapped).node if isinstance(unwrapped, cst.Lambda) else imported.node if imported else None
+        qualname = f"{scope.qualprefix}{name}"
+        return self._make_site(name, qualname, seen, call, options, vjp, written, imported)
+
+    def _imported_primal(self, target: cst.BaseExpression, scope: Scope) -> FunctionRef | None:
+        """The def of a primal the module imports from another file of the run, like an imported
+        rule; only where no enclosing def could bind the name to something else (a parameter)."""
+        name = dotted(target)
+        if name is None or self.imported_rule is None:
+            return None
+        outer: Scope | None = scope
+        while outer is not None and outer.parent is not None:
+            if not outer.is_class:
+                return None
+            outer = outer.parent
+        return self.imported_rule(PRIMAL_ROLE, name)
 
     def _unwrapped(self, target: cst.BaseExpression) -> cst.BaseExpression:
         """``f`` for ``jax.jit(f)`` and the like: the primal is still ``f``'s def."""
