@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -208,3 +209,65 @@ def test_the_private_pallas_names_are_the_public_ones() -> None:
     assert public_name("jax._src.pallas.core.BlockSpec") == "jax.experimental.pallas.BlockSpec"
     assert core.BlockSpec is pallas.BlockSpec
     assert public_name("jax.numpy.dot") == "jax.numpy.dot"
+
+
+THROUGH_JIT = """\
+import jax
+import jax.numpy as jnp
+
+
+def simulate(x, scale: float, steps):
+    for _ in range(steps):
+        x = x * scale
+    return x
+
+
+simulate.jit = jax.jit(simulate, static_argnames=("steps",))
+simulate.vjp = jax.custom_vjp(simulate, nondiff_argnums=(1, 2))
+
+
+def simulate_fwd(x, scale: float, steps):
+    return simulate(x, scale, steps), None
+
+
+def simulate_bwd(scale: float, steps, _, g):
+    for _ in range(steps):
+        g = g * scale
+    return (g,)
+
+
+simulate.vjp.defvjp(simulate_fwd, simulate_bwd)
+
+
+def run(x):
+    return {call}
+"""
+
+
+@pytest.mark.parametrize(
+    ("call", "strong"),
+    [
+        # probe25b G2 (fmdj): `simulate.jit(p, tend=t1, ...)` with `t1 = jnp.float32(...)`.
+        pytest.param("simulate.jit(x, scale=jnp.float32(2.0), steps=3)", True, id="through the jit"),
+        pytest.param("simulate.jit.lower(x, jnp.float32(2.0), 3)", True, id="lowered"),
+        pytest.param("simulate(x, jnp.float32(2.0), 3)", True, id="the primal itself"),
+        pytest.param("x", False, id="no call"),
+    ],
+)
+def test_calls_through_a_jit_of_the_primal_bound_to_an_attribute_are_its_call_sites(call: str, strong: bool) -> None:
+    """`scale: float` alone leaves arithmetic unproven; an array passed at a call of the primal,
+    through the jit the module binds to `simulate.jit`, is decisive. `steps`, static in that
+    jit, stays."""
+    from vjp_migrate.api import check_source, fix_source
+    from vjp_migrate.codes import BY_CODE
+    from vjp_migrate.model import Settings
+
+    found = check_source(THROUGH_JIT.format(call=call), settings=Settings(frozenset(BY_CODE)))
+    assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP001" if strong else "VJP002", "scale", strong)]
+    if strong:  # the safe fix runs under jit with `scale` traced (real JAX on CPU)
+        fixed = fix_source(THROUGH_JIT.format(call=call), settings=Settings(frozenset(BY_CODE)))
+        namespace: dict[str, Any] = {}
+        exec(compile(fixed.source, "through_jit.py", "exec"), namespace)
+        vjp = namespace["simulate"].vjp
+        grad = jax.jit(jax.grad(lambda x, s: vjp(x, s, 3).sum()))(jnp.ones(2), jnp.float32(2.0))
+        assert grad.tolist() == [8.0, 8.0]

@@ -56,12 +56,12 @@ from vjp_migrate.sites import jit_call_static_names, positional_params, rule_jit
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
     """One ArgInfo per nondiff position of the site that names a positional parameter or an item of its ``*args``."""
-    calls = calls_of(site, module, ctx)
+    rebound = _rebinding_jit(site, module, ctx)
+    calls = calls_of(site, module, ctx, rebound[1] if rebound is not None else None)
     passed = ctx.passed.get(id(module), frozenset())  # filled by calls_of
     wrapped = ctx.wrapped.get(id(module), {})
     infos: list[ArgInfo] = []
     aliased = _aliased_primal(site, ctx)
-    rebound = _rebinding_jit(site, module, ctx)
     for order, index in enumerate(site.nondiff.positions):
         name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
         if name is None:

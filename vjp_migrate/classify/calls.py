@@ -51,8 +51,12 @@ class CallSites(cst.CSTVisitor):
         self.passed.update(arg.value.value for arg in node.args if isinstance(arg.value, cst.Name))
 
 
-def calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]]:
-    """The calls of the site's custom_vjp, in module order (one walk per module, not per site)."""
+def calls_of(
+    site: VjpSite, module: cst.Module, ctx: Context, jitted: str | None = None
+) -> list[tuple[cst.Call, tuple[cst.FunctionDef, ...]]]:
+    """The calls of the site's custom_vjp, in module order (one walk per module, not per site);
+    also those through ``jitted``, the name or attribute a ``jax.jit`` of the primal is bound to
+    (``simulate.jit(x, tend=t)``, ``simulate.jit.lower(...)``), whose arguments are the primal's."""
     calls = ctx.calls.get(id(module))
     if calls is None:
         finder = CallSites()
@@ -61,7 +65,7 @@ def calls_of(site: VjpSite, module: cst.Module, ctx: Context) -> list[tuple[cst.
         ctx.passed[id(module)] = frozenset(finder.passed)
         ctx.lambda_params.update(finder.lambda_params)
         ctx.wrapped[id(module)] = _jit_wrapped(calls, ctx)
-    names = {site.name, site.qualname}
+    names = {site.name, site.qualname, *((jitted, f"{jitted}.lower") if jitted else ())}
     direct = [(call, caller) for name, call, caller in calls if name in names and _may_reach(site, caller, ctx)]
     seen = {id(call) for call, _ in direct}
     through = [*factory_calls(site, module, ctx, calls), *instance_calls(site, module, ctx, calls)]
