@@ -271,3 +271,53 @@ def test_calls_through_a_jit_of_the_primal_bound_to_an_attribute_are_its_call_si
         vjp = namespace["simulate"].vjp
         grad = jax.jit(jax.grad(lambda x, s: vjp(x, s, 3).sum()))(jnp.ones(2), jnp.float32(2.0))
         assert grad.tolist() == [8.0, 8.0]
+
+
+AXIS_HELPER = "def _impl(a, x):\n    return jnp.sum(x, axis=a)\n"
+DOT_HELPER = "def _impl(a, x, scale=1.0):\n    return jnp.dot(x, a) * scale\n"
+
+
+@pytest.mark.parametrize(
+    ("primal", "helper", "kind", "reason"),
+    [
+        # probe25b G7 (axlearn fp8): `return _q_dot_dq_impl(**locals(), is_training=False)`.
+        pytest.param("return _impl(**locals())", AXIS_HELPER, ArgKind.STATIC, "`axis=`", id="a static place"),
+        pytest.param("return _impl(**locals(), scale=2.0)", DOT_HELPER, ArgKind.ARRAY, "`jnp.dot`", id="array data"),
+        pytest.param(
+            lines("def inner():", "    return _impl(**locals())", "return inner()"),
+            AXIS_HELPER,
+            ArgKind.UNKNOWN,
+            None,
+            id="locals of a nested def",
+        ),
+        pytest.param("return (lambda: _impl(**locals()))()", AXIS_HELPER, ArgKind.UNKNOWN, None, id="of a lambda"),
+    ],
+)
+def test_locals_forwarded_by_double_star_pass_each_parameter_by_name(
+    primal: str, helper: str, kind: ArgKind, reason: str | None
+) -> None:
+    found, reasons, _ = classify(primal, "return (g,)", extra=helper)
+    assert found is kind, reasons
+    assert reason is None or any(reason in r and "helper `_impl`" in r for r in reasons), reasons
+
+
+def test_locals_forwarded_by_double_star_run_as_the_tool_reads_them() -> None:
+    """What the test above assumes of Python: `**locals()` at the top of a def passes each
+    parameter by its name; in a nested def or a lambda, only that function's own locals."""
+
+    def top(a: int, x: jax.Array) -> jax.Array:
+        return _sum_over(**locals())
+
+    def nested(a: int, x: jax.Array) -> dict[str, object]:
+        def inner() -> dict[str, object]:
+            return dict(**locals())
+
+        return inner()
+
+    assert top(1, jnp.ones((2, 3))).tolist() == [3.0, 3.0]
+    assert nested(1, jnp.ones(2)) == {}
+    assert (lambda: dict(**locals()))() == {}
+
+
+def _sum_over(a: int, x: jax.Array) -> jax.Array:
+    return jnp.sum(x, axis=a)

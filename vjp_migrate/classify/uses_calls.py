@@ -83,6 +83,9 @@ class CallUses(Helpers):
                 continue
             if arg.star == "*" and self._rooted(arg.value):
                 self._unpacked_operands(node, ffi)
+            if arg.star == "**" and self._all_locals(arg.value):
+                for name in sorted(n for n in self.names if n.isidentifier()):
+                    self._call_arg(node, -1, name)  # each local is passed by its name
             if self._rooted(arg.value) and not arg.star:
                 self._call_arg(node, positional if keyword is None else -1, keyword)
             elif not arg.star and (holder := self._packed(arg.value)) is not None:
@@ -93,6 +96,16 @@ class CallUses(Helpers):
                 self._attribute_passed(node, positional if keyword is None else -1, keyword, attribute)
             if arg.keyword is None:
                 positional += 1
+
+    def _all_locals(self, expr: cst.BaseExpression) -> bool:
+        """Whether ``expr`` is ``locals()`` of the def walked (axlearn's ``_impl(**locals())``), not of
+        a def nested in it, whose locals are others."""
+        return (
+            not self.closures
+            and type(expr) is cst.Call
+            and not expr.args
+            and self.ctx.imports.qualify(expr.func) == "builtins.locals"
+        )
 
     def _attribute_read(self, expr: cst.BaseExpression) -> str | None:
         """``.batch_key`` when ``expr`` reads an attribute of the argument itself (``p.batch_key``,

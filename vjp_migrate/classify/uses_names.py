@@ -149,7 +149,11 @@ class UseState(cst.CSTVisitor):
         self.derived = self.closures.pop()
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
+        self.closures.append(self.derived)  # only to tell the def walked from those nested in it
         return not (shadowing(node.params) & roots_of(self.names))
+
+    def leave_Lambda(self, original_node: cst.Lambda) -> None:
+        self.closures.pop()
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if named_in(node.value, self.names) is not None:

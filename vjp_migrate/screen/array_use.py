@@ -175,6 +175,8 @@ class ArrayUse:
             held = self._rooted(keyword.value, names) or self._holds(keyword.value, names)
             if held and keyword.arg not in STATIC_KEYWORDS:
                 passed.append((None, keyword.arg))
+            if keyword.arg is None and _all_locals(self.m, keyword.value):  # `**locals()`: each by its name
+                passed.extend((None, name) for name in names if name.isidentifier())
         if not passed:
             return False
         if may_be_array_function(self.m, call.func) or (_indexed_update(call.func) and (0, None) in passed):
@@ -200,6 +202,10 @@ class ArrayUse:
                 if any(self.param(helper, t, depth + 1) for t in targets):
                     return True
         return False
+
+
+def _all_locals(m: Module, expr: ast.expr) -> bool:
+    return isinstance(expr, ast.Call) and not expr.args and "builtins.locals" in qualified(m, expr.func)
 
 
 def call_site_may_pass_array(m: Module, site: Site, index: int, name: str) -> bool:
