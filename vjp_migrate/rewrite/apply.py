@@ -564,7 +564,7 @@ class Apply(cst.CSTTransformer):
         if plan is not None:
             params, lead = self._bwd_params(plan, updated_node.params, updated_node.whitespace_before_params)
             updated_node = updated_node.with_changes(params=params, whitespace_before_params=lead)
-            updated_node = _with_docstring(updated_node, _gone_params(plan))
+            updated_node = _with_docstring(updated_node, *_docstring_changes(plan, original_node))
         if plan is None and id(original_node) not in self.retyped:
             return updated_node
         updated_node = self._fitted_header(original_node, updated_node)
@@ -636,8 +636,28 @@ def _gone_params(plan: RewritePlan) -> tuple[str, ...]:
     return tuple(n for n in plan.moved_bwd_params if not (single and n == plan.saved_bwd_names[0]))
 
 
-def _with_docstring(node: cst.FunctionDef, gone: tuple[str, ...]) -> cst.FunctionDef:
-    """``node`` without the docstring entries of its parameters ``gone`` (rewrite.docstrings)."""
+def _docstring_changes(plan: RewritePlan, bwd: cst.FunctionDef) -> tuple[tuple[str, ...], tuple[str, str] | None]:
+    """The parameters whose docstring entries go, and the residual's rename: an old residual that
+    was None is gone, one that is now inside the new residual keeps its entry, renamed."""
+    assert plan.site.bwd is not None
+    gone = _gone_params(plan)
+    at = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
+    every = [*bwd.params.posonly_params, *bwd.params.params]
+    old = every[at].name.value if at < len(every) else None
+    single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
+    new = plan.saved_bwd_names[0] if single else plan.residual_param
+    if old is None or old == new or plan.layout is Layout.UNCHANGED:
+        return gone, None
+    if plan.layout is Layout.NONE:
+        return (*gone, old), None
+    return gone, (old, new)
+
+
+def _with_docstring(
+    node: cst.FunctionDef, gone: tuple[str, ...], renamed: tuple[str, str] | None = None
+) -> cst.FunctionDef:
+    """``node`` without the docstring entries of its parameters ``gone``, and the residual's
+    entry renamed (rewrite.docstrings)."""
     body = node.body
     first = body.body[0] if isinstance(body, cst.IndentedBlock) and body.body else None
     if first is None or not is_docstring(first):
@@ -646,7 +666,7 @@ def _with_docstring(node: cst.FunctionDef, gone: tuple[str, ...]) -> cst.Functio
     docstring = first.body[0].value
     if not isinstance(docstring, cst.SimpleString):
         return node
-    new = without_entries(docstring, gone)
+    new = without_entries(docstring, gone, renamed)
     if new is docstring:
         return node
     line = first.with_changes(body=[first.body[0].with_changes(value=new)])

@@ -1,4 +1,5 @@
-"""Rewrite, step 3: bwd's docstring without the entries of the parameters that leave it.
+"""Rewrite, step 3: bwd's docstring without the entries of the parameters that leave it, and
+with the residual parameter's entry under its new name when it is renamed.
 
 Only a section whose layout is unambiguous changes: a Google `Args:` (`Arguments:`,
 `Parameters:`) section, each entry `name: text` or `name (type): text` at one indent with its
@@ -7,7 +8,8 @@ continuation lines deeper; a NumPy `Parameters` section over a line of dashes, e
 (`:param type name:`, `:arg`, `:key`...) and `:type name:`, each with its continuation lines
 deeper. An entry naming a parameter that goes is removed, with its continuation lines; anything
 else (free text mentioning it, an entry listing several names, a Google or NumPy section that
-would be left empty, the line holding the closing quotes) keeps the docstring as it is.
+would be left empty, the line holding the closing quotes) keeps the docstring as it is. The one
+entry of a renamed residual (and its `:type`) gets the new name, unless that is documented too.
 """
 
 from __future__ import annotations
@@ -28,10 +30,13 @@ _SPHINX_PARAMS = frozenset({"param", "parameter", "arg", "argument", "key", "key
 _INDENT = re.compile(r"[ \t]*")
 
 
-def without_entries(docstring: cst.SimpleString, names: Collection[str]) -> cst.SimpleString:
-    """``docstring`` without the entries documenting the parameters ``names`` (as it is when
-    none is found, or the section's layout is not clear)."""
-    if not names:
+def without_entries(
+    docstring: cst.SimpleString, names: Collection[str], renamed: tuple[str, str] | None = None
+) -> cst.SimpleString:
+    """``docstring`` without the entries documenting the parameters ``names``, and the entry of
+    ``renamed[0]`` naming ``renamed[1]`` (as it is when none is found, or the section's layout is
+    not clear)."""
+    if not names and renamed is None:
         return docstring
     lines = docstring.value.splitlines(keepends=True)
     section = True  # Google and NumPy entries sit under a header that must keep one
@@ -45,6 +50,10 @@ def without_entries(docstring: cst.SimpleString, names: Collection[str]) -> cst.
     gone = [span for name, span in entries if name.removeprefix("type ") in names]
     documented = [name for name, _ in entries]
     listed = {n.strip().lstrip("*") for name in documented if "," in name for n in name.split(",")}
+    lines = _renamed(lines, entries, renamed, listed)
+    if not gone:
+        new = "".join(lines)
+        return docstring if new == docstring.value else docstring.with_changes(value=new)
     if (
         not gone
         or not listed.isdisjoint(names)
@@ -57,6 +66,25 @@ def without_entries(docstring: cst.SimpleString, names: Collection[str]) -> cst.
     kept = [k for k in range(len(lines)) if k not in dropped]
     after = dict(itertools.pairwise(kept))
     return docstring.with_changes(value="".join(lines[k] for k in kept if not _left_blank(lines, k, after.get(k))))
+
+
+def _renamed(lines: list[str], entries: Entries, renamed: tuple[str, str] | None, listed: set[str]) -> list[str]:
+    """``lines`` with the one entry of ``renamed[0]`` (and its `:type`) naming ``renamed[1]``; as
+    they are when the old name has no entry or several, or the new one is documented already."""
+    if renamed is None:
+        return lines
+    old, new = renamed
+    names = [name.removeprefix("type ") for name, _ in entries]
+    if [name for name, _ in entries].count(old) != 1 or new in names or {old, new} & listed:
+        return lines
+    lines = list(lines)
+    for name, (start, _) in entries:
+        if name.removeprefix("type ") == old:
+            # the name right before the field's closing colon (Sphinx), or first on the line
+            field = re.sub(rf"(\s){old}(\s*:)", rf"\g<1>{new}\g<2>", lines[start], count=1)
+            plain = re.sub(rf"^(\s*\**){old}\b", rf"\g<1>{new}", lines[start], count=1)
+            lines[start] = field if lines[start].lstrip().startswith(":") else plain
+    return lines
 
 
 def _left_blank(lines: list[str], k: int, after: int | None) -> bool:
