@@ -207,3 +207,48 @@ def test_an_array_blocked_by_its_own_rebinding_is_named_in_its_vjp003() -> None:
         ("VJP003", "weights", "fwd `decay_fwd` assigns to `weights` before saving it"),
         ("VJP002", "scale", "fwd `decay_fwd` assigns to `scale` before saving it"),
     ]
+
+
+LISTED = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.custom_vjp, {keywords})
+def f(x, w, b):
+    return jnp.dot(x, w) + b
+
+
+def f_fwd(x, w, b):
+    return f(x, w, b), None
+
+
+def f_bwd(w, b, _, g):
+    return (jnp.dot(g, w.T) + 0 * b,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("keywords", "said"),
+    [
+        pytest.param("nondiff_argnums=(1, 2)", {"w": "nondiff_argnums", "b": "nondiff_argnums"}, id="argnums"),
+        pytest.param('nondiff_argnames=("w", "b")', {"w": "nondiff_argnames", "b": "nondiff_argnames"}, id="argnames"),
+        pytest.param(
+            'nondiff_argnums=(1,), nondiff_argnames=("b",)',
+            {"w": "nondiff_argnums", "b": "nondiff_argnames"},
+            id="both",
+        ),
+    ],
+)
+def test_a_finding_names_the_keyword_that_lists_the_argument(keywords: str, said: dict[str, str]) -> None:
+    found = check_source(LISTED.format(keywords=keywords))
+    assert {d.argument: d.message for d in found} == {
+        name: f"`{name}` (position {1 + (name == 'b')}) of custom_vjp `f` is array-valued but listed in {keyword}; "
+        "it raises UnexpectedTracerError under jit/vmap/grad"
+        for name, keyword in said.items()
+    }

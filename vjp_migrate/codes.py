@@ -75,7 +75,7 @@ CODES: tuple[Code, ...] = (
         name="array-in-nondiff-argnums",
         message=(
             "`{argument}` (position {index}) of custom_vjp `{function}` is array-valued but listed "
-            "in nondiff_argnums; it raises UnexpectedTracerError under jit/vmap/grad"
+            "in {nondiff_argnums}; it raises UnexpectedTracerError under jit/vmap/grad"
         ),
         fix_title="Pass `{argument}` as a regular argument, save it as a residual in fwd, return None for it in bwd",
         fix_safety=FixSafety.SAFE,
@@ -106,7 +106,7 @@ CODES: tuple[Code, ...] = (
         name="unknown-nondiff-argument",
         message=(
             "cannot tell whether `{argument}` (position {index}) of custom_vjp `{function}` is an "
-            "array or a static setting; if it can be a Tracer it must leave nondiff_argnums"
+            "array or a static setting; if it can be a Tracer it must leave {nondiff_argnums}"
         ),
         fix_title="Treat `{argument}` as an array: pass it as a regular argument",
         fix_safety=FixSafety.UNSAFE,
@@ -137,7 +137,7 @@ CODES: tuple[Code, ...] = (
         name="cannot-rewrite-nondiff-array",
         message=(
             "`{argument}` (position {index}) of custom_vjp `{function}` is array-valued but listed "
-            "in nondiff_argnums, and the rule cannot be rewritten automatically: {detail}"
+            "in {nondiff_argnums}, and the rule cannot be rewritten automatically: {detail}"
         ),
         fix_title=None,
         fix_safety=FixSafety.NONE,

@@ -8,6 +8,7 @@ import libcst as cst
 
 from vjp_migrate.codes import BY_CODE, format_message
 from vjp_migrate.model import ArgInfo, ArgKind, Diagnostic, FixSafety, Settings, SiteDecision
+from vjp_migrate.sites.scopes import str_literals
 
 Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column
 SpanOf = Callable[[cst.CSTNode], Span]
@@ -22,6 +23,14 @@ def _param_node(decision: SiteDecision, index: int) -> cst.CSTNode:
         return params[index].name
     star = site.primal.params.star_arg  # the position falls in `*args`
     return star.name if isinstance(star, cst.Param) else site.anchor
+
+
+def _listed_in(decision: SiteDecision, info: ArgInfo | None) -> str:
+    """The keyword that lists the argument, as the user wrote it: nondiff_argnames when it names it."""
+    argnames = decision.site.nondiff.argnames_arg
+    names = str_literals(argnames.value) if argnames is not None else None
+    listed = info is not None and names is not None and info.name in names
+    return "nondiff_argnames" if listed or (argnames and not decision.site.nondiff.argnums_arg) else "nondiff_argnums"
 
 
 def _listed_at(argnums: cst.Arg | None, index: int) -> cst.CSTNode | None:
@@ -62,6 +71,7 @@ def _diagnostic(
             argument=info.name if info else "",
             index=info.index if info else "",
             detail=detail,
+            nondiff_argnums=_listed_in(decision, info),
         ),
         path=path,
         line=line,
