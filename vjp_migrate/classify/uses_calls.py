@@ -71,6 +71,15 @@ class CallUses(Helpers):
         ffi = self._ffi_function(node.func)
         positional = 0
         for arg in node.args:
+            spread = self._spread(arg.value) if arg.star == "*" and positional >= 0 and ffi is None else None
+            if spread is not None:  # `*geo` with `geo = (a, b)`: each item at its own position
+                for item in spread:
+                    if self._rooted(item):
+                        self._call_arg(node, positional, None)
+                    elif (via := self._via(item)) is not None:
+                        self._call_arg(node, positional, None, via)
+                    positional += 1
+                continue
             if arg.keyword is None and arg.star:
                 positional = -1_000  # positions after *args are unknown
             keyword = arg.keyword.value if arg.keyword else None
@@ -190,6 +199,17 @@ class CallUses(Helpers):
             once = self._value_once(expr.value)
             return expr.value if once is not None and self._holds(once) else None
         return None
+
+    def _spread(self, expr: cst.BaseExpression) -> list[cst.BaseExpression] | None:
+        """The items ``*expr`` spreads: a tuple or list literal in place or that a local is bound to
+        once, with no starred item of its own; None otherwise."""
+        once = self._value_once(expr.value) if type(expr) is cst.Name and expr.value not in self.names else None
+        literal = once or expr
+        if not (type(literal) is cst.Tuple or type(literal) is cst.List) or any(
+            isinstance(e, cst.StarredElement) for e in literal.elements
+        ):
+            return None
+        return [e.value for e in literal.elements]
 
     def _holds(self, expr: cst.BaseExpression) -> bool:
         if not (type(expr) is cst.Tuple or type(expr) is cst.List):

@@ -167,7 +167,8 @@ class ArrayUse:
         for arg in call.args:
             if isinstance(arg, ast.Starred):
                 position = None
-            if self._rooted(arg, names) or self._holds(arg, names):
+            value = arg.value if isinstance(arg, ast.Starred) else arg  # `*geo` spreads what geo holds
+            if self._rooted(value, names) or self._holds(value, names):
                 passed.append((position, None))
             if position is not None:
                 position += 1
