@@ -153,7 +153,13 @@ def _collect(node: cst.Import | cst.ImportFrom, aliases: dict[str, str]) -> None
 def import_table(module: cst.Module) -> ImportTable:
     """Build the table from every import in the module (function-level ones included)."""
     aliases: dict[str, str] = {}
+    star = False
     for small in small_statements(module):
         if type(small) is cst.Import or type(small) is cst.ImportFrom:
             _collect(small, aliases)
+            star = star or (type(small) is cst.ImportFrom and type(small.names) is cst.ImportStar)
+    if star:
+        # `from optimism.JaxConfig import *` then `@partial(custom_vjp, ...)`: a `partial` nothing
+        # else binds comes from the star import, and one that takes custom_vjp is functools'.
+        aliases.setdefault("partial", "functools.partial")
     return ImportTable(aliases, frozenset(_module_bindings(module)))
