@@ -3,8 +3,12 @@ in bwd instead of its parameter, and `tuple[X, ...]` gaining None (notes/mut17-f
 
 from __future__ import annotations
 
+import jax
+import jax.numpy as jnp
 import pytest
 from test_rewrite import HEAD, RULES_BELOW, fix
+
+from vjp_migrate.api import fix_source
 
 _SAVED = """\
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
@@ -174,3 +178,41 @@ def test_a_literal_keeping_its_trailing_comma_keeps_the_space_before_its_bracket
     code = code.replace("f(x, w)", "f(x, y, w)").replace("def f_fwd(x, w)", "def f_fwd(x, y, w)")
     out = fix(code.replace("return (g * w,)", "return (g * w, g, )"))
     assert "    return (g * w, g, None, )\n" in out, out
+
+
+STARRED_TARGET = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(w, x, b):
+    return jnp.sin(x) * w + b
+
+
+def f_fwd(w, x, b):
+    return f(w, x, b), (x, b, b)
+
+
+def f_bwd(w, res, g):
+    x, *rest = res
+    return (g * jnp.cos(x) * w, g * len(rest) / 2)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+def test_a_starred_unpack_target_takes_the_saved_arguments_first() -> None:
+    """fwd's tuple has more items than bwd's starred target names: the moved argument goes
+    first in both, and the starred name still takes the rest (the fix runs under jit, real JAX)."""
+    out = fix_source(STARRED_TARGET).source
+    assert "    return f(w, x, b), (w, x, b, b)\n" in out, out
+    assert "def f_bwd(res, g):\n    w, x, *rest = res\n" in out, out
+    namespace: dict[str, object] = {}
+    exec(compile(out, "starred.py", "exec"), namespace)
+    f = namespace["f"]
+    grad = jax.jit(jax.grad(lambda w, x: f(w, x, x).sum(), argnums=1))(jnp.float32(2.0), jnp.zeros(2))  # type: ignore[operator]
+    assert grad.tolist() == [3.0, 3.0]

@@ -218,7 +218,7 @@ def layout_of(
     if unpack is None:
         return Layout.GENERAL, fresh_name(taken), residual if residual_used else "_", None
     target = unpack.targets[0].target
-    if isinstance(target, (cst.Tuple, cst.List)) and all(_fills(v, len(target.elements)) for v in values):
+    if isinstance(target, (cst.Tuple, cst.List)) and all(_fills(v, target) for v in values):
         return Layout.TUPLE, residual, residual, unpack
     return Layout.BOUND, residual, residual, unpack
 
@@ -230,23 +230,30 @@ def saves_nothing(value: cst.BaseExpression) -> bool:
     )
 
 
-def _fills(value: cst.BaseExpression, width: int) -> bool:
-    """Whether ``value`` is a tuple literal that an unpack target of ``width`` names takes apart:
-    as many items, or starred items (`(*parts, x)`) that may make up the difference. Saved items
-    put first in both stay exact whatever the starred items hold."""
+def _fills(value: cst.BaseExpression, target: cst.Tuple | cst.List) -> bool:
+    """Whether ``value`` is a tuple literal that the unpack ``target`` takes apart: as many items,
+    or starred items on either side (`(*parts, x)`, `(x, *args) = res`) that may make up the
+    difference. Saved items put first in both stay exact whatever the starred items hold."""
     if not isinstance(value, cst.Tuple) or not value.lpar:
         return False
+    width = len(target.elements)
+    if any(isinstance(e, cst.StarredElement) for e in target.elements):
+        return True  # the code ran: the items fit the starred target, and the saved ones go first
     starred = sum(isinstance(e, cst.StarredElement) for e in value.elements)
     return len(value.elements) - starred <= width if starred else len(value.elements) == width
 
 
-def _plain_target(target: cst.BaseExpression) -> bool:
-    """A name, or a (nested) tuple/list of names without starred items."""
+def _plain_target(target: cst.BaseExpression, star: bool = False) -> bool:
+    """A name, or a (nested) tuple/list of names without starred items; with ``star``, the
+    outermost one may have one starred name (`x, *args = res`)."""
     if isinstance(target, cst.Name):
         return True
-    return isinstance(target, (cst.Tuple, cst.List)) and all(
-        not isinstance(e, cst.StarredElement) and _plain_target(e.value) for e in target.elements
-    )
+    if not isinstance(target, (cst.Tuple, cst.List)):
+        return False
+    starred = [e for e in target.elements if isinstance(e, cst.StarredElement)]
+    if starred and not (star and len(starred) == 1 and isinstance(starred[0].value, cst.Name)):
+        return False
+    return all(isinstance(e, cst.StarredElement) or _plain_target(e.value) for e in target.elements)
 
 
 def _single_unpack(
@@ -265,7 +272,7 @@ def _single_unpack(
             if (
                 isinstance(small, cst.Assign)
                 and len(small.targets) == 1
-                and _plain_target(small.targets[0].target)
+                and _plain_target(small.targets[0].target, star=True)
                 and isinstance(small.value, cst.Name)
                 and small.value.value == residual
             ):
