@@ -1,6 +1,8 @@
-"""classify: a tuple or list literal spread into a call with `*` (in place, or bound once to a
-local: `geo = (A1, e_LA)`, then `_residual(th, *geo)`) passes each item at its own position
-(probe26 G1, a suspension-kinematics solver whose 14 geometry arrays were VJP002)."""
+"""classify: arguments forwarded to a helper without being named: a tuple or list literal spread
+with `*` (in place, or bound once to a local: `geo = (A1, e_LA)`, then `_residual(th, *geo)`)
+passes each item at its own position (probe26 G1, a suspension-kinematics solver whose 14
+geometry arrays were VJP002); `**locals()` passes each parameter by its name (probe25b G7,
+axlearn's fp8 `_q_dot_dq_impl(**locals(), is_training=False)`)."""
 
 from __future__ import annotations
 
@@ -16,6 +18,8 @@ from vjp_migrate.model import ArgKind
 
 ARITHMETIC = "def _helper(x, w):\n    return jnp.sin(x) * w\n"
 AXIS = "def _helper(x, n):\n    return jnp.sum(x, axis=n)\n"
+BY_NAME = "def _helper(a, x):\n    return jnp.sum(x, axis=a)\n"
+DOT = "def _helper(a, x, scale=1.0):\n    return jnp.dot(x, a) * scale\n"
 
 
 @pytest.mark.parametrize(
@@ -37,9 +41,19 @@ AXIS = "def _helper(x, n):\n    return jnp.sum(x, axis=n)\n"
             None,
             id="rebound",
         ),
+        pytest.param("return _helper(**locals())", BY_NAME, ArgKind.STATIC, "`axis=`", id="locals, a static place"),
+        pytest.param("return _helper(**locals(), scale=2.0)", DOT, ArgKind.ARRAY, "`jnp.dot`", id="locals, array data"),
+        pytest.param(
+            lines("def inner():", "    return _helper(**locals())", "return inner()"),
+            BY_NAME,
+            ArgKind.UNKNOWN,
+            None,
+            id="locals of a nested def",
+        ),
+        pytest.param("return (lambda: _helper(**locals()))()", BY_NAME, ArgKind.UNKNOWN, None, id="locals of a lambda"),
     ],
 )
-def test_a_spread_literal_passes_each_item_at_its_position(
+def test_forwarded_arguments_reach_the_helper_s_parameters(
     primal: str, helper: str, kind: ArgKind, reason: str | None
 ) -> None:
     found, reasons, _ = classify(primal, "return (g,)", extra=helper)
@@ -93,3 +107,25 @@ def test_the_spread_arrays_are_a_safe_fix_that_runs_under_jit() -> None:
     with pytest.raises(jax.errors.UnexpectedTracerError):
         _grad_under_jit(SPREAD)
     assert _grad_under_jit(fix_source(SPREAD).source).tolist() == pytest.approx([2 * 0.5403023] * 2)
+
+
+def test_locals_forwarded_by_double_star_run_as_the_tool_reads_them() -> None:
+    """What the test above assumes of Python: `**locals()` at the top of a def passes each
+    parameter by its name; in a nested def or a lambda, only that function's own locals."""
+
+    def top(a: int, x: jax.Array) -> jax.Array:
+        return _sum_over(**locals())
+
+    def nested(a: int, x: jax.Array) -> dict[str, object]:
+        def inner() -> dict[str, object]:
+            return dict(**locals())
+
+        return inner()
+
+    assert top(1, jnp.ones((2, 3))).tolist() == [3.0, 3.0]
+    assert nested(1, jnp.ones(2)) == {}
+    assert (lambda: dict(**locals()))() == {}
+
+
+def _sum_over(a: int, x: jax.Array) -> jax.Array:
+    return jnp.sum(x, axis=a)
