@@ -638,6 +638,16 @@ FLAX_FIELDS = frozenset({"flax.struct.field"})
 EQUINOX_MODULES = frozenset({"equinox.Module"})
 EQUINOX_FIELDS = frozenset({"equinox.field"})
 EQUINOX_STATIC_FIELDS = frozenset({"equinox.static_field"})
+# Annotations of a value that is no JAX value (a function, a string, a type, a dtype): held as a
+# leaf of a pytree, it makes the pytree no valid argument of jit or custom_vjp.
+NO_JAX_VALUE_ANNOTATION_NAMES = frozenset({"Callable", "str", "type", "Type", "dtype", "DTypeLike", "Literal"})
+# Typed named tuples: JAX flattens a tuple, so every field is a leaf.
+NAMED_TUPLES = frozenset({"typing.NamedTuple", "typing_extensions.NamedTuple"})
+# Registrations whose leaves a flatten function says: a class registered by one with a field
+# annotated as an array keeps that array among its children (aux data must be hashable).
+CHILDREN_REGISTRARS = (
+    PYTREE_NODE_CLASS_REGISTRARS | PYTREE_WITH_KEYS_CLASS_REGISTRARS | frozenset(PYTREE_NODE_REGISTRARS)
+)
 
 
 def is_jax_primitive(qname: str) -> bool:

@@ -10,7 +10,8 @@ of a method's class, the array fields of a class), ``context`` (all of it, once 
 ``grown`` (the items of a local list grown before a loop), then the evidence: ``annotations``;
 ``uses`` (what the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of
 ``uses_names`` (the names carrying it and the evidence so far), ``uses_operators``,
-``uses_branches`` (control flow, type tests), ``uses_helpers`` (helpers, kernels, ``partial``) and
+``uses_branches`` (control flow, type tests), ``uses_fields`` (the fields of a pytree-annotated
+parameter), ``uses_helpers`` (helpers, kernels, ``partial``) and
 ``uses_calls`` (with ``mapped``: the operands a ``jax.vmap`` maps over)); the calls of the site:
 ``calls`` (found once per module; ``factory_calls``, ``method_calls``: through a factory returning
 the site, an instance of its class), ``call_locals`` (the values locals carry), ``call_traced`` (a
@@ -28,11 +29,11 @@ from dataclasses import replace
 
 import libcst as cst
 
-from vjp_migrate.classify.annotations import annotation_evidence
+from vjp_migrate.classify.annotations import annotation_evidence, pytree_owner
 from vjp_migrate.classify.call_sites import call_site_evidence
 from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
-from vjp_migrate.classify.expressions import call_value, code_text, number_literal, param_at
+from vjp_migrate.classify.expressions import all_params, call_value, code_text, number_literal, param_at
 from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.local_calls import left_at_default
 from vjp_migrate.classify.module_facts import jit_rebinding
@@ -86,6 +87,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
         if site.bwd is not None and site.bwd.node is not None:
             roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args, site.bwd.jit))
+        owner = _pytree_owner(roles, ctx)
         for role, func, position, jit in roles:
             if func is None or (param := param_at(func, position)) is None:
                 continue
@@ -104,7 +106,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 # ints pass too: weak).
                 text = f"traced by the jax.jit of {where}, which does not mark it static"
                 evidence.append((Evidence(ArgKind.ARRAY, text, *ctx.where(jit.decorator)), WEAK))
-            evidence.extend(Uses.of(func, param, ctx, where).evidence)
+            evidence.extend(Uses.of(func, param, ctx, where, owner=owner).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
         if (
             index == 0
@@ -150,6 +152,17 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             info = replace(info, evidence=(_nothing_seen(site, roles, ctx),))
         infos.append(info)
     return infos
+
+
+def _pytree_owner(roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]], ctx: Context) -> str | None:
+    """The pytree class of the module with array fields that one rule annotates the argument with
+    (`params: Params` in the primal): the rules that leave it unannotated read the same value's fields."""
+    for _, func, position, _ in roles:
+        name = param_at(func, position) if func is not None else None
+        param = next((p for p in all_params(func.params) if p.name.value == name), None) if func and name else None
+        if param is not None and (owner := pytree_owner(param, ctx)) is not None:
+            return owner
+    return None
 
 
 def _nothing_seen(

@@ -1,5 +1,5 @@
 """Classify, step 6: evidence from an argument's annotation (array types, static settings,
-Python numbers, leafless config classes)."""
+Python numbers, leafless config classes, pytree classes of the module holding array fields)."""
 
 from __future__ import annotations
 
@@ -94,6 +94,11 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
         text = code_text(param.annotation.annotation) if param.annotation else enum
         note = f"`{enum}` is an enum of the module, whose members are no JAX values"
         found.append((Evidence(ArgKind.STATIC, f"annotated `{text}` in {where}: {note}", *at), STRONG))
+    elif (owner := pytree_owner(param, ctx)) is not None:
+        text = code_text(param.annotation.annotation) if param.annotation else owner
+        fields = ctx.array_fields[owner]
+        note = f"`{owner}` is {fields.described()}, whose array leaves jit traces"
+        found.append((Evidence(ArgKind.ARRAY, f"annotated `{text}` in {where}: {note}", *at), STRONG))
     elif param.annotation is not None:
         annotation = param.annotation.annotation
         text = code_text(annotation)
@@ -121,6 +126,15 @@ def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: s
 
 def _plain(name: str) -> str:
     return f"`{name}` is a class the module neither registers as a pytree nor derives from one, no JAX value"
+
+
+def pytree_owner(param: cst.Param, ctx: Context) -> str | None:
+    """The class of the module that ``param`` is annotated with (alone or with None) when it is a
+    pytree with array fields and no leaf of no JAX value (`fn: Callable`): a JAX value holding arrays."""
+    owner = annotated_with(param, ctx.array_fields)
+    if owner is None or ctx.array_fields[owner].pytree is None or ctx.array_fields[owner].foreign:
+        return None
+    return owner
 
 
 def _static_class(param: cst.Param, ctx: Context) -> str | None:

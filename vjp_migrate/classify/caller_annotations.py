@@ -70,8 +70,6 @@ def _parameter(
 
 def _pytree_with_arrays(fields: ArrayFields, shown: str, where: str) -> str | None:
     """The parameter annotated with a pytree class that has array fields: jit traces those leaves."""
-    if fields.pytree is None:
+    if fields.pytree is None or fields.foreign:
         return None
-    listed = ", ".join(f"`{field}: {text}`" for field, text in fields.fields.items())
-    plural = "s" if len(fields.fields) > 1 else ""
-    return f"the parameter {shown} of {where}, {fields.pytree} with the array field{plural} {listed},"
+    return f"the parameter {shown} of {where}, {fields.described()},"

@@ -58,9 +58,19 @@ def _item(expr: cst.BaseExpression) -> str | None:
     return None
 
 
+def _field(expr: cst.BaseExpression) -> str | None:
+    """``params.G`` for a name's attribute that is no view: how a field of a parameter annotated
+    with a pytree class of the module is named and read (uses_fields.py)."""
+    if type(expr) is cst.Attribute and type(expr.value) is cst.Name and expr.attr.value not in _VIEWS:
+        return f"{expr.value.value}.{expr.attr.value}"
+    return None
+
+
 def named_in(expr: cst.BaseExpression, names: set[str]) -> str | None:
-    """Which of ``names`` ``expr`` is: a name, or an item of a ``*args`` (``args[0]``)."""
-    found = expr.value if isinstance(expr, cst.Name) else _item(expr)
+    """Which of ``names`` ``expr`` is: a name, an item of a ``*args`` (``args[0]``), or a field
+    (``params.G``)."""
+    kind = type(expr)
+    found = expr.value if isinstance(expr, cst.Name) else _item(expr) if kind in _SUBSCRIPTS else _field(expr)
     return found if found in names else None
 
 
@@ -111,6 +121,8 @@ def value_names(expr: cst.BaseExpression, imports: ImportTable, sure: bool = Tru
     elif type(expr) is cst.Attribute:
         if expr.attr.value in _VIEWS:
             yield from value_names(expr.value, imports, sure)
+        elif (field := _field(expr)) is not None:
+            yield field, sure
     elif type(expr) is cst.BinaryOperation or type(expr) is cst.BooleanOperation:
         yield from value_names(expr.left, imports, sure)
         yield from value_names(expr.right, imports, sure)

@@ -11,10 +11,11 @@ from typing import TypeVar
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.classify.annotations import annotation_evidence
+from vjp_migrate.classify.annotations import annotation_evidence, pytree_owner
 from vjp_migrate.classify.context import Context, Via, function_locals, own_body
 from vjp_migrate.classify.expressions import all_params, bound_parameter, call_value, code_text, place_of, strip_views
 from vjp_migrate.classify.uses_branches import Branches
+from vjp_migrate.classify.uses_fields import field_evidence, fields_read
 from vjp_migrate.classify.uses_names import NameFinder
 from vjp_migrate.classify.weights import DOUBT, WEAK
 from vjp_migrate.imports import ImportTable, dotted
@@ -33,10 +34,32 @@ class Helpers(Branches):
     """
 
     @classmethod
-    def of(cls: type[H], func: cst.FunctionDef, name: str, ctx: Context, where: str, depth: int = 0) -> H:
-        """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it."""
+    def of(
+        cls: type[H],
+        func: cst.FunctionDef,
+        name: str,
+        ctx: Context,
+        where: str,
+        depth: int = 0,
+        owner: str | None = None,
+    ) -> H:
+        """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it; and
+        of the fields it reads when it holds a pytree class of the module with array fields, the
+        class its annotation (or ``owner``, another rule's annotation of the argument) names."""
+        uses = cls._walked(func, {name}, ctx, where, depth)
+        param = next((p for p in all_params(func.params) if p.name.value == name), None)
+        owner = owner or (pytree_owner(param, ctx) if param is not None else None)
+        if owner is not None and name.isidentifier() and owner in ctx.array_fields:
+            fields = ctx.array_fields[owner]
+            for field in fields_read(func, name, fields):
+                read = cls._walked(func, {f"{name}.{field}"}, ctx, where, depth)
+                uses.evidence.extend(field_evidence(read.evidence, field, fields))
+        return uses
+
+    @classmethod
+    def _walked(cls: type[H], func: cst.FunctionDef, names: set[str], ctx: Context, where: str, depth: int) -> H:
         found = function_locals(func, ctx)
-        uses = cls({name}, ctx, where, depth, found.derived({name}))
+        uses = cls(names, ctx, where, depth, found.derived(names))
         uses.bindings = found.bindings
         uses.func = func
         for stmt in own_body(func):

@@ -14,9 +14,10 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   module, positionally to any ``.bind`` (a primitive's operand) or to a name imported relatively
   (a helper a run over the package follows), is mapped over by ``jax.vmap``,
   has an attribute passed to a ``jax.random`` function (a holder of PRNG keys), has an array-like
-  annotation, or a call of the site (by name, or through a def that returns it) passes an
-  array-module result or, at the argument's place, a parameter of the caller annotated as an
-  array or with a class of the module;
+  annotation or one naming a class of the module (a pytree with array fields, whose fields'
+  uses, `params.G @ x`, are then the argument's), or a call of the site (by name, or through a
+  def that returns it) passes an array-module result or, at the argument's place, a parameter
+  of the caller annotated as an array or with a class of the module;
 - a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
   the right name has the wrong arity, the bwd of a one-argument primal returns something that
   may be a bare value, or nondiff_argnames names the primal's `*args` (JAX ignores such a name,

@@ -46,9 +46,12 @@ class ArrayUse:
     def __init__(self, m: Module) -> None:
         self.m = m
         self.memo: dict[tuple[int, str, int], bool] = {}
+        self.classes = module_classes(m)
 
     def annotated(self, param: ast.arg) -> bool:
-        return annotated_with(self.m, param, frozenset())
+        """An array annotation, or a class of the module, which may be a pytree with array fields
+        (classify.annotations; its fields' uses, `params.G @ x`, are then the argument's too)."""
+        return annotated_with(self.m, param, self.classes)
 
     def param(self, func: Func, index: int, depth: int = 0) -> bool:
         params = positional_params(func)
@@ -239,7 +242,7 @@ def call_site_may_pass_annotated(m: Module, site: Site, index: int, name: str) -
     one (`noise`, `context.noise`) annotated as an array or with a class of the module, which may
     hold array fields (classify.caller_annotations). Through an attribute, the value one place
     earlier counts too: a method's call passes no instance (`self.layer(a, b)`)."""
-    classes = frozenset(s.name for s in m.top if isinstance(s, ast.ClassDef))
+    classes = module_classes(m)
     for call in _site_calls(m, site):
         caller = m.caller.get(id(call))
         if caller is None:
@@ -247,6 +250,10 @@ def call_site_may_pass_annotated(m: Module, site: Site, index: int, name: str) -
         if _passes_annotated(m, caller, _values_for(call, index, name), classes):
             return True
     return False
+
+
+def module_classes(m: Module) -> frozenset[str]:
+    return frozenset(s.name for s in m.top if isinstance(s, ast.ClassDef))
 
 
 def _site_calls(m: Module, site: Site) -> list[ast.Call]:

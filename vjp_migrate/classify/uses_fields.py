@@ -1,0 +1,58 @@
+"""Classify, step 7c': the fields of a parameter annotated with a pytree class of the module that
+holds array fields (`params: Params`, a `typing.NamedTuple`, a flax struct class, an `eqx.Module`,
+a registered class; array_fields.py). Each field read (`params.G`) is followed as the argument
+itself is, by a ``Uses`` of its own (uses_helpers.py walks them): an array field used as array data
+(`params.G @ x`, `jnp.conj(params.G)`) is the argument's array data, and any field needed concrete
+(`jnp.zeros(params.n)`, `range(params.steps)`) makes the argument static, as it would be used
+itself. Another field's array-like use says nothing: a Python number is a leaf too."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import replace
+
+import libcst as cst
+
+from vjp_migrate import walk
+from vjp_migrate.classify.array_fields import ArrayFields
+from vjp_migrate.classify.context import own_body
+from vjp_migrate.classify.weights import DOUBT
+from vjp_migrate.model import ArgKind, Evidence
+
+
+class _FieldReads(cst.CSTVisitor):
+    def __init__(self, name: str, fields: Iterable[str]) -> None:
+        self.name = name
+        self.fields = set(fields)
+        self.read: dict[str, None] = {}  # in the order first read
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        value = node.value
+        if isinstance(value, cst.Name) and value.value == self.name and node.attr.value in self.fields:
+            self.read[node.attr.value] = None
+
+
+def fields_read(func: cst.FunctionDef, name: str, fields: ArrayFields) -> list[str]:
+    """The fields of ``fields``'s class the body of ``func`` reads from the parameter ``name``
+    (`params.G`), in the order it first reads them."""
+    reads = _FieldReads(name, [*fields.fields, *fields.others])
+    for stmt in own_body(func):
+        walk.visit(stmt, reads)
+    return list(reads.read)
+
+
+def field_evidence(
+    found: Iterable[tuple[Evidence, str]], field: str, fields: ArrayFields
+) -> list[tuple[Evidence, str]]:
+    """What the uses ``found`` of the field say about the argument: all of them for an array field,
+    only a need for a concrete value (or a doubt) for another; each reason naming the field."""
+    if field in fields.fields:
+        shown = f"its field `{field}` (annotated `{fields.fields[field]}` in `{fields.name}`, {fields.pytree})"
+    else:
+        shown = f"its field `{field}` (of `{fields.name}`, {fields.pytree})"
+    carried: list[tuple[Evidence, str]] = []
+    for evidence, weight in found:
+        if field not in fields.fields and evidence.kind is not ArgKind.STATIC and weight != DOUBT:
+            continue
+        carried.append((replace(evidence, text=f"{shown}: {evidence.text}"), weight))
+    return carried
