@@ -187,10 +187,18 @@ PROCESSABLE = [
     pytest.param(
         "ARGS = (0, 1)\n" + SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=ARGS"),
         1,
+        0,
+        {"VJP001"},
+        True,
+        id="nondiff_argnums a module constant",
+    ),
+    pytest.param(
+        "ARGS = (0, 1)\nif DEBUG:\n    ARGS = (0,)\n" + SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=ARGS"),
+        1,
         1,
         {"VJP003"},
         False,
-        id="nondiff_argnums a variable",
+        id="nondiff_argnums a variable bound twice",
     ),
     pytest.param(
         SEED.replace("nondiff_argnums=(0, 1)", "nondiff_argnums=tuple(range(2))"),

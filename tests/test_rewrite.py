@@ -557,14 +557,14 @@ def test_shared_bwd_whose_users_put_the_argument_at_different_positions() -> Non
 
 
 def test_a_user_that_cannot_be_rewritten_blocks_the_shared_rule() -> None:
-    code = HEAD + "ND = (1,)\n"
+    code = HEAD + "from consts import ND\n"  # a module not checked: its value is not read
     code += "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, s):\n    return x * s\n\n"
     code += "@partial(jax.custom_vjp, nondiff_argnums=ND)\ndef g(x, s):\n    return x * s\n\n"
     code += "def fwd(x, s):\n    return x * s, None\n\ndef bwd(s, _, g):\n    return (g * s,)\n\n"
     code += "f.defvjp(fwd, bwd)\ng.defvjp(fwd, bwd)\n"
     found = {d.function: d.message for d in check_source(code)}
-    assert "`g` cannot be rewritten (nondiff_argnums is given by `ND`)" in found["f"]
-    assert found["g"].endswith("nondiff_argnums is given by `ND`")
+    assert "`g` cannot be rewritten (nondiff_argnums is given by `ND`, imported from `consts`" in found["f"]
+    assert "nondiff_argnums is given by `ND`, imported from `consts`" in found["g"]
     assert fix_source(code).source == code
 
 
@@ -1539,6 +1539,8 @@ DELIBERATELY_CHANGED = {
     ("bwd_del_none_residual", "# nothing saved in the forward pass"),
     # section 3: the comment on a removed parameter's own line describes it and goes with it
     ("multiline_items_keep_comments", "# the gate logits: sigmoid is recomputed"),
+    # ... as does the one on a position's own line in a module constant (section 1)
+    ("argnums_constant_rewritten", "# bound"),
 }
 
 
@@ -2338,3 +2340,66 @@ f.defvjp(f_fwd, f_bwd)
 """
     )
     assert f"def f_bwd(res, g){migrated}:\n" in out, out
+
+
+CONSTANT_SITE = """\
+
+@partial(jax.custom_vjp, nondiff_argnums=ND)
+def f(lo, x, mode):
+    return x
+
+
+def f_fwd(lo, x, mode):
+    return x, None
+
+
+def f_bwd(lo, mode, _, g):
+    return (jnp.maximum(g, lo) if mode else g,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("constant", "decorator", "expected"),
+    [
+        pytest.param("_ND = (0, 2)", "_ND", "_ND = (2,)", id="a tuple loses the position"),
+        pytest.param("_ND = [0, 2]", "_ND", "_ND = [2]", id="a list stays a list"),
+        pytest.param("_ND = tuple(range(0, 3, 2))", "_ND", "_ND = (2,)", id="a call becomes a tuple literal"),
+        pytest.param("ND = (0, 2)", "(2,)", "ND = (0, 2)", id="a public name: the literal at the site"),
+        pytest.param("ND = list(range(0, 3, 2))", "[2]", "ND = list(range(0, 3, 2))", id="a public list"),
+    ],
+)
+def test_a_module_constant_only_the_site_reads_takes_the_positions_left(
+    constant: str, decorator: str, expected: str
+) -> None:
+    name = constant.split(" = ")[0]
+    code = HEAD + constant + "\n\n" + CONSTANT_SITE.replace("=ND", f"={name}")
+    out = fix(code)
+    assert out.startswith(HEAD + expected + "\n\n\n")
+    assert f"@partial(jax.custom_vjp, nondiff_argnums={decorator})\n" in out
+    assert "def f_bwd(mode, lo, g):" in out
+
+
+def test_a_constant_left_empty_goes_with_its_keyword_and_the_comment_about_it() -> None:
+    code = HEAD + "# ---\n# Clipping\n# ---\n\n# The static arguments.\n_ND = (0,)  # lo\n\n"
+    out = fix(code + CONSTANT_SITE.replace("=ND", "=_ND").replace(", mode", "").replace(" if mode else g", ""))
+    assert out.startswith("import jax\nimport jax.numpy as jnp\n\n# ---\n# Clipping\n# ---\n\n\n@jax.custom_vjp\n")
+    assert "_ND" not in out and "static" not in out
+
+
+def test_a_constant_left_empty_on_a_line_with_another_statement_leaves_that_one() -> None:
+    code = HEAD + "LIMIT = 2; _ND = (0,)\n\n"
+    out = fix(code + CONSTANT_SITE.replace("=ND", "=_ND").replace(", mode", "").replace(" if mode else g", ""))
+    assert out.startswith("import jax\nimport jax.numpy as jnp\n\nLIMIT = 2\n\n\n@jax.custom_vjp\n")
+
+
+def test_a_shared_constant_left_empty_at_one_site_stays_for_the_other() -> None:
+    other = "\n\n@partial(jax.custom_vjp, nondiff_argnums=_ND)\ndef h(n, x):\n    return x\n\n\n"
+    other += "def h_fwd(n, x):\n    return x, None\n\n\ndef h_bwd(n, _, g):\n    return (g * len(range(n)),)\n\n\n"
+    other += "h.defvjp(h_fwd, h_bwd)\n"
+    site = CONSTANT_SITE.replace("=ND", "=_ND").replace(", mode", "").replace(" if mode else g", "")
+    out = fix(HEAD + "_ND = (0,)\n\n" + site + other)
+    assert out.startswith(HEAD + "_ND = (0,)\n\n\n@jax.custom_vjp\ndef f(lo, x):\n")
+    assert other in out

@@ -299,7 +299,46 @@ def test_nondiff_argnums_from_a_variable_is_not_literal() -> None:
     code += "@partial(jax.custom_vjp, nondiff_argnums=ND)\ndef f(a, b):\n    return b\n" + RULE
     (site,) = sites_of(code)
     assert site.nondiff.positions == (0,) and not site.nondiff.literal
-    assert site.nondiff.problem == "nondiff_argnums is given by `ND`"
+    assert site.nondiff.constant is not None and site.nondiff.problem is None
+
+
+@pytest.mark.parametrize(
+    ("before", "after", "shared"),
+    [
+        pytest.param("", "", False, id="private, read by the site alone"),
+        pytest.param("", "print(_ND)\n", True, id="read by other code"),
+        pytest.param("__all__ = ['f', '_ND']\n", "", True, id="named in a string"),
+        pytest.param("", "class C:\n    def m(self):\n        return self._ND\n", True, id="an attribute of that name"),
+    ],
+)
+def test_a_module_constant_is_shared_when_anything_else_may_read_it(before: str, after: str, shared: bool) -> None:
+    code = f"import jax\nfrom functools import partial\n{before}_ND = (0,)\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=_ND)\ndef f(a, b):\n    return b\n" + RULE + after
+    (site,) = sites_of(code)
+    assert site.nondiff.constant is not None and site.nondiff.constant.shared is shared
+
+
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [
+        pytest.param("_ND = (1,)\n", "", id="assigned twice"),
+        pytest.param("", "if FLAG:\n    _ND = (1,)\n", id="assigned again under an if"),
+        pytest.param("", "_ND += (1,)\n", id="augmented"),
+        pytest.param("", "def set_nd():\n    global _ND\n    _ND = (1,)\n", id="a global statement"),
+        pytest.param("def make(_ND):\n    return _ND\n", "", id="a parameter of that name"),
+        pytest.param("", "shift = lambda _ND: _ND\n", id="a lambda's parameter"),
+        pytest.param("", "squares = [_ND for _ND in range(3)]\n", id="a comprehension target"),
+        pytest.param("", "match FLAG:\n    case (1, _ND):\n        pass\n", id="a capture pattern"),
+        pytest.param("", "match FLAG:\n    case [*_ND]:\n        pass\n", id="a star pattern"),
+        pytest.param("", "match FLAG:\n    case {**_ND}:\n        pass\n", id="a mapping pattern's rest"),
+    ],
+)
+def test_a_module_constant_bound_anywhere_else_is_not_read_for_the_fix(before: str, after: str) -> None:
+    code = f"import jax\nfrom functools import partial\n{before}_ND = (0,)\n"
+    code += "@partial(jax.custom_vjp, nondiff_argnums=_ND)\ndef f(a, b):\n    return b\n" + RULE + after
+    (site,) = sites_of(code)
+    assert site.nondiff.constant is None
+    assert site.nondiff.problem == "nondiff_argnums is given by `_ND`"
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,17 @@ class FunctionRef:
 
 
 @dataclass(frozen=True)
+class NondiffConstant:
+    """The module constant nondiff_argnums names (`_NONDIFF = (0, 2)`), when the site can only be
+    reading that one binding of the name."""
+
+    assign: cst.Assign  # its `NAME = value` statement, at module level
+    # Something else may read it (another reference in the module, a public name another module
+    # may import): fix writes the new positions at the site and leaves the constant as it is.
+    shared: bool
+
+
+@dataclass(frozen=True)
 class NondiffSpec:
     """What nondiff_argnums / nondiff_argnames say, and where they are written."""
 
@@ -92,6 +103,7 @@ class NondiffSpec:
     # nondiff_argnames of a primal whose signature is not seen): positions lacks it.
     complete: bool = True
     as_list: bool = False  # nondiff_argnums is written as a list: `[0, 1]`, `list(range(2))`
+    constant: NondiffConstant | None = None  # nondiff_argnums names it (literal is False)
 
 
 @dataclass(frozen=True)

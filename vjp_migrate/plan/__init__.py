@@ -40,7 +40,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
     """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done."""
     if site.problem:
         return site.problem
-    if not site.nondiff.literal:
+    if not site.nondiff.literal and site.nondiff.constant is None:
         return site.nondiff.problem or "nondiff_argnums is not a literal"
     starred = [p for p in moved if p >= len(site.params)]
     star = varargs_owner(site)

@@ -18,6 +18,7 @@ from vjp_migrate.rewrite.comments import (
     corrected,
     is_docstring,
     kept_del_comments,
+    left_above,
     saved_nothing,
     spoken,
 )
@@ -26,10 +27,12 @@ from vjp_migrate.rewrite.lists import (
     Break,
     Whitespace,
     fix_trailing,
+    listed_positions,
     literal_without,
     names_expr,
     new_args,
     one_per_line,
+    own_constant,
     positions_expr,
     prepend,
     rebuilt_elements,
@@ -69,7 +72,9 @@ class Apply(cst.CSTTransformer):
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
         self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
+        self.constants = {id(a): p for p in plans if (a := own_constant(p)) is not None}
         self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
+        self._constant_heirs(module)
 
     def _comment_heirs(self) -> dict[int, list[cst.EmptyLine]]:
         """The comments at the end of `del` lines that go, when not about the deleted names, by
@@ -88,6 +93,18 @@ class Apply(cst.CSTTransformer):
                 b for b in self.index.descendants(bwd, {cst.IndentedBlock}) if isinstance(b, cst.IndentedBlock)
             )
         return kept_del_comments(blocks, gone) if gone else {}
+
+    def _constant_heirs(self, module: cst.Module) -> None:
+        """A constant line that goes (no position left) leaves the comments above it that are
+        not about it to the statement after it (comments.left_above)."""
+        body = list(module.body)
+        for index, stmt in enumerate(body[:-1]):
+            if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
+                continue
+            plan = self.constants.get(id(stmt.body[0]))
+            if plan is not None and not listed_positions(plan) and (lines := left_above(stmt)):
+                heir = id(body[index + 1])
+                self.comment_heirs[heir] = [*lines, *self.comment_heirs.get(heir, [])]
 
     def _del_goes(self, small: cst.BaseSmallStatement) -> bool:
         """Whether leave_Del removes this statement whole."""
@@ -377,7 +394,15 @@ class Apply(cst.CSTTransformer):
             return value.with_changes(left=with_items(value.left, [*nones, *value.left.elements], wraps))
         return None
 
-    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign:
+    def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        plan = self.constants.get(id(original_node))
+        if plan is not None:  # `_NONDIFF = (0, 2)` that only the site reads
+            self._forget_names(original_node.value)
+            listed = listed_positions(plan)
+            if not listed:
+                return cst.RemoveFromParent()
+            value = positions_expr(updated_node.value, listed, plan.site.nondiff.as_list)
+            return updated_node.with_changes(value=value)
         plan = self.cotangent_literals.get(id(original_node))
         if plan is not None:  # `grads = (a, b)` that bwd returns: `grads = (a, None, b)`
             value = self._bwd_value(plan, updated_node.value, original_node.value)

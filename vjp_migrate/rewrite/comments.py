@@ -82,6 +82,19 @@ def kept_del_comments(
     return heirs
 
 
+def left_above(stmt: cst.SimpleStatementLine) -> list[cst.EmptyLine]:
+    """The lines above a statement line that goes which stay, for the next statement to take
+    above its own: comments set apart by a blank line (a section header); the comment lines
+    right above it describe it and go with it, as the blank lines below the last comment do
+    (the next statement keeps its own)."""
+    lines = list(stmt.leading_lines)
+    while lines and lines[-1].comment is not None:
+        lines.pop()
+    while lines and lines[-1].comment is None:
+        lines.pop()
+    return lines
+
+
 def is_docstring(stmt: cst.BaseStatement) -> bool:
     return (
         isinstance(stmt, cst.SimpleStatementLine)

@@ -188,12 +188,11 @@ def new_args(plan: RewritePlan, originals: Sequence[cst.Arg], args: Sequence[cst
     gone: set[int] = set()
     for original, arg in zip(originals, args, strict=True):
         if original is site.nondiff.argnums_arg:
-            listed = [p for p in plan.kept if p not in named_positions(plan)]
+            listed = listed_positions(plan)
             if not listed:
                 gone.add(id(arg))
-            else:
-                value = positions_expr(arg.value, tuple(listed), site.nondiff.as_list)
-                arg = arg.with_changes(value=value)
+            elif own_constant(plan) is None:  # else the constant takes them (Apply.leave_Assign)
+                arg = arg.with_changes(value=positions_expr(arg.value, listed, site.nondiff.as_list))
         elif original is site.nondiff.argnames_arg:
             names = [n for n in kept_names if site.params.index(n) in named_positions(plan)]
             if not names:
@@ -202,6 +201,19 @@ def new_args(plan: RewritePlan, originals: Sequence[cst.Arg], args: Sequence[cst
                 arg = arg.with_changes(value=names_expr(arg.value, names))
         result.append(arg)
     return without(result, lambda a: id(a) in gone, None)[0]
+
+
+def own_constant(plan: RewritePlan) -> cst.Assign | None:
+    """The module constant giving nondiff_argnums that only this site reads: the fix changes it
+    (or removes it with the keyword, when no position is left) instead of the keyword."""
+    constant = plan.site.nondiff.constant
+    return constant.assign if constant is not None and not constant.shared else None
+
+
+def listed_positions(plan: RewritePlan) -> tuple[int, ...]:
+    """The positions nondiff_argnums lists after the change."""
+    named = named_positions(plan)
+    return tuple(p for p in plan.kept if p not in named)
 
 
 def named_positions(plan: RewritePlan) -> set[int]:

@@ -43,6 +43,7 @@ class SiteFinder(RuleLinker):
         self.imported_value = imported_value
         self.constants = module_constants(module)
         self.unread_imports = set()
+        self.mentions = None
         self.names = None
         self.bindings = None
 

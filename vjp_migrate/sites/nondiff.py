@@ -7,9 +7,10 @@ from collections.abc import Callable, Sequence
 
 import libcst as cst
 
+from vjp_migrate import walk
 from vjp_migrate.imports import ImportTable, dotted
-from vjp_migrate.model import NondiffSpec
-from vjp_migrate.sites.scopes import int_literals, str_literals
+from vjp_migrate.model import NondiffConstant, NondiffSpec
+from vjp_migrate.sites.scopes import AnyBindings, NameMentions, constant_assigns, int_literals, str_literals
 
 # Project-wide analysis (project.py) gives the value of a constant imported from another module
 # (`nondiff_argnums=NONDIFF`): its expression there, why it cannot be read (`imported from
@@ -25,6 +26,7 @@ class NondiffReader:
     imported_value: ImportedValue | None
     constants: dict[str, cst.BaseExpression]  # the module's constants, by name
     unread_imports: set[int]  # id(nondiff_argnums Arg) of imported names not read
+    mentions: tuple[dict[str, int], NameMentions] | None  # (AnyBindings counts, NameMentions), once needed
 
     def _positions(self, expr: cst.BaseExpression) -> tuple[int, ...] | None:
         literal = int_literals(expr, signed=True)  # a negative one is read, to be reported (VJP004)
@@ -52,6 +54,8 @@ class NondiffReader:
             return None
         positions: set[int] = set()
         literal, complete, problem = True, True, None
+        constant: NondiffConstant | None = None
+        listed = argnums is not None and self._written_as_list(argnums.value)
         if argnums is not None:
             found = self._positions(argnums.value)
             if found is None:
@@ -60,6 +64,9 @@ class NondiffReader:
                 problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
                 if name in self.constants:
                     found = self._positions(self.constants[name])
+                    constant = self._constant(name) if found is not None else None
+                    if constant is not None:
+                        problem, listed = None, self._written_as_list(constant.assign.value)
                 elif name is not None and (origin := self._origin(name)) is not None:
                     value = self.imported_value(name) if self.imported_value is not None else None
                     if isinstance(value, cst.BaseExpression):
@@ -85,8 +92,25 @@ class NondiffReader:
                 positions.update(params.index(n) for n in names if n in params[positional_only:])
                 # JAX skips a name the primal lacks; a name fwd lacks may still be the primal's.
                 complete = complete and (seen or all(n in params for n in names))
-        listed = argnums is not None and self._written_as_list(argnums.value)
-        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete, listed)
+        return NondiffSpec(tuple(sorted(positions)), argnums, argnames, literal, problem, complete, listed, constant)
+
+    def _constant(self, name: str) -> NondiffConstant | None:
+        """The module constant ``name`` when it is the only binding of that name in the module
+        (else a parameter, a later or conditional assignment may be what the site reads)."""
+        if self.mentions is None:
+            bindings, mentions = AnyBindings(), NameMentions()
+            walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
+            walk.visit(self.module, bindings)
+            walk.visit(self.module, mentions)
+            self.mentions = bindings.counts, mentions
+        bindings_count, mentions = self.mentions
+        assign = constant_assigns(self.module).get(name)
+        if assign is None or bindings_count.get(name, 0) != 1:
+            return None
+        # Its binding and the site's keyword are its only mentions, and no other module should
+        # import a private name.
+        shared = not name.startswith("_") or mentions.counts.get(name, 0) != 2 or name in mentions.strings
+        return NondiffConstant(assign, shared)
 
     def _origin(self, name: str) -> str | None:
         """The module an imported ``name`` comes from, as the import spells it."""

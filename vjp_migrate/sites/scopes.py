@@ -170,15 +170,70 @@ def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
 
 def module_constants(module: cst.Module) -> dict[str, cst.BaseExpression]:
     """The values the module's top-level `NAME = value` statements give (the last one of each)."""
-    constants: dict[str, cst.BaseExpression] = {}
+    return {name: assign.value for name, assign in constant_assigns(module).items()}
+
+
+def constant_assigns(module: cst.Module) -> dict[str, cst.Assign]:
+    """The module's top-level `NAME = value` statements, by name (the last one of each)."""
+    constants: dict[str, cst.Assign] = {}
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
             for small in stmt.body:
                 if isinstance(small, cst.Assign) and len(small.targets) == 1:
                     target = small.targets[0].target
                     if isinstance(target, cst.Name):
-                        constants[target.value] = small.value
+                        constants[target.value] = small
     return constants
+
+
+class AnyBindings(ModuleBindings):
+    """How many constructs bind each name anywhere in the module: in defs, classes, lambdas,
+    comprehensions and match patterns too (parameters included)."""
+
+    def _named(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
+        self.add(node.name.value)
+        return True
+
+    visit_FunctionDef = _named
+    visit_ClassDef = _named
+
+    def visit_Lambda(self, node: cst.Lambda) -> bool:
+        return True
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self.add(node.name.value)
+
+    def visit_CompFor(self, node: cst.CompFor) -> None:
+        self._targets(node.target)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self.add(node.name.value)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self.add(node.name.value)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:
+            self.add(node.rest.value)
+
+
+class NameMentions(cst.CSTVisitor):
+    """How often each name is written in the module (as a name, an attribute or a binding), and
+    the strings it holds (`__all__`, `getattr(module, "NAME")`)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {}
+        self.strings: set[str] = set()
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self.counts[node.value] = self.counts.get(node.value, 0) + 1
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = node.evaluated_value
+        if isinstance(value, str):
+            self.strings.add(value)
 
 
 class OwnReturns(cst.CSTVisitor):
