@@ -10,7 +10,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
-from test_classify import HEADER, classified, lines
+from test_classify import HEADER, classified, lines, site_module
 
 from vjp_migrate import screen
 from vjp_migrate.api import check_source, fix_source
@@ -229,3 +229,79 @@ def test_the_original_breaks_under_jit_with_params_traced_and_the_safe_fix_runs(
         jax.jit(grad(old))(G, x)  # params traced: its leaves are Tracers in nondiff_argnums
     assert jnp.allclose(jax.jit(grad(new))(G, x), grad(old)(G, x))
     assert jax.vmap(grad(new), in_axes=(0, None))(jnp.stack([G, 2 * G]), x).shape == (2, 2)
+
+
+# probe26 G4 (newton_kkt's `jnp.repeat(..., config.max_iters + 1, axis=0)`, a Pallas op's
+# `interpret=config.interpret`): an attribute of an argument of no known class, needed concrete.
+POST = (
+    "from jax.experimental import pallas as pl\n"
+    "def _post(x, cfg):\n    return pl.pallas_call(_kernel, out_shape=x, interpret=cfg.interpret)(x)\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("primal", "extra", "kind", "reason"),
+    [
+        pytest.param("return jnp.repeat(x[None], a.n + 1, axis=0)", "", ArgKind.STATIC, "attribute `n`", id="repeats"),
+        pytest.param(
+            lines("if a.verbose:", "    print(x)", "return x"), "", ArgKind.STATIC, "attribute `verbose`", id="if"
+        ),
+        pytest.param("return _post(x, a)", POST, ArgKind.STATIC, "attribute `interpret`", id="in a helper"),
+        pytest.param("return x * a.T", "", ArgKind.ARRAY, None, id="a view"),
+        pytest.param("return jnp.zeros(a.shape[0]) + a", "", ArgKind.ARRAY, None, id="metadata"),
+        pytest.param("return x.at[0].set(a)", "", ArgKind.ARRAY, None, id="set by .at"),
+        pytest.param("return a.update(x)", "", ArgKind.UNKNOWN, None, id="a method called"),
+    ],
+)
+def test_an_attribute_needed_concrete_makes_an_argument_of_no_known_class_static(
+    primal: str, extra: str, kind: ArgKind, reason: str | None
+) -> None:
+    info = classified(site_module(primal, "return (g,)", extra=extra))
+    shown = tuple(e.text for e in info.evidence)
+    assert info.kind is kind, shown
+    assert reason is None or any(reason in text for text in shown), shown
+
+
+TILE = """\
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@dataclasses.dataclass(frozen=True)
+class Cfg:
+    n: int = 3
+
+
+jax.tree_util.register_dataclass(Cfg)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def tile(cfg, x):
+    return jnp.repeat(x[None], cfg.n + 1, axis=0)
+
+
+def tile_fwd(cfg, x):
+    return tile(cfg, x), None
+
+
+def tile_bwd(cfg, _, g):
+    return (jnp.sum(g, axis=0),)
+
+
+tile.defvjp(tile_fwd, tile_bwd)
+"""
+
+
+def test_a_setting_read_as_an_attribute_is_static_and_moving_it_breaks() -> None:
+    """Real JAX on CPU: the module works under jit with the config static; traced (what moving it
+    would make of it), `jnp.repeat` cannot take `cfg.n + 1`. So: no finding, not even VJP002."""
+    assert check_source(TILE, settings=Settings(frozenset(BY_CODE))) == []
+    namespace: dict[str, Any] = {}
+    exec(compile(TILE, "tile.py", "exec"), namespace)
+    tile, cfg = namespace["tile"], namespace["Cfg"]()
+    assert jax.jit(jax.grad(lambda x: (tile(cfg, x) ** 2).sum()))(jnp.ones(2)).tolist() == [8.0, 8.0]
+    with pytest.raises(jax.errors.ConcretizationTypeError):
+        jax.jit(lambda c, x: jnp.repeat(x[None], c.n + 1, axis=0))(cfg, jnp.ones(2))

@@ -821,6 +821,9 @@ VALUE_METHODS = frozenset(
 # Attributes that read only an array's metadata: concrete even for a Tracer, so `if x.shape[0] > 1`
 # needs nothing of `x`'s values.
 METADATA_ATTRIBUTES = frozenset({"shape", "ndim", "dtype", "size"})
+# An array's attributes that are no part of an object it may be (`cfg.n`): metadata, its indexed
+# update helper, and what jit knows of a Tracer.
+ARRAY_ATTRIBUTE_NAMES = METADATA_ATTRIBUTES | {"at", "flat", "sharding", "itemsize", "nbytes", "weak_type", "aval"}
 METADATA_FUNCTIONS = frozenset(
     {
         "shape",

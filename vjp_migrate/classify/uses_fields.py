@@ -16,20 +16,31 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.classify.array_fields import ArrayFields
 from vjp_migrate.classify.context import own_body
-from vjp_migrate.classify.weights import DOUBT
+from vjp_migrate.classify.weights import DOUBT, HOST_NUMPY
 from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.vocabulary import ARRAY_ATTRIBUTE_NAMES
 
 
 class _FieldReads(cst.CSTVisitor):
-    def __init__(self, name: str, fields: Iterable[str]) -> None:
+    """The attributes of ``name`` read (``fields``; any but an array's own and a method called when None)."""
+
+    def __init__(self, name: str, fields: Iterable[str] | None) -> None:
         self.name = name
-        self.fields = set(fields)
+        self.fields = set(fields) if fields is not None else None
         self.read: dict[str, None] = {}  # in the order first read
+        self.called: set[str] = set()
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if type(func) is cst.Attribute and type(func.value) is cst.Name and func.value.value == self.name:
+            self.called.add(func.attr.value)
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        value = node.value
-        if isinstance(value, cst.Name) and value.value == self.name and node.attr.value in self.fields:
-            self.read[node.attr.value] = None
+        value, attribute = node.value, node.attr.value
+        if not (isinstance(value, cst.Name) and value.value == self.name):
+            return
+        if attribute in self.fields if self.fields is not None else attribute not in ARRAY_ATTRIBUTE_NAMES:
+            self.read[attribute] = None
 
 
 def fields_read(func: cst.FunctionDef, name: str, fields: ArrayFields) -> list[str]:
@@ -39,6 +50,25 @@ def fields_read(func: cst.FunctionDef, name: str, fields: ArrayFields) -> list[s
     for stmt in own_body(func):
         walk.visit(stmt, reads)
     return list(reads.read)
+
+
+def attributes_read(func: cst.FunctionDef, name: str) -> list[str]:
+    """The attributes of the parameter ``name`` that the body of ``func`` reads (`cfg.n`), but an
+    array's own (`x.shape`, `x.at`, a view: `x.T`) and the methods it calls (`opt.update(...)`), in
+    the order it first reads them."""
+    reads = _FieldReads(name, None)
+    for stmt in own_body(func):
+        walk.visit(stmt, reads)
+    return [attribute for attribute in reads.read if attribute not in reads.called]
+
+
+def attribute_evidence(found: Iterable[tuple[Evidence, str]], attribute: str) -> list[tuple[Evidence, str]]:
+    """What the uses ``found`` of an attribute of an argument of no known class say about it: only
+    a need for a concrete value, which the argument then has (a JAX value, traced, would trace its
+    leaves; an object that is no pytree cannot be one)."""
+    shown = f"its attribute `{attribute}`"
+    static = [(e, weight) for e, weight in found if e.kind is ArgKind.STATIC and HOST_NUMPY not in e.text]
+    return [(replace(e, text=f"{shown}: {e.text}"), weight) for e, weight in static]
 
 
 def field_evidence(

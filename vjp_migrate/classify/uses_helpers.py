@@ -15,7 +15,7 @@ from vjp_migrate.classify.annotations import annotation_evidence, pytree_owner
 from vjp_migrate.classify.context import Context, Via, function_locals, own_body
 from vjp_migrate.classify.expressions import all_params, bound_parameter, call_value, code_text, place_of, strip_views
 from vjp_migrate.classify.uses_branches import Branches
-from vjp_migrate.classify.uses_fields import field_evidence, fields_read
+from vjp_migrate.classify.uses_fields import attribute_evidence, attributes_read, field_evidence, fields_read
 from vjp_migrate.classify.uses_names import NameFinder
 from vjp_migrate.classify.weights import DOUBT, WEAK
 from vjp_migrate.imports import ImportTable, dotted
@@ -24,6 +24,9 @@ from vjp_migrate.sites import jit_static_names, positional_params
 from vjp_migrate.vocabulary import CACHING_DECORATORS, HOST_CALLBACKS, PALLAS_CALL, SETTING_KEYWORDS
 
 H = TypeVar("H", bound="Helpers")  # typing.Self is Python 3.11+
+# The attributes of an argument of no known class followed (each is one more walk of the body):
+# in the rules and the helpers they call, the first few read.
+_ATTRIBUTE_DEPTH, _ATTRIBUTES = 2, 8
 
 
 class Helpers(Branches):
@@ -54,6 +57,10 @@ class Helpers(Branches):
             for field in fields_read(func, name, fields):
                 read = cls._walked(func, {f"{name}.{field}"}, ctx, where, depth)
                 uses.evidence.extend(field_evidence(read.evidence, field, fields))
+        elif name.isidentifier() and depth <= _ATTRIBUTE_DEPTH:
+            for attribute in attributes_read(func, name)[:_ATTRIBUTES]:
+                read = cls._walked(func, {f"{name}.{attribute}"}, ctx, where, depth)
+                uses.evidence.extend(attribute_evidence(read.evidence, attribute))
         return uses
 
     @classmethod
