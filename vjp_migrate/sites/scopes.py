@@ -103,6 +103,8 @@ class AllNames(cst.CSTVisitor):
 class ModuleBindings(cst.CSTVisitor):
     """How many constructs bind each name in the module's own scope (not inside defs or classes)."""
 
+    inside = False  # whether defs, classes and lambdas are walked into
+
     def __init__(self) -> None:
         self.counts: dict[str, int] = {}
 
@@ -115,13 +117,13 @@ class ModuleBindings(cst.CSTVisitor):
 
     def _named(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
         self.add(node.name.value)
-        return False
+        return self.inside
 
     visit_FunctionDef = _named
     visit_ClassDef = _named
 
     def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
+        return self.inside
 
     def visit_AssignTarget(self, node: cst.AssignTarget) -> None:
         self._targets(node.target)
@@ -190,15 +192,7 @@ class AnyBindings(ModuleBindings):
     """How many constructs bind each name anywhere in the module: in defs, classes, lambdas,
     comprehensions and match patterns too (parameters included)."""
 
-    def _named(self, node: cst.FunctionDef | cst.ClassDef) -> bool:
-        self.add(node.name.value)
-        return True
-
-    visit_FunctionDef = _named
-    visit_ClassDef = _named
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return True
+    inside = True
 
     def visit_Param(self, node: cst.Param) -> None:
         self.add(node.name.value)
