@@ -33,7 +33,7 @@ from vjp_migrate.classify.annotations import annotation_evidence, pytree_owner
 from vjp_migrate.classify.call_sites import call_site_evidence
 from vjp_migrate.classify.calls import calls_of
 from vjp_migrate.classify.context import Context
-from vjp_migrate.classify.expressions import all_params, call_value, code_text, number_literal, param_at
+from vjp_migrate.classify.expressions import call_value, code_text, number_literal, param_at, param_named
 from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.local_calls import left_at_default
 from vjp_migrate.classify.module_facts import jit_rebinding
@@ -159,7 +159,7 @@ def _pytree_owner(roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | 
     (`params: Params` in the primal): the rules that leave it unannotated read the same value's fields."""
     for _, func, position, _ in roles:
         name = param_at(func, position) if func is not None else None
-        param = next((p for p in all_params(func.params) if p.name.value == name), None) if func and name else None
+        param = param_named(func, name) if func and name else None
         if param is not None and (owner := pytree_owner(param, ctx)) is not None:
             return owner
     return None

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import libcst as cst
 
-from vjp_migrate.classify.expressions import all_params, code_text, is_int_tuple
+from vjp_migrate.classify.expressions import all_params, code_text, is_int_tuple, param_named
 from vjp_migrate.classify.weights import SCALAR, STRONG
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
@@ -77,7 +77,7 @@ def annotation_reading(annotation: cst.BaseExpression, imports: ImportTable) -> 
 
 def annotation_evidence(func: cst.FunctionDef, name: str, ctx: Context, where: str) -> list[tuple[Evidence, str]]:
     """Evidence from the annotation and default of the parameter ``name``."""
-    param = next((p for p in all_params(func.params) if p.name.value == name), None)
+    param = param_named(func, name)
     if param is None:
         return []
     found: list[tuple[Evidence, str]] = []

@@ -11,7 +11,7 @@ from vjp_migrate.classify.annotations import annotated_with, annotation_reading
 from vjp_migrate.classify.array_fields import ArrayFields
 from vjp_migrate.classify.call_traced import rebound
 from vjp_migrate.classify.context import Context, function_locals
-from vjp_migrate.classify.expressions import all_params, code_text
+from vjp_migrate.classify.expressions import code_text, param_named
 from vjp_migrate.model import ArgKind
 
 
@@ -60,7 +60,7 @@ def _parameter(
 ) -> tuple[cst.FunctionDef, cst.Param] | None:
     """The innermost caller's parameter ``name``, if no statement of that caller rebinds it."""
     for caller in reversed(callers):
-        param = next((p for p in all_params(caller.params) if p.name.value == name), None)
+        param = param_named(caller, name)
         if param is not None:
             return None if rebound(caller, name, ctx) else (caller, param)
         if name in function_locals(caller, ctx).bindings:

@@ -226,6 +226,11 @@ def all_params(params: cst.Parameters) -> list[cst.Param]:
     return [*params.posonly_params, *params.params, *params.kwonly_params, *star]
 
 
+def param_named(func: cst.FunctionDef | cst.Lambda, name: str) -> cst.Param | None:
+    """``func``'s parameter ``name``, of any kind."""
+    return next((p for p in all_params(func.params) if p.name.value == name), None)
+
+
 def is_string_like(expr: cst.BaseExpression) -> bool:
     if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.ConcatenatedString)):
         return True

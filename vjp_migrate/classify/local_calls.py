@@ -8,7 +8,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.classify.context import Context
-from vjp_migrate.classify.expressions import all_params, code_text
+from vjp_migrate.classify.expressions import code_text, param_named
 from vjp_migrate.model import ArgKind, Evidence, VjpSite
 from vjp_migrate.sites import body_statements, scope_statements
 
@@ -25,7 +25,7 @@ def left_at_default(
     primal = site.primal
     if primal is None or site.primal_expr is not None or id(primal) not in ctx.enclosing or not calls:
         return None
-    param = next((p for p in all_params(primal.params) if p.name.value == name), None)
+    param = param_named(primal, name)
     default = param.default if param is not None else None
     if default is None or not _literal(default):
         return None

@@ -43,23 +43,15 @@ class _FieldReads(cst.CSTVisitor):
             self.read[attribute] = None
 
 
-def fields_read(func: cst.FunctionDef, name: str, fields: ArrayFields) -> list[str]:
-    """The fields of ``fields``'s class the body of ``func`` reads from the parameter ``name``
-    (`params.G`), in the order it first reads them."""
-    reads = _FieldReads(name, [*fields.fields, *fields.others])
+def attributes_read(func: cst.FunctionDef, name: str, fields: ArrayFields | None = None) -> list[str]:
+    """The attributes of the parameter ``name`` that the body of ``func`` reads, in the order it
+    first reads them: the declared fields of ``fields``'s class (`params.G`); with no class known,
+    any but an array's own (`x.shape`, `x.at`, a view: `x.T`) and the methods it calls
+    (`opt.update(...)`)."""
+    reads = _FieldReads(name, [*fields.fields, *fields.others] if fields is not None else None)
     for stmt in own_body(func):
         walk.visit(stmt, reads)
-    return list(reads.read)
-
-
-def attributes_read(func: cst.FunctionDef, name: str) -> list[str]:
-    """The attributes of the parameter ``name`` that the body of ``func`` reads (`cfg.n`), but an
-    array's own (`x.shape`, `x.at`, a view: `x.T`) and the methods it calls (`opt.update(...)`), in
-    the order it first reads them."""
-    reads = _FieldReads(name, None)
-    for stmt in own_body(func):
-        walk.visit(stmt, reads)
-    return [attribute for attribute in reads.read if attribute not in reads.called]
+    return [attribute for attribute in reads.read if fields is not None or attribute not in reads.called]
 
 
 def attribute_evidence(found: Iterable[tuple[Evidence, str]], attribute: str) -> list[tuple[Evidence, str]]:

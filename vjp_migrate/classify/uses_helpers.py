@@ -13,9 +13,17 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.classify.annotations import annotation_evidence, pytree_owner
 from vjp_migrate.classify.context import Context, Via, function_locals, own_body
-from vjp_migrate.classify.expressions import all_params, bound_parameter, call_value, code_text, place_of, strip_views
+from vjp_migrate.classify.expressions import (
+    all_params,
+    bound_parameter,
+    call_value,
+    code_text,
+    param_named,
+    place_of,
+    strip_views,
+)
 from vjp_migrate.classify.uses_branches import Branches
-from vjp_migrate.classify.uses_fields import attribute_evidence, attributes_read, field_evidence, fields_read
+from vjp_migrate.classify.uses_fields import attribute_evidence, attributes_read, field_evidence
 from vjp_migrate.classify.uses_names import NameFinder
 from vjp_migrate.classify.weights import DOUBT, WEAK
 from vjp_migrate.imports import ImportTable, dotted
@@ -48,19 +56,21 @@ class Helpers(Branches):
     ) -> H:
         """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it; and
         of the fields it reads when it holds a pytree class of the module with array fields, the
-        class its annotation (or ``owner``, another rule's annotation of the argument) names."""
+        class its annotation (or ``owner``, another rule's annotation of the argument) names; else
+        of the first attributes it reads, for a need of a concrete value."""
         uses = cls._walked(func, {name}, ctx, where, depth)
-        param = next((p for p in all_params(func.params) if p.name.value == name), None)
+        param = param_named(func, name)
         owner = owner or (pytree_owner(param, ctx) if param is not None else None)
-        if owner is not None and name.isidentifier() and owner in ctx.array_fields:
-            fields = ctx.array_fields[owner]
-            for field in fields_read(func, name, fields):
-                read = cls._walked(func, {f"{name}.{field}"}, ctx, where, depth)
-                uses.evidence.extend(field_evidence(read.evidence, field, fields))
-        elif name.isidentifier() and depth <= _ATTRIBUTE_DEPTH:
-            for attribute in attributes_read(func, name)[:_ATTRIBUTES]:
-                read = cls._walked(func, {f"{name}.{attribute}"}, ctx, where, depth)
-                uses.evidence.extend(attribute_evidence(read.evidence, attribute))
+        fields = ctx.array_fields.get(owner) if owner is not None else None
+        if not name.isidentifier() or (fields is None and depth > _ATTRIBUTE_DEPTH):
+            return uses
+        read = attributes_read(func, name, fields)
+        for attribute in read if fields is not None else read[:_ATTRIBUTES]:
+            found = cls._walked(func, {f"{name}.{attribute}"}, ctx, where, depth).evidence
+            judged = (
+                attribute_evidence(found, attribute) if fields is None else field_evidence(found, attribute, fields)
+            )
+            uses.evidence.extend(judged)
         return uses
 
     @classmethod
