@@ -305,3 +305,91 @@ def test_a_setting_read_as_an_attribute_is_static_and_moving_it_breaks() -> None
     assert jax.jit(jax.grad(lambda x: (tile(cfg, x) ** 2).sum()))(jnp.ones(2)).tolist() == [8.0, 8.0]
     with pytest.raises(jax.errors.ConcretizationTypeError):
         jax.jit(lambda c, x: jnp.repeat(x[None], c.n + 1, axis=0))(cfg, jnp.ones(2))
+
+
+STATIC_N = [
+    pytest.param(EQX.replace("    n: int\n", "    n: int = eqx.field(static=True)\n"), id="eqx static field"),
+    pytest.param(
+        FLAX.replace("    n: int\n", "    n: int = flax.struct.field(pytree_node=False)\n"), id="flax pytree_node=False"
+    ),
+    pytest.param(
+        REGISTERED.replace("    n: int\n", '    n: int = dataclasses.field(metadata={"static": True})\n'),
+        id="dataclass metadata static",
+    ),
+    pytest.param(
+        REGISTERED.replace("@jax.tree_util.register_dataclass\n", "")
+        + 'jax.tree_util.register_dataclass(Params, data_fields=["G", "h"], meta_fields=["n"])\n',
+        id="meta_fields",
+    ),
+]
+
+
+@pytest.mark.parametrize("cls", STATIC_N)
+def test_a_field_the_class_declares_static_may_be_needed_concrete(cls: str) -> None:
+    """A static field is aux data of the pytree: concrete whether the pytree is traced or not, so
+    `jnp.zeros(p.n)` says nothing; the array field makes `p` array data."""
+    info = params_site(cls, "return jnp.zeros(p.n) + p.G @ x")
+    assert info.kind is ArgKind.ARRAY and info.strong, texts(info)
+    assert not any("its field `n`" in t for t in texts(info)), texts(info)
+    leaf = params_site(cls, "return jnp.zeros(p.h) + p.G @ x")
+    assert leaf.kind is ArgKind.STATIC, texts(leaf)  # `h` is a leaf: traced with the pytree
+
+
+SCAN = """\
+import dataclasses
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.tree_util.register_dataclass, data_fields=["G"], meta_fields=["steps"])
+@dataclasses.dataclass
+class Params:
+    G: jax.Array
+    steps: int
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def power(params: Params, x):
+    for _ in range(params.steps):
+        x = params.G @ x
+    return x
+
+
+def power_fwd(params, x):
+    return power(params, x), None
+
+
+def power_bwd(params, _, g):
+    for _ in range(params.steps):
+        g = params.G.T @ g
+    return (g,)
+
+
+power.defvjp(power_fwd, power_bwd)
+"""
+
+
+def test_a_static_field_in_a_loop_bound_stays_concrete_after_the_safe_fix() -> None:
+    """Real JAX on CPU: `range(params.steps)` runs on the traced pytree, as `steps` is aux data; the
+    original fails under jit with `params` traced, the migrated module runs and agrees."""
+    settings = Settings(frozenset(BY_CODE))
+    assert [(d.code, d.argument, d.fixable) for d in check_source(SCAN, settings=settings)] == [
+        ("VJP001", "params", True)
+    ]
+    fixed = fix_source(SCAN, settings=settings).source
+    assert "@jax.custom_vjp\ndef power(params: Params, x):" in fixed
+    old: dict[str, Any] = {}
+    new: dict[str, Any] = {}
+    exec(compile(SCAN, "scan.py", "exec"), old)
+    exec(compile(fixed, "scan_fixed.py", "exec"), new)
+
+    def grad(namespace: dict[str, Any]) -> Any:
+        return lambda G, x: jax.grad(lambda x: namespace["power"](namespace["Params"](G, 3), x).sum())(x)
+
+    G, x = jnp.array([[1.0, 2.0], [0.5, -1.0]]), jnp.array([1.0, 2.0])
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(grad(old))(G, x)
+    assert jnp.allclose(jax.jit(grad(new))(G, x), grad(old)(G, x))
+    assert jnp.allclose(grad(old)(G, x), jnp.linalg.matrix_power(G, 3).T @ jnp.ones(2))

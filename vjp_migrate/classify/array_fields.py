@@ -19,12 +19,12 @@ from vjp_migrate.classify.pytrees import (
     argument_at,
     call_registrations,
     decorator_registrations,
+    field_declarations,
     pytree_base,
     static_dataclass_field,
 )
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind
-from vjp_migrate.sites import body_statements
 from vjp_migrate.vocabulary import (
     CHILDREN_REGISTRARS,
     DATACLASS_REGISTRARS,
@@ -47,6 +47,8 @@ class ArrayFields:
     # module): such a leaf makes the pytree no valid argument of jit or custom_vjp.
     others: tuple[str, ...] = ()
     foreign: tuple[str, ...] = ()
+    # Those of the others the class declares static: aux data, concrete even in a traced pytree.
+    static: tuple[str, ...] = ()
 
     def described(self) -> str:
         """``a `typing.NamedTuple` with the array field `G: jnp.ndarray```."""
@@ -66,7 +68,7 @@ def module_array_fields(module: cst.Module, imports: ImportTable) -> dict[str, A
         if not isinstance(cls, cst.ClassDef):
             continue
         registrations = [*decorator_registrations(cls, imports), *registered.get(cls.name.value, [])]
-        static = set(static_fields(cls, imports))
+        static = set(static_fields(cls, imports)) | _metadata_static(cls, imports)
         declared = _declared(cls)
         fields = {name: text for name, text in _annotated_arrays(cls, imports).items() if name not in static}
         how = pytree_base(cls, imports) or _named_tuple(cls, imports)
@@ -79,7 +81,8 @@ def module_array_fields(module: cst.Module, imports: ImportTable) -> dict[str, A
                 how = how or f"a class registered with `{registrar}`"
         if fields:
             others = tuple(name for name in declared if name not in fields)
-            found[cls.name.value] = ArrayFields(cls.name.value, fields, how, others)
+            kept = tuple(name for name in others if name in static)
+            found[cls.name.value] = ArrayFields(cls.name.value, fields, how, others, static=kept)
             leaves[cls.name.value] = {name: declared[name] for name in others if name not in static}
     if leaves:  # a leaf annotated with a plain class or an enum of the module holds no JAX value either
         plain = plain_classes(module, imports) | module_enums(module, imports)
@@ -101,13 +104,10 @@ def _declared(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
     """The fields the class body declares (`n: int = 3`; not a `ClassVar`), each with the heads of
     the types its annotation allows (`Callable` of `Optional[Callable[..., Array]]`, and None)."""
     found: dict[str, list[cst.BaseExpression]] = {}
-    for stmt in body_statements(cls):
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
-                continue
-            heads = [a.value if isinstance(a, cst.Subscript) else a for a in alternatives(small.annotation.annotation)]
-            if all((dotted(head) or "").rsplit(".", 1)[-1] != "ClassVar" for head in heads):
-                found[small.target.value] = heads
+    for name, declared in field_declarations(cls):
+        heads = [a.value if isinstance(a, cst.Subscript) else a for a in alternatives(declared.annotation.annotation)]
+        if all((dotted(head) or "").rsplit(".", 1)[-1] != "ClassVar" for head in heads):
+            found[name] = heads
     return found
 
 
@@ -124,19 +124,21 @@ def _no_jax_value(heads: list[cst.BaseExpression], imports: ImportTable, plain: 
     return False
 
 
+def _metadata_static(cls: cst.ClassDef, imports: ImportTable) -> set[str]:
+    """The fields whose dataclass field is marked static (`field(metadata={"static": True})`)."""
+    return {name for name, declared in field_declarations(cls) if static_dataclass_field(declared.value, imports)}
+
+
 def _annotated_arrays(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
     """The fields the class body annotates as arrays (`noise: jax.Array`, `key: Optional[jax.Array] =
     None`), but one whose dataclass field is marked static (`field(metadata={"static": True})`)."""
     found: dict[str, str] = {}
-    for stmt in body_statements(cls):
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if not isinstance(small, cst.AnnAssign) or not isinstance(small.target, cst.Name):
-                continue
-            if static_dataclass_field(small.value, imports):
-                continue
-            read = annotation_reading(small.annotation.annotation, imports)
-            if read is not None and read[0] is ArgKind.ARRAY:
-                found[small.target.value] = cst.Module([]).code_for_node(small.annotation.annotation)
+    for name, declared in field_declarations(cls):
+        if static_dataclass_field(declared.value, imports):
+            continue
+        read = annotation_reading(declared.annotation.annotation, imports)
+        if read is not None and read[0] is ArgKind.ARRAY:
+            found[name] = cst.Module([]).code_for_node(declared.annotation.annotation)
     return found
 
 

@@ -18,6 +18,7 @@ from vjp_migrate.classify.pytrees import (
     argument_at,
     call_registrations,
     decorator_registrations,
+    field_declarations,
     pytree_base,
 )
 from vjp_migrate.imports import ImportTable, dotted
@@ -81,12 +82,10 @@ def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:
         return {}
     equinox = kind == EQUINOX_MODULE
     found: dict[str, str] = {}
-    for stmt in body_statements(cls):
-        for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
-                how = _declared_static(small.value, imports, equinox)
-                if how is not None:
-                    found[small.target.value] = how
+    for name, declared in field_declarations(cls):
+        how = _declared_static(declared.value, imports, equinox)
+        if how is not None:
+            found[name] = how
     return found
 
 

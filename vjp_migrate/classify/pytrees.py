@@ -260,11 +260,15 @@ def _every_field(
 ) -> bool:
     """Whether every field the class body declares (`x: int = ...`; not a `ClassVar`) has a
     value that ``static`` accepts."""
+    return all(static(declared.value, imports) for _, declared in field_declarations(cls) if not _class_var(declared))
+
+
+def field_declarations(cls: cst.ClassDef) -> Iterator[tuple[str, cst.AnnAssign]]:
+    """The annotated names the class body declares (`n: int = 3`), each with its declaration."""
     for stmt in body_statements(cls):
         for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.AnnAssign) and not _class_var(small) and not static(small.value, imports):
-                return False
-    return True
+            if isinstance(small, cst.AnnAssign) and isinstance(small.target, cst.Name):
+                yield small.target.value, small
 
 
 def _class_var(declared: cst.AnnAssign) -> bool:

@@ -45,10 +45,12 @@ class _FieldReads(cst.CSTVisitor):
 
 def attributes_read(func: cst.FunctionDef, name: str, fields: ArrayFields | None = None) -> list[str]:
     """The attributes of the parameter ``name`` that the body of ``func`` reads, in the order it
-    first reads them: the declared fields of ``fields``'s class (`params.G`); with no class known,
+    first reads them: the declared fields of ``fields``'s class (`params.G`), but those it declares
+    static (concrete whether the pytree is traced or not); with no class known,
     any but an array's own (`x.shape`, `x.at`, a view: `x.T`) and the methods it calls
     (`opt.update(...)`)."""
-    reads = _FieldReads(name, [*fields.fields, *fields.others] if fields is not None else None)
+    declared = [*fields.fields, *(f for f in fields.others if f not in fields.static)] if fields else None
+    reads = _FieldReads(name, declared)
     for stmt in own_body(func):
         walk.visit(stmt, reads)
     return [attribute for attribute in reads.read if fields is not None or attribute not in reads.called]
