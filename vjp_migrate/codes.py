@@ -125,8 +125,10 @@ CODES: tuple[Code, ...] = (
         example=_BEFORE.replace("jnp.clip(g, lo, hi)", "my_clip(g, lo, hi)"),
         use_instead=_AFTER.replace("jnp.clip(g, lo, hi)", "my_clip(g, lo, hi)"),
         safety=(
-            "Unsafe: if the argument is really a static setting (say, a callable or a shape), "
-            "passing it as a regular argument breaks the function. Off by default; "
+            "Unsafe: if the argument is really a static setting (say, a callable, a shape, or a "
+            "dict or object of settings whose values some code reads as Python numbers or flags, "
+            "such as `if config['verbose']:`), passing it as a regular argument breaks the function "
+            "under `jit`, where it becomes a Tracer. Off by default; "
             "`--select VJP002 --unsafe-fixes` applies it. When the rule cannot be rewritten "
             "(for the reasons of VJP003), the message ends with the reason and there is no fix."
         ),
