@@ -239,13 +239,17 @@ def _single_threaded_linux() -> bool:
         return False
 
 
+def killed_by(signum: int) -> str:
+    """``killed by SIGSEGV``, or the number of a signal Python has no name for."""
+    try:
+        return f"killed by {signal.Signals(signum).name}"
+    except ValueError:
+        return f"killed by signal {signum}"
+
+
 def _why(exitcode: int | None) -> str:
     if exitcode is not None and exitcode < 0:
-        try:
-            name = signal.Signals(-exitcode).name
-        except ValueError:
-            name = f"signal {-exitcode}"
-        return f"{CRASHED} (its worker process was killed by {name}); skipped"
+        return f"{CRASHED} (its worker process was {killed_by(-exitcode)}); skipped"
     return f"{CRASHED} (its worker process exited with status {exitcode}); skipped"
 
 

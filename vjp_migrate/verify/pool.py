@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import queue
-import signal
 import subprocess
 import threading
 from collections import deque
@@ -22,6 +21,7 @@ from dataclasses import dataclass
 from typing import IO, Any
 
 from vjp_migrate.verify.model import PROGRESS, where_stopped
+from vjp_migrate.workers import killed_by
 
 
 @dataclass(frozen=True)
@@ -143,13 +143,7 @@ class Worker:
         """One line: how the worker died, and where (or its last words when it died starting)."""
         returncode = self._process.wait()
         self._stderr.join()
-        if returncode < 0:
-            try:
-                how = f"killed by {signal.Signals(-returncode).name}"
-            except ValueError:
-                how = f"killed by signal {-returncode}"
-        else:
-            how = f"exit {returncode}"
+        how = killed_by(-returncode) if returncode < 0 else f"exit {returncode}"
         where = where_stopped(self._stderr.markers)
         if not where and self._stderr.said:
             where = f": {self._stderr.said[-1][:300]}"
