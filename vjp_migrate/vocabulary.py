@@ -743,6 +743,40 @@ HOST_CONVERSIONS = frozenset(
         "complex128",
     )
 )
+# Host NumPy functions that hand a value that is no NumPy array to its own method of that name
+# (NumPy's `_wrapfunc`/`_wrapreduction`; `np.shape` reads `.shape`): they take a Tracer, so
+# unlike other `numpy` functions they prove no concrete value (checked with JAX 0.10, NumPy 2).
+NUMPY_TRACER_METHODS = frozenset(
+    f"numpy.{name}"
+    for name in (
+        "sum",
+        "mean",
+        "std",
+        "var",
+        "max",
+        "min",
+        "amax",
+        "amin",
+        "prod",
+        "any",
+        "all",
+        "cumsum",
+        "cumprod",
+        "argmax",
+        "argmin",
+        "reshape",
+        "transpose",
+        "squeeze",
+        "round",
+        "around",
+        "repeat",
+        "swapaxes",
+        "searchsorted",
+        "shape",
+        "ndim",
+        "size",
+    )
+)
 # The methods of an indexed update (`x.at[i].set(v)`), whose first argument is written into the
 # array (`apply`'s is the function it maps).
 INDEXED_UPDATES = frozenset(

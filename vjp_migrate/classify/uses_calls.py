@@ -12,7 +12,7 @@ from vjp_migrate.classify.expressions import all_params, code_text, named_in, pl
 from vjp_migrate.classify.mapped import mapped_by
 from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
-from vjp_migrate.classify.weights import CALLED, DOUBT, HOST_NUMPY, NEEDED, OBJECT, WEAK
+from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites.scopes import AllNames
@@ -31,6 +31,7 @@ from vjp_migrate.vocabulary import (
     INDEXED_UPDATES,
     JAX_TRANSFORMS,
     METADATA_ATTRIBUTES,
+    NUMPY_TRACER_METHODS,
     PRIMITIVE_CLASSES,
     SHAPE_METHODS,
     SHARD_MAP_PLACES,
@@ -305,8 +306,11 @@ class CallUses(Helpers):
             elif use == STATIC:
                 place = place_of(position, keyword)
                 self._add(ArgKind.STATIC, f"passed as a static setting ({place}) to `{func_text}`", call, via=via)
+            elif qname in NUMPY_TRACER_METHODS:
+                if via is None:
+                    self._note(f"passed to host NumPy's `{func_text}`, which hands a Tracer to its own method", call)
             elif qname.startswith("numpy."):  # host NumPy: a Tracer cannot become a NumPy array
-                self._add(ArgKind.STATIC, f"{NEEDED} {HOST_NUMPY} `{func_text}`", call, via=via)
+                self._add(ArgKind.STATIC, f"{NEEDED} by host NumPy's `{func_text}`", call, via=via)
             elif use == DATA:
                 self._add(ArgKind.ARRAY, f"used as array data by `{func_text}`", call, via=via)
             elif use == SIZE_OR_DATA:

@@ -16,7 +16,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.classify.array_fields import ArrayFields
 from vjp_migrate.classify.context import own_body
-from vjp_migrate.classify.weights import DOUBT, HOST_NUMPY
+from vjp_migrate.classify.weights import DOUBT
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import ARRAY_ATTRIBUTE_NAMES
 
@@ -61,7 +61,7 @@ def attribute_evidence(found: Iterable[tuple[Evidence, str]], attribute: str) ->
     a need for a concrete value, which the argument then has (a JAX value, traced, would trace its
     leaves; an object that is no pytree cannot be one)."""
     shown = f"its attribute `{attribute}`"
-    static = [(e, weight) for e, weight in found if e.kind is ArgKind.STATIC and HOST_NUMPY not in e.text]
+    static = [(e, weight) for e, weight in found if e.kind is ArgKind.STATIC]
     return [(replace(e, text=f"{shown}: {e.text}"), weight) for e, weight in static]
 
 

@@ -11,9 +11,6 @@ STRONG, WEAK, CALL_SITE, SCALAR, OBJECT, DOUBT = "strong", "weak", "call site", 
 # strong everywhere but against a GUARDED static use.
 GUARDED, BRANCH_ARRAY = "guarded", "array on a type-picked branch"
 NEEDED, MAYBE_NEEDED = "its values are needed concretely", "its values may be needed concretely"
-# The text of a value handed to host NumPy: a Tracer is no NumPy array, but a reduction
-# (`np.sum(p.recharge)`) dispatches to its own method, so an attribute's such use proves nothing.
-HOST_NUMPY = "by host NumPy's"
 # A parameter a caller annotates with a class registered as a pytree with no leaves, passed on at
 # a call site: static like any value a call site passes, yet a JAX value, which can be moved.
 LEAFLESS = "a pytree with no leaves passed"
