@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import jax
 import pytest
 from click.testing import CliRunner
 
+from vjp_migrate import screen
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.cli import main
 from vjp_migrate.codes import expand_selection
@@ -128,6 +131,14 @@ BWD = "def f_bwd(w, res, g):\n    return (g * w,)\n"
         pytest.param("", "nondiff_argnums=(1,)", ", v=1.0", BWD, "fwd `f_fwd` takes 2 parameters, but", id="fwd arity"),
         pytest.param(
             "", "nondiff_argnums=(1,)", "", BWD.replace("(g * w,)", "g * w"), "returns a bare value", id="bare value"
+        ),
+        pytest.param(
+            "",
+            "nondiff_argnums=(1,)",
+            "",
+            BWD.replace("return (g * w,)", "ct = g * w\n    return ct"),
+            "returns a bare value",
+            id="a local bound to a bare value",
         ),
         pytest.param(
             "from consts import ND\n",
@@ -252,3 +263,29 @@ def test_a_finding_names_the_keyword_that_lists_the_argument(keywords: str, said
         "it raises UnexpectedTracerError under jit/vmap/grad"
         for name, keyword in said.items()
     }
+
+
+# probe27 G1a (primus_turbo's `_moe_combine_bwd` returns `recv_grad_x`): a safe fix made that
+# `(*recv_grad_x, None)`, unpacking an array along its first axis.
+@pytest.mark.parametrize(
+    ("body", "broken"),
+    [
+        pytest.param("ct = g * w\n    return ct", True, id="arithmetic"),
+        pytest.param("ct = jnp.multiply(g, w)\n    return ct", True, id="an array function"),
+        pytest.param("ct = g\n    return ct", True, id="the cotangent"),
+        pytest.param("ct = (g * w,)\n    return ct", False, id="a tuple"),
+        pytest.param("ct = g * w\n    ct = (ct,)\n    return ct", False, id="rebound to a tuple"),
+        pytest.param("ct = vjp_fn(g)\n    return ct", False, id="a call that may give a tuple"),
+    ],
+)
+def test_bwd_returning_a_local_bound_to_one_array_is_broken(body: str, broken: bool) -> None:
+    code = INCONSISTENT.format(imports="import jax.numpy as jnp\n", nondiff="nondiff_argnums=(1,)", kw="", bwd="")
+    code = code.replace("f.defvjp", f"def f_bwd(w, res, g):\n    vjp_fn = jnp.negative\n    {body}\n\nf.defvjp")
+    found = check_source(code, settings=Settings(expand_selection(["ALL"], None)))
+    assert [d.code for d in found] == (["VJP004"] if broken else ["VJP001"]), found
+    assert screen.may_report(code, Settings(expand_selection(["VJP004"], None))) or not broken
+    if broken:  # JAX agrees: the original fails under grad
+        namespace: dict[str, Any] = {}
+        exec(compile(code, "bare.py", "exec"), namespace)
+        with pytest.raises(TypeError, match="tuple"):
+            jax.grad(namespace["f"])(1.0, 2.0)

@@ -8,14 +8,30 @@ import libcst as cst
 
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import VjpSite
+from vjp_migrate.plan.bodies import bindings_of
 from vjp_migrate.sites import ignored_argnames, own_returns, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES
 from vjp_migrate.wording import count
 
 
-def _is_bare_value(value: cst.BaseExpression | None, cotangent: str, imports: ImportTable) -> bool:
+def _is_bare_value(
+    value: cst.BaseExpression | None,
+    cotangent: str,
+    imports: ImportTable,
+    bindings: dict[str, list[cst.CSTNode]] | None = None,
+) -> bool:
+    """One array or number, not a tuple: arithmetic, an array module's call, the cotangent itself,
+    or a local of bwd that only such values bind (`ct = g * 2.0`, then `return ct`)."""
     if isinstance(value, cst.Call):  # jnp.multiply(g, s) is one array; f_vjp(g) may be a tuple
         return (imports.qualify(value.func) or "").startswith(ARRAY_MODULES)
+    if isinstance(value, cst.Name) and value.value != cotangent and bindings is not None:
+        sites = bindings.get(value.value, [])
+        return bool(sites) and all(
+            isinstance(site, cst.Assign)
+            and all(isinstance(t.target, cst.Name) for t in site.targets)
+            and _is_bare_value(site.value, cotangent, imports)
+            for site in sites
+        )
     return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)) or (
         isinstance(value, cst.Name) and value.value == cotangent
     )
@@ -77,7 +93,8 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)[bwd_bound:]
         cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
-        if any(_is_bare_value(r.value, cotangent, imports) for r in own_returns(bwd)):
+        bindings = bindings_of(bwd)
+        if any(_is_bare_value(r.value, cotangent, imports, bindings) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value, but JAX needs a tuple with one cotangent per argument"
     return None
 

@@ -16,7 +16,7 @@ from vjp_migrate.screen.names import (
     qualified,
     str_names,
 )
-from vjp_migrate.screen.tree import Doubt, Func, Module, dotted, own_returns, toplevel_statements
+from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, own_returns, toplevel_statements
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
@@ -188,16 +188,25 @@ def may_be_inconsistent(m: Module, primal: Func, positions: list[int], fwd: Func
         cotangent = positional_params(bwd)[-1].arg if positional_params(bwd) else ""
         for ret in own_returns(m, bwd):
             value = ret.value
-            number = isinstance(value, ast.Constant) and type(value.value) in (int, float, complex)
-            if (
-                number
-                or isinstance(value, (ast.BinOp, ast.UnaryOp))
-                or (isinstance(value, ast.Name) and value.id == cotangent)
+            if _may_be_bare(m, value, cotangent):
+                return True
+            if isinstance(value, ast.Name) and any(
+                isinstance(node, ast.Assign)
+                and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)
+                and _may_be_bare(m, node.value, cotangent)
+                for node in body_nodes(m, bwd)
             ):
-                return True
-            if isinstance(value, ast.Call) and may_be_array_function(m, value.func):
-                return True
+                return True  # `ct = g * 2.0`, then `return ct`
     return False
+
+
+def _may_be_bare(m: Module, value: ast.expr | None, cotangent: str) -> bool:
+    """A number, arithmetic, the cotangent itself or an array function's call: one value, no tuple."""
+    if isinstance(value, ast.Constant) and type(value.value) in (int, float, complex):
+        return True
+    if isinstance(value, (ast.BinOp, ast.UnaryOp)) or (isinstance(value, ast.Name) and value.id == cotangent):
+        return True
+    return isinstance(value, ast.Call) and may_be_array_function(m, value.func)
 
 
 def rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:
