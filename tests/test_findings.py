@@ -289,3 +289,66 @@ def test_bwd_returning_a_local_bound_to_one_array_is_broken(body: str, broken: b
         exec(compile(code, "bare.py", "exec"), namespace)
         with pytest.raises(TypeError, match="tuple"):
             jax.grad(namespace["f"])(1.0, 2.0)
+
+
+# probe27 G1b (a phylogenetics likelihood's fwd takes `(alignment, ..., distances)` for the primal's
+# `(distances, alignment, ...)`) and G7 (a sparse solver's bwd takes `(transpose, coordinates, ...)`
+# for nondiff `(coordinates, transpose)`): a safe fix built residuals from the misnamed locals.
+PERMUTED = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def gather(x, idx, n):
+    return jnp.sum(x[idx]) * n
+
+
+def gather_fwd(x, idx, n):
+    return gather(x, idx, n), x.shape
+
+
+def gather_bwd(idx, n, shape, g):
+    return (jnp.zeros(shape).at[idx].add(g * n),)
+
+
+gather.defvjp(gather_fwd, gather_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "detail"),
+    [
+        pytest.param(
+            "def gather_fwd(x, idx, n):",
+            "def gather_fwd(idx, n, x):",
+            "fwd `gather_fwd` takes the parameters of `gather` in another order (`idx`, `n`, `x` against `x`, "
+            "`idx`, `n`), but JAX passes them in the primal's order",
+            id="fwd",
+        ),
+        pytest.param(
+            "def gather_bwd(idx, n, shape, g):",
+            "def gather_bwd(n, idx, shape, g):",
+            "bwd `gather_bwd` names its nondiff parameters in another order (`n`, `idx` against `idx`, `n` in "
+            "`gather`), but JAX passes them in the primal's order",
+            id="bwd",
+        ),
+        pytest.param("def gather_fwd(x, idx, n):", "def gather_fwd(x, i, n):", None, id="other names are no order"),
+    ],
+)
+def test_rule_parameters_named_in_another_order_are_a_broken_rule(old: str, new: str, detail: str | None) -> None:
+    code = PERMUTED.replace(old, new)
+    everything = Settings(expand_selection(["ALL"], None))
+    found = check_source(code, settings=everything)
+    if detail is None:
+        assert "VJP004" not in [d.code for d in found], found
+        return
+    assert [(d.code, d.message) for d in found] == [("VJP004", f"in custom_vjp `gather`, {detail}")]
+    assert fix_source(code, settings=Settings(everything.select, unsafe_fixes=True)).source == code
+    assert screen.may_report(code.replace("x[idx]", "x[0]").replace("* n", ""), Settings(frozenset({"VJP004"})))
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "permuted.py", "exec"), namespace)
+    with pytest.raises((TypeError, IndexError)):  # each name holds another argument: the rule is broken
+        jax.grad(namespace["gather"])(jax.numpy.arange(3.0), 1, 2.0)

@@ -5,6 +5,8 @@ No LibCST here: the screen runs before any LibCST import.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 # Names a project's own module re-exports (`from .compat import jax, jnp`): taken for the module
 # each conventionally is, as such shims are, so `jax.custom_vjp` through one is JAX's.
 REEXPORTED_MODULES = {"jax": "jax", "jnp": "jax.numpy", "lax": "jax.lax", "np": "numpy"}
@@ -463,6 +465,12 @@ def at_place(place: tuple[int, str], position: int, keyword: str | None) -> bool
     """Whether an argument given at ``position`` (or as ``keyword=``) reaches the parameter at
     ``place``, a (position, name) pair."""
     return keyword == place[1] if keyword is not None else position == place[0]
+
+
+def reordered(names: Sequence[str], expected: Sequence[str]) -> bool:
+    """Whether a rule's parameters are the primal's names in another order (JAX passes arguments
+    by position, so each of them holds another argument)."""
+    return list(names) != list(expected) and len(set(names)) == len(names) > 1 and sorted(names) == sorted(expected)
 
 
 def library_use(qname: str, position: int, keyword: str | None) -> str:

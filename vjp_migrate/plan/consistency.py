@@ -10,7 +10,7 @@ from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import VjpSite
 from vjp_migrate.plan.bodies import bindings_of
 from vjp_migrate.sites import ignored_argnames, own_returns, positional_params
-from vjp_migrate.vocabulary import ARRAY_MODULES
+from vjp_migrate.vocabulary import ARRAY_MODULES, reordered
 from vjp_migrate.wording import count
 
 
@@ -90,6 +90,9 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
             f"fwd `{fwd.name.value}` takes {_count_range(least, most)}, but the primal `{site.name}` "
             f"takes {len(site.params)}"
         )
+    permuted = _permuted_names(site, fwd, fwd_bound, bwd, bwd_bound)
+    if permuted is not None:
+        return permuted
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)[bwd_bound:]
         cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
@@ -97,6 +100,35 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
         if any(_is_bare_value(r.value, cotangent, imports, bindings) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value, but JAX needs a tuple with one cotangent per argument"
     return None
+
+
+def _permuted_names(
+    site: VjpSite, fwd: cst.FunctionDef | None, fwd_bound: int, bwd: cst.FunctionDef | None, bwd_bound: int
+) -> str | None:
+    """fwd taking the primal's parameters by their names in another order, or bwd its nondiff
+    ones: JAX passes them by position, so each name holds another argument (a bug to fix by hand)."""
+    if site.primal is None or site.has_varargs:
+        return None
+    if fwd is not None and not isinstance(fwd.params.star_arg, cst.Param):
+        names = positional_params(fwd)[fwd_bound:]
+        if reordered(names, site.params):
+            return (
+                f"fwd `{fwd.name.value}` takes the parameters of `{_primal_name(site)}` in another order "
+                f"({_listed(names)} against {_listed(site.params)}), but JAX passes them in the primal's order"
+            )
+    if bwd is not None and all(0 <= p < len(site.params) for p in site.nondiff.positions):
+        expected = tuple(site.params[p] for p in site.nondiff.positions)
+        names = positional_params(bwd)[bwd_bound:][: len(expected)]
+        if reordered(names, expected):
+            return (
+                f"bwd `{bwd.name.value}` names its nondiff parameters in another order ({_listed(names)} against "
+                f"{_listed(expected)} in `{_primal_name(site)}`), but JAX passes them in the primal's order"
+            )
+    return None
+
+
+def _listed(names: tuple[str, ...]) -> str:
+    return ", ".join(f"`{name}`" for name in names)
 
 
 def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:

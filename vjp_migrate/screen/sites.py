@@ -17,7 +17,7 @@ from vjp_migrate.screen.names import (
     str_names,
 )
 from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, own_returns, toplevel_statements
-from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
+from vjp_migrate.vocabulary import PRIMAL_WRAPPERS, reordered
 
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
 WRAPPER_NAMES = frozenset(w.rsplit(".", 1)[-1] for w in PRIMAL_WRAPPERS)
@@ -182,8 +182,15 @@ def may_be_inconsistent(m: Module, primal: Func, positions: list[int], fwd: Func
         return True  # "nondiff_argnums lists position 5, but `f` takes 2 positional parameters"
     if bwd is not None and bwd.args.vararg is None and len(positional_params(bwd)) != n + 2:
         return True
-    if fwd is not None and not varargs and fwd.args.vararg is None and len(positional_params(fwd)) != n_params:
-        return True
+    names = [a.arg for a in positional_params(primal)]
+    if fwd is not None and not varargs and fwd.args.vararg is None:
+        fwd_names = [a.arg for a in positional_params(fwd)]
+        if len(fwd_names) != n_params or reordered(fwd_names, names):
+            return True
+    if bwd is not None and not varargs and all(0 <= p < n_params for p in positions):
+        expected = [names[p] for p in positions]
+        if reordered([a.arg for a in positional_params(bwd)][: len(expected)], expected):
+            return True
     if bwd is not None and not varargs and n_params - n == 1:
         cotangent = positional_params(bwd)[-1].arg if positional_params(bwd) else ""
         for ret in own_returns(m, bwd):
