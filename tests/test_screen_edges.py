@@ -3,6 +3,8 @@ selection of codes (notes/mut17-findings.md)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from test_prefilter import _KERNEL_SITE, _POSITION_IN_STAR_ARGS, ALIASED_ANNOTATION, _findings
 from test_sites import REEXPORTED
@@ -171,3 +173,12 @@ def test_screen_keeps_an_argument_passed_to_a_helper_of_a_sibling_module(spellin
     # cannot see there, so a relative import keeps the file.
     text = _SITE.replace("from lib import helper", spelling).replace("helper(x, a)", "soft_cap(x, a)")
     assert screen.may_report(text, Settings(DEFAULT_SELECT)) is kept
+
+
+def test_screen_keeps_a_call_form_of_custom_vjp_parametrized_as_a_generic() -> None:
+    # probe27 G3: `jax.custom_vjp[jax.Array](f, ...)` is the callable itself, as imports.is_one_of reads it.
+    text = (Path(__file__).parent.parent / "fixtures" / "partial_subscripted_generic" / "before.py").read_text()
+    call_form = text[text.index("def _shift(") :]
+    text = text[: text.index("@partial[Any]")] + call_form
+    assert _findings(text, "case.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))

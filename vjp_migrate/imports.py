@@ -75,6 +75,10 @@ class ImportTable:
         return public_name(name) if name.startswith("jax._src.") else name
 
     def is_one_of(self, expr: cst.BaseExpression, names: frozenset[str]) -> bool:
+        """Whether the callee ``expr`` is one of ``names``; a generic one parametrized too
+        (`partial[Any](jax.custom_vjp, ...)`, `jax.custom_vjp[Array](f, ...)`): the same callable."""
+        if type(expr) is cst.Subscript:
+            expr = expr.value
         return self.qualify(expr) in names
 
 

@@ -9,7 +9,6 @@ from typing import TypeVar
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.imports import dotted
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
 from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
 from vjp_migrate.rewrite.annotations import new_annotation
@@ -150,7 +149,7 @@ class Apply(cst.CSTTransformer):
         args = new_args(plan, before.args, call.args)
         if len(args) > 1:
             return updated_node.with_changes(decorator=call.with_changes(args=args))
-        self._forget(call.func)
+        self._forget_names(call.func)
         above = comment_lines(call.with_changes(args=args))  # `@partial(\n    # ...\n    jax.custom_vjp, ...)`
         return updated_node.with_changes(
             decorator=call.args[0].value, leading_lines=[*updated_node.leading_lines, *above]
@@ -167,7 +166,7 @@ class Apply(cst.CSTTransformer):
             args = new_args(plan, before.args, inner.args)
             if len(args) > 1:
                 return updated_node.with_changes(func=inner.with_changes(args=args))
-            self._forget(inner.func)
+            self._forget_names(inner.func)
             return updated_node.with_changes(func=inner.args[0].value)
         return updated_node.with_changes(args=new_args(plan, original_node.args, updated_node.args))
 
@@ -188,7 +187,7 @@ class Apply(cst.CSTTransformer):
                 options.append(arg)
         via_partial = bool(call.args) and call.args[0].keyword is None
         if via_partial and len(options) == 1:  # partial(jax.jit) -> jax.jit
-            self._forget(call.func)
+            self._forget_names(call.func)
             return node.with_changes(decorator=options[0].value)
         if not via_partial and not options:  # jax.jit(static_argnums=...) -> jax.jit
             return node.with_changes(decorator=call.func)
@@ -199,11 +198,6 @@ class Apply(cst.CSTTransformer):
         for arg in (plan.site.nondiff.argnums_arg, plan.site.nondiff.argnames_arg):
             if arg is not None:
                 self._forget_names(arg.value)
-
-    def _forget(self, partial_func: cst.BaseExpression) -> None:
-        name = dotted(partial_func)
-        if name:
-            self.removed_names.add(name.split(".")[0])
 
     # --- fwd -----------------------------------------------------------------------------------
 

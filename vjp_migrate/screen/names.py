@@ -42,6 +42,8 @@ def exactly(m: Module, expr: ast.expr, names: frozenset[str]) -> bool:
 
 
 def may_be_custom_vjp(m: Module, expr: ast.expr) -> bool:
+    if isinstance(expr, ast.Subscript):  # `jax.custom_vjp[Array](f, ...)`, as imports.is_one_of reads it
+        expr = expr.value
     names = qualified(m, expr) | {dotted(expr) or ""}
     return any(n == "custom_vjp" or n.endswith(".custom_vjp") for n in names)
 
