@@ -44,7 +44,8 @@ class UseState(cst.CSTVisitor):
         self.func: cst.FunctionDef | None = None  # the def whose body is walked, for the defs around it
         self.evidence: list[tuple[Evidence, str]] = []
         self.bindings: dict[str, list[Binding]] = {}  # the function's locals, to spot sizes
-        self.items: set[str] = set()  # the targets of loops over the argument itself (`for w in ws`)
+        # the targets of loops over the argument itself (`for w in ws`) and of its unpacking (`w, b = ws`)
+        self.items: set[str] = set()
         self.packing = ""  # while an argument is judged inside a tuple or list: where, for the reasons
         # `partial(f, k=arg)` calls, judged once the whole body is walked (see judge_kernels), and
         # the functions that cannot capture traced values: the kernels `pallas_call`s are given and
@@ -160,6 +161,8 @@ class UseState(cst.CSTVisitor):
             for target in node.targets:
                 if isinstance(target.target, cst.Name):
                     self.names.add(target.target.value)
+                elif isinstance(node.value, cst.Name) and isinstance(target.target, (cst.Tuple, cst.List)):
+                    self.items.update(target_names(target.target))  # `src_idx, w = handle`: as a loop's
         elif isinstance(node.value, cst.Name):
             self._unpacked(node)
 

@@ -30,15 +30,22 @@ class Operators(UseState):
                     self._add(ArgKind.ARRAY, ARITHMETIC, node)
             elif isinstance(side, cst.Name) and side.value in self.derived and is_string_like(other):
                 self._add(ArgKind.STATIC, "combined with a string", node, via=self._via(side))
-            elif self._item(side) and not isinstance(other, (cst.List, cst.Tuple)) and not self._size(other):
-                self._add(ArgKind.ARRAY, f"{ARITHMETIC} (its item `{code_text(side)}`, looped over)", node)
+            elif (how := self._item(side)) and not isinstance(other, (cst.List, cst.Tuple)) and not self._size(other):
+                self._add(ArgKind.ARRAY, f"{ARITHMETIC} (its item `{code_text(side)}`, {how})", node)
 
-    def _item(self, expr: cst.BaseExpression) -> bool:
-        """A loop target taking the argument's items, bound by that loop alone."""
+    def _item(self, expr: cst.BaseExpression) -> str | None:
+        """How a name takes the argument's items, bound by that alone: a loop over the argument
+        (`looped over`) or its unpacking (`unpacked`), or a part of it (`w[:, None]`); None otherwise."""
+        while isinstance(expr, cst.Subscript):
+            expr = expr.value
         if not isinstance(expr, cst.Name) or expr.value not in self.items:
-            return False
+            return None
         bound = self.bindings.get(expr.value, [])
-        return len(bound) == 1 and isinstance(bound[0].node, (cst.For, cst.CompFor))
+        if len(bound) != 1:
+            return None
+        if isinstance(bound[0].node, (cst.For, cst.CompFor)):
+            return "looped over"
+        return "unpacked" if isinstance(bound[0].node, cst.Assign) else None
 
     def _size(self, expr: cst.BaseExpression, depth: int = 0) -> bool:
         """``x.shape[0]``, ``len(x)``, ``int(x.shape[0])``, or a local only ever bound to such a value."""

@@ -75,7 +75,30 @@ class ArrayUse:
             for node in nodes:
                 names.update(self._standing_for(node, names))
             grown = len(names) > before
-        return any(self._node(node, names, depth) for node in nodes)
+        return any(self._node(node, names, depth) for node in nodes) or self._item_arithmetic(nodes, names)
+
+    def _item_arithmetic(self, nodes: list[ast.AST], names: set[str]) -> bool:
+        """An item of the argument unpacked (`src_idx, w = handle`) in arithmetic (`x * w[:, None]`):
+        classify reads it as the argument's own (uses_operators.py), as a loop's item."""
+        items = {
+            n.id
+            for node in nodes
+            if isinstance(node, ast.Assign) and self._is(node.value, names)
+            for target in node.targets
+            if isinstance(target, (ast.Tuple, ast.List))
+            for n in ast.walk(target)
+            if isinstance(n, ast.Name)
+        }
+        if not items:
+            return False
+        for node in nodes:
+            if isinstance(node, ast.BinOp):
+                for side in (node.left, node.right):
+                    while isinstance(side, ast.Subscript):
+                        side = side.value
+                    if isinstance(side, ast.Name) and side.id in items:
+                        return True
+        return False
 
     def _standing_for(self, node: ast.AST, names: set[str]) -> list[str]:
         """The names ``node`` makes stand for one of ``names``: `y = x`, `xs = (y, x)`, a list

@@ -1,0 +1,91 @@
+"""classify on what probe27 found in real code: a nondiff tuple unpacked into its items
+(G6, primus_turbo's `handle`, unpacked into index and weight arrays)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import pytest
+from test_classify import classified, lines, site_module
+
+from vjp_migrate import screen
+from vjp_migrate.api import check_source, fix_source
+from vjp_migrate.codes import BY_CODE, DEFAULT_SELECT
+from vjp_migrate.model import ArgKind, Settings
+
+COMBINE = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def combine(x, handle):
+    src_idx, weights = handle
+    return jnp.take(x, src_idx, axis=0) * weights[:, None]
+
+
+def combine_fwd(x, handle):
+    return combine(x, handle), x.shape
+
+
+def combine_bwd(handle, shape, g):
+    src_idx, weights = handle
+    return (jnp.zeros(shape, g.dtype).at[src_idx].add(g * weights[:, None]),)
+
+
+combine.defvjp(combine_fwd, combine_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("primal", "kind", "reason"),
+    [
+        pytest.param(lines("w, b = a", "return x * w + b"), ArgKind.ARRAY, "(its item `w`, unpacked)", id="arithmetic"),
+        pytest.param(lines("[w, b] = a", "return x * w"), ArgKind.ARRAY, "(its item `w`, unpacked)", id="a list"),
+        pytest.param(
+            lines("n, w = a", "for _ in range(n):", "    x = x * w", "return x"), ArgKind.STATIC, "range", id="range"
+        ),
+        pytest.param(lines("w, b = a", "w = 2.0", "return x * w"), ArgKind.UNKNOWN, None, id="rebound"),
+    ],
+)
+def test_the_items_of_an_unpacked_argument_are_its_own(primal: str, kind: ArgKind, reason: str | None) -> None:
+    info = classified(site_module(primal, "return (g,)"))
+    shown = [e.text for e in info.evidence]
+    assert info.kind is kind, shown
+    assert reason is None or any(reason in text for text in shown), shown
+
+
+def test_the_screen_keeps_an_argument_whose_items_are_array_data() -> None:
+    assert screen.may_report(COMBINE, Settings(DEFAULT_SELECT))
+    assert not screen.may_report(
+        COMBINE.replace("handle", "handle_")
+        .replace("src_idx, weights = handle_", "pass")
+        .replace("src_idx", "0")
+        .replace("weights[:, None]", "1.0"),
+        Settings(DEFAULT_SELECT),
+    )
+
+
+def test_the_original_breaks_under_jit_with_the_tuple_traced_and_the_safe_fix_runs() -> None:
+    found = check_source(COMBINE, settings=Settings(frozenset(BY_CODE)))
+    assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP001", "handle", True)]
+    fixed = fix_source(COMBINE).source
+    assert "@jax.custom_vjp\ndef combine(x, handle):" in fixed
+    old: dict[str, Any] = {}
+    new: dict[str, Any] = {}
+    exec(compile(COMBINE, "combine.py", "exec"), old)
+    exec(compile(fixed, "combine_fixed.py", "exec"), new)
+
+    def grad(namespace: dict[str, Any]) -> Any:
+        return lambda x, idx, w: jax.grad(lambda x: (namespace["combine"](x, (idx, w)) ** 2).sum())(x)
+
+    x = jnp.arange(6.0).reshape(3, 2)
+    idx, w = jnp.array([2, 0, 2]), jnp.array([0.5, 2.0, -1.0])
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(grad(old))(x, idx, w)
+    assert jnp.allclose(jax.jit(grad(new))(x, idx, w), grad(old)(x, idx, w))
+    assert jax.vmap(grad(new), in_axes=(None, None, 0))(x, idx, jnp.stack([w, 2 * w])).shape == (2, 3, 2)
