@@ -89,3 +89,91 @@ def test_the_original_breaks_under_jit_with_the_tuple_traced_and_the_safe_fix_ru
         jax.jit(grad(old))(x, idx, w)
     assert jnp.allclose(jax.jit(grad(new))(x, idx, w), grad(old)(x, idx, w))
     assert jax.vmap(grad(new), in_axes=(None, None, 0))(x, idx, jnp.stack([w, 2 * w])).shape == (2, 3, 2)
+
+
+# G5 (a phylogenetics likelihood's `model`, unannotated, read as `model.eigenvalues` and `model.pi`
+# of the module's `class DiagModel(NamedTuple)`): VJP002, so the default check said nothing.
+LOGLIKE = """\
+from functools import partial
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+
+class DiagModel(NamedTuple):
+    eigenvalues: jax.Array
+    pi: jax.Array
+    steps: int = 1
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def loglike(t, model):
+    mu = model.eigenvalues
+    return jnp.sum(jnp.exp(mu[None, :] * t[:, None]) * model.pi)
+
+
+def loglike_fwd(t, model):
+    return loglike(t, model), t
+
+
+def loglike_bwd(model, t, g):
+    mu = model.eigenvalues
+    return (g * jnp.sum(mu[None, :] * jnp.exp(mu[None, :] * t[:, None]) * model.pi, axis=1),)
+
+
+loglike.defvjp(loglike_fwd, loglike_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("change", "kind"),
+    [
+        pytest.param(("", ""), ArgKind.ARRAY, id="the fields of one class"),
+        pytest.param(("* model.pi)\n", "* model.pi * model.scale)\n"), ArgKind.UNKNOWN, id="an attribute no class has"),
+        pytest.param(
+            (
+                "    steps: int = 1\n",
+                "    steps: int = 1\n\n\nclass Other(NamedTuple):\n    eigenvalues: jax.Array\n    pi: jax.Array\n",
+            ),
+            ArgKind.UNKNOWN,
+            id="two classes match",
+        ),
+        pytest.param(
+            (
+                "    mu = model.eigenvalues\n    return",
+                "    mu = model.eigenvalues\n    t = jnp.tile(t, model.steps)\n    return",
+            ),
+            ArgKind.STATIC,
+            id="a field needed concrete",
+        ),
+        pytest.param(("def loglike(t, model):", "def loglike(t, model: object):"), ArgKind.UNKNOWN, id="annotated"),
+    ],
+)
+def test_an_unannotated_argument_reading_the_fields_of_a_pytree_class(change: tuple[str, str], kind: ArgKind) -> None:
+    info = classified(LOGLIKE.replace(*change, 1) if change[0] else LOGLIKE)
+    shown = [e.text for e in info.evidence]
+    assert info.kind is kind, shown
+    if kind is ArgKind.ARRAY:
+        assert not info.strong, shown  # matched by names, not declared: no safe fix
+        assert any(t.startswith("its attribute `eigenvalues` (annotated `jax.Array` in `DiagModel`") for t in shown)
+
+
+def test_the_unsafe_fix_of_a_matched_pytree_runs_under_jit() -> None:
+    found = check_source(LOGLIKE)
+    assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP001", "model", False)]
+    assert screen.may_report(LOGLIKE, Settings(DEFAULT_SELECT))
+    fixed = fix_source(LOGLIKE, settings=Settings(DEFAULT_SELECT, unsafe_fixes=True)).source
+    assert "@jax.custom_vjp\ndef loglike(t, model):" in fixed
+    old: dict[str, Any] = {}
+    new: dict[str, Any] = {}
+    exec(compile(LOGLIKE, "loglike.py", "exec"), old)
+    exec(compile(fixed, "loglike_fixed.py", "exec"), new)
+
+    def grad(namespace: dict[str, Any]) -> Any:
+        return lambda t, mu, pi: jax.grad(namespace["loglike"])(t, namespace["DiagModel"](mu, pi))
+
+    t, mu, pi = jnp.array([0.1, 0.5]), jnp.array([-1.0, -0.25]), jnp.array([0.3, 0.7])
+    with pytest.raises(jax.errors.UnexpectedTracerError):
+        jax.jit(grad(old))(t, mu, pi)
+    assert jnp.allclose(jax.jit(grad(new))(t, mu, pi), grad(old)(t, mu, pi))

@@ -38,6 +38,7 @@ from vjp_migrate.classify.int_literals import int_literals_passed
 from vjp_migrate.classify.local_calls import left_at_default
 from vjp_migrate.classify.module_facts import jit_rebinding
 from vjp_migrate.classify.uses import Uses
+from vjp_migrate.classify.uses_fields import attributes_read, matching_class
 from vjp_migrate.classify.weights import (
     ARITHMETIC,
     BRANCH_ARRAY,
@@ -87,7 +88,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             roles.append(("fwd", site.fwd.node, index + site.fwd.bound_args, site.fwd.jit))
         if site.bwd is not None and site.bwd.node is not None:
             roles.append(("bwd", site.bwd.node, order + site.bwd.bound_args, site.bwd.jit))
-        owner = _pytree_owner(roles, ctx)
+        owner, matched = _pytree_owner(roles, ctx)
         for role, func, position, jit in roles:
             if func is None or (param := param_at(func, position)) is None:
                 continue
@@ -106,7 +107,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
                 # ints pass too: weak).
                 text = f"traced by the jax.jit of {where}, which does not mark it static"
                 evidence.append((Evidence(ArgKind.ARRAY, text, *ctx.where(jit.decorator)), WEAK))
-            evidence.extend(Uses.of(func, param, ctx, where, owner=owner).evidence)
+            evidence.extend(Uses.of(func, param, ctx, where, owner=owner, matched=matched).evidence)
             evidence.extend(annotation_evidence(func, param.partition("[")[0], ctx, where))
         if (
             index == 0
@@ -154,15 +155,26 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     return infos
 
 
-def _pytree_owner(roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]], ctx: Context) -> str | None:
+def _pytree_owner(
+    roles: list[tuple[str, cst.FunctionDef | None, int, JitSpec | None]], ctx: Context
+) -> tuple[str | None, bool]:
     """The pytree class of the module with array fields that one rule annotates the argument with
-    (`params: Params` in the primal): the rules that leave it unannotated read the same value's fields."""
+    (`params: Params` in the primal): the rules that leave it unannotated read the same value's
+    fields. Else, when no rule annotates it, the one such class whose fields hold every attribute
+    the rules read of it (`model.pi`), and True: matched by names only."""
+    read: list[str] = []
+    annotated = False
     for _, func, position, _ in roles:
         name = param_at(func, position) if func is not None else None
         param = param_named(func, name) if func and name else None
-        if param is not None and (owner := pytree_owner(param, ctx)) is not None:
-            return owner
-    return None
+        if param is None or func is None or not name:
+            continue
+        if param.annotation is not None and (owner := pytree_owner(param, ctx)) is not None:
+            return owner, False
+        annotated = annotated or param.annotation is not None
+        read.extend(attributes_read(func, name) if name.isidentifier() else ())
+    matched = matching_class(read, ctx.array_fields) if read and not annotated else None
+    return (matched.name, True) if matched is not None else (None, False)
 
 
 def _nothing_seen(

@@ -8,7 +8,7 @@ itself. Another field's array-like use says nothing: a Python number is a leaf t
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import replace
 
 import libcst as cst
@@ -16,7 +16,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.classify.array_fields import ArrayFields
 from vjp_migrate.classify.context import own_body
-from vjp_migrate.classify.weights import DOUBT
+from vjp_migrate.classify.weights import DOUBT, WEAK
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.vocabulary import ARRAY_ATTRIBUTE_NAMES
 
@@ -66,17 +66,38 @@ def attribute_evidence(found: Iterable[tuple[Evidence, str]], attribute: str) ->
 
 
 def field_evidence(
-    found: Iterable[tuple[Evidence, str]], field: str, fields: ArrayFields
+    found: Iterable[tuple[Evidence, str]], field: str, fields: ArrayFields, matched: bool = False
 ) -> list[tuple[Evidence, str]]:
     """What the uses ``found`` of the field say about the argument: all of them for an array field,
-    only a need for a concrete value (or a doubt) for another; each reason naming the field."""
+    only a need for a concrete value (or a doubt) for another; each reason naming the field.
+    ``matched``: no annotation names the class, only the attributes read match its fields, so
+    array data there is weak (no safe fix)."""
+    what = "attribute" if matched else "field"
     if field in fields.fields:
-        shown = f"its field `{field}` (annotated `{fields.fields[field]}` in `{fields.name}`, {fields.pytree})"
+        shown = f"its {what} `{field}` (annotated `{fields.fields[field]}` in `{fields.name}`, {fields.pytree})"
     else:
-        shown = f"its field `{field}` (of `{fields.name}`, {fields.pytree})"
+        shown = f"its {what} `{field}` (of `{fields.name}`, {fields.pytree})"
     carried: list[tuple[Evidence, str]] = []
     for evidence, weight in found:
         if field not in fields.fields and evidence.kind is not ArgKind.STATIC and weight != DOUBT:
             continue
+        if matched and evidence.kind is ArgKind.ARRAY:
+            weight = WEAK
         carried.append((replace(evidence, text=f"{shown}: {evidence.text}"), weight))
     return carried
+
+
+def matching_class(read: Iterable[str], classes: Mapping[str, ArrayFields]) -> ArrayFields | None:
+    """The one pytree class of the module with array fields whose declared fields hold every
+    attribute ``read`` of an unannotated argument, an array field among them (`model.eigenvalues`,
+    `model.pi` of `class DiagModel(NamedTuple)`): what the argument likely is."""
+    wanted = set(read)
+    found = [
+        fields
+        for fields in classes.values()
+        if fields.pytree is not None
+        and not fields.foreign
+        and wanted & set(fields.fields)
+        and wanted <= {*fields.fields, *fields.others}
+    ]
+    return found[0] if len(found) == 1 else None

@@ -53,11 +53,13 @@ class Helpers(Branches):
         where: str,
         depth: int = 0,
         owner: str | None = None,
+        matched: bool = False,
     ) -> H:
         """The uses of parameter ``name`` in ``func``'s body, and of the locals derived from it; and
         of the fields it reads when it holds a pytree class of the module with array fields, the
-        class its annotation (or ``owner``, another rule's annotation of the argument) names; else
-        of the first attributes it reads, for a need of a concrete value."""
+        class its annotation (or ``owner``, another rule's annotation of the argument, or the class
+        whose fields the rules read of it unannotated: ``matched``) names; else of the first
+        attributes it reads, for a need of a concrete value."""
         uses = cls._walked(func, {name}, ctx, where, depth)
         param = param_named(func, name)
         owner = owner or (pytree_owner(param, ctx) if param is not None else None)
@@ -68,7 +70,9 @@ class Helpers(Branches):
         for attribute in read if fields is not None else read[:_ATTRIBUTES]:
             found = cls._walked(func, {f"{name}.{attribute}"}, ctx, where, depth).evidence
             judged = (
-                attribute_evidence(found, attribute) if fields is None else field_evidence(found, attribute, fields)
+                attribute_evidence(found, attribute)
+                if fields is None
+                else field_evidence(found, attribute, fields, matched)
             )
             uses.evidence.extend(judged)
         return uses

@@ -47,6 +47,15 @@ class ArrayUse:
         self.m = m
         self.memo: dict[tuple[int, str, int], bool] = {}
         self.classes = module_classes(m)
+        # The fields the module's classes declare (`pi: jax.Array`): an unannotated argument that
+        # reads one may be such a class's pytree (classify's uses_fields.matching_class).
+        self.fields = frozenset(
+            s.target.id
+            for c in m.top
+            if isinstance(c, ast.ClassDef)
+            for s in c.body
+            if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name)
+        )
 
     def annotated(self, param: ast.arg) -> bool:
         """An array annotation, or a class of the module, which may be a pytree with array fields
@@ -75,7 +84,17 @@ class ArrayUse:
             for node in nodes:
                 names.update(self._standing_for(node, names))
             grown = len(names) > before
-        return any(self._node(node, names, depth) for node in nodes) or self._item_arithmetic(nodes, names)
+        return (
+            any(self._node(node, names, depth) for node in nodes)
+            or self._item_arithmetic(nodes, names)
+            or self._reads_a_field(nodes, name)
+        )
+
+    def _reads_a_field(self, nodes: list[ast.AST], name: str) -> bool:
+        """`model.pi`, `pi` a field some class of the module declares."""
+        return bool(self.fields) and any(
+            isinstance(n, ast.Attribute) and n.attr in self.fields and self._is(n.value, {name}) for n in nodes
+        )
 
     def _item_arithmetic(self, nodes: list[ast.AST], names: set[str]) -> bool:
         """An item of the argument unpacked (`src_idx, w = handle`) in arithmetic (`x * w[:, None]`):
