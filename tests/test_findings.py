@@ -352,3 +352,57 @@ def test_rule_parameters_named_in_another_order_are_a_broken_rule(old: str, new:
     exec(compile(code, "permuted.py", "exec"), namespace)
     with pytest.raises((TypeError, IndexError)):  # each name holds another argument: the rule is broken
         jax.grad(namespace["gather"])(jax.numpy.arange(3.0), 1, 2.0)
+
+
+# probe28 G1 (b3d's `interpolate_bwd` returns 2 cotangents for 3 differentiable arguments): no
+# VJP004, and with an array in nondiff_argnums a safe fix made `(None, g * y * n)`, still one short.
+SHORT = """\
+from functools import partial
+
+import jax
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(n, x, y):
+    return x * y * n
+
+
+def f_fwd(n, x, y):
+    return f(n, x, y), (x, y)
+
+
+def f_bwd(n, res, g):
+    x, y = res
+    return (g * y * n,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
+
+@pytest.mark.parametrize(
+    ("returned", "detail"),
+    [
+        pytest.param("(g * y * n,)", "returns 1 cotangent, but `f` has 2 differentiable arguments", id="one short"),
+        pytest.param(
+            "(g * y, g * x, n)", "returns 3 cotangents, but `f` has 2 differentiable arguments", id="one more"
+        ),
+        pytest.param("[g * y * n]", "returns 1 cotangent, but", id="a list"),
+        pytest.param("(g * y * n, g * x * n)", None, id="right"),
+        pytest.param("(*grads,)", None, id="starred: unknown length"),
+    ],
+)
+def test_bwd_returning_another_number_of_cotangents_is_a_broken_rule(returned: str, detail: str | None) -> None:
+    code = SHORT.replace("(g * y * n,)", returned).replace("    x, y = res\n", "    x, y = res\n    grads = (g, g)\n")
+    found = check_source(code, settings=Settings(expand_selection(["ALL"], None)))
+    if detail is None:
+        assert "VJP004" not in [d.code for d in found], found
+        return
+    assert [d.code for d in found] == ["VJP004"] and detail in found[0].message, found
+    assert fix_source(code, settings=Settings(expand_selection(["ALL"], None), unsafe_fixes=True)).source == code
+    static = code.replace("f(n, x, y)", "f(act, x, y)").replace(" * n", "").replace("n, res", "act, res")
+    assert screen.may_report(static, Settings(frozenset({"VJP004"})))
+    namespace: dict[str, Any] = {}
+    exec(compile(code, "short.py", "exec"), namespace)
+    with pytest.raises(TypeError, match="bwd rule"):
+        jax.grad(namespace["f"], argnums=1)(2.0, 3.0, 4.0)

@@ -93,12 +93,38 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     permuted = _permuted_names(site, fwd, fwd_bound, bwd, bwd_bound)
     if permuted is not None:
         return permuted
+    miscounted = _miscounted_cotangents(site, bwd)
+    if miscounted is not None:
+        return miscounted
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)[bwd_bound:]
         cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
         bindings = bindings_of(bwd)
         if any(_is_bare_value(r.value, cotangent, imports, bindings) for r in own_returns(bwd)):
             return f"bwd `{bwd.name.value}` returns a bare value, but JAX needs a tuple with one cotangent per argument"
+    return None
+
+
+def _miscounted_cotangents(site: VjpSite, bwd: cst.FunctionDef | None) -> str | None:
+    """bwd returning a tuple literal with another number of cotangents than the primal has
+    differentiable arguments (JAX binds the primal's defaults, so each positional parameter counts)."""
+    primal = site.primal
+    if bwd is None or primal is None or site.has_varargs or primal.params.kwonly_params:
+        return None
+    if isinstance(primal.params.star_kwarg, cst.Param):
+        return None
+    wanted = len(site.params) - len(site.nondiff.positions)
+    for ret in own_returns(bwd):
+        value = ret.value
+        if not isinstance(value, (cst.Tuple, cst.List)) or any(
+            isinstance(e, cst.StarredElement) for e in value.elements
+        ):
+            continue
+        if len(value.elements) != wanted:
+            return (
+                f"bwd `{bwd.name.value}` returns {count(len(value.elements), 'cotangent')}, but "
+                f"`{_primal_name(site)}` has {count(wanted, 'differentiable argument')}"
+            )
     return None
 
 

@@ -191,6 +191,11 @@ def may_be_inconsistent(m: Module, primal: Func, positions: list[int], fwd: Func
         expected = [names[p] for p in positions]
         if reordered([a.arg for a in positional_params(bwd)][: len(expected)], expected):
             return True
+    if bwd is not None and not varargs:
+        for ret in own_returns(m, bwd):  # "bwd `f_bwd` returns 1 cotangent, but `f` has 2 ..."
+            elts = ret.value.elts if isinstance(ret.value, (ast.Tuple, ast.List)) else None
+            if elts is not None and not any(isinstance(e, ast.Starred) for e in elts) and len(elts) != n_params - n:
+                return True
     if bwd is not None and not varargs and n_params - n == 1:
         cotangent = positional_params(bwd)[-1].arg if positional_params(bwd) else ""
         for ret in own_returns(m, bwd):
