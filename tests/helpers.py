@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
@@ -12,6 +13,13 @@ import pytest
 from vjp_migrate.imports import ImportTable, import_table
 from vjp_migrate.model import VjpSite
 from vjp_migrate.sites import find_sites
+
+
+def executed(source: str, filename: str) -> dict[str, Any]:
+    """The globals of ``source`` run as a module named ``filename`` (a before or after of a test)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, filename, "exec"), namespace)
+    return namespace
 
 
 def parse(code: str) -> tuple[cst.Module, ImportTable]:

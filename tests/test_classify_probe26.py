@@ -10,6 +10,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
+from helpers import executed
 from test_classify import HEADER, classified, lines, site_module
 
 from vjp_migrate import screen
@@ -216,10 +217,7 @@ def test_the_original_breaks_under_jit_with_params_traced_and_the_safe_fix_runs(
     assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP001", "params", True)]
     fixed = fix_source(source, settings=settings)
     assert "@jax.custom_vjp\ndef loss(params: Params, x):" in fixed.source
-    old: dict[str, Any] = {}
-    new: dict[str, Any] = {}
-    exec(compile(source, "g03.py", "exec"), old)
-    exec(compile(fixed.source, "g03_fixed.py", "exec"), new)
+    old, new = executed(source, "g03.py"), executed(fixed.source, "g03_fixed.py")
 
     def grad(namespace: dict[str, Any]) -> Any:
         return lambda G, x: jax.grad(lambda x: namespace["loss"](namespace["Params"](G, 0.5), x))(x)
@@ -380,10 +378,7 @@ def test_a_static_field_in_a_loop_bound_stays_concrete_after_the_safe_fix() -> N
     ]
     fixed = fix_source(SCAN, settings=settings).source
     assert "@jax.custom_vjp\ndef power(params: Params, x):" in fixed
-    old: dict[str, Any] = {}
-    new: dict[str, Any] = {}
-    exec(compile(SCAN, "scan.py", "exec"), old)
-    exec(compile(fixed, "scan_fixed.py", "exec"), new)
+    old, new = executed(SCAN, "scan.py"), executed(fixed, "scan_fixed.py")
 
     def grad(namespace: dict[str, Any]) -> Any:
         return lambda G, x: jax.grad(lambda x: namespace["power"](namespace["Params"](G, 3), x).sum())(x)

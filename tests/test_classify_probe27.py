@@ -8,6 +8,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 import pytest
+from helpers import executed
 from test_classify import classified, lines, site_module
 
 from vjp_migrate import screen
@@ -75,10 +76,7 @@ def test_the_original_breaks_under_jit_with_the_tuple_traced_and_the_safe_fix_ru
     assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP001", "handle", True)]
     fixed = fix_source(COMBINE).source
     assert "@jax.custom_vjp\ndef combine(x, handle):" in fixed
-    old: dict[str, Any] = {}
-    new: dict[str, Any] = {}
-    exec(compile(COMBINE, "combine.py", "exec"), old)
-    exec(compile(fixed, "combine_fixed.py", "exec"), new)
+    old, new = executed(COMBINE, "combine.py"), executed(fixed, "combine_fixed.py")
 
     def grad(namespace: dict[str, Any]) -> Any:
         return lambda x, idx, w: jax.grad(lambda x: (namespace["combine"](x, (idx, w)) ** 2).sum())(x)
@@ -165,10 +163,7 @@ def test_the_unsafe_fix_of_a_matched_pytree_runs_under_jit() -> None:
     assert screen.may_report(LOGLIKE, Settings(DEFAULT_SELECT))
     fixed = fix_source(LOGLIKE, settings=Settings(DEFAULT_SELECT, unsafe_fixes=True)).source
     assert "@jax.custom_vjp\ndef loglike(t, model):" in fixed
-    old: dict[str, Any] = {}
-    new: dict[str, Any] = {}
-    exec(compile(LOGLIKE, "loglike.py", "exec"), old)
-    exec(compile(fixed, "loglike_fixed.py", "exec"), new)
+    old, new = executed(LOGLIKE, "loglike.py"), executed(fixed, "loglike_fixed.py")
 
     def grad(namespace: dict[str, Any]) -> Any:
         return lambda t, mu, pi: jax.grad(namespace["loglike"])(t, namespace["DiagModel"](mu, pi))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import jax
 import pytest
 from click.testing import CliRunner
+from helpers import executed
 
 from vjp_migrate import screen
 from vjp_migrate.api import check_source, fix_source
@@ -285,10 +285,8 @@ def test_bwd_returning_a_local_bound_to_one_array_is_broken(body: str, broken: b
     assert [d.code for d in found] == (["VJP004"] if broken else ["VJP001"]), found
     assert screen.may_report(code, Settings(expand_selection(["VJP004"], None))) or not broken
     if broken:  # JAX agrees: the original fails under grad
-        namespace: dict[str, Any] = {}
-        exec(compile(code, "bare.py", "exec"), namespace)
         with pytest.raises(TypeError, match="tuple"):
-            jax.grad(namespace["f"])(1.0, 2.0)
+            jax.grad(executed(code, "bare.py")["f"])(1.0, 2.0)
 
 
 # probe27 G1b (a phylogenetics likelihood's fwd takes `(alignment, ..., distances)` for the primal's
@@ -348,10 +346,8 @@ def test_rule_parameters_named_in_another_order_are_a_broken_rule(old: str, new:
     assert [(d.code, d.message) for d in found] == [("VJP004", f"in custom_vjp `gather`, {detail}")]
     assert fix_source(code, settings=Settings(everything.select, unsafe_fixes=True)).source == code
     assert screen.may_report(code.replace("x[idx]", "x[0]").replace("* n", ""), Settings(frozenset({"VJP004"})))
-    namespace: dict[str, Any] = {}
-    exec(compile(code, "permuted.py", "exec"), namespace)
     with pytest.raises((TypeError, IndexError)):  # each name holds another argument: the rule is broken
-        jax.grad(namespace["gather"])(jax.numpy.arange(3.0), 1, 2.0)
+        jax.grad(executed(code, "permuted.py")["gather"])(jax.numpy.arange(3.0), 1, 2.0)
 
 
 # probe28 G1 (b3d's `interpolate_bwd` returns 2 cotangents for 3 differentiable arguments): no
@@ -402,7 +398,5 @@ def test_bwd_returning_another_number_of_cotangents_is_a_broken_rule(returned: s
     assert fix_source(code, settings=Settings(expand_selection(["ALL"], None), unsafe_fixes=True)).source == code
     static = code.replace("f(n, x, y)", "f(act, x, y)").replace(" * n", "").replace("n, res", "act, res")
     assert screen.may_report(static, Settings(frozenset({"VJP004"})))
-    namespace: dict[str, Any] = {}
-    exec(compile(code, "short.py", "exec"), namespace)
     with pytest.raises(TypeError, match="bwd rule"):
-        jax.grad(namespace["f"], argnums=1)(2.0, 3.0, 4.0)
+        jax.grad(executed(code, "short.py")["f"], argnums=1)(2.0, 3.0, 4.0)
