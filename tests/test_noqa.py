@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 from conftest import ROOT
 
+from vjp_migrate import noqa
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.cli import main
 from vjp_migrate.noqa import add_noqa, noqa_lines
@@ -54,6 +56,42 @@ def test_add_noqa_writes_one_comment_and_merges() -> None:
     assert changed == 1
     assert "def clip_gradient(lo, hi, x):  # noqa: E501, VJP001\n" in new
     assert check_source(new) == []
+
+
+@pytest.mark.parametrize(
+    ("signature", "line"),
+    [
+        # cli28 01: the comment went into the string (its value changed, the finding stayed)
+        pytest.param('def clip_gradient(lo, hi, x, s="""\nmulti"""):', 'multi"""):  # noqa: VJP001', id="a string"),
+        pytest.param('def clip_gradient(lo, hi, x, s="a" \\\n  "b"):', '  "b"):  # noqa: VJP001', id="backslash"),
+        # cli28 02: after a backslash the file no longer parsed
+        pytest.param("def clip_gradient(lo, hi, \\\n        x):", "        x):  # noqa: VJP001", id="backslash alone"),
+        pytest.param(
+            "def clip_gradient(lo, hi,  # keep \\\n        x):",
+            "def clip_gradient(lo, hi,  # keep \\  # noqa",
+            id="a comment",
+        ),
+    ],
+)
+def test_add_noqa_puts_the_comment_on_a_line_that_can_take_one(signature: str, line: str) -> None:
+    code = SEED.replace(DEF, signature)
+    if "s=" in signature:  # one more differentiable argument in fwd and bwd
+        code = code.replace("def clip_gradient_fwd(lo, hi, x):", "def clip_gradient_fwd(lo, hi, x, s=1):")
+        code = code.replace("return (jnp.clip(g, lo, hi),)", "return (jnp.clip(g, lo, hi), None)")
+    found = check_source(code)
+    first = code.splitlines().index(signature.split("\n")[0]) + 1
+    assert [d.line for d in found] == [first, first], found
+    new, changed = add_noqa(code, found)
+    assert changed == 1 and line in new, new
+    assert ast.dump(ast.parse(new)) == ast.dump(ast.parse(code))  # comments only: the same program
+    assert check_source(new) == []
+
+
+def test_add_noqa_never_writes_what_no_longer_parses(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The last guard: were a comment ever placed after a backslash, the text stays as it was."""
+    code = SEED.replace(DEF, "def clip_gradient(lo, hi, \\\n        x):")
+    monkeypatch.setattr(noqa, "_uncommentable", lambda text: set())
+    assert add_noqa(code, check_source(code)) == (code, 0)
 
 
 def test_words_after_the_codes_are_no_codes() -> None:

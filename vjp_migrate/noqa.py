@@ -6,6 +6,7 @@ named. A suppressed site is reported nowhere and `fix` leaves it alone.
 
 from __future__ import annotations
 
+import ast
 import dataclasses
 import io
 import re
@@ -87,18 +88,43 @@ def suppress(
     return tuple(kept_decisions), kept
 
 
+def _uncommentable(text: str) -> set[int]:
+    """The lines whose end a comment cannot go after: inside a string that spans lines (the
+    comment would be part of it) or continued by a backslash (a syntax error after it)."""
+    blocked: set[int] = set()
+    commented: set[int] = set()
+    try:
+        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+            if tok.end[0] > tok.start[0]:
+                blocked.update(range(tok.start[0], tok.end[0]))
+            elif tok.type == tokenize.COMMENT:
+                commented.add(tok.start[0])
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.endswith("\\") and number not in commented:
+            blocked.add(number)
+    return blocked
+
+
 def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
-    """Write `# noqa: CODE` on the line of each finding (merging with an existing noqa).
+    """Write `# noqa: CODE` on the line of each finding (merging with an existing noqa), or on the
+    first line after it that can take a comment, still the site's header where a noqa silences it.
 
     Returns the new text and the number of lines changed.
     """
+    lines = text.splitlines(keepends=True)
+    blocked = _uncommentable(text)
     wanted: dict[int, set[str]] = {}
     for d in diagnostics:
-        wanted.setdefault(d.line, set()).add(d.code)
+        at = d.line
+        while at in blocked:
+            at += 1
+        if 1 <= at <= len(lines):
+            wanted.setdefault(at, set()).add(d.code)
     if not wanted:
         return text, 0
     existing = noqa_lines(text)
-    lines = text.splitlines(keepends=True)
     changed = 0
     for number, codes in sorted(wanted.items()):
         line = lines[number - 1]
@@ -116,4 +142,15 @@ def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
             body = body.rstrip() + f"  # noqa: {', '.join(sorted(codes))}"
         lines[number - 1] = body + ending
         changed += 1
-    return "".join(lines), changed
+    new = "".join(lines)
+    if changed and _parses(text) and not _parses(new):  # never write a file that no longer parses
+        return text, 0
+    return new, changed
+
+
+def _parses(text: str) -> bool:
+    try:
+        ast.parse(text)
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return False
+    return True
