@@ -119,3 +119,12 @@ def test_end_of_input_stops_and_applies_nothing_more(tmp_path: Path, answers: st
     summary = "Fixed 2 findings in 1 file, 2 remaining." if first_fixed else "Nothing fixed, 4 findings remaining."
     assert result.stdout.endswith(summary + "\n")
     assert result.exit_code == 1  # findings remain, as after q
+
+
+def test_interactive_and_diff_together_are_a_usage_error(tmp_path: Path) -> None:
+    """cli28 03: `--diff` writes nothing, yet an accepted change was written."""
+    target = tmp_path / "two.py"
+    target.write_text(TWO, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "--diff", "--interactive", str(target)], input="y\ny\n")
+    assert result.exit_code == 2 and "--diff writes nothing" in result.output, result.output
+    assert target.read_text(encoding="utf-8") == TWO

@@ -285,6 +285,8 @@ def fix(
 
         if paths == (Path("-"),):
             raise click.UsageError("--interactive needs files (it reads answers from the terminal)")
+        if diff:  # --diff writes nothing; --interactive writes what is accepted
+            raise click.UsageError("--interactive writes the changes it is told to apply; --diff writes nothing")
 
         def ask(question: str) -> str:
             try:
