@@ -12,6 +12,7 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT
 
+from vjp_migrate.api import fix_source
 from vjp_migrate.cli import main
 
 SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
@@ -102,6 +103,21 @@ def test_fix_diff_writes_nothing_and_exits_1(tree: Path) -> None:
     assert (tree / "pkg" / "seed.py").read_text(encoding="utf-8") == SEED
 
 
+def test_fix_diff_prints_a_patch_git_applies(tmp_path: Path) -> None:
+    """cli28 04: files without a final newline glued the next file's header (and the summary) to
+    their last line. The patch alone is on stdout, as with ruff; the summary on stderr."""
+    for name in ("a.py", "b.py"):
+        (tmp_path / name).write_text(SEED.rstrip("\n"), encoding="utf-8")
+    code, out, err = run("fix", "--diff", str(tmp_path / "a.py"), str(tmp_path / "b.py"))
+    assert code == 1 and err.startswith("Would fix 4 findings in 2 files"), err
+    assert out.count("\\ No newline at end of file\n") == 2, out  # the last line of each file, unchanged
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run([*git, "apply", "-p0", "--unsafe-paths", "-"], cwd="/", input=out, text=True, check=True)
+    for name in ("a.py", "b.py"):
+        assert (tmp_path / name).read_text(encoding="utf-8") == fix_source(SEED.rstrip("\n")).source
+
+
 def test_fix_takes_checks_cache_options_and_keeps_no_cache(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -163,6 +179,8 @@ def test_bad_files_get_one_line_and_exit_2(tmp_path: Path, content: bytes, reaso
     for command in (["check"], ["fix"], ["fix", "--diff"]):
         code, out, err = run(*command, str(bad), str(good))
         assert code == 2
+        if "--diff" in command:  # the summary goes with the errors, the patch alone on stdout
+            err = err.split("\n", 1)[0] + "\n"
         assert err.count("\n") == 1 and err.startswith(f"{bad}: error: ") and reason in err
         assert "Traceback" not in out + err
     assert "return x, (lo, hi)" in good.read_text(encoding="utf-8")  # the good file was still fixed

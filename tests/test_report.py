@@ -25,7 +25,13 @@ class Terminal(io.StringIO):
 
 
 def run(*args: str) -> tuple[int, str]:
+    """The exit code and the report: stdout, but for `fix --diff`, whose stdout is the patch alone
+    (as ruff's): then stderr, past the files' error lines."""
     result = CliRunner().invoke(main, list(args), catch_exceptions=False)
+    if "--diff" in args:
+        return result.exit_code, "".join(
+            line for line in result.stderr.splitlines(keepends=True) if ": error: " not in line
+        )
     return result.exit_code, result.stdout
 
 

@@ -1253,7 +1253,8 @@ def test_an_empty_residual_is_replaced_like_none(code: str, expected: str) -> No
 
 def test_a_comment_saying_one_argument_is_saved_is_singular() -> None:
     code = SAVES_NOTHING.format(above="", residual="None", trailing="  # nothing to save")
-    out = fix(code.replace("(1, 2)", "(2,)").replace("def clip_bwd(lo, hi, _, g)", "def clip_bwd(hi, _, g)"))
+    code = code.replace("(1, 2)", "(2,)").replace("def clip_bwd(lo, hi, _, g)", "def clip_bwd(hi, _, g)")
+    out = fix(code.replace("(jnp.clip(g, lo, hi),)", "(jnp.clip(g, -hi, hi), None)"))  # x and lo: two cotangents
     assert "return x, hi  # save hi as a residual\n" in out, out
 
 

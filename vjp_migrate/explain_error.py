@@ -12,7 +12,6 @@ package, the current folder, `src/` and the site-packages folders the traceback 
 from __future__ import annotations
 
 import ast
-import difflib
 import os
 import re
 import shlex
@@ -21,6 +20,7 @@ from pathlib import Path
 
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.model import ArgInfo, ArgKind, Settings, SiteDecision
+from vjp_migrate.report import diff_text
 
 ERROR = (
     "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position "
@@ -283,7 +283,7 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
         lines.append(f"  `{info.name}` (position {info.index}): {kind}" + (f" — {reasons}" if reasons else ""))
     if decision.plan is not None:
         new = apply_plans(module, [decision.plan]).code
-        diff = difflib.unified_diff(module.code.splitlines(True), new.splitlines(True), path, path)
+        diff = diff_text(module.code, new, path)
         how = (
             f"`{_fix_command(suspects, path)}` applies it"
             if _installed_root(path) is None
@@ -293,7 +293,7 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
         lines += [
             "",
             f"The migration ({how}):",
-            "".join(diff).rstrip("\n"),
+            diff.rstrip("\n"),
         ]
     elif decision.problem:
         lines += [

@@ -6,7 +6,6 @@ at the end of input, which counts as q), so this module never touches the termin
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -16,6 +15,7 @@ from vjp_migrate.config import CliOptions, groups
 from vjp_migrate.discover import discover
 from vjp_migrate.files import write_atomically
 from vjp_migrate.model import FileResult, RewritePlan, Settings, Status
+from vjp_migrate.report import diff_text
 from vjp_migrate.source import SourceError, check_syntax, decode, encode
 
 Show = Callable[[str], None]
@@ -27,11 +27,6 @@ _END = "end"  # the answer that stands for the end of input
 
 class _Quit(Exception):
     """q was answered (args: the file's result, and whether it was the end of input)."""
-
-
-def _diff(old: str, new: str, name: str) -> str:
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name)
-    return "".join(lines)
 
 
 def _answer(ask: Ask) -> str:
@@ -67,7 +62,7 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
     for group in plan_groups(plans):  # users of a shared fwd/bwd are applied together
         single = apply_plans(analysis.module, group).code  # type: ignore[arg-type]
         names = ", ".join(f"`{plan.site.qualname}`" for plan in group)
-        show(f"{path}: custom_vjp {names}\n" + _diff(source.text, single, str(path)))
+        show(f"{path}: custom_vjp {names}\n" + diff_text(source.text, single, str(path)))
         answer = _answer(ask)
         if answer in ("q", _END):
             quit_now, ended = True, answer == _END

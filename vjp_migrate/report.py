@@ -195,10 +195,14 @@ def print_findings(diagnostics: Sequence[Diagnostic], show_reasons: bool, stream
 
 
 def unified_diff(result: FileResult) -> str:
-    old = (result.old_text or "").splitlines(keepends=True)
-    new = (result.new_text or "").splitlines(keepends=True)
-    name = str(result.path)
-    return "".join(difflib.unified_diff(old, new, fromfile=name, tofile=name))
+    return diff_text(result.old_text or "", result.new_text or "", str(result.path))
+
+
+def diff_text(old: str, new: str, name: str) -> str:
+    """A unified diff `git apply` and `patch` take: a last line without its newline gets one and
+    GNU diff's `\\ No newline at end of file` (so the next file's header starts a line)."""
+    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name)
+    return "".join(line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines)
 
 
 def fix_summary(results: Sequence[FileResult], diff: bool) -> tuple[str, str]:
@@ -232,11 +236,14 @@ def fix_summary(results: Sequence[FileResult], diff: bool) -> tuple[str, str]:
 
 
 def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, stream: TextIO | None = None) -> None:
+    """With ``diff``, the patch alone goes to stdout (`fix --diff > x.patch`, as ruff does); the
+    findings left and the summary to stderr."""
     stream = stream or sys.stdout
     if diff:
         for result in results:
             if result.changed:
                 stream.write(unified_diff(result))
+        stream = sys.stderr if stream is sys.stdout else stream
     for d in (d for r in results for d in r.remaining):
         _print(_finding_lines(d, show_reasons), stream)
     _print([fix_summary(results, diff)], stream)
