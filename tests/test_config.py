@@ -118,6 +118,30 @@ def test_bad_configuration_is_a_usage_error(tmp_path: Path, table: str, message:
     assert code == 2 and message in out
 
 
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        pytest.param("[tool]\nvjp-migrate = 3\n", "must be a table, not an integer", id="a number"),
+        pytest.param("[tool]\nvjp-migrate = 'x'\n", "must be a table, not a string", id="a string"),
+        pytest.param(
+            "[[tool.vjp-migrate]]\nselect = ['VJP']\n",
+            "must be a table, not an array of tables",
+            id="an array of tables",
+        ),
+        pytest.param("tool = 3\n", None, id="tool no table: no configuration of ours"),
+    ],
+)
+def test_a_configuration_that_is_no_table_is_one_line(tmp_path: Path, text: str, message: str | None) -> None:
+    """cli28 05: a traceback, in the command line and in flake8."""
+    (tmp_path / "pyproject.toml").write_text(text + "# vjp-migrate\n", encoding="utf-8")
+    (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
+    code, out = run("check", "--no-cache", str(tmp_path / "seed.py"))
+    if message is None:
+        assert code == 1 and "VJP001" in out, out
+        return
+    assert code == 2 and f"pyproject.toml: [tool.vjp-migrate] {message}" in out and "Traceback" not in out, out
+
+
 def test_paths_under_different_configs_form_groups(tmp_path: Path) -> None:
     (tmp_path / "a").mkdir()
     a = project(tmp_path / "a", "ignore = ['VJP001']")

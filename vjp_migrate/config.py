@@ -102,9 +102,12 @@ def read_config(path: Path) -> FileConfig:
         raise ConfigError(f"{path}: cannot be read: {error.strerror or error}") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
-    table = data.get("tool", {}).get("vjp-migrate")
+    tool = data.get("tool", {})
+    table = tool.get("vjp-migrate") if isinstance(tool, dict) else None
     if table is None:
         return FileConfig(path)
+    if not isinstance(table, dict):  # `[tool] vjp-migrate = 3`, `[[tool.vjp-migrate]]`
+        raise ConfigError(f"{path}: [tool.vjp-migrate] must be a table, not {_toml_kind(table)}")
     unknown = sorted(set(table) - KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.vjp-migrate]: {', '.join(unknown)}")
@@ -129,6 +132,13 @@ def read_config(path: Path) -> FileConfig:
             _override(e, "array-args", path) for e in _strings(table.get("array-args", []), "array-args", path)
         ),
     )
+
+
+def _toml_kind(value: object) -> str:
+    if isinstance(value, list) and value and isinstance(value[0], dict):
+        return "an array of tables (write `[tool.vjp-migrate]` once)"
+    kinds = {bool: "a boolean", int: "an integer", float: "a float", str: "a string", list: "an array"}
+    return kinds.get(type(value), "a value")
 
 
 def find_config(start: Path) -> Path | None:
