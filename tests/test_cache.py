@@ -100,8 +100,9 @@ def test_a_corrupt_or_unwritable_cache_is_only_a_miss(tmp_path: Path) -> None:
     (result,) = api.check_paths([SEED])
     cache.put(path, data, True, result)
     key = cache.key(path, data, True)
-    (cache.folder / key[:2] / key).write_text("{not json")
-    assert cache.get(path, data, True) is None
+    for damaged in ("{not json", "[" * 100_000 + "]" * 100_000, "[1, 2]", '{"diagnostics": 3}'):
+        (cache.folder / key[:2] / key).write_text(damaged)  # the second: RecursionError (cli28 09)
+        assert cache.get(path, data, True) is None, damaged
     (tmp_path / "file").write_text("")
     blocked = Cache.open(tmp_path / "file", settings)  # a file where the folder should be
     blocked.put(path, data, True, result)

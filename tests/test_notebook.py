@@ -121,11 +121,21 @@ def test_magics_come_back_verbatim(magic: str) -> None:
     assert write(notebook, notebook.code.replace("x = 1", "x = 2")) == raw.replace('"x = 1"', '"x = 2"')
 
 
-def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path) -> None:
-    (tmp_path / "bad.ipynb").write_text("{not json", encoding="utf-8")
+@pytest.mark.parametrize(
+    ("text", "why"),
+    [
+        pytest.param("{not json", "", id="no JSON"),
+        pytest.param("[" * 100_000 + "]" * 100_000, "", id="nested too deeply"),
+        # cli28 12: an internal error, and a source of 5 read as no code
+        pytest.param('{"cells": 3}', "`cells` is no list of cells", id="cells no list"),
+        pytest.param('{"cells": [{"cell_type": "code", "source": 5}]}', "the source of cell 0 is no text", id="source"),
+    ],
+)
+def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path, text: str, why: str) -> None:
+    (tmp_path / "bad.ipynb").write_text(text, encoding="utf-8")
     result = CliRunner().invoke(main, ["check", str(tmp_path / "bad.ipynb")], catch_exceptions=False)
     assert result.exit_code == 2
-    assert f"{tmp_path / 'bad.ipynb'}: error: not a Jupyter notebook: " in result.stderr
+    assert f"{tmp_path / 'bad.ipynb'}: error: not a Jupyter notebook: {why}" in result.stderr, result.stderr
     assert "Nothing checked: 1 file could not be processed." in result.stdout
 
 

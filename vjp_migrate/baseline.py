@@ -62,7 +62,7 @@ def read_baseline(path: Path) -> Counter[Key]:
         )
     except OSError as error:
         raise BaselineError(f"{path}: cannot be read: {error.strerror or error}") from None
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, LookupError, TypeError, AttributeError, RecursionError) as error:
         raise BaselineError(f"{path}: not a vjp-migrate baseline ({error})") from None
 
 

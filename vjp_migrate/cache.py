@@ -96,8 +96,8 @@ class Cache:
         try:
             raw = json.loads(entry.read_text(encoding="utf-8"))
             return _load(path, raw)
-        except (OSError, ValueError, KeyError, TypeError):
-            return None
+        except (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError):
+            return None  # an entry this version cannot read (damaged, edited) is a miss
 
     def put(self, path: Path, data: bytes, explicit: bool, result: FileResult) -> None:
         from vjp_migrate.model import Status

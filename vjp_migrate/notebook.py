@@ -45,8 +45,14 @@ def read(raw: str) -> Notebook:
     try:
         data = json.loads(raw)
         cells = data["cells"]
-    except (ValueError, KeyError, TypeError) as error:
+    except (ValueError, KeyError, TypeError, RecursionError) as error:
         raise SourceError(f"not a Jupyter notebook: {error}") from None
+    if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
+        raise SourceError("not a Jupyter notebook: `cells` is no list of cells")
+    for number, cell in enumerate(cells):
+        source = cell.get("source", "")
+        if not isinstance(source, str) and not (isinstance(source, list) and all(isinstance(s, str) for s in source)):
+            raise SourceError(f"not a Jupyter notebook: the source of cell {number} is no text")
     indent_match = re.match(r"\{\s*\n( *)\"", raw)
     indent = len(indent_match.group(1)) if indent_match else None
     ensure_ascii = raw.isascii() and "\\u" in raw

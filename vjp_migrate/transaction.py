@@ -340,7 +340,7 @@ def _journals_for(paths: Sequence[Path]) -> Iterator[tuple[Path, list[_Recorded]
         seen.add(journal)
         try:
             recorded = _load(journal)
-        except (OSError, ValueError, KeyError, TypeError) as error:
+        except (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError) as error:
             yield journal, error
             continue
         if any(_under(r.path, roots) for r in recorded):
