@@ -145,3 +145,13 @@ def test_add_noqa_quiet_lists_the_findings_only(tmp_path: Path) -> None:
     assert result.exit_code == 0
     lines = result.stdout.splitlines()
     assert [line.split(": ")[0] for line in lines] == [f"{target}:8:19", f"{target}:8:23"]
+
+
+@pytest.mark.parametrize("other", [["--output-format", "json"], ["--write-baseline", "base.json"]])
+def test_add_noqa_with_another_output_is_a_usage_error(tmp_path: Path, other: list[str]) -> None:
+    """cli28 06, 07: the JSON asked for was text, the baseline asked for was never written."""
+    target = tmp_path / "seed.py"
+    target.write_text(SEED, encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", "--add-noqa", *other, str(target)])
+    assert result.exit_code == 2 and f"does not go with {other[0]}" in result.output, result.output
+    assert target.read_text(encoding="utf-8") == SEED

@@ -187,6 +187,9 @@ def check(
     options = _options(select, ignore, exclude, None, config, isolated, force_exclude)
     if add_noqa and Path("-") in paths:
         raise click.UsageError("--add-noqa needs files (it writes the comments into them), not -")
+    if add_noqa and (write_baseline is not None or output_format != "text"):
+        other = "--write-baseline" if write_baseline is not None else f"--output-format {output_format}"
+        raise click.UsageError(f"--add-noqa writes comments and reports in text; it does not go with {other}")
     request = _request(paths, options, stdin_filename, baseline)
     if add_noqa:
         results = _guarded(lambda: runs.add_noqa(request, _notice))  # type: ignore[arg-type]
