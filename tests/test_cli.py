@@ -280,3 +280,15 @@ def test_quiet_prints_the_findings_and_nothing_else(tree: Path, tmp_path: Path) 
     assert (code, len(out.splitlines()), err) == (0, 2, "")  # no "Recorded 2 findings" line
     assert run("fix", "-q", str(tree / "pkg")) == (0, "", "")
     assert "return x, (lo, hi)" in (tree / "pkg" / "seed.py").read_text(encoding="utf-8")
+
+
+def test_ctrl_c_exits_130_not_the_findings_code(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cli28 13: click's "Aborted!" exited 1, which CI reads as findings."""
+    from vjp_migrate import runs
+
+    def interrupted(*args: object, **kwargs: object) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(runs, "check", interrupted)
+    result = CliRunner().invoke(main, ["check", str(tree)])
+    assert result.exit_code == 130 and "Interrupted." in result.stderr and "Aborted" not in result.output

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
     from vjp_migrate.model import FileResult
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 T = TypeVar("T")
 
 
@@ -48,7 +49,22 @@ _quiet = click.option(
 _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argument was classified as it was.")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+class _Interruptible(click.Group):
+    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings)."""
+
+    def invoke(self, ctx: click.Context) -> object:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            pass
+        except click.Abort as abort:  # a prompt's Ctrl-C; its end of input is the command's to handle
+            if not isinstance(abort.__context__, KeyboardInterrupt):
+                raise
+        click.echo("\nInterrupted.", err=True)
+        sys.exit(EXIT_INTERRUPTED)
+
+
+@click.group(cls=_Interruptible, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="vjp-migrate")
 def main() -> None:
     """Find and migrate jax.custom_vjp functions with array-valued nondiff_argnums."""
