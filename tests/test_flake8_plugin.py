@@ -42,6 +42,17 @@ def test_flake8_honours_noqa_and_the_configuration(tmp_path: Path) -> None:
     assert flake8("seed.py", cwd=tmp_path).stdout == ""
 
 
+def test_flake8_skips_what_the_configuration_excludes(tmp_path: Path) -> None:
+    """cli28 08: `check .` skipped the excluded folder, flake8 reported it."""
+    for folder in ("generated", "src"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "seed.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text("[tool.vjp-migrate]\nexclude = ['generated']\n", encoding="utf-8")
+    result = flake8(".", cwd=tmp_path)
+    assert result.stdout.count("VJP001") == 2 and "generated" not in result.stdout, result.stdout
+    assert flake8("generated/seed.py", cwd=tmp_path).stdout == ""  # named, as pre-commit does: --force-exclude
+
+
 def test_the_plugin_imports_neither_jax_nor_rich(tmp_path: Path) -> None:
     (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
     code = (

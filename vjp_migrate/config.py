@@ -272,6 +272,8 @@ def _own_line_length(folder: Path) -> int | None:
     return None
 
 
-def settings_for(path: Path, cli: CliOptions = CliOptions()) -> Settings:
-    """The settings for one file (the flake8 plugin's view of the configuration)."""
-    return groups([path], cli)[0].settings
+def settings_for(path: Path) -> Settings | None:
+    """The settings for one file (the flake8 plugin's view of the configuration); None when its
+    configuration's `exclude` leaves it out (or the built-in skips), as a walk of its folder does."""
+    (group,) = groups([path], CliOptions(force_exclude=True))
+    return group.settings if group.paths else None

@@ -1,8 +1,9 @@
 """The flake8 plugin (entry point `flake8.extension`, name `VJP`): a thin adapter over the api.
 
 It reports exactly what `vjp-migrate check` reports for the file (same configuration, positions
-and messages). Files that do not mention `nondiff_arg` return before anything else is imported,
-so the plugin adds almost nothing to a flake8 run; neither JAX nor rich is ever imported.
+and messages; nothing for a file its `exclude` patterns leave out). Files that do not mention
+`nondiff_arg` return before anything else is imported, so the plugin adds almost nothing to a
+flake8 run; neither JAX nor rich is ever imported.
 
 A `[tool.vjp-migrate]` table that cannot be used stops flake8 the way its own configuration
 errors do (ExecutionError: "There was a critical error during execution of Flake8:" and the
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
 STDIN = ("-", "stdin")
 
 
-def _settings(filename: str) -> Settings:
+def _settings(filename: str) -> Settings | None:
     from vjp_migrate.config import ConfigError, settings_for
 
     try:
@@ -62,6 +63,8 @@ class Plugin:
         from vjp_migrate.source import SourceError
 
         settings = _settings(self.filename)
+        if settings is None:  # excluded by [tool.vjp-migrate], as `check` skips it
+            return
         try:
             if not may_report(text, settings, self.tree):  # the ast screen, as `check` runs it: no LibCST
                 return
