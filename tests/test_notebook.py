@@ -87,6 +87,10 @@ def test_fix_rewrites_across_cells_and_keeps_everything_else(tmp_path: Path) -> 
     assert new == notebook_text(expected)
     assert run("fix", "--diff", str(target))[0] == 0  # idempotent
     assert run("check", str(target))[0] == 0
+    # cli28 14: a notebook saved with CRLF came back with LF on every line
+    target.write_bytes(notebook_text().replace("\n", "\r\n").encode("utf-8"))
+    assert run("fix", str(target))[0] == 0
+    assert target.read_bytes() == notebook_text(expected).replace("\n", "\r\n").encode("utf-8")
 
 
 def test_add_noqa_writes_in_the_cell_and_keeps_everything_else(tmp_path: Path) -> None:

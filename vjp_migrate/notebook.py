@@ -33,6 +33,7 @@ class Notebook:
     code: str  # the code cells as one module
     cell_starts: dict[int, int]  # cell index -> first line of that cell in ``code``
     magics: dict[str, str]  # placeholder -> the original line
+    newline: str = "\n"  # the JSON layout's: "\r\n" for a notebook saved on Windows
 
 
 def _source_text(cell: dict[str, Any]) -> str:
@@ -80,7 +81,8 @@ def read(raw: str) -> Notebook:
         starts[number] = line + 1
         line += 1 + body.count("\n")
         chunks.append(body)
-    return Notebook(data, indent, ensure_ascii, raw.endswith("\n"), "".join(chunks), starts, magics)
+    newline = "\r\n" if "\r\n" in raw else "\n"
+    return Notebook(data, indent, ensure_ascii, raw.endswith("\n"), "".join(chunks), starts, magics, newline)
 
 
 def split(notebook: Notebook, code: str) -> dict[int, str]:
@@ -110,7 +112,8 @@ def write(notebook: Notebook, code: str) -> str:
         body = _restore_end(old, body)
         cell["source"] = body.splitlines(keepends=True) if isinstance(cell.get("source"), list) else body
     text = json.dumps(data, indent=notebook.indent, ensure_ascii=notebook.ensure_ascii)
-    return text + "\n" if notebook.trailing_newline else text
+    text = text + "\n" if notebook.trailing_newline else text
+    return text.replace("\n", notebook.newline)  # a JSON string holds its newlines escaped
 
 
 def _cell_of(notebook: Notebook, line: int) -> tuple[int, int]:
