@@ -140,6 +140,7 @@ def test_a_configuration_that_is_no_table_is_one_line(tmp_path: Path, text: str,
         assert code == 1 and "VJP001" in out, out
         return
     assert code == 2 and f"pyproject.toml: [tool.vjp-migrate] {message}" in out and "Traceback" not in out, out
+    assert "Usage:" not in out and "--help" not in out, out  # cli28 16: the command line was right
 
 
 def test_paths_under_different_configs_form_groups(tmp_path: Path) -> None:

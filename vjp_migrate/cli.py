@@ -98,15 +98,22 @@ def _request(paths: tuple[Path, ...], options: object, stdin_filename: str, base
     return Request(paths, options, stdin, stdin_filename, baseline)  # type: ignore[arg-type]
 
 
+class _FileError(click.ClickException):
+    """A configuration or baseline file that cannot be used: `Error: <file>: <reason>`, exit 2,
+    without click's usage banner (the command line itself was right)."""
+
+    exit_code = EXIT_ERROR
+
+
 def _guarded(work: Callable[[], T]) -> T:
-    """Configuration and baseline errors are usage errors (exit 2), said in one line."""
+    """Configuration and baseline errors exit 2, said in one line."""
     from vjp_migrate.baseline import BaselineError
     from vjp_migrate.config import ConfigError
 
     try:
         return work()
     except (ConfigError, BaselineError) as error:
-        raise click.UsageError(str(error)) from None
+        raise _FileError(str(error)) from None
 
 
 _config = click.option(
