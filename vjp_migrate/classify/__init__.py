@@ -162,6 +162,8 @@ def _pytree_owner(
     (`params: Params` in the primal): the rules that leave it unannotated read the same value's
     fields. Else, when no rule annotates it, the one such class whose fields hold every attribute
     the rules read of it (`model.pi`), and True: matched by names only."""
+    if not ctx.array_fields:  # no class to be annotated with or matched: no walk for the reads
+        return None, False
     read: list[str] = []
     annotated = False
     for _, func, position, _ in roles:

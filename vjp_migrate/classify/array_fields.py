@@ -18,6 +18,7 @@ from vjp_migrate.classify.module_facts import bound_once, module_enums
 from vjp_migrate.classify.pytrees import (
     argument_at,
     call_registrations,
+    class_var,
     decorator_registrations,
     field_declarations,
     pytree_base,
@@ -105,9 +106,10 @@ def _declared(cls: cst.ClassDef) -> dict[str, list[cst.BaseExpression]]:
     the types its annotation allows (`Callable` of `Optional[Callable[..., Array]]`, and None)."""
     found: dict[str, list[cst.BaseExpression]] = {}
     for name, declared in field_declarations(cls):
-        heads = [a.value if isinstance(a, cst.Subscript) else a for a in alternatives(declared.annotation.annotation)]
-        if all((dotted(head) or "").rsplit(".", 1)[-1] != "ClassVar" for head in heads):
-            found[name] = heads
+        if not class_var(declared):
+            found[name] = [
+                a.value if isinstance(a, cst.Subscript) else a for a in alternatives(declared.annotation.annotation)
+            ]
     return found
 
 

@@ -260,7 +260,7 @@ def _every_field(
 ) -> bool:
     """Whether every field the class body declares (`x: int = ...`; not a `ClassVar`) has a
     value that ``static`` accepts."""
-    return all(static(declared.value, imports) for _, declared in field_declarations(cls) if not _class_var(declared))
+    return all(static(declared.value, imports) for _, declared in field_declarations(cls) if not class_var(declared))
 
 
 def field_declarations(cls: cst.ClassDef) -> Iterator[tuple[str, cst.AnnAssign]]:
@@ -271,7 +271,8 @@ def field_declarations(cls: cst.ClassDef) -> Iterator[tuple[str, cst.AnnAssign]]
                 yield small.target.value, small
 
 
-def _class_var(declared: cst.AnnAssign) -> bool:
+def class_var(declared: cst.AnnAssign) -> bool:
+    """`n: ClassVar[int] = 3`: a class attribute, no field."""
     annotation = declared.annotation.annotation
     head = annotation.value if isinstance(annotation, cst.Subscript) else annotation
     return (dotted(head) or "").rsplit(".", 1)[-1] == "ClassVar"

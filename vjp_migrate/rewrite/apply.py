@@ -625,8 +625,7 @@ class Apply(cst.CSTTransformer):
         residual renamed; and the new whitespace after the opening parenthesis (``lead``)."""
         assert plan.site.bwd is not None
         n_nondiff = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
-        single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
-        residual_name = plan.saved_bwd_names[0] if single else plan.residual_param
+        residual_name = _lone_saved(plan) or plan.residual_param
         every = [*params.posonly_params, *params.params]
         every[n_nondiff] = every[n_nondiff].with_changes(name=cst.Name(residual_name))
         moved = set(plan.moved_bwd_params)
@@ -649,10 +648,17 @@ class Apply(cst.CSTTransformer):
         return params.with_changes(posonly_params=posonly, params=rest), lead
 
 
+def _lone_saved(plan: RewritePlan) -> str | None:
+    """The saved argument that alone is the new residual (the old one was None), by its bwd name:
+    bwd's residual parameter takes that name."""
+    single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
+    return plan.saved_bwd_names[0] if single else None
+
+
 def _gone_params(plan: RewritePlan) -> tuple[str, ...]:
     """The parameters that leave bwd's signature (a lone saved argument stays, as the residual)."""
-    single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
-    return tuple(n for n in plan.moved_bwd_params if not (single and n == plan.saved_bwd_names[0]))
+    lone = _lone_saved(plan)
+    return tuple(n for n in plan.moved_bwd_params if n != lone)
 
 
 def _docstring_changes(plan: RewritePlan, bwd: cst.FunctionDef) -> tuple[tuple[str, ...], tuple[str, str] | None]:
@@ -663,8 +669,7 @@ def _docstring_changes(plan: RewritePlan, bwd: cst.FunctionDef) -> tuple[tuple[s
     at = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
     every = [*bwd.params.posonly_params, *bwd.params.params]
     old = every[at].name.value if at < len(every) else None
-    single = plan.layout is Layout.NONE and len(plan.saved_bwd_names) == 1
-    new = plan.saved_bwd_names[0] if single else plan.residual_param
+    new = _lone_saved(plan) or plan.residual_param
     if old is None or old == new or plan.layout is Layout.UNCHANGED:
         return gone, None
     if plan.layout is Layout.NONE:

@@ -55,8 +55,7 @@ def without_entries(
         new = "".join(lines)
         return docstring if new == docstring.value else docstring.with_changes(value=new)
     if (
-        not gone
-        or not listed.isdisjoint(names)
+        not listed.isdisjoint(names)
         or (section and len(gone) == len(entries))
         or any(documented.count(name) > 1 for name in documented if name.removeprefix("type ") in names)
         or any(stop >= len(lines) or lines[stop - 1].rstrip("\r\n").endswith("\\") for _, stop in gone)

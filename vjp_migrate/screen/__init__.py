@@ -15,13 +15,17 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   (a helper a run over the package follows), is mapped over by ``jax.vmap``,
   has an attribute passed to a ``jax.random`` function (a holder of PRNG keys), has an array-like
   annotation or one naming a class of the module (a pytree with array fields, whose fields'
-  uses, `params.G @ x`, are then the argument's), or a call of the site (by name, or through a
+  uses, `params.G @ x`, are then the argument's), reads an attribute some class of the module
+  declares as a field (unannotated, it may be that class's pytree), is unpacked into items one of
+  which is in arithmetic (`w, b = handle`; `x * w`), or a call of the site (by name, or through a
   def that returns it) passes an array-module result or, at the argument's place, a parameter
   of the caller annotated as an array or with a class of the module;
 - a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
-  the right name has the wrong arity, the bwd of a one-argument primal returns something that
-  may be a bare value, or nondiff_argnames names the primal's `*args` (JAX ignores such a name,
-  and a positional-only one: neither gives a position).
+  the right name has the wrong arity or takes the primal's parameter names in another order, a
+  bwd returns a tuple literal with another number of cotangents than the primal has
+  differentiable arguments, the bwd of a one-argument primal returns something that may be a
+  bare value (or a local bound to one), or nondiff_argnames names the primal's `*args` (JAX
+  ignores such a name, and a positional-only one: neither gives a position).
 
 One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
 stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. A Python-number annotation

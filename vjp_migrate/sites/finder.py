@@ -17,8 +17,8 @@ from vjp_migrate.sites.rules import lambda_rule
 from vjp_migrate.sites.scopes import (
     Scope,
     body_statements,
+    constant_assigns,
     find_def,
-    module_constants,
     positional_params,
     scope_statements,
 )
@@ -41,7 +41,7 @@ class SiteFinder(RuleLinker):
         self.imports = imports
         self.imported_rule = imported_rule
         self.imported_value = imported_value
-        self.constants = module_constants(module)
+        self.constants = constant_assigns(module)
         self.unread_imports = set()
         self.mentions = None
         self.names = None

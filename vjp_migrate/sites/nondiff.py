@@ -10,7 +10,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import NondiffConstant, NondiffSpec
-from vjp_migrate.sites.scopes import AnyBindings, NameMentions, constant_assigns, int_literals, str_literals
+from vjp_migrate.sites.scopes import AnyBindings, NameMentions, int_literals, str_literals
 
 # Project-wide analysis (project.py) gives the value of a constant imported from another module
 # (`nondiff_argnums=NONDIFF`): its expression there, why it cannot be read (`imported from
@@ -24,7 +24,7 @@ class NondiffReader:
     module: cst.Module
     imports: ImportTable
     imported_value: ImportedValue | None
-    constants: dict[str, cst.BaseExpression]  # the module's constants, by name
+    constants: dict[str, cst.Assign]  # the module's constant statements, by name
     unread_imports: set[int]  # id(nondiff_argnums Arg) of imported names not read
     mentions: tuple[dict[str, int], NameMentions] | None  # (AnyBindings counts, NameMentions), once needed
 
@@ -63,7 +63,7 @@ class NondiffReader:
                 name = dotted(argnums.value)
                 problem = f"nondiff_argnums is given by `{self.module.code_for_node(argnums.value)}`"
                 if name in self.constants:
-                    found = self._positions(self.constants[name])
+                    found = self._positions(self.constants[name].value)
                     constant = self._constant(name) if found is not None else None
                     if constant is not None:
                         problem, listed = None, self._written_as_list(constant.assign.value)
@@ -104,7 +104,7 @@ class NondiffReader:
             walk.visit(self.module, mentions)
             self.mentions = bindings.counts, mentions
         bindings_count, mentions = self.mentions
-        assign = constant_assigns(self.module).get(name)
+        assign = self.constants.get(name)
         if assign is None or bindings_count.get(name, 0) != 1:
             return None
         # Its binding and the site's keyword are its only mentions, and no other module should
