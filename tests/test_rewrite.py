@@ -149,8 +149,9 @@ def test_call_return_needing_a_middle_none_on_a_shared_line_is_reported(shared: 
     assert fix_source(code).source == code
 
 
-@pytest.mark.parametrize("newline", ["\n", "\r\n"], ids=["LF", "CRLF"])
-def test_line_endings_are_kept(newline: str) -> None:
+@pytest.mark.parametrize("blank_lines_at_end", [0, 1])
+@pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
+def test_line_endings_are_kept(newline: str, blank_lines_at_end: int) -> None:
     code = textwrap.dedent(
         """\
         import jax
@@ -168,10 +169,12 @@ def test_line_endings_are_kept(newline: str) -> None:
 
         f.defvjp(f_fwd, f_bwd)
         """
-    ).replace("\n", newline)
+    ).replace("\n", newline) + newline * blank_lines_at_end
     out = fix_source(code).source
     assert "lo, hi = res" + newline in out
     assert out.count("\r\n") == (out.count("\n") if newline == "\r\n" else 0)
+    assert out.count("\r") == (0 if newline == "\n" else out.count(newline))
+    assert out.endswith("f.defvjp(f_fwd, f_bwd)" + newline * (1 + blank_lines_at_end))  # LibCST loses a last CR
     assert "# note" in out
 
 

@@ -152,6 +152,8 @@ def _fix_text(
     # The source text with only the changed nodes' code generated (splice.py); the statements
     # of the module's body that changed are checked again (they parse on their own).
     new_code, changed = index_of(module).code(apply_plans(module, plans))  # type: ignore[arg-type]
+    if code.endswith("\r") and not module.has_trailing_newline:
+        new_code += "\r"  # LibCST takes a last lone CR for no newline at all, and drops it
     try:
         check_syntax("".join(changed), path)  # one parse (each ends with its newline)
     except SourceError:
