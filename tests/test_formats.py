@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from xml.etree import ElementTree as ET
 
@@ -108,6 +109,29 @@ def test_sarif_uris_are_percent_encoded(tmp_path: Path, monkeypatch: pytest.Monk
         for location in r["locations"]
     }
     assert uris == {"my%20models/clip%231.py"}
+
+
+def test_odd_file_names_are_escaped_in_junit_and_sarif(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A control character, or a byte that is no UTF-8 (a surrogate escape in Python), has no
+    place in XML 1.0 and no UTF-8 for a URI: JUnit shows it as `\\x..`, SARIF quotes the byte."""
+    odd = os.fsdecode(b"bad\xff")  # a lone surrogate
+    (tmp_path / f"esc\x1b{odd}.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "tab\tbell\x07.py").write_bytes(b"\x00nondiff_argnums")  # an error entry
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--output-format", "junit", "."], catch_exceptions=False)
+    root = ET.fromstring(result.stdout.split("\n", 1)[1])  # well-formed
+    assert sorted({case.get("classname") for case in root.iter("testcase")}) == [
+        "esc\\x1bbad\\xff.py",
+        "tab\tbell\\x07.py",
+    ]
+    (error,) = root.iter("error")
+    assert error.text == "tab\tbell\\x07.py: error: binary file (contains NUL bytes)"
+    result = CliRunner().invoke(main, ["check", "--output-format", "sarif", "."], catch_exceptions=False)
+    uris = {
+        r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+        for r in json.loads(result.stdout)["runs"][0]["results"]
+    }
+    assert uris == {"esc%1Bbad%FF.py", "tab%09bell%07.py"}
 
 
 def test_files_that_could_not_be_processed_are_entries_too(tmp_path: Path) -> None:

@@ -144,14 +144,16 @@ def _fix_text(
     plans = [d.plan for d in analysis.decisions if d.plan is not None]
     if not plans:
         return FixResult(code, False, analysis.diagnostics, ())
+    import libcst as cst
+
     from vjp_migrate.rewrite import apply_plans
     from vjp_migrate.walk import index_of
 
     module = analysis.module
-    assert module is not None
+    assert isinstance(module, cst.Module)
     # The source text with only the changed nodes' code generated (splice.py); the statements
     # of the module's body that changed are checked again (they parse on their own).
-    new_code, changed = index_of(module).code(apply_plans(module, plans))  # type: ignore[arg-type]
+    new_code, changed = index_of(module).code(apply_plans(module, plans))
     if code.endswith("\r") and not module.has_trailing_newline:
         new_code += "\r"  # LibCST takes a last lone CR for no newline at all, and drops it
     try:

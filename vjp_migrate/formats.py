@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,7 +142,8 @@ def render_github(results: Sequence[FileResult]) -> str:
 
 def _uri(path: str) -> str:
     candidate = Path(path)
-    return candidate.as_uri() if candidate.is_absolute() else quote(candidate.as_posix())
+    # A name of undecodable bytes (surrogate escapes) is quoted as those bytes, as as_uri does.
+    return candidate.as_uri() if candidate.is_absolute() else quote(candidate.as_posix(), errors="surrogateescape")
 
 
 def _rule(code: str) -> dict[str, object]:
@@ -271,27 +273,45 @@ def render_sarif(results: Sequence[FileResult]) -> str:
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
 
 
+# What XML 1.0 cannot hold: control characters but tab and newlines, lone surrogates (a file
+# name's undecodable bytes), U+FFFE and U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def _xml_escape(match: re.Match[str]) -> str:
+    point = ord(match.group())
+    if 0xDC80 <= point <= 0xDCFF:  # the byte a surrogate escape stands for
+        return f"\\x{point - 0xDC00:02x}"
+    return f"\\x{point:02x}" if point < 0x100 else f"\\u{point:04x}"
+
+
+def _xml_text(text: object) -> str:
+    return _NOT_XML.sub(_xml_escape, str(text))
+
+
 def render_junit(results: Sequence[FileResult]) -> str:
     """JUnit XML: a test case per finding (a failure), per clean file, per unreadable file (an error)."""
     suite = ET.Element("testsuite", name="vjp-migrate")
     tests = failures = errors = 0
     for r in results:
+        path = _xml_text(r.path)
         if r.status is Status.FAILED:
-            case = ET.SubElement(suite, "testcase", classname=str(r.path), name=str(r.path))
-            kind = problem(r).code
-            ET.SubElement(case, "error", message=r.reason or "", type=kind).text = f"{r.path}: error: {r.reason}"
+            case = ET.SubElement(suite, "testcase", classname=path, name=path)
+            kind, reason = problem(r).code, _xml_text(r.reason or "")
+            ET.SubElement(case, "error", message=reason, type=kind).text = f"{path}: error: {reason}"
             tests, errors = tests + 1, errors + 1
             continue
         if not r.diagnostics:
-            ET.SubElement(suite, "testcase", classname=str(r.path), name=str(r.path))
+            ET.SubElement(suite, "testcase", classname=path, name=path)
             tests += 1
         for d in r.diagnostics:
             cell = f"cell {d.cell}:" if d.cell is not None else ""
-            name = f"{d.code} {d.function}" + (f" `{d.argument}`" if d.argument else "")
-            case = ET.SubElement(suite, "testcase", classname=d.path, name=name, line=str(d.line))
-            failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
+            name = _xml_text(f"{d.code} {d.function}" + (f" `{d.argument}`" if d.argument else ""))
+            message, where = _xml_text(d.message), _xml_text(d.path)
+            case = ET.SubElement(suite, "testcase", classname=where, name=name, line=str(d.line))
+            failure = ET.SubElement(case, "failure", message=message, type=d.code)
             safety = "" if d.fix_safety is FixSafety.NONE else f" (fix: {d.fix_safety.value})"
-            failure.text = f"{d.path}:{cell}{d.line}:{d.column}: {d.code} {d.message}{safety}"
+            failure.text = f"{where}:{cell}{d.line}:{d.column}: {d.code} {message}{safety}"
             tests, failures = tests + 1, failures + 1
     counts = {"tests": str(tests), "failures": str(failures), "errors": str(errors)}
     suite.attrib.update(counts)
