@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import pytest
 from conftest import FIXTURES, fixture_cases, read_exact
+from helpers import executed
 
 from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import DEFAULT_SELECT, expand_selection
@@ -152,8 +153,9 @@ def test_call_return_needing_a_middle_none_on_a_shared_line_is_reported(shared: 
 @pytest.mark.parametrize("blank_lines_at_end", [0, 1])
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
 def test_line_endings_are_kept(newline: str, blank_lines_at_end: int) -> None:
-    code = textwrap.dedent(
-        """\
+    code = (
+        textwrap.dedent(
+            """\
         import jax
         from functools import partial
 
@@ -169,7 +171,9 @@ def test_line_endings_are_kept(newline: str, blank_lines_at_end: int) -> None:
 
         f.defvjp(f_fwd, f_bwd)
         """
-    ).replace("\n", newline) + newline * blank_lines_at_end
+        ).replace("\n", newline)
+        + newline * blank_lines_at_end
+    )
     out = fix_source(code).source
     assert "lo, hi = res" + newline in out
     assert out.count("\r\n") == (out.count("\n") if newline == "\r\n" else 0)
@@ -2135,15 +2139,21 @@ f.defvjp(f_fwd, f_bwd)
         ),
         pytest.param(
             "s = w_static * 2\n    w, c = res\n    return (g * c * w * s,)",
-            "(w, (w, jnp.cos(x)))",
-            "w_static, res = residuals",
-            id="read before the unpack: saved",
+            "(w, jnp.cos(x))",
+            "w_static = res[0]\n    s = w_static * 2",
+            id="read before the unpack: read by index",
         ),
         pytest.param(
             "w, c = res\n    w = w + 1\n    return (g * c * w * w_static,)",
-            "(w, w, jnp.cos(x))",
-            "w_static, w, c = res",
-            id="target rebound: saved",
+            "(w, jnp.cos(x))",
+            "w_static = res[0]\n    w, c = res",
+            id="target rebound: read by index",
+        ),
+        pytest.param(
+            "return (g * res[1] * w_static,)",
+            "(w, jnp.cos(x))",
+            "w_static = res[0]\n    return (g * res[1] * w_static, None)",
+            id="residual indexed: read by index",
         ),
     ],
 )
@@ -2166,6 +2176,83 @@ f.defvjp(f_fwd, f_bwd)
 """
     )
     assert f"    return f(x, w), {fwd_residual}\n" in out and f"    {migrated}\n" in out, out
+
+
+@pytest.mark.parametrize(
+    ("fwd_body", "bwd_def", "defvjp", "migrated", "by_index"),
+    [
+        pytest.param(
+            "return f(x, w, v), (x, (v, w))",
+            'def f_bwd(w_, v_, res, g):\n    """Doc."""\n    return (g * res[0] * w_ * v_,)',
+            "f.defvjp(f_fwd, f_bwd)",
+            'def f_bwd(res, g):\n    """Doc."""\n    w_ = res[1][1]\n    v_ = res[1][0]\n',
+            True,
+            id="both in a nested tuple: read by index after the docstring",
+        ),
+        pytest.param(
+            "return f(x, w, v), (x, w)",
+            "def f_bwd(w_, v_, res, g):\n    return (g * res[0] * w_ * v_,)",
+            "f.defvjp(f_fwd, f_bwd)",
+            "def f_bwd(residuals, g):\n    w_, v_, res = residuals\n",
+            False,
+            id="one of two not in the residual: both saved",
+        ),
+        pytest.param(
+            "return f(x, w, v), (x, w, v)",
+            "def f_bwd(w_, v_, _, g):\n    return (g * w_ * v_,)",
+            "f.defvjp(f_fwd, f_bwd)",
+            "def f_bwd(res, g):\n    w_, v_, _ = res\n",
+            False,
+            id="residual parameter `_`: saved",
+        ),
+        pytest.param(
+            "return f(x, w, v), (x, w, v)",
+            "",
+            "f.defvjp(f_fwd, lambda w_, v_, res, g: (g * res[0] * w_ * v_,))",
+            "    w_, v_, res = residuals\n",
+            False,
+            id="lambda bwd: saved, made a def",
+        ),
+        pytest.param(
+            "return f(x, w, v), (x, w, v)",
+            "def f_bwd(w_, v_, res, g): return (g * res[0] * w_ * v_,)",
+            "f.defvjp(f_fwd, f_bwd)",
+            "bwd `f_bwd` is written on one line",
+            False,
+            id="bwd on its def's line: saved, so refused",
+        ),
+    ],
+)
+def test_arguments_the_residual_holds_are_read_by_index_only_when_all_are(
+    fwd_body: str, bwd_def: str, defvjp: str, migrated: str, by_index: bool
+) -> None:
+    code = (
+        HEAD
+        + f"""\
+@partial(jax.custom_vjp, nondiff_argnums=(1, 2))
+def f(x, w, v):
+    return jnp.sin(x) * w * v
+
+def f_fwd(x, w, v):
+    {fwd_body}
+
+{bwd_def}
+
+{defvjp}
+"""
+    )
+    result = fix_source(code)
+    if not result.changed:
+        assert {d.message.split("automatically: ")[-1] for d in result.diagnostics} == {migrated}
+        return
+    out = result.source
+    assert migrated in out, out
+    assert (f"    {fwd_body}\n" in out) is by_index and ("_ = res[" in out) is by_index, out
+    before, after = executed(code, "before.py")["f"], executed(out, "after.py")["f"]
+    x, w, v = jnp.array([0.5, -1.0]), jnp.array([2.0, 3.0]), jnp.array([-1.5, 0.25])
+    expected = jax.grad(lambda x: jnp.sum(before(x, w, v)))(x)  # w and v concrete: it works
+    jitted = jax.jit(jax.grad(lambda x, w, v: jnp.sum(after(x, w, v))))  # w and v traced
+    assert jnp.allclose(jitted(x, w, v), expected)
 
 
 def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -2273,14 +2360,14 @@ def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.
         pytest.param(
             "c = jnp.cos(x)\n    return f(x, w), ((c, w), x)",
             "cw, x = res\n    return (g * cw[0] * w_static,)",
-            "def f_bwd(res, g):\n    w_static, cw, x = res\n",
-            id="nested tuple unpacked as one name: saved",
+            "def f_bwd(res, g):\n    w_static = res[0][1]\n    cw, x = res\n",
+            id="nested tuple unpacked as one name: read by index",
         ),
         pytest.param(
             "c = jnp.cos(x)\n    return f(x, w), ((c, w, x), x)",
             "(c, w), x = res\n    return (g * c * w_static,)",
-            "def f_bwd(res, g):\n    w_static, (c, w), x = res\n",
-            id="nested widths differ: saved",
+            "def f_bwd(res, g):\n    w_static = res[0][1]\n    (c, w), x = res\n",
+            id="nested widths differ: read by index",
         ),
     ],
 )

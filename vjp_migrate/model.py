@@ -240,6 +240,9 @@ class RewritePlan:
     cotangent_literals: tuple[cst.Assign, ...] = ()
     dels: tuple[tuple[cst.Del, tuple[str, ...]], ...] = ()  # bwd `del`s of parameters that leave
     reused: tuple[tuple[cst.Name, str], ...] = ()  # unpack targets renamed (half-migrated code)
+    # bwd's names for arguments fwd's residual holds already, and the items to read them from:
+    # `w = res[1]` at the top of bwd (half-migrated code whose bwd indexes the residual)
+    read_at: tuple[tuple[str, str], ...] = ()
     jit_edits: tuple[JitEdit, ...] = ()
     bwd_def_name: str | None = None  # a bwd lambda becomes a def of this name before defvjp
     # Annotations the change would make wrong (docs/rewrite-rules.md, section 3h): a Param gets

@@ -19,7 +19,14 @@ from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in
 from vjp_migrate.plan.consistency import inconsistency, repeated_param
 from vjp_migrate.plan.cotangents import bwd_return_plan, cotangent_count, cotangent_slots, symbolic_zeros
 from vjp_migrate.plan.jit import jit_edits
-from vjp_migrate.plan.residuals import TEMP_NAMES, already_saved, fresh_name, fwd_residual_assign, layout_of
+from vjp_migrate.plan.residuals import (
+    TEMP_NAMES,
+    already_saved,
+    fresh_name,
+    fwd_residual_assign,
+    indexed_reads,
+    layout_of,
+)
 from vjp_migrate.sites import own_returns, positional_params, varargs_owner
 
 
@@ -86,6 +93,12 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
         read, order, fwd_params, bwd_params, bwd, bwd_names.counts, fwd, fwd_returns, fwd_bound, fwd_walk.assigns
     )
     saved = tuple(p for p in read if p not in reused)
+    residual = bwd_params[len(order)]
+    indexed = None
+    if saved and site.bwd.lambda_node is None:
+        indexed = indexed_reads(saved, fwd_params, residual, bwd, fwd, fwd_returns, fwd_bound, fwd_walk.assigns)
+    read_at = tuple(zip((bwd_params[order.index(p)] for p in saved), indexed, strict=True)) if indexed else ()
+    saved = () if indexed else saved
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
     rebound = sorted(set(saved_fwd) & fwd_bound)
@@ -105,7 +118,6 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
     if isinstance(returned, str):
         return returned
     temp_returns, starred_lengths, literals = returned
-    residual = bwd_params[len(order)]
     taken = set(bwd_names.counts) | (param_names(bwd) - {residual})
     layout, new_param, old_name, unpack = layout_of(saved_bwd, residual, bwd, bwd_names.counts, fwd_returns, taken)
     needs_unpack = layout in (Layout.NONE, Layout.GENERAL) and new_param != saved_bwd[0]
@@ -143,6 +155,7 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
         starred_lengths=tuple(sorted(starred_lengths.items())),
         dels=dropped_dels(bwd, unread),
         reused=tuple(rename for renames in reused.values() for rename in renames),
+        read_at=read_at,
         jit_edits=edits,
         bwd_def_name=def_name,
         retyped=retyped(

@@ -49,24 +49,17 @@ def already_saved(
     if unpack is None:
         return {}
     fwd_bindings = bindings_of(fwd)
-    tuples = [
-        _residual_literal(r.value.elements[1].value, fwd_bindings)
-        for r in fwd_returns
-        if isinstance(r.value, cst.Tuple)
-    ]
-    if len(tuples) != len(fwd_returns) or not all(isinstance(t, cst.Tuple) for t in tuples):
+    tuples = _residual_tuples(fwd_returns, fwd_bindings)
+    if tuples is None:
         return {}
     found: dict[int, list[tuple[cst.Name, str]]] = {}
     bindings = bindings_of(bwd)
     for p in read:
         name, wanted = fwd_params[p], bwd_params[order.index(p)]
-        if name in fwd_bound:
+        path = None if name in fwd_bound else _saved_at(name, tuples, fwd_bindings, fwd_assigns)
+        if path is None:
             continue
-        saved_as = _aliases(name, fwd_bindings, fwd_assigns)
-        places = {tuple(_paths_to(t, saved_as)) for t in tuples}  # each return's, once
-        if len(places) != 1 or len(paths := next(iter(places))) != 1:
-            continue
-        found_slot = _unpacked_at(bwd, unpack, tuples, paths[0], counts, bindings)
+        found_slot = _unpacked_at(bwd, unpack, tuples, path, counts, bindings)
         if found_slot is None:
             continue
         slot, slot_unpack = found_slot
@@ -75,6 +68,61 @@ def already_saved(
         elif (loads := _reads_after(bwd, slot_unpack, wanted, slot.value, bindings)) is not None:
             found[p] = [(load, slot.value) for load in loads]
     return found
+
+
+def indexed_reads(
+    saved: tuple[int, ...],
+    fwd_params: tuple[str, ...],
+    residual: str,
+    bwd: cst.FunctionDef,
+    fwd: cst.FunctionDef,
+    fwd_returns: list[cst.Return],
+    fwd_bound: set[str],
+    fwd_assigns: set[int],
+) -> tuple[str, ...] | None:
+    """Where fwd's residual already holds each of the ``saved`` arguments, as an item of its
+    tuple (`res[1]`, `res[1][0]`), for bwd to read at its top (`w = res[1]`) instead of fwd
+    saving it again: None unless every one of them is at one place in every return, so that the
+    residual stays as it is. bwd must have a block to put the statements in."""
+    if residual == "_" or not isinstance(bwd.body, cst.IndentedBlock):
+        return None
+    fwd_bindings = bindings_of(fwd)
+    tuples = _residual_tuples(fwd_returns, fwd_bindings)
+    if tuples is None:
+        return None
+    items: list[str] = []
+    for p in saved:
+        name = fwd_params[p]
+        path = None if name in fwd_bound else _saved_at(name, tuples, fwd_bindings, fwd_assigns)
+        if path is None:
+            return None
+        items.append(residual + "".join(f"[{index}]" for index in path))
+    return tuple(items)
+
+
+def _residual_tuples(
+    fwd_returns: list[cst.Return], fwd_bindings: dict[str, list[cst.CSTNode]]
+) -> list[cst.BaseExpression] | None:
+    """The tuple literal each fwd return saves (through a name bound once to it, too), or None."""
+    tuples = [
+        _residual_literal(r.value.elements[1].value, fwd_bindings)
+        for r in fwd_returns
+        if isinstance(r.value, cst.Tuple) and len(r.value.elements) == 2
+    ]
+    if len(tuples) != len(fwd_returns) or not all(isinstance(t, cst.Tuple) for t in tuples):
+        return None
+    return tuples
+
+
+def _saved_at(
+    name: str, tuples: list[cst.BaseExpression], fwd_bindings: dict[str, list[cst.CSTNode]], fwd_assigns: set[int]
+) -> tuple[int, ...] | None:
+    """The one place of fwd's parameter ``name`` (or an alias of it) in every residual tuple."""
+    saved_as = _aliases(name, fwd_bindings, fwd_assigns)
+    places = {tuple(_paths_to(t, saved_as)) for t in tuples}  # each return's, once
+    if len(places) != 1 or len(paths := next(iter(places))) != 1:
+        return None
+    return paths[0]
 
 
 def _aliases(name: str, bindings: dict[str, list[cst.CSTNode]], own: set[int]) -> set[str]:

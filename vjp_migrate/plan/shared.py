@@ -28,6 +28,7 @@ def rule_change(decision: SiteDecision, role: str) -> tuple[object, ...]:
         plan.moved_bwd_params,
         plan.saved_bwd_names,
         tuple((id(t), name) for t, name in plan.reused),
+        plan.read_at,
         plan.layout,
         plan.residual_param,
         plan.old_residual_name,

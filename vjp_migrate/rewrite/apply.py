@@ -605,16 +605,18 @@ class Apply(cst.CSTTransformer):
         return updated_node.with_changes(params=params, whitespace_before_params=lead)
 
     def _with_unpack(self, plan: RewritePlan, node: cst.FunctionDef) -> cst.FunctionDef:
+        lines = [f"{name} = {item}\n" for name, item in plan.read_at]
         if plan.layout is Layout.GENERAL or (plan.layout is Layout.NONE and len(plan.saved_bwd_names) > 1):
             targets = list(plan.saved_bwd_names)
             if plan.layout is Layout.GENERAL:
                 targets.append(plan.old_residual_name)
-            unpack = cst.parse_statement(f"{', '.join(targets)} = {plan.residual_param}\n")
+            lines.append(f"{', '.join(targets)} = {plan.residual_param}\n")
+        if lines:
             body = node.body
             assert isinstance(body, cst.IndentedBlock)
             statements = list(body.body)
             at = 1 if statements and is_docstring(statements[0]) else 0
-            statements.insert(at, unpack)
+            statements[at:at] = map(cst.parse_statement, lines)
             node = node.with_changes(body=body.with_changes(body=statements))
         return node
 
