@@ -150,6 +150,54 @@ def test_call_return_needing_a_middle_none_on_a_shared_line_is_reported(shared: 
     assert fix_source(code).source == code
 
 
+@pytest.mark.parametrize("newline", ["\n", "\r"], ids=["LF", "CR"])
+def test_form_feeds_are_kept(newline: str) -> None:
+    # LibCST's code drops a form feed in a statement line's indentation (PEP 8's page break), and
+    # gives a block's first line's to every line of the block: the lines the rewrite keeps get
+    # the source's back, and so do lines it changes one for one (the decorator, the returns); a
+    # line it adds gets none (bwd's unpack).
+    plain = textwrap.dedent(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(0, 1))
+        def f(lo, hi, x):
+            return x
+
+        def f_fwd(lo, hi, x):
+            y = x
+            return y, None
+
+        \x0c
+        def f_bwd(lo, hi, _, g):
+            s = hi - lo
+            return (g * s,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    paged = re.sub(r"^(@partial|def f_fwd|f\.defvjp|    y = x|    s = hi)", "\x0c\\1", plain, flags=re.MULTILINE)
+    migrated = fix_source(plain).source
+    assert migrated.count("\x0c") == 1  # the blank line: LibCST keeps that one
+    expected = re.sub(
+        r"^(@jax\.custom_vjp|def f_fwd|f\.defvjp|    y = x|    s = hi)",
+        "\x0c\\1",
+        migrated,
+        flags=re.MULTILINE,
+    )
+    assert expected.count("\x0c") == 6
+    assert fix_source(paged.replace("\n", newline)).source == expected.replace("\n", newline)
+
+
+def test_a_source_libcst_gives_back_otherwise_changed_is_refused() -> None:
+    from vjp_migrate.roundtrip import restored
+
+    assert restored("x = 1\n\x0cy = 2\n", "x = 1\ny = 2\n", "x = 1\ny = 3\n") == "x = 1\n\x0cy = 3\n"
+    assert restored("x = 1\n\x0cy = 2\n", "x = 1\ny = 20\n", "x = 1\ny = 3\n") is None
+    assert restored("x = 1\n\x0cy = 2\n", "x = 1\n", "x = 2\n") is None
+
+
 @pytest.mark.parametrize("blank_lines_at_end", [0, 1])
 @pytest.mark.parametrize("newline", ["\n", "\r\n", "\r"], ids=["LF", "CRLF", "CR"])
 def test_line_endings_are_kept(newline: str, blank_lines_at_end: int) -> None:

@@ -147,6 +147,7 @@ def _fix_text(
     import libcst as cst
 
     from vjp_migrate.rewrite import apply_plans
+    from vjp_migrate.roundtrip import restored
     from vjp_migrate.walk import index_of
 
     module = analysis.module
@@ -154,8 +155,11 @@ def _fix_text(
     # The source text with only the changed nodes' code generated (splice.py); the statements
     # of the module's body that changed are checked again (they parse on their own).
     new_code, changed = index_of(module).code(apply_plans(module, plans))
-    if code.endswith("\r") and not module.has_trailing_newline:
-        new_code += "\r"  # LibCST takes a last lone CR for no newline at all, and drops it
+    if "\x0c" in code or code.endswith("\r"):  # what LibCST's code may lose of the source
+        kept = restored(code, module.code, new_code)
+        if kept is None:
+            raise SourceError("LibCST's code generation does not give this file back exactly; left untouched")
+        new_code = kept
     try:
         check_syntax("".join(changed), path)  # one parse (each ends with its newline)
     except SourceError:
