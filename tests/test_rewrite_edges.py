@@ -77,12 +77,13 @@ def test_a_variadic_cotangent_annotation_that_admits_none_stays(annotation: str)
     assert f"def f_bwd(res, g) -> {annotation}:\n" in out, out
 
 
-def test_a_parameter_bwd_binds_again_is_saved_again() -> None:
-    # `w_static = 2.0 * w_static` after the unpack: reading `w` for it would double `w` itself.
+def test_a_parameter_bwd_binds_again_is_read_from_the_residual_first() -> None:
+    # `w_static = 2.0 * w_static` after the unpack: renaming it to `w` would double `w` itself;
+    # bound from the residual's item at bwd's top, it starts as the parameter did.
     body = "w, c = res\n    w_static = 2.0 * w_static\n    return (g * c * w * w_static,)"
     out = fix(HEAD + _SAVED.replace("BODY", body))
-    assert "    return f(x, w), (w, w, jnp.cos(x))\n" in out, out
-    assert "    w_static, w, c = res\n    w_static = 2.0 * w_static\n" in out, out
+    assert "    return f(x, w), (w, jnp.cos(x))\n" in out, out
+    assert "    w_static = res[0]\n    w, c = res\n    w_static = 2.0 * w_static\n" in out, out
 
 
 # The rules rewrite19 added (notes/mut19-findings.md): aliases of a moved argument fwd saves, an
