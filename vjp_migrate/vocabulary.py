@@ -947,6 +947,21 @@ MAPPING_ANNOTATION_NAMES = frozenset({"dict", "Dict", "Mapping", "MutableMapping
 TYPE_TESTS = frozenset(f"builtins.{name}" for name in ("isinstance", "hasattr", "callable", "type", "id"))
 
 
+# The types a Tracer is never an instance of, whatever it traces: an argument that must be one
+# (`assert isinstance(lr, float)`, `if not isinstance(lr, (int, float)): raise ...`) is static.
+PYTHON_VALUE_TYPES = frozenset(
+    {
+        *(f"builtins.{name}" for name in ("int", "float", "complex", "bool", "str", "bytes")),
+        *(f"numbers.{name}" for name in ("Number", "Complex", "Real", "Rational", "Integral")),
+        *(f"numpy.{name}" for name in ("number", "floating", "integer", "generic", "bool_")),
+    }
+)
+# Library checks that their first argument is a Python number (chex: `isinstance(x, (int, float))`).
+PYTHON_NUMBER_CHECKS = frozenset(
+    f"chex.assert_scalar{suffix}" for suffix in ("", "_positive", "_non_negative", "_negative", "_in")
+)
+
+
 def is_metadata_function(qname: str) -> bool:
     """``len`` or a ``jnp``/``np`` function that reads only metadata (``jnp.shape``, ``jnp.ndim``...)."""
     return qname == "builtins.len" or (

@@ -17,6 +17,7 @@ from vjp_migrate.classify.module_facts import (
     enclosing_defs,
     module_enums,
     module_helpers,
+    module_jit_aliases,
     module_partial_aliases,
     module_primitives,
     module_variants,
@@ -27,7 +28,7 @@ from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
 from vjp_migrate.derived import Locals, locals_of
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgKind, Evidence
-from vjp_migrate.sites import body_statements
+from vjp_migrate.sites import body_statements, jit_static_names
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
 Where = tuple["int | None", "str | None"]  # a line, and the file it is in when that is another file of the run
@@ -117,6 +118,9 @@ class Context:
     plain_classes: frozenset[str] = frozenset()
     # Module-level names bound once to `partial(f, k=v)` of a module def, keywords only: `f` runs.
     aliases: dict[str, cst.FunctionDef] = field(default_factory=dict, compare=False)
+    # Module-level names bound once to `jax.jit(f, ...)` of a module def, with literal static
+    # arguments: `f` runs, and the parameters given with them are hashed.
+    jitted: dict[str, tuple[cst.FunctionDef, frozenset[str]]] = field(default_factory=dict, compare=False)
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
@@ -156,6 +160,7 @@ class Context:
             array_fields=array_fields,
             plain_classes=plain_classes(module, imports) - set(array_fields),
             aliases=module_partial_aliases(module, imports, helpers),
+            jitted=module_jit_aliases(module, imports, helpers),
         )
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
@@ -165,8 +170,15 @@ class Context:
         if scope is not None and name in scope:
             bound = scope[name]
             return (bound,) if bound is not None else ()
-        helper = self.helpers.get(name) or self.aliases.get(name)
+        helper = self.helpers.get(name) or self.aliases.get(name) or self.jitted.get(name, (None,))[0]
         return (helper,) if helper is not None else self.variants.get(name, ())
+
+    def jit_static(self, name: str, helper: cst.FunctionDef) -> frozenset[str]:
+        """The parameters of ``helper`` that a jit marks static: its decorator, or the
+        `name = jax.jit(helper, ...)` a call of ``name`` runs it through."""
+        jitted = self.jitted.get(name)
+        through = jitted[1] if jitted is not None and jitted[0] is helper else frozenset()
+        return jit_static_names(helper, self.imports) | through
 
 
 def own_body(func: cst.FunctionDef) -> Sequence[cst.BaseStatement | cst.SimpleStatementSuite]:

@@ -9,6 +9,7 @@ import libcst as cst
 
 from vjp_migrate.classify.expressions import all_params
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
+from vjp_migrate.sites.jit import jit_call_static_names
 from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES
 
 
@@ -232,6 +233,29 @@ def module_partial_aliases(
             if not bound & positional or _trailing(func, bound):
                 found[small.targets[0].target.value] = func
     return {name: func for name, func in found.items() if name in bound_once(module, set(found))}
+
+
+def module_jit_aliases(
+    module: cst.Module, imports: ImportTable, helpers: dict[str, cst.FunctionDef]
+) -> dict[str, tuple[cst.FunctionDef, frozenset[str]]]:
+    """The names the module binds once, at its top level, to `jax.jit(f, ...)` of one of its defs
+    whose static arguments are literals (`_gj = jax.jit(_g, static_argnums=1)`), each with ``f``
+    and the parameters that jit marks static: a call of one runs ``f``, and hashes those."""
+    found: dict[str, tuple[cst.FunctionDef, frozenset[str]]] = {}
+    for small in (s for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for s in stmt.body):
+        if not (
+            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
+        ):
+            continue
+        value = small.value
+        if not isinstance(value, cst.Call) or not value.args or not imports.is_one_of(value.func, JIT):
+            continue
+        first = value.args[0]
+        func = helpers.get(first.value.value) if isinstance(first.value, cst.Name) and first.keyword is None else None
+        static = jit_call_static_names(value, func) if func is not None else None
+        if func is not None and static is not None:
+            found[small.targets[0].target.value] = (func, static)
+    return {name: jitted for name, jitted in found.items() if name in bound_once(module, set(found))}
 
 
 def _trailing(func: cst.FunctionDef, bound: set[str]) -> bool:

@@ -4,6 +4,7 @@ branches, and the code after their early exits, weigh a static use as guarded.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 import libcst as cst
@@ -13,7 +14,7 @@ from vjp_migrate.classify.uses_names import UseState
 from vjp_migrate.classify.weights import BRANCH_ARRAY, CONTROL, GUARDED, STRONG
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import ArgKind, Evidence
-from vjp_migrate.vocabulary import TYPE_TESTS
+from vjp_migrate.vocabulary import PYTHON_VALUE_TYPES, TYPE_TESTS
 from vjp_migrate.walk.fields import children
 
 
@@ -40,6 +41,7 @@ class Branches(UseState):
     def visit_If(self, node: cst.If) -> None:
         self.tests[id(node)] = len(self.evidence)
         self._control(node.test, node, "if")
+        self._raises_unless(node)
         self._enter_branches(node.test)
         self.bodies[id(node)] = len(self.evidence)
         if isinstance(node.orelse, cst.If):
@@ -109,6 +111,37 @@ class Branches(UseState):
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self._control(node.test, node, "assert")
+        self._python_value(_required(node.test, cst.And, self._is_value_test), node)
+
+    def _raises_unless(self, node: cst.If) -> None:
+        """`if not isinstance(a, float): raise ...` (an `or` with other tests too)."""
+        if node.orelse is None and _raises(node.body):
+            self._python_value(_required(node.test, cst.Or, self._is_not_value_test), node)
+
+    def _python_value(self, test: cst.Call | None, node: cst.CSTNode) -> None:
+        if test is not None:
+            text = f"must be a Python value (`{code_text(test)}`), which a Tracer never is"
+            self._add(ArgKind.STATIC, text, node)
+
+    def _is_not_value_test(self, expr: cst.BaseExpression) -> cst.Call | None:
+        if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+            return self._is_value_test(expr.expression)
+        return None
+
+    def _is_value_test(self, expr: cst.BaseExpression) -> cst.Call | None:
+        """``expr`` when it is `isinstance(<the argument>, <Python value types only>)`."""
+        if not (
+            isinstance(expr, cst.Call)
+            and len(expr.args) == 2
+            and not any(arg.keyword or arg.star for arg in expr.args)
+            and self.ctx.imports.qualify(expr.func) == "builtins.isinstance"
+            and named_in(expr.args[0].value, self.names) is not None
+        ):
+            return None
+        kinds = expr.args[1].value
+        listed = [e.value for e in kinds.elements] if isinstance(kinds, cst.Tuple) else [kinds]
+        qualified = [self.ctx.imports.qualify(kind) for kind in listed]
+        return expr if listed and all(q in PYTHON_VALUE_TYPES for q in qualified) else None
 
 
 def _on_branch(evidence: Evidence, weight: str, tested: str) -> tuple[Evidence, str]:
@@ -140,6 +173,31 @@ def _exit(body: cst.BaseSuite) -> str | None:
     if isinstance(last, cst.Break):
         return "a `break`"
     return "a `continue`" if isinstance(last, cst.Continue) else None
+
+
+def _required(
+    test: cst.BaseExpression,
+    joined: type[cst.And] | type[cst.Or],
+    found: Callable[[cst.BaseExpression], cst.Call | None],
+) -> cst.Call | None:
+    """The first test ``found`` accepts in ``test`` or, through the ``joined`` operator, in its
+    operands: the tests that must all hold (`and` in an assert) or that raise alone (`or`)."""
+    stack = [test]  # LibCST keeps a test's parentheses on its node
+    while stack:
+        expr = stack.pop()
+        if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, joined):
+            stack.extend((expr.right, expr.left))
+        elif (call := found(expr)) is not None:
+            return call
+    return None
+
+
+def _raises(body: cst.BaseSuite) -> bool:
+    """Whether the block ends with a `raise`."""
+    last = body.body[-1] if body.body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        last = last.body[-1] if last.body else None
+    return isinstance(last, cst.Raise)
 
 
 def _type_test_of(test: cst.BaseExpression, names: set[str], imports: ImportTable) -> str | None:

@@ -33,6 +33,7 @@ from vjp_migrate.vocabulary import (
     METADATA_ATTRIBUTES,
     NUMPY_TRACER_METHODS,
     PRIMITIVE_CLASSES,
+    PYTHON_NUMBER_CHECKS,
     SHAPE_METHODS,
     SHARD_MAP_PLACES,
     SIZE_OR_DATA,
@@ -269,6 +270,9 @@ class CallUses(Helpers):
             return
         if needs_python_number(qname):
             self._add(ArgKind.STATIC, f"passed to `{func_text}`", call, via=via)
+        elif qname in PYTHON_NUMBER_CHECKS and position == 0:
+            text = f"passed to `{func_text}`, which checks it is a Python number (a Tracer never is)"
+            self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in STATIC_CALLS:
             text = f"passed to `{func_text}`, which takes only static shapes, dtypes and settings"
             self._add(ArgKind.STATIC, text, call, via=via)

@@ -28,7 +28,7 @@ from vjp_migrate.classify.uses_names import NameFinder
 from vjp_migrate.classify.weights import DOUBT, WEAK
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
-from vjp_migrate.sites import jit_static_names, positional_params
+from vjp_migrate.sites import positional_params
 from vjp_migrate.vocabulary import CACHING_DECORATORS, HOST_CALLBACKS, PALLAS_CALL, SETTING_KEYWORDS
 
 H = TypeVar("H", bound="Helpers")  # typing.Self is Python 3.11+
@@ -272,7 +272,7 @@ class Helpers(Branches):
         target = keyword if named else (params[position] if 0 <= position < len(params) else None)
         if target is None:
             return []
-        if target in jit_static_names(helper, ctx.imports):
+        if target in ctx.jit_static(func_text, helper):
             text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
             return self._made(ArgKind.STATIC, text, call, via=via)
         if (cache := caching_decorator(helper, ctx.imports)) is not None:
