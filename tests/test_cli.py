@@ -118,6 +118,35 @@ def test_fix_diff_prints_a_patch_git_applies(tmp_path: Path) -> None:
         assert (tmp_path / name).read_text(encoding="utf-8") == fix_source(SEED.rstrip("\n")).source
 
 
+def test_fix_diff_is_in_each_files_own_bytes(tmp_path: Path) -> None:
+    """cli29 10, 20: `git apply -p0` takes the patch of every kind of file `fix` writes: lines end
+    at `\\n` only (a form feed, U+2028 or a lone CR inside a line), the BOM and a latin-1 file's
+    bytes as they are, a name with a tab or a quote quoted as git quotes it."""
+    seed = SEED.replace("import jax\n", "import jax\n# café\n", 1)
+    files = {
+        "formfeed.py": seed.replace("\ndef clip_gradient_fwd", "\n\x0cdef clip_gradient_fwd").encode(),
+        "u2028.py": seed.replace("# café", "# a\u2028b").encode(),
+        "lone_cr.py": seed.replace("\n", "\r").encode(),
+        "bom.py": b"\xef\xbb\xbf" + seed.encode(),
+        "latin1.py": ("# -*- coding: latin-1 -*-\n" + seed).encode("latin-1"),
+        'tab\tand"quote.py': seed.encode(),
+    }
+    patched, fixed = tmp_path / "patched", tmp_path / "fixed"
+    for folder in (patched, fixed):
+        folder.mkdir()
+        for name, data in files.items():
+            (folder / name).write_bytes(data)
+    command = [sys.executable, "-m", "vjp_migrate"]
+    diff = subprocess.run([*command, "fix", "--diff", "."], cwd=patched, capture_output=True, check=False)
+    assert diff.returncode == 1, diff.stderr
+    assert diff.stdout.count(b"\n--- ") + diff.stdout.startswith(b"--- ") == len(files)
+    assert subprocess.run([*command, "fix", "."], cwd=fixed, capture_output=True, check=False).returncode == 0
+    subprocess.run(["git", "init", "-q"], cwd=patched, check=True)
+    subprocess.run(["git", "apply", "-p0", "-"], cwd=patched, input=diff.stdout, check=True)
+    for name, data in files.items():
+        assert (patched / name).read_bytes() == (fixed / name).read_bytes() != data, name
+
+
 def test_fix_takes_checks_cache_options_and_keeps_no_cache(
     tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -147,7 +147,7 @@ def _fix_text(
     import libcst as cst
 
     from vjp_migrate.rewrite import apply_plans
-    from vjp_migrate.roundtrip import restored
+    from vjp_migrate.roundtrip import kept_source
     from vjp_migrate.walk import index_of
 
     module = analysis.module
@@ -155,11 +155,7 @@ def _fix_text(
     # The source text with only the changed nodes' code generated (splice.py); the statements
     # of the module's body that changed are checked again (they parse on their own).
     new_code, changed = index_of(module).code(apply_plans(module, plans))
-    if "\x0c" in code or code.endswith("\r"):  # what LibCST's code may lose of the source
-        kept = restored(code, module.code, new_code)
-        if kept is None:
-            raise SourceError("LibCST's code generation does not give this file back exactly; left untouched")
-        new_code = kept
+    new_code = kept_source(code, module, new_code)
     try:
         check_syntax("".join(changed), path)  # one parse (each ends with its newline)
     except SourceError:
@@ -253,9 +249,15 @@ def check_file(
         return guarded(path, work)
 
 
-def _fixed(path: Path, old_text: str, result: FixResult) -> FileResult:
+def _fixed(path: Path, source: SourceText, result: FixResult) -> FileResult:
     return FileResult(
-        path, Status.OK, diagnostics=result.diagnostics, fixed=result.fixed, old_text=old_text, new_text=result.source
+        path,
+        Status.OK,
+        diagnostics=result.diagnostics,
+        fixed=result.fixed,
+        old_text=source.text,
+        new_text=result.source,
+        encoding=source.encoding,
     )
 
 
@@ -280,8 +282,8 @@ def fix_file(
 
             project = Project.for_file(path)
             result = _fix_text(source.text, str(path), settings, project, syntax_checked=verdict.parses)
-            return project.with_origins(_fixed(path, source.text, result))
-        return _fixed(path, source.text, result)
+            return project.with_origins(_fixed(path, source, result))
+        return _fixed(path, source, result)
 
     with _no_cycle_collection():
         planned = guarded(path, work)
@@ -444,8 +446,8 @@ def fix_stdin(data: bytes, name: str, settings: Settings = DEFAULT_SETTINGS) -> 
         if path.suffix == ".ipynb":
             from vjp_migrate.notebook import fix_notebook
 
-            return _fixed(path, source.text, fix_notebook(source.text, name, settings))
-        return _fixed(path, source.text, fix_source(source.text, path=name, settings=settings))
+            return _fixed(path, source, fix_notebook(source.text, name, settings))
+        return _fixed(path, source, fix_source(source.text, path=name, settings=settings))
 
     return guarded(path, work)
 

@@ -375,7 +375,7 @@ def _print_fix(results: list[FileResult], diff: bool, show_reasons: bool, quiet:
     if diff:
         for result in results:
             if result.changed:
-                sys.stdout.write(report.unified_diff(result))
+                report.write_patch(sys.stdout, report.unified_diff(result))
     report.print_findings([d for r in results for d in r.remaining], show_reasons)
 
 

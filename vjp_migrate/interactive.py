@@ -56,6 +56,7 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
         return FileResult(path, Status.OK, diagnostics=analysis.diagnostics, old_text=source.text, new_text=source.text)
     from vjp_migrate.plan.shared import plan_groups
     from vjp_migrate.rewrite import apply_plans
+    from vjp_migrate.roundtrip import kept_source
 
     accepted: list[RewritePlan] = []
     quit_now = ended = False
@@ -69,7 +70,9 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
             break
         if answer == "y":
             accepted.extend(group)
-    new_text = apply_plans(analysis.module, accepted).code if accepted else source.text  # type: ignore[arg-type]
+    new_text = source.text
+    if accepted:
+        new_text = kept_source(source.text, analysis.module, apply_plans(analysis.module, accepted).code)  # type: ignore[arg-type]
     check_syntax(new_text, str(path))
     if new_text != source.text:
         write_atomically(path, encode(source, new_text), data)
@@ -83,6 +86,7 @@ def review_file(path: Path, settings: Settings, show: Show, ask: Ask, explicit: 
         old_text=source.text,
         new_text=new_text,
         written=new_text != source.text,
+        encoding=source.encoding,
     )
     if quit_now:
         raise _Quit(result, ended)

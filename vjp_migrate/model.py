@@ -301,6 +301,7 @@ class FileResult:
     old_text: str | None = None
     new_text: str | None = None
     written: bool = False
+    encoding: str = "utf-8"  # the file's, as tokenize names it ("utf-8-sig" with a BOM): its diff's bytes
     # Modules this file imports custom_vjp rules (or nondiff_argnums constants) from, and those
     # it imports helpers from that it passes nondiff arguments to: the run analyses the file again
     # with them when they are among its files (project.py; a file with only helpers to follow is

@@ -718,15 +718,26 @@ def _file_result(
     new_text = loaded.source.text
     if plans:
         from vjp_migrate.rewrite import apply_plans
+        from vjp_migrate.roundtrip import kept_source
 
-        new_text = apply_plans(loaded.module, plans).code
+        try:
+            new_text = kept_source(loaded.source.text, loaded.module, apply_plans(loaded.module, plans).code)
+        except SourceError as error:
+            return FileResult(path, Status.FAILED, str(error))
         try:
             check_syntax(new_text, str(path))
         except SourceError as error:
             reason = f"internal error: the rewrite would not parse ({error}); left untouched"
             return FileResult(path, Status.FAILED, reason)
     fixed = tuple(d for d in diagnostics if (d.function, d.index) in moved)
+    source = loaded.source
     result = FileResult(
-        path, Status.OK, diagnostics=diagnostics, fixed=fixed, old_text=loaded.source.text, new_text=new_text
+        path,
+        Status.OK,
+        diagnostics=diagnostics,
+        fixed=fixed,
+        old_text=source.text,
+        new_text=new_text,
+        encoding=source.encoding,
     )
     return project.with_origins(result)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 import sys
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -194,15 +195,57 @@ def print_findings(diagnostics: Sequence[Diagnostic], show_reasons: bool, stream
         _print(_finding_lines(d, show_reasons), stream or sys.stdout)
 
 
-def unified_diff(result: FileResult) -> str:
-    return diff_text(result.old_text or "", result.new_text or "", str(result.path))
+def unified_diff(result: FileResult) -> bytes:
+    """The file's diff in its own bytes, as `git apply -p0` and `patch -p0` read the file: its
+    encoding, its BOM; the names in the file system's (quoted as git quotes them)."""
+    bom = "\ufeff" if result.encoding == "utf-8-sig" else ""
+    text = diff_text(bom + (result.old_text or ""), bom + (result.new_text or ""), str(result.path))
+    headers, _, hunks = text.partition("\n@@")
+    codec = "utf-8" if result.encoding == "utf-8-sig" else result.encoding
+    return headers.encode("utf-8", "surrogateescape") + (b"\n@@" + hunks.encode(codec) if hunks else b"")
 
 
 def diff_text(old: str, new: str, name: str) -> str:
-    """A unified diff `git apply` and `patch` take: a last line without its newline gets one and
-    GNU diff's `\\ No newline at end of file` (so the next file's header starts a line)."""
-    lines = difflib.unified_diff(old.splitlines(keepends=True), new.splitlines(keepends=True), name, name)
+    """A unified diff `git apply` and `patch` take: lines end at `\\n` only, as they count them
+    (not at a lone CR, a form feed or U+2028, where str.splitlines ends them too); a last line
+    without its newline gets one and GNU diff's `\\ No newline at end of file` (so the next
+    file's header starts a line); a name with a quote, a backslash or a control character is
+    quoted as git quotes it."""
+    quoted = _git_quoted(name)
+    lines = difflib.unified_diff(_LINES.findall(old), _LINES.findall(new), quoted, quoted)
     return "".join(line if line.endswith("\n") else f"{line}\n\\ No newline at end of file\n" for line in lines)
+
+
+_LINES = re.compile(r"[^\n]*\n|[^\n]+\Z")
+_GIT_ESCAPES = {
+    "\a": "\\a",
+    "\b": "\\b",
+    "\t": "\\t",
+    "\n": "\\n",
+    "\v": "\\v",
+    "\f": "\\f",
+    "\r": "\\r",
+    '"': '\\"',
+    "\\": "\\\\",
+}
+
+
+def _git_quoted(name: str) -> str:
+    if not any(c in _GIT_ESCAPES or c < " " or c == "\x7f" for c in name):
+        return name
+    escaped = "".join(_GIT_ESCAPES.get(c) or (f"\\{ord(c):03o}" if c < " " or c == "\x7f" else c) for c in name)
+    return f'"{escaped}"'
+
+
+def write_patch(stream: TextIO, patch: bytes) -> None:
+    """A patch in its files' bytes, to a text stream (through its buffer when it has one)."""
+    buffer = getattr(stream, "buffer", None)
+    if buffer is None:
+        stream.write(patch.decode("utf-8", "replace"))
+        return
+    stream.flush()
+    buffer.write(patch)
+    buffer.flush()
 
 
 def fix_summary(results: Sequence[FileResult], diff: bool) -> tuple[str, str]:
@@ -242,7 +285,7 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
     if diff:
         for result in results:
             if result.changed:
-                stream.write(unified_diff(result))
+                write_patch(stream, unified_diff(result))
         stream = sys.stderr if stream is sys.stdout else stream
     for d in (d for r in results for d in r.remaining):
         _print(_finding_lines(d, show_reasons), stream)

@@ -12,9 +12,26 @@ from __future__ import annotations
 
 import difflib
 import re
+from typing import TYPE_CHECKING
+
+from vjp_migrate.source import SourceError
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # str.splitlines would split at a form feed too
 _INDENT = " \t\x0c"
+
+
+def kept_source(source: str, module: cst.Module, new: str) -> str:
+    """``new``, made from the code of ``module`` (parsed from ``source``), with what that code
+    lost of ``source`` put back; SourceError when the code differs from it in another way."""
+    if "\x0c" not in source and not source.endswith("\r"):  # all LibCST may lose
+        return new
+    kept = restored(source, module.code, new)
+    if kept is None:
+        raise SourceError("LibCST's code generation does not give this file back exactly; left untouched")
+    return kept
 
 
 def restored(source: str, code: str, new: str) -> str | None:
