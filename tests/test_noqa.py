@@ -87,6 +87,36 @@ def test_add_noqa_puts_the_comment_on_a_line_that_can_take_one(signature: str, l
     assert check_source(new) == []
 
 
+def test_add_noqa_merges_into_the_comment_not_a_string_before_it() -> None:
+    # cli29 09: the first `# noqa` of the line was in a default value, which changed
+    signature = 'def clip_gradient(lo, hi, x, tag="# noqa: E1"):'
+    code = SEED.replace(DEF, signature + "  # noqa: E501")
+    code = code.replace("def clip_gradient_fwd(lo, hi, x):", "def clip_gradient_fwd(lo, hi, x, tag):")
+    code = code.replace("return (jnp.clip(g, lo, hi),)", "return (jnp.clip(g, lo, hi), None)")
+    new, changed = add_noqa(code, check_source(code))
+    assert changed == 1 and signature + "  # noqa: E501, VJP001\n" in new, new
+    assert check_source(new) == []
+
+
+@pytest.mark.parametrize(
+    "above",
+    [
+        pytest.param("\x0c\n\x0c\n", id="page breaks"),
+        pytest.param(
+            'BANNER = """page 1\x0c\x0c\npage 2\u2028 and\x1c3"""\n', id="line breaks of str.splitlines in a string"
+        ),
+    ],
+)
+def test_add_noqa_counts_lines_as_python_does(above: str) -> None:
+    # cli29 10: str.splitlines also ends a line at a form feed, U+2028 or \x1c: the comment went
+    # onto an earlier line, or into the string
+    code = SEED.replace(DECORATOR, above + DECORATOR)
+    new, changed = add_noqa(code, check_source(code))
+    assert changed == 1 and DECORATOR + "\n" + DEF + "  # noqa: VJP001\n" in new, new
+    assert check_source(new) == []
+    assert ast.dump(ast.parse(new)) == ast.dump(ast.parse(code))
+
+
 def test_add_noqa_never_writes_what_no_longer_parses(monkeypatch: pytest.MonkeyPatch) -> None:
     """The last guard: were a comment ever placed after a backslash, the text stays as it was."""
     code = SEED.replace(DEF, "def clip_gradient(lo, hi, \\\n        x):")

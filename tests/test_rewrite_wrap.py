@@ -64,6 +64,13 @@ def test_a_residual_grown_past_the_limit_is_split_one_item_per_line() -> None:
     assert "    w, a, b = res\n" in out  # short enough: untouched
 
 
+def test_lines_are_measured_where_python_counts_them() -> None:
+    # A page-break line (`\x0c`) is one line for Python and LibCST, two for str.splitlines: the
+    # long return was measured on the line above it and left on one line.
+    out = fix(site(LONG_RETURN).replace("\n\ndef f_fwd", "\n\x0c\n\x0c\ndef f_fwd"))
+    assert "    return f(x, w), (\n        w,\n        jnp.cos(x_longer_name),\n" in out, out
+
+
 def test_the_limit_is_the_projects() -> None:
     assert "(w, jnp.cos(x_longer_name), jnp.sin(another_long_name_for_x))  # saved" in fix(site(LONG_RETURN), 120)
     assert "    return (\n        g * w * a * b,\n        None,\n    )\n" in fix(site(LONG_RETURN), 30)

@@ -14,6 +14,7 @@ import tokenize
 from collections.abc import Callable, Sequence
 
 from vjp_migrate.model import Diagnostic, FixSafety, SiteDecision, VjpSite
+from vjp_migrate.source import physical_lines
 
 # flake8's own spelling: `# noqa`, `#noqa:VJP001`, `# NOQA: VJP001, VJP002`. A code is letters then
 # digits (or this tool's prefix `VJP`), so words after the codes (`noqa: E501 generated`) are no codes.
@@ -36,21 +37,26 @@ def _parse(comment: str) -> frozenset[str] | bool | None:
 
 def noqa_lines(text: str) -> NoqaMap:
     """Line number -> the codes a `# noqa` comment on that line suppresses (None: all)."""
-    found: NoqaMap = {}
+    return {line: codes for line, (_, codes) in _noqa_comments(text).items()}
+
+
+def _noqa_comments(text: str) -> dict[int, tuple[int, frozenset[str] | None]]:
+    """Line number -> where its `# noqa` comment starts and the codes it suppresses (None: all)."""
+    found: dict[int, tuple[int, frozenset[str] | None]] = {}
     if "noqa" not in text.lower():
         return found
     try:
         comments = [
-            (tok.start[0], tok.string)
+            (tok.start[0], tok.start[1], tok.string)
             for tok in tokenize.generate_tokens(io.StringIO(text).readline)
             if tok.type == tokenize.COMMENT
         ]
     except (tokenize.TokenError, SyntaxError):  # fall back to the lines, as flake8 does for bad files
-        comments = [(n, line) for n, line in enumerate(text.splitlines(), 1) if "#" in line]
-    for line, comment in comments:
+        comments = [(n, line.find("#"), line) for n, line in enumerate(physical_lines(text), 1) if "#" in line]
+    for line, column, comment in comments:
         codes = _parse(comment)
         if codes is not False:
-            found[line] = codes  # type: ignore[assignment]
+            found[line] = (column, codes)  # type: ignore[assignment]
     return found
 
 
@@ -101,8 +107,8 @@ def _uncommentable(text: str) -> set[int]:
                 commented.add(tok.start[0])
     except (tokenize.TokenError, SyntaxError):
         pass
-    for number, line in enumerate(text.splitlines(), 1):
-        if line.endswith("\\") and number not in commented:
+    for number, line in enumerate(physical_lines(text), 1):
+        if line.rstrip("\r\n").endswith("\\") and number not in commented:
             blocked.add(number)
     return blocked
 
@@ -113,7 +119,7 @@ def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
 
     Returns the new text and the number of lines changed.
     """
-    lines = text.splitlines(keepends=True)
+    lines = physical_lines(text)  # as the findings' lines are numbered
     blocked = _uncommentable(text)
     wanted: dict[int, set[str]] = {}
     for d in diagnostics:
@@ -124,17 +130,17 @@ def add_noqa(text: str, diagnostics: Sequence[Diagnostic]) -> tuple[str, int]:
             wanted.setdefault(at, set()).add(d.code)
     if not wanted:
         return text, 0
-    existing = noqa_lines(text)
+    existing = _noqa_comments(text)
     changed = 0
     for number, codes in sorted(wanted.items()):
         line = lines[number - 1]
         body = line.rstrip("\r\n")
         ending = line[len(body) :]
         if number in existing:
-            old = existing[number]
+            column, old = existing[number]
             if old is ALL or codes <= old:
                 continue
-            match = NOQA.search(body)
+            match = NOQA.search(body, column)  # in the comment, not in a string before it
             assert match is not None
             merged = ", ".join(sorted(old | codes))
             body = body[: match.start()] + f"# noqa: {merged}" + body[match.end() :]

@@ -11,15 +11,13 @@ source back here.
 from __future__ import annotations
 
 import difflib
-import re
 from typing import TYPE_CHECKING
 
-from vjp_migrate.source import SourceError
+from vjp_migrate.source import SourceError, physical_lines
 
 if TYPE_CHECKING:
     import libcst as cst
 
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")  # str.splitlines would split at a form feed too
 _INDENT = " \t\x0c"
 
 
@@ -43,10 +41,10 @@ def restored(source: str, code: str, new: str) -> str | None:
         return new + "\r"
     if source.endswith("\r") and not code.endswith("\r"):
         code, new = code + "\r", new + "\r"
-    old_lines, code_lines = _LINE.findall(source), _LINE.findall(code)
+    old_lines, code_lines = physical_lines(source), physical_lines(code)
     if len(old_lines) != len(code_lines) or not all(map(_same_but_indent, old_lines, code_lines)):
         return None
-    new_lines = _LINE.findall(new)
+    new_lines = physical_lines(new)
     out: list[str] = []
     matcher = difflib.SequenceMatcher(None, code_lines, new_lines, autojunk=False)
     for kind, first, last, new_first, new_last in matcher.get_opcodes():

@@ -31,6 +31,15 @@ SYNTAX_REASON = re.compile(
 )
 
 
+_PHYSICAL_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+\Z")
+
+
+def physical_lines(text: str) -> list[str]:
+    """The lines of a source as Python and LibCST number them, each with its newline: they end
+    at `\\n`, `\\r\\n` or `\\r` only (str.splitlines ends them at a form feed or U+2028 too)."""
+    return _PHYSICAL_LINE.findall(text)
+
+
 class SourceError(ValueError):
     """A source that cannot be processed; the message is one line, fit for users."""
 

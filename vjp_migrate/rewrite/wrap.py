@@ -26,6 +26,7 @@ from functools import cached_property
 import libcst as cst
 
 from vjp_migrate import walk
+from vjp_migrate.source import physical_lines
 
 Literal = cst.Tuple | cst.List
 _OPENS_AT_END = re.compile(r"[([{]\s*$")
@@ -69,7 +70,7 @@ class Lines:
 
     def lines(self) -> list[str]:
         if self._lines is None:
-            self._lines = (self.index.text(self.module) or "").splitlines()
+            self._lines = [line.rstrip("\r\n") for line in physical_lines(self.index.text(self.module) or "")]
         return self._lines
 
     def overflow(self, changes: Sequence[tuple[cst.CSTNode | None, cst.CSTNode | None]]) -> str | None:
