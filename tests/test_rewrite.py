@@ -2303,6 +2303,27 @@ def f_fwd(x, w, v):
     assert jnp.allclose(jitted(x, w, v), expected)
 
 
+@pytest.mark.parametrize(
+    ("head", "kept"),
+    [
+        pytest.param('from functools import partial\n__all__ = ["f", "partial"]\n', True, id="in __all__"),
+        pytest.param(
+            'from functools import partial\n__all__: list[str] = []\n__all__ += ("partial",)\n', True, id="__all__ +="
+        ),
+        pytest.param("from functools import partial  # noqa: F401 (re-exported)\n", True, id="noqa F401"),
+        pytest.param("from functools import partial  # noqa\n", True, id="bare noqa"),
+        pytest.param("from functools import partial  # noqa: E501\n", False, id="noqa for another code"),
+        pytest.param('from functools import partial\n__all__ = ["f"]\n', False, id="not in __all__"),
+    ],
+)
+def test_an_import_the_module_exports_or_marks_stays(head: str, kept: bool) -> None:
+    # cli29 19: ruff's F401 fix leaves what `__all__` lists and what a noqa keeps; `from m import *`
+    # failed on the name `__all__` still listed once the import went
+    out = fix_source("import jax\nimport jax.numpy as jnp\n" + head + RULES_BELOW).source
+    assert ("from functools import partial" in out) is kept, out
+    assert "@jax.custom_vjp\n" in out
+
+
 def test_dropped_imports_are_trimmed_without_a_libcst_visit(monkeypatch: pytest.MonkeyPatch) -> None:
     # rewrite.unused_imports.drop_imports rebuilds the import lines through walk.Index.transform,
     # which calls leave methods only: LibCST's visit would call on_visit first

@@ -35,6 +35,12 @@ def _parse(comment: str) -> frozenset[str] | bool | None:
     return frozenset(c.upper() for c in re.split(r"[,\s]+", codes) if c) if codes else ALL
 
 
+def silences(comment: str, code: str) -> bool:
+    """Whether the comment is a `# noqa` for ``code`` (`# noqa`, `# noqa: F401`, `# noqa: F`)."""
+    codes = _parse(comment)
+    return codes is not False and _covers(codes, code)  # type: ignore[arg-type]
+
+
 def noqa_lines(text: str) -> NoqaMap:
     """Line number -> the codes a `# noqa` comment on that line suppresses (None: all)."""
     return {line: codes for line, (_, codes) in _noqa_comments(text).items()}

@@ -48,7 +48,7 @@ def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module,
             walk.visit(new, uses)
         else:
             new.visit(uses)
-        unused = applier.removed_names - uses.used
+        unused = applier.removed_names - uses.used - uses.kept
         if unused:
             new = (
                 drop_imports(new, DropImports(unused), walk.index_of(module))

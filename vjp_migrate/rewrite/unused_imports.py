@@ -9,15 +9,19 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
+from vjp_migrate.noqa import silences
 from vjp_migrate.rewrite.lists import names_one_of, without
 
 
 class NameUses(cst.CSTVisitor):
-    """Which of ``names`` (None: any name) a node reads, attributes' own names aside."""
+    """Which of ``names`` (None: any name) a node reads, attributes' own names aside; and the
+    imported names an unused-import fix leaves (``kept``), as ruff's F401 does: listed in
+    `__all__` (the module exports them), or bound on a line whose `# noqa` covers F401."""
 
     def __init__(self, names: set[str] | None) -> None:
         self.names = names
         self.used: set[str] = set()
+        self.kept: set[str] = set()
 
     def visit_Import(self, node: cst.Import) -> bool:
         return False
@@ -32,6 +36,34 @@ class NameUses(cst.CSTVisitor):
     def visit_Attribute(self, node: cst.Attribute) -> bool:
         walk.visit(node.value, self)
         return False
+
+    def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> bool:
+        comment = node.trailing_whitespace.comment
+        if comment is not None and silences(comment.value, "F401"):
+            for small in node.body:
+                if isinstance(small, (cst.Import, cst.ImportFrom)) and not isinstance(small.names, cst.ImportStar):
+                    self.kept.update(_bound_name(alias).split(".")[0] for alias in small.names)
+        return True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, cst.Name) and t.target.value == "__all__" for t in node.targets):
+            self._exported(node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == "__all__":
+            self._exported(node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        if isinstance(node.target, cst.Name) and node.target.value == "__all__" and node.value is not None:
+            self._exported(node.value)
+
+    def _exported(self, value: cst.BaseExpression) -> None:
+        if isinstance(value, (cst.List, cst.Tuple)):
+            for element in value.elements:
+                if isinstance(element.value, cst.SimpleString) and isinstance(
+                    name := element.value.evaluated_value, str
+                ):
+                    self.kept.add(name)
 
 
 class DropImports(cst.CSTTransformer):
