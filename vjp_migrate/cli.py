@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 T = TypeVar("T")
 
 
@@ -50,7 +51,22 @@ _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argum
 
 
 class _Interruptible(click.Group):
-    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings)."""
+    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings).
+    Output that cannot be written is one line and exit 2; a reader that left (`| head`) ends the
+    run quietly, 141 as a shell reports SIGPIPE (click's own exits 1)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # also around --help and --version
+        from vjp_migrate.output import OutputError, guarded, silence
+
+        try:
+            with guarded():
+                return super().main(*args, **kwargs)
+        except OutputError as error:
+            silence()
+            if error.broken_pipe:
+                sys.exit(EXIT_BROKEN_PIPE)
+            click.echo(f"vjp-migrate: cannot write the output: {error.reason}", err=True)
+            sys.exit(EXIT_ERROR)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
