@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -115,10 +116,29 @@ def _request(paths: tuple[Path, ...], options: object, stdin_filename: str, base
 
 
 class _FileError(click.ClickException):
-    """A configuration or baseline file that cannot be used: `Error: <file>: <reason>`, exit 2,
-    without click's usage banner (the command line itself was right)."""
+    """A configuration or baseline file that cannot be used, or an output location that cannot be
+    written: `Error: <file>: <reason>`, exit 2, without click's usage banner (the command line
+    itself was right)."""
 
     exit_code = EXIT_ERROR
+
+
+def _writable(option: str, path: Path, folders_made: bool = False) -> None:
+    """Refuse, before the work, an output the command writes at its end (a long run must not end
+    in a traceback and a lost result); ``folders_made``: missing folders are created."""
+    if path.exists():
+        if not os.access(path, os.W_OK | (os.X_OK if path.is_dir() else 0)):
+            raise _FileError(f"{option} {path}: is not writable")
+        return
+    folder = path.parent
+    while folders_made and not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.exists():
+        raise _FileError(f"{option} {path}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise _FileError(f"{option} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _FileError(f"{option} {path}: the folder {folder} is not writable")
 
 
 def _guarded(work: Callable[[], T]) -> T:
@@ -477,6 +497,8 @@ def verify_command(
 
     if before.is_dir() != after.is_dir():
         raise click.UsageError("BEFORE and AFTER must both be files or both be folders")
+    if emit_tests is not None:
+        _writable("--emit-tests", emit_tests, folders_made=True)
     options = VerifyOptions(examples, inputs, rtol, atol, device, timeout, seed, strict, emit_tests)
     result = (verify_trees if before.is_dir() else verify_files)(before, after, options)
     click.echo(render_report(result, output_format), nl=output_format == "json")
@@ -498,6 +520,7 @@ def record_command(out: Path, max_calls: int, timeout: float | None, command: tu
     """Run COMMAND, recording the arguments of every custom_vjp call: `record --out in.npz -- pytest tests/`."""
     from vjp_migrate.verify.record import record
 
+    _writable("--out", out)
     result = record(list(command), out, max_calls, timeout)
     click.echo(result.message, err=True)
     sys.exit(result.exit_code)
