@@ -21,6 +21,16 @@ EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 T = TypeVar("T")
 
 
+class _Path(click.Path):
+    """click's Path, refusing an empty value: pathlib takes '' for the current folder, and
+    `vjp-migrate fix "$FILE"` with an empty variable must not rewrite the whole tree."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, bytes)) and not value:
+            self.fail("an empty path names no file or folder (the current folder is .)", param, ctx)
+        return super().convert(value, param, ctx)
+
+
 def _codes(values: tuple[str, ...]) -> list[str] | None:
     codes = [c for value in values for c in value.split(",") if c.strip()]
     return codes or None
@@ -154,7 +164,7 @@ def _guarded(work: Callable[[], T]) -> T:
 
 _config = click.option(
     "--config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=_Path(exists=True, dir_okay=False, path_type=Path),
     help="Use this pyproject.toml's [tool.vjp-migrate] for every path (default: the nearest one above each path).",
 )
 _isolated = click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
@@ -168,7 +178,7 @@ _jobs = click.option(
 _no_cache = click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 _cache_dir = click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=_Path(file_okay=False, path_type=Path),
     envvar="VJP_MIGRATE_CACHE_DIR",
     show_envvar=True,
     help="Where check keeps results of unchanged files "
@@ -184,14 +194,14 @@ _fix_no_cache = click.option(
 )
 _fix_cache_dir = click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=_Path(file_okay=False, path_type=Path),
     expose_value=False,
     help="Does nothing (fix keeps no cache); accepted so that check's arguments work with fix too.",
 )
 
 
 @main.command(short_help="Report old-style custom_vjp functions.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
+@click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
 @click.option(
@@ -211,11 +221,9 @@ _fix_cache_dir = click.option(
 @_config
 @_isolated
 @click.option(
-    "--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Do not report findings recorded in this file."
+    "--baseline", type=_Path(dir_okay=False, path_type=Path), help="Do not report findings recorded in this file."
 )
-@click.option(
-    "--write-baseline", type=click.Path(dir_okay=False, path_type=Path), help="Record the current findings here."
-)
+@click.option("--write-baseline", type=_Path(dir_okay=False, path_type=Path), help="Record the current findings here.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding.")
 @_jobs
 @_no_cache
@@ -283,7 +291,7 @@ def check(
 
 
 @main.command(short_help="Rewrite old-style custom_vjp functions in place.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
+@click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
 @click.option("--diff", is_flag=True, help="Print a unified diff, write nothing, exit 1 if anything would change.")
@@ -315,7 +323,7 @@ def check(
         "before writing; a group is written all or none (needs the [verify] extra)."
     ),
 )
-@click.option("--verify-examples", type=click.Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
+@click.option("--verify-examples", type=_Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
 @_fix_no_cache
 @_fix_cache_dir
 def fix(
@@ -450,8 +458,8 @@ def explain_error(traceback_file: object) -> None:
     sys.exit(outcome.exit_code)
 
 
-_file = click.Path(exists=True, dir_okay=False, path_type=Path)
-_file_or_folder = click.Path(exists=True, path_type=Path)
+_file = _Path(exists=True, dir_okay=False, path_type=Path)
+_file_or_folder = _Path(exists=True, path_type=Path)
 
 
 @main.command("verify", short_help="Prove a migration with real JAX gradients.")
@@ -470,7 +478,7 @@ _file_or_folder = click.Path(exists=True, path_type=Path)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random cotangents and inputs.")
 @click.option("--strict", is_flag=True, help="Exit 2 when a function could not be verified for lack of inputs.")
 @click.option(
-    "--emit-tests", type=click.Path(file_okay=False, path_type=Path), help="Write a pytest file per function here."
+    "--emit-tests", type=_Path(file_okay=False, path_type=Path), help="Write a pytest file per function here."
 )
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def verify_command(
@@ -510,9 +518,7 @@ def verify_command(
     context_settings={"ignore_unknown_options": True},
     short_help="Record custom_vjp inputs while a command runs.",
 )
-@click.option(
-    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The recording to write (.npz)."
-)
+@click.option("--out", required=True, type=_Path(dir_okay=False, path_type=Path), help="The recording to write (.npz).")
 @click.option("--max-calls", type=int, default=5, show_default=True, help="Calls kept per function.")
 @click.option("--timeout", type=float, help="Seconds before the command is stopped.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
