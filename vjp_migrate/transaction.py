@@ -45,7 +45,6 @@ import hashlib
 import json
 import os
 import secrets
-import shlex
 import signal
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
@@ -66,7 +65,7 @@ from vjp_migrate.files import (
 from vjp_migrate.journal_trust import untrusted_files, untrusted_journal
 from vjp_migrate.model import FileResult
 from vjp_migrate.source import SourceError
-from vjp_migrate.wording import count
+from vjp_migrate.wording import count, shell_path
 
 __all__ = ["JOURNAL_PREFIX", "FileChange", "pending", "recover", "write_together"]
 
@@ -383,7 +382,7 @@ def _elsewhere(journal: Path, recorded: Sequence[_Recorded], outside: Sequence[_
     return (
         f"{_summary(journal, recorded)}, and this run does not complete it: {names} "
         f"{'is' if len(outside) == 1 else 'are'} not below the paths given; run "
-        f"`vjp-migrate fix {shlex.quote(str(journal.parent))}` to complete it"
+        f"`vjp-migrate fix {shell_path(str(journal.parent))}` to complete it"
     )
 
 
