@@ -321,3 +321,28 @@ def test_ctrl_c_exits_130_not_the_findings_code(tree: Path, monkeypatch: pytest.
     monkeypatch.setattr(runs, "check", interrupted)
     result = CliRunner().invoke(main, ["check", str(tree)])
     assert result.exit_code == 130 and "Interrupted." in result.stderr and "Aborted" not in result.output
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        pytest.param(("fix", ""), id="fix ''"),
+        pytest.param(("fix", "pkg/ok.py", ""), id="fix with an empty path among others"),
+        pytest.param(("check", "--add-noqa", ""), id="check --add-noqa ''"),
+        pytest.param(("check", "--no-cache", ""), id="check ''"),
+        pytest.param(("check", "--write-baseline", "", "pkg"), id="--write-baseline ''"),
+        pytest.param(("record", "--out", "", "--", "true"), id="record --out ''"),
+        pytest.param(("verify", "--emit-tests", "", "pkg/seed.py", "pkg/ok.py"), id="verify --emit-tests ''"),
+    ],
+)
+def test_an_empty_path_is_a_usage_error_not_the_current_folder(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...]
+) -> None:
+    """`vjp-migrate fix "$FILE"` with an empty variable rewrote every file below the current folder (cli29 17)."""
+    monkeypatch.chdir(tree)
+    code, out, err = run(*args)
+    assert (code, out) == (2, "")
+    assert err.splitlines()[-1].endswith("an empty path names no file or folder (the current folder is .)")
+    assert err.splitlines()[-1].startswith("Error: Invalid value for ")
+    assert (tree / "pkg" / "seed.py").read_text(encoding="utf-8") == SEED
+    assert sorted(p.name for p in tree.rglob("*")) == ["ok.py", "pkg", "seed.py"]

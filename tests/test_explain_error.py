@@ -64,6 +64,23 @@ def test_the_fix_command_asks_for_unsafe_fixes_only_when_the_migration_needs_the
     assert f"The migration (`vjp-migrate fix --unsafe-fixes --select ALL {model}` applies it):" in out
 
 
+def test_the_fix_command_works_for_a_path_that_starts_with_a_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`vjp-migrate fix -dash/model.py` is read as the option -d (cli29 22)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "-dash").mkdir()
+    model = Path("-dash") / "model.py"
+    model.write_text(SEED + "\n\ndef loss(lo, hi, x):\n    return clip_gradient(lo, hi, x).sum()\n", encoding="utf-8")
+    code, out = run(traceback_for(model))
+    assert code == 0
+    assert "The migration (`vjp-migrate fix ./-dash/model.py` applies it):" in out
+    command = out.split("The migration (`vjp-migrate ")[1].split("`")[0].split()
+    fixed = CliRunner().invoke(main, command, catch_exceptions=False)
+    assert fixed.exit_code == 0, fixed.output
+    assert "nondiff_argnums" not in model.read_text(encoding="utf-8")
+
+
 def test_text_without_the_error_exits_2() -> None:
     assert run("Traceback (most recent call last):\nValueError: nope\n")[0] == 2
 

@@ -95,6 +95,19 @@ def test_a_notebook_is_not_skipped_silently(tmp_path: Path) -> None:
     )
 
 
+def test_the_command_for_a_notebook_works_for_a_path_that_starts_with_a_dash(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from test_notebook import notebook_text
+
+    monkeypatch.chdir(tmp_path)
+    Path("-nb.ipynb").write_text(notebook_text(), encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", "--", "-nb.ipynb"], catch_exceptions=False)
+    assert result.stderr.endswith("`vjp-migrate fix --diff ./-nb.ipynb` shows their change\n")
+    shown = CliRunner().invoke(main, ["fix", "--diff", "./-nb.ipynb"], catch_exceptions=False)
+    assert shown.exit_code == 1 and shown.stdout.startswith("--- -nb.ipynb\n")
+
+
 @pytest.mark.parametrize(
     "answers, first_fixed",
     [

@@ -65,7 +65,13 @@ def test_non_writing_run_warns_once_and_finishes_nothing(interrupted: Path, args
 def test_a_path_below_the_journal_warns_and_an_unrelated_one_does_not(interrupted: Path) -> None:
     root = interrupted
     (journal,) = journals(root)
-    assert vjp_migrate("check", root / "sub" / "c.py").stderr.splitlines() == [warning(root, journal)]
+    assert vjp_migrate("check", root / "sub" / "c.py").stderr.splitlines() == [
+        warning(root, journal).replace(
+            "and this run reports on the files as they are; run `vjp-migrate fix` to complete it (it recovers first)",
+            "and this run does not complete it: a.py, b.py are not below the paths given; "
+            f"run `vjp-migrate fix {root}` to complete it",
+        )
+    ]
     elsewhere = root.parent / "elsewhere"
     elsewhere.mkdir()
     assert vjp_migrate("check", elsewhere).stderr == ""

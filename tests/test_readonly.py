@@ -154,3 +154,62 @@ def test_recovery_keeps_the_journal_of_a_file_made_read_only(tmp_path: Path) -> 
     assert message.endswith(f"is read-only; left untouched; the journal {journals(root)[0]} is kept")
     assert (root / "b.py").read_bytes() == OLD["b.py"]
     assert len(journals(root)) == 1
+
+
+def unwritable(path: Path, reason: str = "Permission denied") -> str:
+    return f"{path}: error: cannot be written: {reason}; left untouched"
+
+
+@pytest.mark.parametrize(
+    ("args", "answers"),
+    [
+        pytest.param(("fix",), "", id="fix"),
+        pytest.param(("fix", "--jobs", "1"), "", id="fix in process"),
+        pytest.param(("check", "--add-noqa", "--no-cache"), "", id="check --add-noqa"),
+        pytest.param(("fix", "--interactive"), "y\n", id="fix --interactive"),
+    ],
+)
+def test_a_file_whose_folder_cannot_be_written_is_not_called_unreadable(
+    tmp_path: Path, args: tuple[str, ...], answers: str
+) -> None:
+    """It was read and analysed; only the write failed (cli29 18: it said `cannot be read`)."""
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    (locked / "a.py").write_bytes(SEED)
+    locked.chmod(0o555)
+    try:
+        done = subprocess.run(
+            [*permission_bound(), sys.executable, "-m", "vjp_migrate", *args, str(locked)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            input=answers,
+            cwd=tmp_path,
+        )
+    finally:
+        locked.chmod(0o755)
+    assert done.returncode == 2, done.stderr
+    assert [line for line in done.stderr.splitlines() if ": error: " in line] == [unwritable(locked / "a.py")]
+    assert (locked / "a.py").read_bytes() == SEED
+    assert sorted(p.name for p in locked.iterdir()) == ["a.py"]
+
+
+@pytest.mark.parametrize("failing", ["mkstemp", "replace"])
+def test_a_full_disk_is_a_write_error_in_every_single_file_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str
+) -> None:
+    target = tmp_path / "a.py"
+    target.write_bytes(SEED)
+
+    def full(*args: object, **kwargs: object) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files.tempfile if failing == "mkstemp" else files.os, failing, full)
+    assert api.fix_file(target).reason == "cannot be written: No space left on device; left untouched"
+    with files.write_batch() as batch:
+        files.write_file(target, b"# migrated\n", SEED)
+        failed = batch.finish()
+    monkeypatch.undo()
+    reasons = [api.failed_result(path, error).reason for path, error in failed.items()]
+    assert reasons == ["cannot be written: No space left on device; left untouched"]
+    assert target.read_bytes() == SEED

@@ -257,7 +257,12 @@ def test_journal_above_the_given_path_is_found_and_unrelated_paths_leave_it(tmp_
     killed_after_first_rename(root)
     assert recover([tmp_path / "elsewhere"]) == []
     assert len(journals(root)) == 1
-    assert len(recover([root / "sub" / "c.py"])) == 1
+    before = contents(root)
+    # Its other files are not below the path: said, not completed (a planted journal could name any).
+    (message,) = recover([root / "sub" / "c.py"])
+    assert message.endswith(f"a.py, b.py are not below the paths given; run `vjp-migrate fix {root}` to complete it")
+    assert contents(root) == before
+    assert len(recover([root / "a.py", root / "b.py", root / "sub"])) == 1
     assert contents(root) == NEW
 
 

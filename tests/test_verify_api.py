@@ -182,6 +182,15 @@ def test_json_output_round_trips(wrong_report: VerifyReport) -> None:
     assert verdicts["clip_correct"] == "equal" and verdicts["clip_swapped"] == "mismatch"
 
 
+def test_emitted_tests_that_cannot_be_written_are_an_error_of_the_report(tmp_path: Path) -> None:
+    """The CLI refuses such a folder up front; a failure at the end (a full disk) is still no traceback."""
+    (tmp_path / "a_file").write_text("")
+    out = tmp_path / "a_file" / "proofs"
+    report = verify_files(DATA / "seed" / "before.py", DATA / "seed" / "after.py", VerifyOptions(emit_tests=out))
+    assert report.errors == (f"cannot write the tests into {out}: Not a directory",)
+    assert report.exit_code == 2 and report.emitted == ()
+
+
 def test_emit_tests_writes_standalone_tests_that_pass(tmp_path: Path) -> None:
     out = tmp_path / "proofs"
     report = verify_files(DATA / "seed" / "before.py", DATA / "seed" / "after.py", VerifyOptions(emit_tests=out))

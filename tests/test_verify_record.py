@@ -84,6 +84,16 @@ def test_record_with_nothing_recorded_exits_2(tmp_path: Path) -> None:
     assert not (tmp_path / "out.npz").exists()
 
 
+def test_a_recording_that_cannot_be_written_is_one_message_and_exit_2(tmp_path: Path) -> None:
+    """The CLI refuses such an --out up front; a failure at the end (a full disk) is still no traceback."""
+    script = tmp_path / "calls.py"
+    script.write_text(HANGS_AFTER_A_CALL.replace("time.sleep(600)", ""), encoding="utf-8")
+    out = tmp_path / "missing" / "out.npz"
+    result = record([sys.executable, str(script)], out, capture=True)
+    assert result.exit_code == 2
+    assert result.message == f"cannot write the recording {out}: No such file or directory"
+
+
 HANGS_AFTER_A_CALL = """\
 import time
 from functools import partial

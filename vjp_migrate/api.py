@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from vjp_migrate.codes import DEFAULT_SELECT, trigger_texts, triggers_for
 from vjp_migrate.discover import discover
-from vjp_migrate.files import read_bytes, write_batch, write_file
+from vjp_migrate.files import WriteError, read_bytes, write_batch, write_file
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
 from vjp_migrate.screen import Verdict, screen
 from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax, decode, encode, parse
@@ -202,6 +202,8 @@ def failed_result(path: Path, error: BaseException) -> FileResult:
     """The FAILED result for ``path`` whose reason is ``error`` in one line (no traceback)."""
     if isinstance(error, SourceError):
         return FileResult(path, Status.FAILED, str(error))
+    if isinstance(error, WriteError):
+        return FileResult(path, Status.FAILED, f"cannot be written: {error.strerror or error}; left untouched")
     if isinstance(error, OSError):
         return FileResult(path, Status.FAILED, f"cannot be read: {error.strerror or error}")
     if isinstance(error, RecursionError):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
@@ -16,7 +17,18 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
+EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 T = TypeVar("T")
+
+
+class _Path(click.Path):
+    """click's Path, refusing an empty value: pathlib takes '' for the current folder, and
+    `vjp-migrate fix "$FILE"` with an empty variable must not rewrite the whole tree."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if isinstance(value, (str, bytes)) and not value:
+            self.fail("an empty path names no file or folder (the current folder is .)", param, ctx)
+        return super().convert(value, param, ctx)
 
 
 def _codes(values: tuple[str, ...]) -> list[str] | None:
@@ -50,7 +62,22 @@ _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argum
 
 
 class _Interruptible(click.Group):
-    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings)."""
+    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings).
+    Output that cannot be written is one line and exit 2; a reader that left (`| head`) ends the
+    run quietly, 141 as a shell reports SIGPIPE (click's own exits 1)."""
+
+    def main(self, *args: Any, **kwargs: Any) -> Any:  # also around --help and --version
+        from vjp_migrate.output import OutputError, guarded, silence
+
+        try:
+            with guarded():
+                return super().main(*args, **kwargs)
+        except OutputError as error:
+            silence()
+            if error.broken_pipe:
+                sys.exit(EXIT_BROKEN_PIPE)
+            click.echo(f"vjp-migrate: cannot write the output: {error.reason}", err=True)
+            sys.exit(EXIT_ERROR)
 
     def invoke(self, ctx: click.Context) -> object:
         try:
@@ -99,10 +126,29 @@ def _request(paths: tuple[Path, ...], options: object, stdin_filename: str, base
 
 
 class _FileError(click.ClickException):
-    """A configuration or baseline file that cannot be used: `Error: <file>: <reason>`, exit 2,
-    without click's usage banner (the command line itself was right)."""
+    """A configuration or baseline file that cannot be used, or an output location that cannot be
+    written: `Error: <file>: <reason>`, exit 2, without click's usage banner (the command line
+    itself was right)."""
 
     exit_code = EXIT_ERROR
+
+
+def _writable(option: str, path: Path, folders_made: bool = False) -> None:
+    """Refuse, before the work, an output the command writes at its end (a long run must not end
+    in a traceback and a lost result); ``folders_made``: missing folders are created."""
+    if path.exists():
+        if not os.access(path, os.W_OK | (os.X_OK if path.is_dir() else 0)):
+            raise _FileError(f"{option} {path}: is not writable")
+        return
+    folder = path.parent
+    while folders_made and not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    if not folder.exists():
+        raise _FileError(f"{option} {path}: the folder {folder} does not exist")
+    if not folder.is_dir():
+        raise _FileError(f"{option} {path}: {folder} is not a folder")
+    if not os.access(folder, os.W_OK | os.X_OK):
+        raise _FileError(f"{option} {path}: the folder {folder} is not writable")
 
 
 def _guarded(work: Callable[[], T]) -> T:
@@ -118,7 +164,7 @@ def _guarded(work: Callable[[], T]) -> T:
 
 _config = click.option(
     "--config",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    type=_Path(exists=True, dir_okay=False, path_type=Path),
     help="Use this pyproject.toml's [tool.vjp-migrate] for every path (default: the nearest one above each path).",
 )
 _isolated = click.option("--isolated", is_flag=True, help="Ignore every configuration file.")
@@ -132,7 +178,7 @@ _jobs = click.option(
 _no_cache = click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache.")
 _cache_dir = click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=_Path(file_okay=False, path_type=Path),
     envvar="VJP_MIGRATE_CACHE_DIR",
     show_envvar=True,
     help="Where check keeps results of unchanged files "
@@ -148,14 +194,14 @@ _fix_no_cache = click.option(
 )
 _fix_cache_dir = click.option(
     "--cache-dir",
-    type=click.Path(file_okay=False, path_type=Path),
+    type=_Path(file_okay=False, path_type=Path),
     expose_value=False,
     help="Does nothing (fix keeps no cache); accepted so that check's arguments work with fix too.",
 )
 
 
 @main.command(short_help="Report old-style custom_vjp functions.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
+@click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
 @click.option(
@@ -175,11 +221,9 @@ _fix_cache_dir = click.option(
 @_config
 @_isolated
 @click.option(
-    "--baseline", type=click.Path(dir_okay=False, path_type=Path), help="Do not report findings recorded in this file."
+    "--baseline", type=_Path(dir_okay=False, path_type=Path), help="Do not report findings recorded in this file."
 )
-@click.option(
-    "--write-baseline", type=click.Path(dir_okay=False, path_type=Path), help="Record the current findings here."
-)
+@click.option("--write-baseline", type=_Path(dir_okay=False, path_type=Path), help="Record the current findings here.")
 @click.option("--add-noqa", is_flag=True, help="Add `# noqa: CODE` comments for every current finding.")
 @_jobs
 @_no_cache
@@ -247,7 +291,7 @@ def check(
 
 
 @main.command(short_help="Rewrite old-style custom_vjp functions in place.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True, readable=False))
+@click.argument("paths", nargs=-1, required=True, type=_Path(path_type=Path, allow_dash=True, readable=False))
 @_select
 @_ignore
 @click.option("--diff", is_flag=True, help="Print a unified diff, write nothing, exit 1 if anything would change.")
@@ -279,7 +323,7 @@ def check(
         "before writing; a group is written all or none (needs the [verify] extra)."
     ),
 )
-@click.option("--verify-examples", type=click.Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
+@click.option("--verify-examples", type=_Path(path_type=Path, dir_okay=False), help="EXAMPLES file for --verify.")
 @_fix_no_cache
 @_fix_cache_dir
 def fix(
@@ -414,8 +458,8 @@ def explain_error(traceback_file: object) -> None:
     sys.exit(outcome.exit_code)
 
 
-_file = click.Path(exists=True, dir_okay=False, path_type=Path)
-_file_or_folder = click.Path(exists=True, path_type=Path)
+_file = _Path(exists=True, dir_okay=False, path_type=Path)
+_file_or_folder = _Path(exists=True, path_type=Path)
 
 
 @main.command("verify", short_help="Prove a migration with real JAX gradients.")
@@ -434,7 +478,7 @@ _file_or_folder = click.Path(exists=True, path_type=Path)
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random cotangents and inputs.")
 @click.option("--strict", is_flag=True, help="Exit 2 when a function could not be verified for lack of inputs.")
 @click.option(
-    "--emit-tests", type=click.Path(file_okay=False, path_type=Path), help="Write a pytest file per function here."
+    "--emit-tests", type=_Path(file_okay=False, path_type=Path), help="Write a pytest file per function here."
 )
 @click.option("--output-format", type=click.Choice(["text", "json"]), default="text", show_default=True)
 def verify_command(
@@ -461,6 +505,8 @@ def verify_command(
 
     if before.is_dir() != after.is_dir():
         raise click.UsageError("BEFORE and AFTER must both be files or both be folders")
+    if emit_tests is not None:
+        _writable("--emit-tests", emit_tests, folders_made=True)
     options = VerifyOptions(examples, inputs, rtol, atol, device, timeout, seed, strict, emit_tests)
     result = (verify_trees if before.is_dir() else verify_files)(before, after, options)
     click.echo(render_report(result, output_format), nl=output_format == "json")
@@ -472,9 +518,7 @@ def verify_command(
     context_settings={"ignore_unknown_options": True},
     short_help="Record custom_vjp inputs while a command runs.",
 )
-@click.option(
-    "--out", required=True, type=click.Path(dir_okay=False, path_type=Path), help="The recording to write (.npz)."
-)
+@click.option("--out", required=True, type=_Path(dir_okay=False, path_type=Path), help="The recording to write (.npz).")
 @click.option("--max-calls", type=int, default=5, show_default=True, help="Calls kept per function.")
 @click.option("--timeout", type=float, help="Seconds before the command is stopped.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
@@ -482,6 +526,7 @@ def record_command(out: Path, max_calls: int, timeout: float | None, command: tu
     """Run COMMAND, recording the arguments of every custom_vjp call: `record --out in.npz -- pytest tests/`."""
     from vjp_migrate.verify.record import record
 
+    _writable("--out", out)
     result = record(list(command), out, max_calls, timeout)
     click.echo(result.message, err=True)
     sys.exit(result.exit_code)

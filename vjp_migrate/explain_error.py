@@ -14,13 +14,13 @@ from __future__ import annotations
 import ast
 import os
 import re
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.model import ArgInfo, ArgKind, Settings, SiteDecision
 from vjp_migrate.report import diff_text
+from vjp_migrate.wording import shell_path
 
 ERROR = (
     "Found a JAX Tracer object passed as an argument to a custom_vjp function in a position "
@@ -254,11 +254,12 @@ def _passed_here(
 def _fix_command(suspects: list[ArgInfo], path: str) -> str:
     """The narrowest `fix` that makes this migration: the plain one when it is a safe fix of
     array data, else with the unsafe fixes (and VJP002's arguments) it needs, on this file only."""
+    argument = shell_path(path)
     if all(i.kind is ArgKind.ARRAY and i.strong for i in suspects):
-        return f"vjp-migrate fix {shlex.quote(path)}"
+        return f"vjp-migrate fix {argument}"
     if all(i.kind is ArgKind.ARRAY for i in suspects):
-        return f"vjp-migrate fix --unsafe-fixes {shlex.quote(path)}"
-    return f"vjp-migrate fix --unsafe-fixes --select ALL {shlex.quote(path)}"
+        return f"vjp-migrate fix --unsafe-fixes {argument}"
+    return f"vjp-migrate fix --unsafe-fixes --select ALL {argument}"
 
 
 def _describe(decision: SiteDecision, path: str, module: object, caller: Frame | None, how_used: str = "called") -> str:

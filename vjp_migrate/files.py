@@ -33,6 +33,20 @@ def read_bytes(path: Path) -> bytes:
         return handle.read()
 
 
+class WriteError(OSError):
+    """An OSError of a write itself (its folder not writable, a full disk), not of a read."""
+
+
+@contextmanager
+def _writing() -> Iterator[None]:
+    try:
+        yield
+    except WriteError:
+        raise
+    except OSError as error:
+        raise WriteError(error.errno, error.strerror, error.filename) from None
+
+
 TEMPORARY_SUFFIX = ".vjp-migrate.tmp"
 READ_ONLY = "is read-only"
 
@@ -98,7 +112,8 @@ def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
     are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
     A symbolic link is written through (the link stays a link). Temporaries left by a killed
     run in the same folder are removed first. Raises SourceError when the file changed on
-    disk since it was read, or is read-only (``read_only``: refused, never replaced).
+    disk since it was read, or is read-only (``read_only``: refused, never replaced); an
+    OSError of the write itself (its folder not writable, a full disk) is a WriteError.
     """
     staged = _stage(path, data, clean=True)
     try:
@@ -126,13 +141,14 @@ def _stage(path: Path, data: bytes, clean: bool) -> _Staged:
     target = Path(os.path.realpath(path))
     if clean:
         remove_stray_temporaries(target.parent)
-    status = target.stat()
-    handle, temporary = tempfile.mkstemp(
-        prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
-    )
+    status = target.stat()  # a file gone since it was read: an OSError of the read, as read_bytes says it
+    with _writing():
+        handle, temporary = tempfile.mkstemp(
+            prefix=f".{target.name}.{os.getpid()}.", suffix=TEMPORARY_SUFFIX, dir=target.parent
+        )
     staged = _Staged(target, status, temporary)
     try:  # closed at once: a batch of thousands of files must not hold as many descriptors
-        with os.fdopen(handle, "wb") as out:
+        with _writing(), os.fdopen(handle, "wb") as out:
             out.write(data)
     except BaseException:
         staged.discard()
@@ -142,17 +158,19 @@ def _stage(path: Path, data: bytes, clean: bool) -> _Staged:
 
 def _fsync(temporary: str) -> None:
     """Make a closed file's bytes durable (fsync flushes the file, whichever descriptor wrote it)."""
-    descriptor = os.open(temporary, os.O_RDWR)
-    try:
-        os.fsync(descriptor)
-    finally:
-        os.close(descriptor)
+    with _writing():
+        descriptor = os.open(temporary, os.O_RDWR)
+        try:
+            os.fsync(descriptor)
+        finally:
+            os.close(descriptor)
 
 
 def _take_owner(staged: _Staged) -> None:
     """Give the closed temporary its target's mode and owner."""
     status, temporary = staged.status, staged.temporary
-    os.chmod(temporary, stat.S_IMODE(status.st_mode))
+    with _writing():
+        os.chmod(temporary, stat.S_IMODE(status.st_mode))
     if (status.st_uid, status.st_gid) != (os.getuid(), os.getgid()):
         # Not allowed unless root: then the file becomes ours, as with any editor.
         with contextlib.suppress(OSError):
@@ -179,7 +197,8 @@ def _commit(staged: _Staged, expected: bytes) -> None:
         raise SourceError("changed on disk while it was being fixed; left untouched")
     if read_only(target):
         raise SourceError(f"{READ_ONLY}; left untouched")
-    os.replace(temporary, target)
+    with _writing():
+        os.replace(temporary, target)
 
 
 class WriteBatch:

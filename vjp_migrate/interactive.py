@@ -17,6 +17,7 @@ from vjp_migrate.files import write_atomically
 from vjp_migrate.model import FileResult, RewritePlan, Settings, Status
 from vjp_migrate.report import diff_text
 from vjp_migrate.source import SourceError, check_syntax, decode, encode
+from vjp_migrate.wording import shell_path
 
 Show = Callable[[str], None]
 Ask = Callable[[str], str]
@@ -115,7 +116,7 @@ def review(
                 if any(d.fixable for d in checked.diagnostics):
                     (notice or show)(
                         f"{candidate.path}: notebooks are not reviewed site by site; "
-                        f"`vjp-migrate fix --diff {candidate.path}` shows their change"
+                        f"`vjp-migrate fix --diff {shell_path(str(candidate.path))}` shows their change"
                     )
                 results.append(checked)
                 continue

@@ -25,6 +25,10 @@ nothing, ``check`` or ``fix --diff``, only warns about it: ``pending``):
   edit, so the migration is rolled back: the files holding the new bytes get their old bytes
   back, and the edited one is left as it is.
 
+Only a journal vjp-migrate could have written (journal_trust: the user's own, naming Python
+files of its folder, reached without symbolic links, outside version-control folders) is
+finished, and only by a run given every file it names: any other gets one warning line instead.
+
 The journal holds the bytes themselves, not just their hashes, so that neither direction needs
 the temporaries: they belong to a dead process and the next write in their folder removes them
 as strays (``remove_stray_temporaries``). Source files are small, and a journal lives only for
@@ -58,9 +62,10 @@ from vjp_migrate.files import (
     write_atomically,
     write_temporary,
 )
+from vjp_migrate.journal_trust import untrusted_files, untrusted_journal
 from vjp_migrate.model import FileResult
 from vjp_migrate.source import SourceError
-from vjp_migrate.wording import count
+from vjp_migrate.wording import count, shell_path
 
 __all__ = ["JOURNAL_PREFIX", "FileChange", "pending", "recover", "write_together"]
 
@@ -281,10 +286,7 @@ def _load(journal: Path) -> list[_Recorded]:
         old, new = base64.b64decode(item["old"]), base64.b64decode(item["new"])
         if (_sha256(old), _sha256(new)) != (item["old_sha256"], item["new_sha256"]):
             raise ValueError("its contents do not match their checksums")
-        relative = Path(item["path"])
-        if relative.is_absolute() or ".." in relative.parts:
-            raise ValueError("a path leaves the journal's folder")
-        recorded.append(_Recorded(journal.parent / relative, old, new))
+        recorded.append(_Recorded(journal.parent / item["path"], old, new))
     return recorded
 
 
@@ -329,50 +331,76 @@ def _finish(journal: Path, recorded: Sequence[_Recorded]) -> str:
     return message
 
 
-def _journals_for(paths: Sequence[Path]) -> Iterator[tuple[Path, list[_Recorded] | Exception]]:
+def _journals_for(paths: Sequence[Path]) -> Iterator[tuple[Path, list[_Recorded], str]]:
     """Each journal of a dead process that concerns ``paths`` (one of its files is at or below
-    them), once, with its files; a journal that cannot be read comes with the error, wherever it is."""
+    them), once, with its files and, when this run must not complete it, the warning that says
+    why: a journal that cannot be read or that vjp-migrate cannot have written (journal_trust)
+    comes wherever it is, and one whose files are not all below ``paths`` is left to a run given
+    its folder (it may lie above them, up to ``/``)."""
     roots = [Path(os.path.realpath(p)) for p in paths]
     seen = set()
     for journal in _stale_journals(paths):
         if journal in seen:
             continue
         seen.add(journal)
+        if why := untrusted_journal(journal):
+            yield journal, [], _refused(journal, why)
+            continue
         try:
             recorded = _load(journal)
         except (OSError, ValueError, LookupError, TypeError, AttributeError, RecursionError) as error:
-            yield journal, error
+            yield journal, [], _unreadable(journal, error)
             continue
-        if any(_under(r.path, roots) for r in recorded):
-            yield journal, recorded
+        if not any(_under(r.path, roots) for r in recorded):
+            continue
+        if why := untrusted_files(journal.parent, [r.path for r in recorded]):
+            yield journal, recorded, _refused(journal, why)
+        elif outside := [r for r in recorded if not _under(r.path, roots)]:
+            yield journal, recorded, _elsewhere(journal, recorded, outside)
+        else:
+            yield journal, recorded, ""
 
 
 def _unreadable(journal: Path, error: Exception) -> str:
     return f"cannot read the migration journal {journal} ({error}); left it in place"
 
 
+def _refused(journal: Path, why: str) -> str:
+    return f"warning: not completing the migration journal {journal}: {why}; left it in place"
+
+
+def _summary(journal: Path, recorded: Sequence[_Recorded]) -> str:
+    names = ", ".join(os.path.relpath(r.path, journal.parent) for r in recorded)
+    return (
+        f"warning: an interrupted `vjp-migrate fix` left the journal {journal}: its migration of "
+        f"{count(len(recorded), 'file')} in {journal.parent} ({names}) may be half-written"
+    )
+
+
+def _elsewhere(journal: Path, recorded: Sequence[_Recorded], outside: Sequence[_Recorded]) -> str:
+    names = ", ".join(os.path.relpath(r.path, journal.parent) for r in outside)
+    return (
+        f"{_summary(journal, recorded)}, and this run does not complete it: {names} "
+        f"{'is' if len(outside) == 1 else 'are'} not below the paths given; run "
+        f"`vjp-migrate fix {shell_path(str(journal.parent))}` to complete it"
+    )
+
+
 def recover(paths: Sequence[Path]) -> list[str]:
     """Find journals left by interrupted write_together calls in the folders of/under ``paths``,
-    complete (or, when completing is impossible, roll back) each, and return one human message
-    per journal, e.g. "completed an interrupted migration of 3 files: a.py, b.py, c.py"."""
-    return [
-        _unreadable(journal, found) if isinstance(found, Exception) else _finish(journal, found)
-        for journal, found in _journals_for(paths)
-    ]
+    complete (or, when completing is impossible, roll back) each whose files are all below
+    ``paths``, and return one human message per journal, e.g. "completed an interrupted
+    migration of 3 files: a.py, b.py, c.py", or the warning saying why one is left alone."""
+    return [why or _finish(journal, recorded) for journal, recorded, why in _journals_for(paths)]
 
 
 def pending(paths: Sequence[Path]) -> list[str]:
     """For a run that writes nothing (check, fix --diff): one warning per journal ``recover`` would
-    finish, saying that its files may be half-written and how to finish them. Changes nothing."""
-    messages = []
-    for journal, found in _journals_for(paths):
-        if isinstance(found, Exception):
-            messages.append(_unreadable(journal, found))
-            continue
-        names = ", ".join(os.path.relpath(r.path, journal.parent) for r in found)
-        messages.append(
-            f"warning: an interrupted `vjp-migrate fix` left the journal {journal}: its migration of "
-            f"{count(len(found), 'file')} in {journal.parent} ({names}) may be half-written, "
-            "and this run reports on the files as they are; run `vjp-migrate fix` to complete it (it recovers first)"
-        )
-    return messages
+    finish, saying that its files may be half-written and how to finish them (or why ``recover``
+    would not). Changes nothing."""
+    return [
+        why
+        or f"{_summary(journal, recorded)}, and this run reports on the files as they are; "
+        "run `vjp-migrate fix` to complete it (it recovers first)"
+        for journal, recorded, why in _journals_for(paths)
+    ]

@@ -90,7 +90,10 @@ def record(
             nothing = "no custom_vjp call was recorded"
             why = f"{problem}; {nothing}" if problem else f"{nothing} (did the command import jax?)"
             return RecordResult(out, status, 0, 0, why)
-        calls = merge_parts(parts, out, max_calls)
+        try:
+            calls = merge_parts(parts, out, max_calls)
+        except OSError as exc:  # the CLI checked --out before the run; a full disk still ends here
+            return RecordResult(out, None, 0, 0, f"cannot write the recording {out}: {exc.strerror or exc}")
     functions = len(read_recording(out).functions)
     message = f"recorded {calls} call(s) of {functions} custom_vjp function(s) into {out}"
     if status is None:

@@ -162,17 +162,21 @@ def run_requests(requests: list[Request], options: VerifyOptions, workers: int =
 
 def _report(data: dict[str, Any], options: VerifyOptions) -> VerifyReport:
     emitted: list[str] = []
+    errors = list(data["errors"])
     if options.emit_tests is not None:
-        options.emit_tests.mkdir(parents=True, exist_ok=True)
-        for test in data.get("emitted", []):
-            target = options.emit_tests / test["filename"]
-            target.write_text(test["text"], encoding="utf-8")
-            emitted.append(str(target))
+        try:
+            options.emit_tests.mkdir(parents=True, exist_ok=True)
+            for test in data.get("emitted", []):
+                target = options.emit_tests / test["filename"]
+                target.write_text(test["text"], encoding="utf-8")
+                emitted.append(str(target))
+        except OSError as error:
+            errors.append(f"cannot write the tests into {options.emit_tests}: {error.strerror or error}")
     return VerifyReport(
         before=data["before"],
         after=data["after"],
         rows=tuple(FunctionRow.from_dict(r) for r in data["rows"]),
-        errors=tuple(data["errors"]),
+        errors=tuple(errors),
         warnings=tuple(data["warnings"]),
         backends=tuple(data.get("backends", ())),
         jax_version=data.get("jax_version"),
