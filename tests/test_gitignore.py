@@ -114,12 +114,20 @@ CASES = [
     pytest.param({"src/.gitignore": "sub/deep/d.py\n", ".gitignore": "!src/sub/deep/d.py\n"}, id="deeper wins"),
     pytest.param({"foo/bar/.gitignore": "/baz.py\nqux/\n"}, id="two levels down"),
     pytest.param({"lib/.gitignore": "x/*/\n", "lib/x/.gitignore": "!y/\n"}, id="a deeper file cannot see past"),
+    # cli29 14: .git/info/exclude was never read
+    pytest.param({".git/info/exclude": "gen/\nsrc/sub/\n"}, id="info/exclude"),
+    pytest.param(
+        {".git/info/exclude": "*.py\n", "src/.gitignore": "!*.py\n"}, id="a .gitignore outweighs info/exclude"
+    ),
+    pytest.param({".git/info/exclude": "!gen/\n", ".gitignore": "gen/\n"}, id="info/exclude weighs least"),
 ]
 
 
+ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # no excludesFile of the user's
+
+
 def _git(tmp_path: Path, *args: str) -> str:
-    env = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
-    return subprocess.run(["git", *args], cwd=tmp_path, env=env, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["git", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True, check=True).stdout
 
 
 def _tree(root: Path, ignore_files: dict[str, str]) -> None:
@@ -131,15 +139,20 @@ def _tree(root: Path, ignore_files: dict[str, str]) -> None:
 
 
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+@pytest.mark.parametrize("start", [".", "src", "foo/bar"])
 @pytest.mark.parametrize("ignore_files", CASES)
-def test_the_walk_finds_the_files_git_does_not_ignore(tmp_path: Path, ignore_files: dict[str, str]) -> None:
+def test_the_walk_finds_the_files_git_does_not_ignore(tmp_path: Path, ignore_files: dict[str, str], start: str) -> None:
+    # cli29 14: from a folder below the repository's root, the .gitignore files above it count too
     _git(tmp_path, "init", "-q")
     _tree(tmp_path, ignore_files)
-    listed = _git(tmp_path, "ls-files", "-z", "--others", "--cached", "--exclude-standard")
+    folder = tmp_path / start
+    if start != "." and subprocess.run(["git", "check-ignore", "-q", start], cwd=tmp_path, env=ENV).returncode == 0:
+        pytest.skip("git ignores the folder itself, which is walked when named (as ruff does; tested below)")
+    listed = _git(folder, "ls-files", "-z", "--others", "--cached", "--exclude-standard")
     expected = sorted(name for name in listed.split("\0") if name.endswith(".py"))
-    found, rejected = discover([tmp_path])
+    found, rejected = discover([folder])
     assert rejected == []
-    assert sorted(c.path.relative_to(tmp_path).as_posix() for c in found) == expected
+    assert sorted(c.path.relative_to(folder).as_posix() for c in found) == expected
 
 
 def test_check_reports_the_files_the_probe_saw_skipped(tmp_path: Path) -> None:
@@ -161,3 +174,79 @@ def test_patterns_are_compiled_once_per_file() -> None:
     assert ignore_file.verdict("keep.log", "keep.log", False) is False
     assert ignore_file.verdict("build", "build", False) is None  # folders only
     assert parse(b"# only a comment\n\n") is None
+
+
+def test_a_folder_named_on_the_command_line_is_walked_though_ignored(tmp_path: Path) -> None:
+    # As ruff: the ignore files rule what a walk finds below the folders named, not those folders.
+    for name in ("src/a.py", "src/sub/b.py"):
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("x = 1\n", encoding="utf-8")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".gitignore").write_text("*/\n", encoding="utf-8")
+    assert discover([tmp_path])[0] == []
+    assert [c.path for c in discover([tmp_path / "src"])[0]] == [tmp_path / "src" / "a.py"]
+    assert [c.path for c in discover([tmp_path / "src" / "sub"])[0]] == [tmp_path / "src" / "sub" / "b.py"]
+
+
+def _repository(root: Path) -> None:
+    for name in ("src/gen/a.py", "src/vendored/a.py", "src/ok/a.py"):
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(SEED, encoding="utf-8")
+    (root / ".gitignore").write_text("gen/\n", encoding="utf-8")
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_fix_of_a_folder_below_the_root_leaves_what_git_ignores_alone(tmp_path: Path) -> None:
+    # cli29 14: `fix src` rewrote src/gen (the root's .gitignore) and src/vendored (info/exclude)
+    _git(tmp_path, "init", "-q")
+    _repository(tmp_path)
+    (tmp_path / ".git" / "info" / "exclude").write_text("src/vendored/\n", encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", str(tmp_path / "src")], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "Fixed 2 findings in 1 file.\n"
+    assert (tmp_path / "src" / "gen" / "a.py").read_text(encoding="utf-8") == SEED
+    assert (tmp_path / "src" / "vendored" / "a.py").read_text(encoding="utf-8") == SEED
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_worktree_reads_the_info_exclude_of_its_repository(tmp_path: Path) -> None:
+    main_tree, worktree = tmp_path / "main", tmp_path / "wt"
+    main_tree.mkdir()
+    _git(main_tree, "init", "-q")
+    _git(main_tree, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "start")
+    _git(main_tree, "worktree", "add", "-q", "--detach", str(worktree))
+    assert (worktree / ".git").is_file()
+    _repository(worktree)
+    (main_tree / ".git" / "info" / "exclude").write_text("vendored/\n", encoding="utf-8")
+    listed = _git(worktree / "src", "ls-files", "--others", "--exclude-standard").split()
+    found, _ = discover([worktree / "src"])
+    assert [c.path.relative_to(worktree / "src").as_posix() for c in found] == listed == ["ok/a.py"]
+
+
+def test_outside_a_repository_only_the_walked_folders_gitignore_files_count(tmp_path: Path) -> None:
+    _repository(tmp_path)  # no .git: the root's .gitignore is no repository's
+    found, _ = discover([tmp_path / "src"])
+    assert [c.path.relative_to(tmp_path).as_posix() for c in found] == [
+        "src/gen/a.py",
+        "src/ok/a.py",
+        "src/vendored/a.py",
+    ]
+    found, _ = discover([tmp_path])
+    assert [c.path.relative_to(tmp_path).as_posix() for c in found] == ["src/ok/a.py", "src/vendored/a.py"]
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_a_nested_repository_is_not_ruled_by_the_ignore_files_above_it(tmp_path: Path) -> None:
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".gitignore").write_text("*_pb2.py\n", encoding="utf-8")
+    inner = tmp_path / "vendor" / "lib"
+    inner.mkdir(parents=True)
+    _git(inner, "init", "-q")
+    (inner / "ops.py").write_text(SEED, encoding="utf-8")
+    (inner / "ops_pb2.py").write_text(SEED, encoding="utf-8")
+    (tmp_path / "x_pb2.py").write_text(SEED, encoding="utf-8")
+    listed = _git(inner, "ls-files", "--others", "--exclude-standard").split()
+    assert listed == ["ops.py", "ops_pb2.py"]  # git: the inner repository's own rules only
+    for start in (tmp_path, inner):
+        found, _ = discover([start])
+        assert [c.path.relative_to(inner).as_posix() for c in found] == listed

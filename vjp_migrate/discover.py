@@ -138,7 +138,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[C
             rejected.append(Rejected(path, f"cannot be read: {error.strerror or error}"))
             continue
         if stat.S_ISDIR(mode):
-            for file, real in _walk(path, os.path.realpath(path), (), exclude):
+            for file, real in _walk(path, os.path.realpath(path), gitignore.above(path), exclude):
                 add(Candidate(file, explicit=False), real)
         elif stat.S_ISREG(mode):
             add(Candidate(path, explicit=True), os.path.realpath(path))

@@ -1,14 +1,17 @@
-"""Stage 1 (discover.py's helper): .gitignore files -> what a folder walk leaves out, as git does.
+"""Stage 1 (discover.py's helper): .gitignore files, .git/info/exclude -> what a walk leaves out, as git does.
 
 Each pattern is translated once to a regular expression with git's wildmatch rules: a pattern
 with a slash other than a trailing one is anchored to its file's folder, one without matches a
 name at any depth; `*`, `?` and `[...]` never match `/`; `**/`, `/**/` and `/**` span folders
 (any other `**` is a `*`); a trailing `/` matches folders only; `!` re-includes; a backslash
-escapes the next character. The last matching pattern of the deepest file wins.
+escapes the next character. The last matching pattern of the deepest file wins, and
+.git/info/exclude weighs least. A folder with a `.git` is a repository's root: the files above
+it stop applying there (as in the `ignore` crate ruff walks with).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 from collections.abc import Collection, Sequence
@@ -84,10 +87,49 @@ def descend(layers: Layers, name: str) -> Layers:
 
 
 def inside(layers: Layers, folder: Path, names: Collection[str]) -> Layers:
-    """The layers for the entries of ``folder`` (whose listing is ``names``): its own .gitignore added."""
+    """The layers for the entries of ``folder`` (whose listing is ``names``): its own .gitignore
+    added, and at a repository's root the files above replaced by its info/exclude."""
+    if ".git" in names:
+        layers = _exclude_of(folder)
     if ".gitignore" in names and (own := read(folder / ".gitignore")) is not None:
         layers = (*layers, (own, ""))
     return layers
+
+
+def above(folder: Path) -> Layers:
+    """The layers for the entries of ``folder`` that come from the folders above it, up to its
+    repository's root (none outside a repository); ``inside`` adds the folder's own."""
+    folder = Path(os.path.abspath(folder))
+    for root in folder.parents:
+        if os.path.lexists(root / ".git"):
+            break
+    else:
+        return ()
+    layers: Layers = ()
+    current = root
+    for part in folder.relative_to(root).parts:
+        names = {name for name in (".git", ".gitignore") if os.path.lexists(current / name)}
+        layers = descend(inside(layers, current, names), part)
+        current = current / part
+    return layers
+
+
+def _exclude_of(root: Path) -> Layers:
+    """.git/info/exclude of the repository whose work tree starts at ``root`` (also a worktree's
+    or a submodule's, whose `.git` file names the git folder)."""
+    git = root / ".git"
+    if not git.is_dir():
+        try:
+            line = git.read_text(encoding="utf-8", errors="surrogateescape").strip()
+        except OSError:
+            return ()
+        if not line.startswith("gitdir:"):
+            return ()
+        git = root / line[len("gitdir:") :].strip()
+        with contextlib.suppress(OSError):  # a worktree's: the repository's; else its own
+            git = git / (git / "commondir").read_text(encoding="utf-8", errors="surrogateescape").strip()
+    exclude = read(git / "info" / "exclude")
+    return () if exclude is None else ((exclude, ""),)
 
 
 def read(path: Path) -> IgnoreFile | None:
