@@ -62,6 +62,10 @@ def _skipped_folder(name: str) -> bool:
     return name in SKIP_DIRS or name.endswith(".egg-info")
 
 
+def _virtualenv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").exists()  # whatever its name
+
+
 def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
     """Whether a path named on the command line would be skipped had a walk from ``root`` found it.
 
@@ -76,7 +80,7 @@ def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
     folders = [absolute.parents[i] for i in range(len(between) - 1)]
     if absolute.is_dir() and between:
         folders.insert(0, absolute)
-    if any(_skipped_folder(folder.name) for folder in folders):
+    if any(_skipped_folder(folder.name) or _virtualenv(folder) for folder in folders):
         return True
     return any(_matches(str(p), p.name, pattern) for p in (absolute, *folders) for pattern in exclude)
 
@@ -104,7 +108,7 @@ def _walk(directory: Path, real: str, layers: Layers, exclude: Sequence[str]) ->
         if is_dir:
             if _skipped_folder(entry.name) or gitignore.ignored(layers, entry.name, True):
                 continue
-            if (path / "pyvenv.cfg").exists():  # a virtualenv under another name
+            if _virtualenv(path):
                 continue
             yield from _walk(path, os.path.join(real, entry.name), gitignore.descend(layers, entry.name), exclude)
         elif is_file and entry.name.endswith(SUFFIXES) and not gitignore.ignored(layers, entry.name, False):
