@@ -318,7 +318,7 @@ def test_ctrl_c_exits_130_not_the_findings_code(tree: Path, monkeypatch: pytest.
     def interrupted(*args: object, **kwargs: object) -> None:
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(runs, "check", interrupted)
+    monkeypatch.setattr(runs, "record", interrupted)
     result = CliRunner().invoke(main, ["check", str(tree)])
     assert result.exit_code == 130 and "Interrupted." in result.stderr and "Aborted" not in result.output
 

@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from conftest import ROOT
 
 from vjp_migrate.cli import main
-from vjp_migrate.config import CliOptions, ConfigError, find_config, groups, read_config
+from vjp_migrate.config import CliOptions, ConfigError, find_config, groups, read_config, settings_for
 
 SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
 
@@ -189,6 +189,23 @@ def test_force_exclude_applies_exclude_to_named_files(
     code, out = run("fix", "--force-exclude", named)
     assert (code, out) == (0, "Nothing to fix.\n")
     assert (root / named).read_text(encoding="utf-8") == SEED
+
+
+def test_force_exclude_skips_a_virtualenv_known_by_its_pyvenv_cfg(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # cli29 19: the walk skipped env311/ (it holds a pyvenv.cfg), --force-exclude checked its files.
+    root = project(tmp_path, "")
+    (root / "env311" / "lib").mkdir(parents=True)
+    (root / "env311" / "pyvenv.cfg").write_text("home = /usr/bin\n", encoding="utf-8")
+    (root / "env311" / "lib" / "a.py").write_text(SEED, encoding="utf-8")
+    monkeypatch.chdir(root)
+    assert run("check", ".")[1].endswith("in 1 file checked. Run `vjp-migrate fix` to apply the fixes.\n")
+    for named in ("env311/lib/a.py", "env311", "env311/lib"):
+        code, out = run("check", "--force-exclude", named, "pkg/seed.py")
+        assert code == 1 and "env311" not in out and "in 1 file checked" in out, (named, out)
+    assert settings_for(root / "env311" / "lib" / "a.py") is None  # the flake8 plugin's view
+    assert run("check", "env311/lib/a.py")[0] == 1  # named without --force-exclude: checked, as in ruff
 
 
 def test_force_exclude_ignores_excluded_names_above_the_project(

@@ -125,6 +125,22 @@ def test_magics_come_back_verbatim(magic: str) -> None:
     assert write(notebook, notebook.code.replace("x = 1", "x = 2")) == raw.replace('"x = 1"', '"x = 2"')
 
 
+NBFORMAT_3 = {
+    "worksheets": [{"cells": [{"cell_type": "code", "input": "import jax\n", "language": "python", "outputs": []}]}],
+    "metadata": {"name": ""},
+    "nbformat": 3,
+    "nbformat_minor": 0,
+}
+
+
+def test_an_nbformat_3_notebook_says_its_format_is_not_supported(tmp_path: Path) -> None:
+    (tmp_path / "old.ipynb").write_text(json.dumps(NBFORMAT_3), encoding="utf-8")
+    result = CliRunner().invoke(main, ["check", str(tmp_path / "old.ipynb")], catch_exceptions=False)
+    assert result.exit_code == 2
+    expected = f"{tmp_path / 'old.ipynb'}: error: not a Jupyter notebook of format 4: nbformat 3 is not supported\n"
+    assert result.stderr == expected
+
+
 @pytest.mark.parametrize(
     ("text", "why"),
     [
@@ -133,6 +149,9 @@ def test_magics_come_back_verbatim(magic: str) -> None:
         # cli28 12: an internal error, and a source of 5 read as no code
         pytest.param('{"cells": 3}', "`cells` is no list of cells", id="cells no list"),
         pytest.param('{"cells": [{"cell_type": "code", "source": 5}]}', "the source of cell 0 is no text", id="source"),
+        # cli29 23: a bare KeyError's text, `'cells'`
+        pytest.param('{"metadata": {}}', "it has no `cells`", id="no cells"),
+        pytest.param("[1, 2]", "its JSON is no object", id="a list"),
     ],
 )
 def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path, text: str, why: str) -> None:
@@ -140,6 +159,7 @@ def test_a_file_that_is_not_a_notebook_is_an_error(tmp_path: Path, text: str, wh
     result = CliRunner().invoke(main, ["check", str(tmp_path / "bad.ipynb")], catch_exceptions=False)
     assert result.exit_code == 2
     assert f"{tmp_path / 'bad.ipynb'}: error: not a Jupyter notebook: {why}" in result.stderr, result.stderr
+    assert "'cells'" not in result.stderr
     assert "Nothing checked: 1 file could not be processed." in result.stdout
 
 

@@ -270,13 +270,11 @@ def check(
 
     how = Execution(jobs, None if no_cache else cache_dir, project_cache=not no_cache and cache_dir is None)
     with report.progress(enabled=output_format == "text" and not quiet) as tick, execution(how):
-        results = _guarded(lambda: runs.check(request, output_format == "sarif", tick, _notice))  # type: ignore[arg-type]
-    if write_baseline is not None:
-        from vjp_migrate.baseline import write_baseline as write
-
-        count = _guarded(lambda: write(results, write_baseline))
-        if not quiet:
-            click.echo(f"Recorded {wording.count(count, 'finding')} in {write_baseline}.", err=True)
+        results, count = _guarded(
+            lambda: runs.record(request, write_baseline, output_format == "sarif", tick, _notice)  # type: ignore[arg-type]
+        )
+    if write_baseline is not None and not quiet:
+        click.echo(f"Recorded {wording.count(count, 'finding')} in {write_baseline}.", err=True)
     report.print_errors(results)
     if output_format == "text" and quiet:
         report.print_findings([d for r in results for d in r.diagnostics], show_reasons)

@@ -1,4 +1,4 @@
-"""Stage 1: paths -> the files to look at (skipping VCS, virtualenvs, caches and .gitignore'd paths)."""
+"""Stage 1: paths -> the files to look at (skipping VCS, virtualenvs, caches and git-ignored paths)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,9 @@ import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from vjp_migrate import gitignore
+from vjp_migrate.gitignore import Layers
 
 SKIP_DIRS = frozenset(
     {
@@ -44,53 +47,6 @@ class Rejected:
     reason: str
 
 
-@dataclass(frozen=True)
-class _Rule:
-    base: Path
-    pattern: str
-    negate: bool
-    dir_only: bool
-    anchored: bool
-
-    def matches(self, path: Path, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        try:
-            relative = path.relative_to(self.base).as_posix()
-        except ValueError:
-            return False
-        if self.anchored:
-            return fnmatch.fnmatchcase(relative, self.pattern)
-        return fnmatch.fnmatchcase(path.name, self.pattern) or fnmatch.fnmatchcase(relative, f"*/{self.pattern}")
-
-
-def _gitignore_rules(directory: Path) -> list[_Rule]:
-    try:
-        lines = (directory / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
-    except OSError:
-        return []
-    rules = []
-    for raw in lines:
-        line = raw.strip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        line = line[1:] if negate else line
-        dir_only = line.endswith("/")
-        line = line.rstrip("/")
-        anchored = "/" in line
-        rules.append(_Rule(directory, line.lstrip("/").replace("**/", "*"), negate, dir_only, anchored))
-    return rules
-
-
-def _ignored(path: Path, is_dir: bool, rules: Sequence[_Rule]) -> bool:
-    ignored = False
-    for rule in rules:
-        if rule.matches(path, is_dir):
-            ignored = not rule.negate
-    return ignored
-
-
 def _matches(path: str, name: str, pattern: str) -> bool:
     """A bare pattern matches a name; one with a slash matches the absolute path (configuration)."""
     if "/" in pattern:
@@ -104,6 +60,10 @@ def _excluded(entry: os.DirEntry[str], pattern: str) -> bool:
 
 def _skipped_folder(name: str) -> bool:
     return name in SKIP_DIRS or name.endswith(".egg-info")
+
+
+def _virtualenv(folder: Path) -> bool:
+    return (folder / "pyvenv.cfg").exists()  # whatever its name
 
 
 def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
@@ -120,18 +80,19 @@ def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
     folders = [absolute.parents[i] for i in range(len(between) - 1)]
     if absolute.is_dir() and between:
         folders.insert(0, absolute)
-    if any(_skipped_folder(folder.name) for folder in folders):
+    if any(_skipped_folder(folder.name) or _virtualenv(folder) for folder in folders):
         return True
     return any(_matches(str(p), p.name, pattern) for p in (absolute, *folders) for pattern in exclude)
 
 
-def _walk(directory: Path, real: str, rules: list[_Rule], exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
-    """The files below ``directory``, each with its real path (``real`` is the folder's)."""
-    rules = rules + _gitignore_rules(directory)
+def _walk(directory: Path, real: str, layers: Layers, exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
+    """The files below ``directory``, each with its real path (``real`` is the folder's);
+    ``layers``: the ignore files of the folders above that apply to it."""
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
         return
+    layers = gitignore.inside(layers, directory, {entry.name for entry in entries})
     for entry in entries:
         path = Path(entry.path)
         if any(_excluded(entry, pattern) for pattern in exclude):
@@ -145,12 +106,12 @@ def _walk(directory: Path, real: str, rules: list[_Rule], exclude: Sequence[str]
         except OSError:
             continue
         if is_dir:
-            if _skipped_folder(entry.name) or _ignored(path, True, rules):
+            if _skipped_folder(entry.name) or gitignore.ignored(layers, entry.name, True):
                 continue
-            if (path / "pyvenv.cfg").exists():  # a virtualenv under another name
+            if _virtualenv(path):
                 continue
-            yield from _walk(path, os.path.join(real, entry.name), rules, exclude)
-        elif is_file and entry.name.endswith(SUFFIXES) and not _ignored(path, False, rules):
+            yield from _walk(path, os.path.join(real, entry.name), gitignore.descend(layers, entry.name), exclude)
+        elif is_file and entry.name.endswith(SUFFIXES) and not gitignore.ignored(layers, entry.name, False):
             yield path, os.path.join(real, entry.name)  # links are not followed: no need to resolve
 
 
@@ -181,7 +142,7 @@ def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[C
             rejected.append(Rejected(path, f"cannot be read: {error.strerror or error}"))
             continue
         if stat.S_ISDIR(mode):
-            for file, real in _walk(path, os.path.realpath(path), [], exclude):
+            for file, real in _walk(path, os.path.realpath(path), gitignore.above(path), exclude):
                 add(Candidate(file, explicit=False), real)
         elif stat.S_ISREG(mode):
             add(Candidate(path, explicit=True), os.path.realpath(path))

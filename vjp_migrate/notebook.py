@@ -45,9 +45,16 @@ def read(raw: str) -> Notebook:
     """Parse a notebook's JSON text; SourceError when it is not a notebook."""
     try:
         data = json.loads(raw)
-        cells = data["cells"]
-    except (ValueError, KeyError, TypeError, RecursionError) as error:
+    except (ValueError, RecursionError) as error:
         raise SourceError(f"not a Jupyter notebook: {error}") from None
+    if not isinstance(data, dict):
+        raise SourceError("not a Jupyter notebook: its JSON is no object")
+    major = data.get("nbformat")
+    if isinstance(major, int) and not isinstance(major, bool) and major < 4:  # cells under `worksheets`
+        raise SourceError(f"not a Jupyter notebook of format 4: nbformat {major} is not supported")
+    if "cells" not in data:
+        raise SourceError("not a Jupyter notebook: it has no `cells`")
+    cells = data["cells"]
     if not isinstance(cells, list) or not all(isinstance(cell, dict) for cell in cells):
         raise SourceError("not a Jupyter notebook: `cells` is no list of cells")
     for number, cell in enumerate(cells):

@@ -7,13 +7,18 @@ which configuration applies to which path and which findings a baseline hides li
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from vjp_migrate import api
 from vjp_migrate.config import CliOptions, Group, groups
 from vjp_migrate.model import FileResult, Status
+
+if TYPE_CHECKING:
+    from vjp_migrate.baseline import Key
 
 Progress = Callable[[int, int], None] | None
 
@@ -39,12 +44,20 @@ def _stdin_group(request: Request) -> Group | FileResult:
     return group if group.paths else FileResult(path, Status.SKIPPED, "excluded")
 
 
-def _apply_baseline(results: list[FileResult], baseline: Path | None) -> list[FileResult]:
+def _read_baseline(baseline: Path | None) -> Counter[Key] | None:
     if baseline is None:
-        return results
-    from vjp_migrate.baseline import filter_results, read_baseline
+        return None
+    from vjp_migrate.baseline import read_baseline
 
-    return filter_results(results, read_baseline(baseline), baseline.parent)
+    return read_baseline(baseline)
+
+
+def _apply_baseline(results: list[FileResult], known: Counter[Key] | None, baseline: Path | None) -> list[FileResult]:
+    if known is None or baseline is None:
+        return results
+    from vjp_migrate.baseline import filter_results
+
+    return filter_results(results, known, baseline.parent)
 
 
 def _warn_pending(paths: tuple[Path, ...], notice: api.Notice | None) -> None:
@@ -73,6 +86,32 @@ def check(
     (SARIF's fix information). A multi-file fix interrupted below or above the paths is not
     finished (nothing is written) but gets a warning to ``notice`` (see api.fix_paths).
     """
+    return record(request, None, with_fixes, progress, notice)[0]
+
+
+def record(
+    request: Request,
+    target: Path | None,
+    with_fixes: bool = False,
+    progress: Progress = None,
+    notice: api.Notice | None = None,
+) -> tuple[list[FileResult], int]:
+    """check, also writing every current finding to the baseline ``target`` (when given), those
+    ``request.baseline`` hides included: refreshing a baseline in place keeps what it held.
+
+    Returns the results without the hidden findings, and the number of findings recorded.
+    """
+    known = _read_baseline(request.baseline)  # before the run, and before ``target`` replaces it
+    results = _check(request, with_fixes, progress, notice)
+    recorded = 0
+    if target is not None:
+        from vjp_migrate.baseline import write_baseline
+
+        recorded = write_baseline(results, target)
+    return _apply_baseline(results, known, request.baseline), recorded
+
+
+def _check(request: Request, with_fixes: bool, progress: Progress, notice: api.Notice | None) -> list[FileResult]:
     if request.stdin is not None:
         group = _stdin_group(request)
         if isinstance(group, FileResult):
@@ -81,7 +120,7 @@ def check(
             one = api.fix_stdin(request.stdin, request.stdin_filename, group.settings)
         else:
             one = api.check_stdin(request.stdin, request.stdin_filename, group.settings)
-        return _apply_baseline([one], request.baseline)
+        return [one]
     _warn_pending(request.paths, notice)
     results: list[FileResult] = []
     for group in groups(request.paths, request.options):
@@ -89,7 +128,7 @@ def check(
             results.extend(api.fix_paths(group.paths, group.settings, False, group.exclude, progress))
         else:
             results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress, _execution(group)))
-    return _apply_baseline(results, request.baseline)
+    return results
 
 
 def fix(
