@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vjp_migrate.codes import DEFAULT_SELECT, trigger_texts, triggers_for
-from vjp_migrate.discover import discover
+from vjp_migrate.discover import Found, discover
 from vjp_migrate.files import WriteError, read_bytes, write_batch, write_file
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
 from vjp_migrate.screen import Verdict, screen
@@ -25,7 +25,6 @@ from vjp_migrate.source import SourceError, SourceText, check_size, check_syntax
 
 if TYPE_CHECKING:
     from vjp_migrate.cache import Cache
-    from vjp_migrate.discover import Candidate
     from vjp_migrate.project import Project
     from vjp_migrate.transaction import Outcome
     from vjp_migrate.workers import Task
@@ -328,34 +327,54 @@ def execution(how: Execution) -> Iterator[None]:
         _EXECUTION.pop()
 
 
-def _run(
-    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
-) -> tuple[list[FileResult], list[Candidate]]:
-    from vjp_migrate import workers
-
-    how = how or _EXECUTION[-1]
-    candidates, rejected = discover(paths, exclude)
-    results = [FileResult(r.path, Status.FAILED, r.reason) for r in rejected]
-    results.extend(workers.run(candidates, task, how.jobs, progress))
-    return results, candidates
-
-
 def analyze_paths(
     paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
 ) -> Outcome:
+    """analyze_found over the files below ``paths``."""
+    candidates, rejected = discover(paths, exclude)
+    return analyze_found(Found(candidates, rejected, tuple(paths)), task, how, progress)
+
+
+def analyze_found(found: Found, task: Task, how: Execution | None, progress: Progress | None) -> Outcome:
     """Phase 1 per file (workers, cache), then phase 2 for rules and helpers imported between the files."""
+    from vjp_migrate import workers
     from vjp_migrate.transaction import Outcome
-    from vjp_migrate.workers import default_jobs
 
     how = how or _EXECUTION[-1]
-    results, candidates = _run(paths, exclude, task, how, progress)
-    if len(candidates) < 2 or not any(r.imports_from_others for r in results):
+    results = [FileResult(r.path, Status.FAILED, r.reason) for r in found.rejected]
+    results.extend(workers.run(found.candidates, task, how.jobs, progress))
+    if len(found.candidates) < 2 or not any(r.imports_from_others for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
     from vjp_migrate.project import complete
 
-    files, jobs = [c.path for c in candidates], default_jobs() if how.jobs is None else how.jobs
+    files = [c.path for c in found.candidates]
+    jobs = workers.default_jobs() if how.jobs is None else how.jobs
     with _no_cycle_collection():  # which also forgets the indexes of the modules phase 2 read
-        return complete(results, files, paths, task.settings, task.mode == "fix", jobs)
+        return complete(results, files, found.roots, task.settings, task.mode == "fix", jobs)
+
+
+def check_found(
+    found: Found, settings: Settings = DEFAULT_SETTINGS, progress: Progress | None = None, how: Execution | None = None
+) -> list[FileResult]:
+    """check_file over files already discovered (see check_paths)."""
+    from vjp_migrate.workers import Task
+
+    how = how or _EXECUTION[-1]
+    return analyze_found(found, Task("check", settings, cache_dir=how.cache_dir), how, progress).results
+
+
+def fix_found(
+    found: Found,
+    settings: Settings = DEFAULT_SETTINGS,
+    write: bool = True,
+    progress: Progress | None = None,
+    how: Execution | None = None,
+) -> list[FileResult]:
+    """fix_file over files already discovered (see fix_paths; no interrupted migration is finished here)."""
+    from vjp_migrate.workers import Task
+
+    outcome = analyze_found(found, Task("fix", settings), how, progress)
+    return write_all(outcome) if write else outcome.results
 
 
 def check_paths(

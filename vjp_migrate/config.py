@@ -1,9 +1,9 @@
 """Settings from `[tool.vjp-migrate]` in pyproject.toml, merged with the command line (the CLI wins).
 
-The nearest pyproject.toml *with a [tool.vjp-migrate] table* above each path is its
-configuration (like ruff and black); `--config PATH` names one for every path and `--isolated`
-ignores all of them. Nothing here raises for a bad file except ConfigError, whose message is
-one line fit for users.
+The nearest pyproject.toml *with a [tool.vjp-migrate] table* above each file is its
+configuration (like ruff's hierarchy: also for the files a walk from above finds, see Resolver);
+`--config PATH` names one for every file and `--isolated` ignores all of them. Nothing here
+raises for a bad file except ConfigError, whose message is one line fit for users.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import configparser
 import os
 import sys
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
@@ -34,6 +35,7 @@ _TOML_LENGTHS = (
     ("pyproject.toml", ("tool", "black")),
 )
 _INI_LENGTHS = (".flake8", "setup.cfg", "tox.ini")
+_LENGTH_FILES = frozenset({name for name, _ in _TOML_LENGTHS} | set(_INI_LENGTHS))
 KEYS = frozenset({"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args"})
 
 
@@ -76,6 +78,11 @@ class Group:
     exclude: tuple[str, ...]
     paths: list[Path] = field(default_factory=list)
     config_path: Path | None = None
+
+    @property
+    def key(self) -> tuple[Path | None, int | None]:
+        """What tells two configurations apart: the file and the line length."""
+        return self.config_path, self.settings.line_length
 
 
 def _strings(value: Any, key: str, where: Path) -> tuple[str, ...]:
@@ -176,53 +183,75 @@ def _anchored(pattern: str, base: Path) -> str:
     return pattern if "/" not in pattern else (base / pattern.strip("/")).as_posix()
 
 
-def groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
-    """The paths grouped by the configuration that applies to them, in the order given.
+class Resolver:
+    """The configuration of each folder of one run: the nearest `[tool.vjp-migrate]` table and the
+    nearest line length at or above it (as ruff's hierarchical settings: a subproject's own file
+    rules its files, wherever the run starts), merged with the command line. One Group (with no
+    paths) per configuration, each file read once; `--config` fixes the table, `--isolated` both."""
+
+    def __init__(self, cli: CliOptions) -> None:
+        self.cli = cli
+        self._tables: dict[Path, bool] = {}  # pyproject.toml -> it has a [tool.vjp-migrate] table
+        self._groups: dict[tuple[Path | None, int | None], Group] = {}
+
+    def named(self, path: Path) -> Group:
+        """The configuration of a path named on the command line ("-": the current folder's)."""
+        start = Path.cwd() if str(path) == "-" else path
+        if self.cli.isolated:
+            return self._group(None, None)
+        return self._group(self.cli.config or find_config(start), line_length(start))
+
+    def inside(self, group: Group, folder: Path, names: AbstractSet[str]) -> Group:
+        """The configuration of the entries of ``folder`` (its listing: ``names``), ``group`` its own."""
+        if self.cli.isolated:
+            return group
+        config_path, length = group.config_path, group.settings.line_length
+        if self.cli.config is None and "pyproject.toml" in names and self._has_table(folder / "pyproject.toml"):
+            config_path = Path(os.path.abspath(folder / "pyproject.toml"))
+        if not names.isdisjoint(_LENGTH_FILES) and (own := _own_line_length(folder)) is not None:
+            length = own
+        return self._group(config_path, length)
+
+    def _has_table(self, pyproject: Path) -> bool:
+        if pyproject not in self._tables:
+            try:
+                mentioned = b"vjp-migrate" in pyproject.read_bytes()  # cheap test before parsing
+            except OSError:
+                mentioned = False
+            self._tables[pyproject] = mentioned and read_config(pyproject).found
+        return self._tables[pyproject]
+
+    def _group(self, config_path: Path | None, length: int | None) -> Group:
+        key = (config_path, length)
+        if key not in self._groups:
+            settings, exclude = merge(read_config(config_path) if config_path else FileConfig(), self.cli)
+            self._groups[key] = Group(replace(settings, line_length=length), exclude, [], config_path)
+        return self._groups[key]
+
+
+def groups(paths: Sequence[Path], cli: CliOptions, resolver: Resolver | None = None) -> list[Group]:
+    """The paths grouped by the configuration that applies to them, in the order given (see
+    Resolver; the files a folder's walk finds may have their own: see runs).
 
     With ``force_exclude``, a named path its group's exclude patterns (or the built-in skips)
     match is left out, as the walk of a folder leaves it out.
     """
-    found = [part for group in _groups(paths, cli) for part in _by_line_length(group, cli)]
+    resolver = resolver or Resolver(cli)
+    found: dict[tuple[Path | None, int | None], Group] = {}
+    for path in paths:
+        group = resolver.named(path)
+        found.setdefault(group.key, replace(group, paths=[])).paths.append(path)
+    if not found:
+        return [Group(*merge(FileConfig(), cli), [])]
     if not cli.force_exclude:
-        return found
+        return list(found.values())
     from vjp_migrate.discover import force_excluded
 
     def kept(path: Path, group: Group) -> bool:
         root = group.config_path.parent if group.config_path is not None else Path.cwd()
         return str(path) == "-" or not force_excluded(path, group.exclude, root)
 
-    return [replace(g, paths=[p for p in g.paths if kept(p, g)]) for g in found]
-
-
-def _by_line_length(group: Group, cli: CliOptions) -> list[Group]:
-    """The group's paths by the line length of their project (one group, as a rule)."""
-    if cli.isolated or not group.paths:
-        return [group]
-    by_length: dict[int | None, list[Path]] = {}
-    for path in group.paths:
-        by_length.setdefault(line_length(Path.cwd() if str(path) == "-" else path), []).append(path)
-    return [
-        replace(group, settings=replace(group.settings, line_length=length), paths=paths)
-        for length, paths in by_length.items()
-    ]
-
-
-def _groups(paths: Sequence[Path], cli: CliOptions) -> list[Group]:
-    if cli.isolated:
-        settings, exclude = merge(FileConfig(), cli)
-        return [Group(settings, exclude, list(paths))]
-    if cli.config is not None:
-        settings, exclude = merge(read_config(cli.config), cli)
-        return [Group(settings, exclude, list(paths), cli.config)]
-    found: dict[Path | None, Group] = {}
-    for path in paths:
-        config_path = find_config(Path.cwd() if str(path) == "-" else path)
-        if config_path not in found:
-            file = read_config(config_path) if config_path else FileConfig()
-            settings, exclude = merge(file, cli)
-            found[config_path] = Group(settings, exclude, [], config_path)
-        found[config_path].paths.append(path)
-    return list(found.values()) or [Group(*merge(FileConfig(), cli), [])]
+    return [replace(g, paths=[p for p in g.paths if kept(p, g)]) for g in found.values()]
 
 
 def line_length(start: Path) -> int | None:

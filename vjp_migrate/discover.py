@@ -5,9 +5,11 @@ from __future__ import annotations
 import fnmatch
 import os
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Generic, TypeVar
 
 from vjp_migrate import gitignore
 from vjp_migrate.gitignore import Layers
@@ -33,6 +35,7 @@ SKIP_DIRS = frozenset(
     }
 )
 SUFFIXES = (".py", ".pyi", ".ipynb")
+S = TypeVar("S")
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,16 @@ class Candidate:
 class Rejected:
     path: Path
     reason: str
+
+
+@dataclass(frozen=True)
+class Found:
+    """The files one run looks at under one configuration, the paths named that are no file to
+    read, and the paths named on the command line (phase 2's import roots)."""
+
+    candidates: list[Candidate]
+    rejected: list[Rejected]
+    roots: tuple[Path, ...]
 
 
 def _matches(path: str, name: str, pattern: str) -> bool:
@@ -85,14 +98,25 @@ def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
     return any(_matches(str(p), p.name, pattern) for p in (absolute, *folders) for pattern in exclude)
 
 
-def _walk(directory: Path, real: str, layers: Layers, exclude: Sequence[str]) -> Iterator[tuple[Path, str]]:
-    """The files below ``directory``, each with its real path (``real`` is the folder's);
-    ``layers``: the ignore files of the folders above that apply to it."""
+@dataclass(frozen=True)
+class Scoping(Generic[S]):
+    """How the configuration (a scope) changes down a walk: a folder's listing may bring its own."""
+
+    inside: Callable[[S, Path, AbstractSet[str]], S]  # a folder's scope, its path and names -> its entries' scope
+    exclude: Callable[[S], Sequence[str]]  # the patterns that skip entries in a scope
+
+
+def _walk(directory: Path, real: str, layers: Layers, scope: S, scoping: Scoping[S]) -> Iterator[tuple[Path, str, S]]:
+    """The files below ``directory``, each with its real path (``real`` is the folder's) and its
+    scope; ``layers``: the ignore files of the folders above that apply to it."""
     try:
         entries = sorted(os.scandir(directory), key=lambda e: e.name)
     except OSError:
         return
-    layers = gitignore.inside(layers, directory, {entry.name for entry in entries})
+    names = {entry.name for entry in entries}
+    layers = gitignore.inside(layers, directory, names)
+    scope = scoping.inside(scope, directory, names)
+    exclude = scoping.exclude(scope)
     for entry in entries:
         path = Path(entry.path)
         if any(_excluded(entry, pattern) for pattern in exclude):
@@ -110,42 +134,57 @@ def _walk(directory: Path, real: str, layers: Layers, exclude: Sequence[str]) ->
                 continue
             if _virtualenv(path):
                 continue
-            yield from _walk(path, os.path.join(real, entry.name), gitignore.descend(layers, entry.name), exclude)
+            below = gitignore.descend(layers, entry.name)
+            yield from _walk(path, os.path.join(real, entry.name), below, scope, scoping)
         elif is_file and entry.name.endswith(SUFFIXES) and not gitignore.ignored(layers, entry.name, False):
-            yield path, os.path.join(real, entry.name)  # links are not followed: no need to resolve
+            yield path, os.path.join(real, entry.name), scope  # links are not followed: no need to resolve
 
 
 def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[Candidate], list[Rejected]]:
-    """The files below ``paths``, in a stable order, and the paths that cannot be read as files.
+    """The files below ``paths``, in a stable order, and the paths that cannot be read as files;
+    ``exclude`` applies everywhere (see ``discover_scoped`` for configurations that change)."""
+    found, rejected = discover_scoped([(path, None) for path in paths], Scoping(_same, lambda _: exclude))
+    return [candidate for candidate, _ in found], [reason for reason, _ in rejected]
+
+
+def _same(scope: None, folder: Path, names: AbstractSet[str]) -> None:
+    return scope
+
+
+def discover_scoped(
+    named: Sequence[tuple[Path, S]], scoping: Scoping[S]
+) -> tuple[list[tuple[Candidate, S]], list[tuple[Rejected, S]]]:
+    """The files below the paths named, each with its scope (a named path's own, else the one
+    ``scoping`` gives its folder), in a stable order, and the paths that cannot be read as files.
 
     A file reached twice (named twice, by a link, or also inside a folder named) is one
     candidate, where it was first found, explicit when it was named once.
     """
-    found: list[Candidate] = []
-    rejected: list[Rejected] = []
+    found: list[tuple[Candidate, S]] = []
+    rejected: list[tuple[Rejected, S]] = []
     at: dict[str, int] = {}  # real path -> its place in found
 
-    def add(candidate: Candidate, real: str) -> None:
+    def add(candidate: Candidate, real: str, scope: S) -> None:
         if (seen := at.get(real)) is None:
             at[real] = len(found)
-            found.append(candidate)
-        elif candidate.explicit and not found[seen].explicit:
-            found[seen] = Candidate(found[seen].path, explicit=True)
+            found.append((candidate, scope))
+        elif candidate.explicit and not found[seen][0].explicit:
+            found[seen] = (Candidate(found[seen][0].path, explicit=True), found[seen][1])
 
-    for path in paths:
+    for path, scope in named:
         try:
             mode = path.stat().st_mode
         except FileNotFoundError:
-            rejected.append(Rejected(path, "no such file or directory"))
+            rejected.append((Rejected(path, "no such file or directory"), scope))
             continue
         except OSError as error:
-            rejected.append(Rejected(path, f"cannot be read: {error.strerror or error}"))
+            rejected.append((Rejected(path, f"cannot be read: {error.strerror or error}"), scope))
             continue
         if stat.S_ISDIR(mode):
-            for file, real in _walk(path, os.path.realpath(path), gitignore.above(path), exclude):
-                add(Candidate(file, explicit=False), real)
+            for file, real, inner in _walk(path, os.path.realpath(path), gitignore.above(path), scope, scoping):
+                add(Candidate(file, explicit=False), real, inner)
         elif stat.S_ISREG(mode):
-            add(Candidate(path, explicit=True), os.path.realpath(path))
+            add(Candidate(path, explicit=True), os.path.realpath(path), scope)
         else:
-            rejected.append(Rejected(path, "not a regular file (a pipe, socket or device); skipped"))
+            rejected.append((Rejected(path, "not a regular file (a pipe, socket or device); skipped"), scope))
     return found, rejected

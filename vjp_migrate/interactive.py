@@ -11,11 +11,11 @@ from pathlib import Path
 
 from vjp_migrate import api
 from vjp_migrate.codes import triggers_for
-from vjp_migrate.config import CliOptions, groups
-from vjp_migrate.discover import discover
+from vjp_migrate.config import CliOptions, Resolver, groups
 from vjp_migrate.files import write_atomically
 from vjp_migrate.model import FileResult, RewritePlan, Settings, Status
 from vjp_migrate.report import diff_text
+from vjp_migrate.runs import parts
 from vjp_migrate.source import SourceError, check_syntax, decode, encode
 from vjp_migrate.wording import shell_path
 
@@ -107,10 +107,10 @@ def review(
     for message in recover(paths):
         (notice or show)(message)
     results: list[FileResult] = []
-    for group in groups(paths, options):
-        candidates, rejected = discover(group.paths, group.exclude)
-        results.extend(FileResult(r.path, Status.FAILED, r.reason) for r in rejected)
-        for candidate in candidates:
+    resolver = Resolver(options)
+    for group, found in parts(groups(paths, options, resolver), resolver):
+        results.extend(FileResult(r.path, Status.FAILED, r.reason) for r in found.rejected)
+        for candidate in found.candidates:
             if candidate.path.suffix == ".ipynb":  # reported, left as they are
                 checked = api.check_file(candidate.path, group.settings, candidate.explicit)
                 if any(d.fixable for d in checked.diagnostics):

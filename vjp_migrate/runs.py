@@ -1,20 +1,21 @@
-"""Stage 12: one command's whole run over its paths: configuration groups -> api -> baseline.
+"""Stage 12: one command's whole run over its paths: the files by configuration -> api -> baseline.
 
 The CLI builds a Request from its options and prints what comes back; the decisions about
-which configuration applies to which path and which findings a baseline hides live here.
+which configuration applies to which file and which findings a baseline hides live here.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from vjp_migrate import api
-from vjp_migrate.config import CliOptions, Group, groups
+from vjp_migrate.config import CliOptions, Group, Resolver, groups
+from vjp_migrate.discover import Found, Scoping, discover_scoped
 from vjp_migrate.model import FileResult, Status
 
 if TYPE_CHECKING:
@@ -123,11 +124,12 @@ def _check(request: Request, with_fixes: bool, progress: Progress, notice: api.N
         return [one]
     _warn_pending(request.paths, notice)
     results: list[FileResult] = []
-    for group in groups(request.paths, request.options):
+    resolver = Resolver(request.options)
+    for group, found in parts(groups(request.paths, request.options, resolver), resolver):
         if with_fixes:
-            results.extend(api.fix_paths(group.paths, group.settings, False, group.exclude, progress))
+            results.extend(api.fix_found(found, group.settings, False, progress))
         else:
-            results.extend(api.check_paths(group.paths, group.settings, group.exclude, progress, _execution(group)))
+            results.extend(api.check_found(found, group.settings, progress, _execution(group)))
     return results
 
 
@@ -148,14 +150,42 @@ def fix(
         if isinstance(group, FileResult):
             return [group]
         return [api.fix_stdin(request.stdin, request.stdin_filename, group.settings)]
-    if not (write if recover_first is None else recover_first):
+    resolver = Resolver(request.options)
+    named = groups(request.paths, request.options, resolver)
+    if write if recover_first is None else recover_first:
+        from vjp_migrate.transaction import recover
+
+        for message in recover([path for group in named for path in group.paths]):
+            api.notify(notice, message)
+    else:
         _warn_pending(request.paths, notice)
     results: list[FileResult] = []
-    for group in groups(request.paths, request.options):
-        results.extend(
-            api.fix_paths(group.paths, group.settings, write, group.exclude, progress, None, notice, recover_first)
-        )
+    for group, found in parts(named, resolver):
+        results.extend(api.fix_found(found, group.settings, write, progress))
     return results
+
+
+def parts(named_groups: Sequence[Group], resolver: Resolver) -> list[tuple[Group, Found]]:
+    """The files below the paths of ``named_groups`` (config.groups) by their configuration, the
+    nearest above each (a folder the walk enters may bring its own, as in ruff), in the order
+    found. Every Found's roots are all the paths named."""
+    named = [(path, group) for group in named_groups for path in group.paths]
+    roots = tuple(path for path, _ in named)
+    by: dict[tuple[Path | None, int | None], tuple[Group, Found]] = {}
+
+    def part(group: Group) -> Found:
+        if group.key not in by:
+            by[group.key] = (dataclasses.replace(group, paths=[]), Found([], [], roots))
+        return by[group.key][1]
+
+    for _, group in named:  # the parts of the paths named come in their order
+        part(group)
+    candidates, rejected = discover_scoped(named, Scoping(resolver.inside, lambda group: group.exclude))
+    for reason, group in rejected:
+        part(group).rejected.append(reason)
+    for candidate, group in candidates:
+        part(group).candidates.append(candidate)
+    return [(group, found) for group, found in by.values() if found.candidates or found.rejected]
 
 
 def add_noqa(request: Request, notice: api.Notice | None = None) -> list[FileResult]:
