@@ -11,24 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
+from test_output_errors import OLD_STYLE
 from test_transaction import permission_bound
 
-OLD_STYLE = """\
-from functools import partial
-import jax
-
-@partial(jax.custom_vjp, nondiff_argnums=(0,))
-def scale(alpha, x):
-    return alpha * x
-
-def scale_fwd(alpha, x):
-    return scale(alpha, x), None
-
-def scale_bwd(alpha, _, g):
-    return (alpha * g,)
-
-scale.defvjp(scale_fwd, scale_bwd)
-"""
 # The command record would run: it leaves a mark, so a test sees whether it ran.
 LEAVES_A_MARK = (sys.executable, "-c", "open('ran', 'w').close()")
 

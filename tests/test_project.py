@@ -256,14 +256,14 @@ def test_a_group_is_written_together_or_not_at_all(tmp_path: Path, monkeypatch: 
     tree = tmp_path / "tree"
     shutil.copytree(SIBLING / "before", tree)
     edited = tree / "mypkg" / "_impl_bwd.py"
-    plan = api.analyze_paths
+    plan = api.analyze_found
 
     def plan_then_edit(*args: object, **kwargs: object) -> object:
         outcome = plan(*args, **kwargs)  # type: ignore[arg-type]
         edited.write_text(edited.read_text(encoding="utf-8") + "# edited meanwhile\n", encoding="utf-8")
         return outcome
 
-    monkeypatch.setattr(api, "analyze_paths", plan_then_edit)
+    monkeypatch.setattr(api, "analyze_found", plan_then_edit)
     results = fix_paths([tree])
     failed = {r.path.name: r.reason for r in results if r.status.value == "failed"}
     assert set(failed) == {"ops.py", "_impl_fwd.py", "_impl_bwd.py"}

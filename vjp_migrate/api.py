@@ -327,12 +327,10 @@ def execution(how: Execution) -> Iterator[None]:
         _EXECUTION.pop()
 
 
-def analyze_paths(
-    paths: Sequence[Path], exclude: Sequence[str], task: Task, how: Execution | None, progress: Progress | None
-) -> Outcome:
-    """analyze_found over the files below ``paths``."""
+def found_below(paths: Sequence[Path], exclude: Sequence[str]) -> Found:
+    """The files below ``paths`` a walk finds, and those it rejects (discover.py)."""
     candidates, rejected = discover(paths, exclude)
-    return analyze_found(Found(candidates, rejected, tuple(paths)), task, how, progress)
+    return Found(candidates, rejected, tuple(paths))
 
 
 def analyze_found(found: Found, task: Task, how: Execution | None, progress: Progress | None) -> Outcome:
@@ -373,6 +371,8 @@ def fix_found(
     """fix_file over files already discovered (see fix_paths; no interrupted migration is finished here)."""
     from vjp_migrate.workers import Task
 
+    # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
+    # by a custom_vjp in another file that shares the rule.
     outcome = analyze_found(found, Task("fix", settings), how, progress)
     return write_all(outcome) if write else outcome.results
 
@@ -385,10 +385,7 @@ def check_paths(
     how: Execution | None = None,
 ) -> list[FileResult]:
     """check_file over every file below ``paths``, in a stable order (see Execution for ``how``)."""
-    from vjp_migrate.workers import Task
-
-    how = how or _EXECUTION[-1]
-    return analyze_paths(paths, exclude, Task("check", settings, cache_dir=how.cache_dir), how, progress).results
+    return check_found(found_below(paths, exclude), settings, progress, how)
 
 
 def fix_paths(
@@ -409,17 +406,12 @@ def fix_paths(
     below or above ``paths``; each gets one line to ``notice`` (default: a warning on the
     ``vjp_migrate`` logger).
     """
-    from vjp_migrate.workers import Task
-
     if write if recover_first is None else recover_first:
         from vjp_migrate.transaction import recover
 
         for message in recover(paths):
             notify(notice, message)
-    # Nothing is written before phase 2 has decided: a rule module's own fix may be forbidden
-    # by a custom_vjp in another file that shares the rule.
-    outcome = analyze_paths(paths, exclude, Task("fix", settings), how, progress)
-    return write_all(outcome) if write else outcome.results
+    return fix_found(found_below(paths, exclude), settings, write, progress, how)
 
 
 def write_all(outcome: Outcome) -> list[FileResult]:

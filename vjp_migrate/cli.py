@@ -415,9 +415,7 @@ def _print_fix(results: list[FileResult], diff: bool, show_reasons: bool, quiet:
         report.print_fix(results, diff, show_reasons)
         return
     if diff:
-        for result in results:
-            if result.changed:
-                report.write_patch(sys.stdout, report.unified_diff(result))
+        report.print_patches(results, sys.stdout)
     report.print_findings([d for r in results for d in r.remaining], show_reasons)
 
 

@@ -237,6 +237,13 @@ def _git_quoted(name: str) -> str:
     return f'"{escaped}"'
 
 
+def print_patches(results: Sequence[FileResult], stream: TextIO) -> None:
+    """The patch of every changed file, in its own bytes."""
+    for result in results:
+        if result.changed:
+            write_patch(stream, unified_diff(result))
+
+
 def write_patch(stream: TextIO, patch: bytes) -> None:
     """A patch in its files' bytes, to a text stream (through its buffer when it has one)."""
     buffer = getattr(stream, "buffer", None)
@@ -283,9 +290,7 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
     findings left and the summary to stderr."""
     stream = stream or sys.stdout
     if diff:
-        for result in results:
-            if result.changed:
-                write_patch(stream, unified_diff(result))
+        print_patches(results, stream)
         stream = sys.stderr if stream is sys.stdout else stream
     for d in (d for r in results for d in r.remaining):
         _print(_finding_lines(d, show_reasons), stream)

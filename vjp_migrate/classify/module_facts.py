@@ -210,6 +210,13 @@ def _small_bound_names(small: cst.BaseSmallStatement) -> Iterator[str]:
                 yield text.split(".")[0]
 
 
+def _top_level_assigns(module: cst.Module) -> Iterator[tuple[str, cst.BaseExpression]]:
+    """Each `name = value` of the module's top level with one plain name as its target."""
+    for small in (s for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for s in stmt.body):
+        if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+            yield small.targets[0].target.value, small.value
+
+
 def module_partial_aliases(
     module: cst.Module, imports: ImportTable, helpers: dict[str, cst.FunctionDef]
 ) -> dict[str, cst.FunctionDef]:
@@ -217,12 +224,7 @@ def module_partial_aliases(
     defs with keywords only (`_run_vjp = partial(_run_inner, is_vjp=True)`): a call of one passes its
     positional arguments to ``f``'s positional parameters unchanged, so ``f`` is what it runs."""
     found: dict[str, cst.FunctionDef] = {}
-    for small in (s for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for s in stmt.body):
-        if not (
-            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-        ):
-            continue
-        value = small.value
+    for name, value in _top_level_assigns(module):
         if not isinstance(value, cst.Call) or imports.qualify(value.func) not in PARTIAL or not value.args:
             continue
         first, rest = value.args[0], value.args[1:]
@@ -231,7 +233,7 @@ def module_partial_aliases(
             bound = {arg.keyword.value for arg in rest if arg.keyword is not None}
             positional = {p.name.value for p in (*func.params.posonly_params, *func.params.params)}
             if not bound & positional or _trailing(func, bound):
-                found[small.targets[0].target.value] = func
+                found[name] = func
     return {name: func for name, func in found.items() if name in bound_once(module, set(found))}
 
 
@@ -242,19 +244,14 @@ def module_jit_aliases(
     whose static arguments are literals (`_gj = jax.jit(_g, static_argnums=1)`), each with ``f``
     and the parameters that jit marks static: a call of one runs ``f``, and hashes those."""
     found: dict[str, tuple[cst.FunctionDef, frozenset[str]]] = {}
-    for small in (s for stmt in module.body if isinstance(stmt, cst.SimpleStatementLine) for s in stmt.body):
-        if not (
-            isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name)
-        ):
-            continue
-        value = small.value
+    for name, value in _top_level_assigns(module):
         if not isinstance(value, cst.Call) or not value.args or not imports.is_one_of(value.func, JIT):
             continue
         first = value.args[0]
         func = helpers.get(first.value.value) if isinstance(first.value, cst.Name) and first.keyword is None else None
         static = jit_call_static_names(value, func) if func is not None else None
         if func is not None and static is not None:
-            found[small.targets[0].target.value] = (func, static)
+            found[name] = (func, static)
     return {name: jitted for name, jitted in found.items() if name in bound_once(module, set(found))}
 
 
