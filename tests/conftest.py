@@ -4,6 +4,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 
@@ -55,3 +57,15 @@ else:
         "long", max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow]
     )
     _hypothesis_settings.load_profile("ci")
+
+
+@pytest.fixture
+def own_git_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No git configuration of the machine's (global excludes!): a home folder of the test's, no system file."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("GIT_CONFIG_GLOBAL", raising=False)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    return home

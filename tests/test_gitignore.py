@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -123,11 +122,11 @@ CASES = [
 ]
 
 
-ENV = {**os.environ, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}  # no excludesFile of the user's
+pytestmark = pytest.mark.usefixtures("own_git_configuration")  # no global excludes file of the user's
 
 
 def _git(tmp_path: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=tmp_path, env=ENV, capture_output=True, text=True, check=True).stdout
+    return subprocess.run(["git", *args], cwd=tmp_path, capture_output=True, text=True, check=True).stdout
 
 
 def _tree(root: Path, ignore_files: dict[str, str]) -> None:
@@ -146,7 +145,7 @@ def test_the_walk_finds_the_files_git_does_not_ignore(tmp_path: Path, ignore_fil
     _git(tmp_path, "init", "-q")
     _tree(tmp_path, ignore_files)
     folder = tmp_path / start
-    if start != "." and subprocess.run(["git", "check-ignore", "-q", start], cwd=tmp_path, env=ENV).returncode == 0:
+    if start != "." and subprocess.run(["git", "check-ignore", "-q", start], cwd=tmp_path).returncode == 0:
         pytest.skip("git ignores the folder itself, which is walked when named (as ruff does; tested below)")
     listed = _git(folder, "ls-files", "-z", "--others", "--cached", "--exclude-standard")
     expected = sorted(name for name in listed.split("\0") if name.endswith(".py"))

@@ -55,6 +55,12 @@ _force_exclude = click.option(
     help="Also skip files named on the command line (and the --stdin-filename) that the exclude patterns match "
     "(for pre-commit and editors).",
 )
+_respect_gitignore = click.option(
+    "--respect-gitignore/--no-respect-gitignore",
+    default=None,
+    help="Leave out what .gitignore, .ignore, .git/info/exclude and git's global excludes file name when "
+    "walking folders (default: yes, or the configuration's respect-gitignore).",
+)
 _quiet = click.option(
     "--quiet", "-q", is_flag=True, help="Print the findings (and diffs) only: no summary, no progress bar."
 )
@@ -105,6 +111,7 @@ def _options(
     config: Path | None,
     isolated: bool,
     force_exclude: bool,
+    respect_gitignore: bool | None,
 ) -> object:
     from vjp_migrate.config import CliOptions
 
@@ -112,7 +119,14 @@ def _options(
         raise click.UsageError("--config cannot be used with --isolated (which ignores every configuration file)")
     sel, ign = _codes(select), _codes(ignore)
     return CliOptions(
-        tuple(sel) if sel else None, tuple(ign) if ign else None, exclude, unsafe_fixes, config, isolated, force_exclude
+        tuple(sel) if sel else None,
+        tuple(ign) if ign else None,
+        exclude,
+        unsafe_fixes,
+        config,
+        isolated,
+        force_exclude,
+        respect_gitignore,
     )
 
 
@@ -217,6 +231,7 @@ _fix_cache_dir = click.option(
 @_stdin_name
 @_exclude
 @_force_exclude
+@_respect_gitignore
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when there are findings.")
 @_config
 @_isolated
@@ -238,6 +253,7 @@ def check(
     stdin_filename: str,
     exclude: tuple[str, ...],
     force_exclude: bool,
+    respect_gitignore: bool | None,
     exit_zero: bool,
     config: Path | None,
     isolated: bool,
@@ -251,7 +267,7 @@ def check(
     """Report old-style custom_vjp functions. Exit 0 clean, 1 findings, 2 errors."""
     from vjp_migrate import report, runs
 
-    options = _options(select, ignore, exclude, None, config, isolated, force_exclude)
+    options = _options(select, ignore, exclude, None, config, isolated, force_exclude, respect_gitignore)
     if add_noqa and Path("-") in paths:
         raise click.UsageError("--add-noqa needs files (it writes the comments into them), not -")
     if add_noqa and (write_baseline is not None or output_format != "text"):
@@ -303,6 +319,7 @@ def check(
 @_stdin_name
 @_exclude
 @_force_exclude
+@_respect_gitignore
 @_config
 @_isolated
 @click.option(
@@ -337,6 +354,7 @@ def fix(
     stdin_filename: str,
     exclude: tuple[str, ...],
     force_exclude: bool,
+    respect_gitignore: bool | None,
     config: Path | None,
     isolated: bool,
     interactive: bool,
@@ -347,7 +365,7 @@ def fix(
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
     from vjp_migrate import report, runs
 
-    options = _options(select, ignore, exclude, unsafe_fixes, config, isolated, force_exclude)
+    options = _options(select, ignore, exclude, unsafe_fixes, config, isolated, force_exclude, respect_gitignore)
     if interactive:
         from vjp_migrate.interactive import review
 

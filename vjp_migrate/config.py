@@ -36,7 +36,9 @@ _TOML_LENGTHS = (
 )
 _INI_LENGTHS = (".flake8", "setup.cfg", "tox.ini")
 _LENGTH_FILES = frozenset({name for name, _ in _TOML_LENGTHS} | set(_INI_LENGTHS))
-KEYS = frozenset({"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args"})
+KEYS = frozenset(
+    {"select", "ignore", "exclude", "extend-exclude", "unsafe-fixes", "static-args", "array-args", "respect-gitignore"}
+)
 
 
 class ConfigError(ValueError):
@@ -55,6 +57,7 @@ class FileConfig:
     unsafe_fixes: bool | None = None
     static_args: tuple[str, ...] = ()
     array_args: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
 
 
 @dataclass(frozen=True)
@@ -68,6 +71,7 @@ class CliOptions:
     config: Path | None = None
     isolated: bool = False
     force_exclude: bool = False  # the exclude patterns apply to paths named on the command line too
+    respect_gitignore: bool | None = None  # a walk leaves out what the ignore files name (gitignore.py)
 
 
 @dataclass(frozen=True)
@@ -78,6 +82,7 @@ class Group:
     exclude: tuple[str, ...]
     paths: list[Path] = field(default_factory=list)
     config_path: Path | None = None
+    respect_gitignore: bool = True
 
     @property
     def key(self) -> tuple[Path | None, int | None]:
@@ -118,9 +123,7 @@ def read_config(path: Path) -> FileConfig:
     unknown = sorted(set(table) - KEYS)
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.vjp-migrate]: {', '.join(unknown)}")
-    unsafe = table.get("unsafe-fixes")
-    if unsafe is not None and not isinstance(unsafe, bool):
-        raise ConfigError(f"{path}: [tool.vjp-migrate] unsafe-fixes must be true or false")
+    unsafe, respect = (_flag(table, key, path) for key in ("unsafe-fixes", "respect-gitignore"))
     base = path.parent.resolve()
     exclude = tuple(
         _anchored(p, base) for key in ("exclude", "extend-exclude") for p in _strings(table.get(key, []), key, path)
@@ -138,7 +141,15 @@ def read_config(path: Path) -> FileConfig:
         array_args=tuple(
             _override(e, "array-args", path) for e in _strings(table.get("array-args", []), "array-args", path)
         ),
+        respect_gitignore=respect,
     )
+
+
+def _flag(table: dict[str, Any], key: str, where: Path) -> bool | None:
+    value = table.get(key)
+    if value is not None and not isinstance(value, bool):
+        raise ConfigError(f"{where}: [tool.vjp-migrate] {key} must be true or false")
+    return value
 
 
 def _toml_kind(value: object) -> str:
@@ -164,8 +175,9 @@ def find_config(start: Path) -> Path | None:
     return None
 
 
-def merge(file: FileConfig, cli: CliOptions) -> tuple[Settings, tuple[str, ...]]:
-    """Settings and exclude patterns: each option the command line gives replaces the file's."""
+def merge(file: FileConfig, cli: CliOptions) -> Group:
+    """Settings, exclude patterns and whether the ignore files count (a Group without paths):
+    each option the command line gives replaces the file's."""
     select = cli.select if cli.select is not None else file.select
     ignore = cli.ignore if cli.ignore is not None else file.ignore
     unsafe = cli.unsafe_fixes if cli.unsafe_fixes is not None else bool(file.unsafe_fixes)
@@ -175,7 +187,9 @@ def merge(file: FileConfig, cli: CliOptions) -> tuple[Settings, tuple[str, ...]]
         where = f"{file.path}: " if file.path and cli.select is None and cli.ignore is None else ""
         raise ConfigError(f"{where}{error}") from None
     settings = Settings(chosen, unsafe, static_args=frozenset(file.static_args), array_args=frozenset(file.array_args))
-    return settings, tuple(file.exclude) + tuple(_anchored(p, Path.cwd()) for p in cli.exclude)
+    exclude = tuple(file.exclude) + tuple(_anchored(p, Path.cwd()) for p in cli.exclude)
+    respect = cli.respect_gitignore if cli.respect_gitignore is not None else file.respect_gitignore
+    return Group(settings, exclude, [], file.path, respect is not False)
 
 
 def _anchored(pattern: str, base: Path) -> str:
@@ -224,8 +238,9 @@ class Resolver:
     def _group(self, config_path: Path | None, length: int | None) -> Group:
         key = (config_path, length)
         if key not in self._groups:
-            settings, exclude = merge(read_config(config_path) if config_path else FileConfig(), self.cli)
-            self._groups[key] = Group(replace(settings, line_length=length), exclude, [], config_path)
+            group = merge(read_config(config_path) if config_path else FileConfig(), self.cli)
+            settings = replace(group.settings, line_length=length)
+            self._groups[key] = replace(group, settings=settings, config_path=config_path)
         return self._groups[key]
 
 
@@ -242,7 +257,7 @@ def groups(paths: Sequence[Path], cli: CliOptions, resolver: Resolver | None = N
         group = resolver.named(path)
         found.setdefault(group.key, replace(group, paths=[])).paths.append(path)
     if not found:
-        return [Group(*merge(FileConfig(), cli), [])]
+        return [merge(FileConfig(), cli)]
     if not cli.force_exclude:
         return list(found.values())
     from vjp_migrate.discover import force_excluded

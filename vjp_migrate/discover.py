@@ -104,6 +104,7 @@ class Scoping(Generic[S]):
 
     inside: Callable[[S, Path, AbstractSet[str]], S]  # a folder's scope, its path and names -> its entries' scope
     exclude: Callable[[S], Sequence[str]]  # the patterns that skip entries in a scope
+    respects: Callable[[S], bool] = lambda _: True  # whether the ignore files count in a scope
 
 
 def _walk(directory: Path, real: str, layers: Layers, scope: S, scoping: Scoping[S]) -> Iterator[tuple[Path, str, S]]:
@@ -117,6 +118,7 @@ def _walk(directory: Path, real: str, layers: Layers, scope: S, scoping: Scoping
     layers = gitignore.inside(layers, directory, names)
     scope = scoping.inside(scope, directory, names)
     exclude = scoping.exclude(scope)
+    counted = layers if scoping.respects(scope) else ()
     for entry in entries:
         path = Path(entry.path)
         if any(_excluded(entry, pattern) for pattern in exclude):
@@ -130,13 +132,13 @@ def _walk(directory: Path, real: str, layers: Layers, scope: S, scoping: Scoping
         except OSError:
             continue
         if is_dir:
-            if _skipped_folder(entry.name) or gitignore.ignored(layers, entry.name, True):
+            if _skipped_folder(entry.name) or gitignore.ignored(counted, entry.name, True):
                 continue
             if _virtualenv(path):
                 continue
             below = gitignore.descend(layers, entry.name)
             yield from _walk(path, os.path.join(real, entry.name), below, scope, scoping)
-        elif is_file and entry.name.endswith(SUFFIXES) and not gitignore.ignored(layers, entry.name, False):
+        elif is_file and entry.name.endswith(SUFFIXES) and not gitignore.ignored(counted, entry.name, False):
             yield path, os.path.join(real, entry.name), scope  # links are not followed: no need to resolve
 
 

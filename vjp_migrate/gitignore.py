@@ -1,12 +1,14 @@
-"""Stage 1 (discover.py's helper): .gitignore files, .git/info/exclude -> what a walk leaves out, as git does.
+"""Stage 1 (discover.py's helper): git's ignore files and `.ignore` -> what a walk leaves out.
 
 Each pattern is translated once to a regular expression with git's wildmatch rules: a pattern
 with a slash other than a trailing one is anchored to its file's folder, one without matches a
 name at any depth; `*`, `?` and `[...]` never match `/`; `**/`, `/**/` and `/**` span folders
 (any other `**` is a `*`); a trailing `/` matches folders only; `!` re-includes; a backslash
-escapes the next character. The last matching pattern of the deepest file wins, and
-.git/info/exclude weighs least. A folder with a `.git` is a repository's root: the files above
-it stop applying there (as in the `ignore` crate ruff walks with).
+escapes the next character. The files weigh, most first, as in the `ignore` crate ruff walks
+with: `.ignore` files (ripgrep's; every folder above counts, repository or not), `.gitignore`
+files, the repository's `.git/info/exclude`, then git's global excludes file (git_excludes.py);
+among files of one kind the deepest wins, and in a file the last matching pattern. A folder
+with a `.git` is a repository's root: the git files above it stop applying there.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from vjp_migrate.git_excludes import excludes_file
 
 # The ASCII classes git's wildmatch knows, as the inside of a regular expression's set.
 _CLASSES = {
@@ -67,14 +71,17 @@ class IgnoreFile:
         return None
 
 
+# The kinds of ignore file, the least weighty first.
+GLOBAL, EXCLUDE, GITIGNORE, IGNORE = range(4)
+_GIT_KINDS = (GLOBAL, EXCLUDE, GITIGNORE)
 # The files that apply in one folder, each with that folder's path from the file's base
-# ("" at the base, else ending with "/"); the least weighty first.
-Layers = tuple[tuple[IgnoreFile, str], ...]
+# ("" at the base, else ending with "/") and its kind; the least weighty first.
+Layers = tuple[tuple[IgnoreFile, str, int], ...]
 
 
 def ignored(layers: Layers, name: str, is_dir: bool) -> bool:
     """Whether the entry ``name`` of the folder ``layers`` describe is ignored."""
-    for rules, prefix in reversed(layers):
+    for rules, prefix, _ in reversed(layers):
         verdict = rules.verdict(prefix + name, name, is_dir)
         if verdict is not None:
             return verdict
@@ -83,40 +90,39 @@ def ignored(layers: Layers, name: str, is_dir: bool) -> bool:
 
 def descend(layers: Layers, name: str) -> Layers:
     """The layers of the subfolder ``name`` (before its own files are added by ``inside``)."""
-    return tuple((rules, f"{prefix}{name}/") for rules, prefix in layers)
+    return tuple((rules, f"{prefix}{name}/", kind) for rules, prefix, kind in layers)
 
 
 def inside(layers: Layers, folder: Path, names: Collection[str]) -> Layers:
     """The layers for the entries of ``folder`` (whose listing is ``names``): its own .gitignore
-    added, and at a repository's root the files above replaced by its info/exclude."""
+    and .ignore added, and at a repository's root the git files above replaced by its
+    info/exclude and global excludes."""
     if ".git" in names:
-        layers = _exclude_of(folder)
-    if ".gitignore" in names and (own := read(folder / ".gitignore")) is not None:
-        layers = (*layers, (own, ""))
+        layers = (*_repository_files(folder), *(layer for layer in layers if layer[2] not in _GIT_KINDS))
+    for name, kind in ((".gitignore", GITIGNORE), (".ignore", IGNORE)):
+        if name in names and (own := read(folder / name)) is not None:
+            at = next((i for i, layer in enumerate(layers) if layer[2] > kind), len(layers))
+            layers = (*layers[:at], (own, "", kind), *layers[at:])
     return layers
 
 
 def above(folder: Path) -> Layers:
-    """The layers for the entries of ``folder`` that come from the folders above it, up to its
-    repository's root (none outside a repository); ``inside`` adds the folder's own."""
+    """The layers for the entries of ``folder`` that come from the folders above it: their
+    .ignore files, and up from its repository's root (if any) the git files; ``inside`` adds
+    the folder's own."""
     folder = Path(os.path.abspath(folder))
-    for root in folder.parents:
-        if os.path.lexists(root / ".git"):
-            break
-    else:
-        return ()
+    in_repository = any(os.path.lexists(parent / ".git") for parent in folder.parents)
+    wanted = (".git", ".gitignore", ".ignore") if in_repository else (".ignore",)
     layers: Layers = ()
-    current = root
-    for part in folder.relative_to(root).parts:
-        names = {name for name in (".git", ".gitignore") if os.path.lexists(current / name)}
+    for current, part in zip(reversed(folder.parents), folder.parts[1:], strict=True):
+        names = {name for name in wanted if os.path.lexists(current / name)}
         layers = descend(inside(layers, current, names), part)
-        current = current / part
     return layers
 
 
-def _exclude_of(root: Path) -> Layers:
-    """.git/info/exclude of the repository whose work tree starts at ``root`` (also a worktree's
-    or a submodule's, whose `.git` file names the git folder)."""
+def _repository_files(root: Path) -> Layers:
+    """The global excludes and .git/info/exclude of the repository whose work tree starts at
+    ``root`` (also a worktree's or a submodule's, whose `.git` file names the git folder)."""
     git = root / ".git"
     if not git.is_dir():
         try:
@@ -128,8 +134,8 @@ def _exclude_of(root: Path) -> Layers:
         git = root / line[len("gitdir:") :].strip()
         with contextlib.suppress(OSError):  # a worktree's: the repository's; else its own
             git = git / (git / "commondir").read_text(encoding="utf-8", errors="surrogateescape").strip()
-    exclude = read(git / "info" / "exclude")
-    return () if exclude is None else ((exclude, ""),)
+    found = ((excludes_file(git, root), GLOBAL), (git / "info" / "exclude", EXCLUDE))
+    return tuple((rules, "", kind) for path, kind in found if path is not None and (rules := read(path)) is not None)
 
 
 def read(path: Path) -> IgnoreFile | None:

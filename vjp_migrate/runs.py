@@ -180,7 +180,8 @@ def parts(named_groups: Sequence[Group], resolver: Resolver) -> list[tuple[Group
 
     for _, group in named:  # the parts of the paths named come in their order
         part(group)
-    candidates, rejected = discover_scoped(named, Scoping(resolver.inside, lambda group: group.exclude))
+    scoping = Scoping(resolver.inside, lambda group: group.exclude, lambda group: group.respect_gitignore)
+    candidates, rejected = discover_scoped(named, scoping)
     for reason, group in rejected:
         part(group).rejected.append(reason)
     for candidate, group in candidates:
