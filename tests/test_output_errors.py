@@ -105,3 +105,39 @@ def test_fix_writes_the_files_and_then_says_the_summary_was_lost(tree: Path) -> 
 def test_a_command_that_prints_nothing_needs_no_stdout(tree: Path) -> None:
     done = run(tree, ("check", "--no-cache", "--quiet", "clean.py"), ">&-")
     assert (done.returncode, done.stderr) == (0, "")
+
+
+# Exit codes with stderr closed: findings 1, a clean file 0, a file that cannot be parsed 2.
+CLOSED_STDERR = [
+    pytest.param(("check", "--no-cache", "a.py"), 1, "VJP001", id="check"),
+    pytest.param(("check", "--no-cache", "clean.py"), 0, "All checks passed", id="check of a clean file"),
+    pytest.param(("check", "--no-cache", "bad.py", "a.py"), 2, "VJP001", id="check with an error"),
+    pytest.param(("fix", "--diff", "a.py"), 1, "+def scale_bwd", id="fix --diff"),
+]
+
+
+@pytest.mark.parametrize(("args", "code", "printed"), CLOSED_STDERR)
+def test_a_closed_stderr_loses_only_the_messages(tree: Path, args: tuple[str, ...], code: int, printed: str) -> None:
+    # Python starts with sys.stderr None there: the run died on its first message, with exit 1.
+    (tree / "bad.py").write_text("x = (\n")
+    done = run(tree, args, "2>&-", stdout=subprocess.PIPE)
+    assert (done.returncode, done.stderr) == (code, "")
+    assert printed in done.stdout
+
+
+def test_no_file_the_run_opens_takes_a_closed_standard_descriptor(tree: Path) -> None:
+    # A native library's message for fd 2 would otherwise land in the file that took the number.
+    probe = (
+        "import os, sys\n"
+        "from vjp_migrate.output import standard_descriptors\n"
+        "taken = os.open(os.devnull, os.O_RDONLY); os.close(taken)\n"
+        "standard_descriptors()\n"
+        "opened = os.open(sys.argv[1], os.O_RDONLY)\n"
+        "print(taken, opened, sys.stderr is not None)\n"
+    )
+    for redirect, descriptor in (("2>&-", "2"), ("<&-", "0")):
+        command = ["sh", "-c", f'exec "$@" {redirect}', "sh", sys.executable, "-c", probe, "a.py"]
+        done = subprocess.run(command, cwd=tree, capture_output=True, text=True)
+        taken, opened, has_stderr = done.stdout.split()
+        assert taken == descriptor  # the closed number is the next one handed out...
+        assert int(opened) > 2 and has_stderr == "True"  # ...until it is opened on /dev/null

@@ -73,8 +73,9 @@ class _Interruptible(click.Group):
     run quietly, 141 as a shell reports SIGPIPE (click's own exits 1)."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # also around --help and --version
-        from vjp_migrate.output import OutputError, guarded, silence
+        from vjp_migrate.output import OutputError, guarded, silence, standard_descriptors
 
+        standard_descriptors()
         try:
             with guarded():
                 return super().main(*args, **kwargs)

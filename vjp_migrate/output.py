@@ -16,7 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-__all__ = ["OutputError", "guarded", "silence"]
+__all__ = ["OutputError", "guarded", "silence", "standard_descriptors"]
 
 
 class OutputError(Exception):
@@ -95,3 +95,23 @@ def silence() -> None:
     fail again (the Python documentation's advice for a broken pipe)."""
     with contextlib.suppress(AttributeError, OSError, ValueError), open(os.devnull, "wb") as devnull:
         os.dup2(devnull.fileno(), sys.stdout.fileno())
+
+
+def standard_descriptors() -> None:
+    """Open the standard descriptors the process started without (``2>&-``) on /dev/null.
+
+    Otherwise the next file the run opens takes the number, and whatever writes to it (a native
+    parser's panic, faulthandler, a library's warning) lands in that file, which may be one
+    being written. A closed stderr then writes nowhere; a closed stdout stays closed for
+    ``guarded`` (one line, exit 2), since the report the user asked for cannot be written.
+    """
+    for descriptor in (0, 1, 2):
+        try:
+            os.fstat(descriptor)
+        except OSError:
+            null = os.open(os.devnull, os.O_RDWR)
+            if null != descriptor:
+                os.dup2(null, descriptor)
+                os.close(null)
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115 - for the rest of the run
