@@ -9,6 +9,7 @@ symbolic links are kept, and `check` / `fix --diff` write nothing at all.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import random
 import shutil
@@ -198,3 +199,64 @@ def test_owner_and_mode_are_kept(tmp_path: Path) -> None:
     assert result.written
     status = path.stat()
     assert (status.st_uid, status.st_gid, status.st_mode & 0o7777) == (4321, 4322, 0o640)
+
+
+def tagged(path: Path, tags: dict[str, bytes]) -> None:
+    """Give ``path`` user extended attributes; skip when the platform or file system has none."""
+    if not hasattr(os, "setxattr"):
+        pytest.skip("no extended attributes on this platform")
+    for name, value in tags.items():
+        try:
+            os.setxattr(path, name, value)
+        except OSError as error:
+            if error.errno in (errno.ENOTSUP, errno.EOPNOTSUPP):
+                pytest.skip(f"the file system of {path.parent} has no user extended attributes")
+            raise
+
+
+def attributes(path: Path) -> dict[str, bytes]:
+    return {name: os.getxattr(path, name) for name in os.listxattr(path) if name.startswith("user.")}
+
+
+def test_extended_attributes_are_kept(tmp_path: Path) -> None:
+    """cli29 24: the temporary renamed over the file lost its user.* attributes (and ACLs, labels)."""
+    path = tmp_path / "seed.py"
+    path.write_text(SEED, encoding="utf-8")
+    tags = {"user.owner-team": b"ml-infra", "user.empty": b""}
+    tagged(path, tags)
+    (result,) = fix_paths([path])
+    assert result.written and path.read_text(encoding="utf-8") == MIGRATED
+    assert attributes(path) == tags
+
+
+def test_the_files_of_a_multi_file_migration_keep_their_extended_attributes(tmp_path: Path) -> None:
+    from vjp_migrate.transaction import FileChange, write_together
+
+    first, second = tmp_path / "a.py", tmp_path / "b.py"
+    first.write_bytes(b"a = 1\n")
+    second.write_bytes(b"b = 1\n")
+    tagged(first, {"user.a": b"1"})
+    tagged(second, {"user.b": b"2"})
+    write_together([FileChange(first, b"a = 1\n", b"a = 2\n"), FileChange(second, b"b = 1\n", b"b = 2\n")])
+    assert (first.read_bytes(), second.read_bytes()) == (b"a = 2\n", b"b = 2\n")
+    assert (attributes(first), attributes(second)) == ({"user.a": b"1"}, {"user.b": b"2"})
+
+
+def test_an_attribute_that_cannot_be_copied_does_not_stop_the_write(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """As security.* without the privilege: that one is left behind, the others and the write are not."""
+    path = tmp_path / "seed.py"
+    path.write_text(SEED, encoding="utf-8")
+    tagged(path, {"user.kept": b"yes", "user.refused": b"no"})
+    real = os.setxattr
+
+    def setxattr(target: str, name: str, value: bytes, *args: int, **kwargs: bool) -> None:
+        if name == "user.refused":
+            raise PermissionError(errno.EPERM, "Operation not permitted", target)
+        real(target, name, value, *args, **kwargs)
+
+    monkeypatch.setattr(os, "setxattr", setxattr)
+    (result,) = fix_paths([path])
+    assert result.written and path.read_text(encoding="utf-8") == MIGRATED
+    assert attributes(path) == {"user.kept": b"yes"}

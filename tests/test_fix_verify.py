@@ -116,3 +116,77 @@ def test_fix_verify_names_a_rewrite_it_could_not_run(tmp_path: Path) -> None:
     assert path.read_text(encoding="utf-8") != NO_INPUTS
     assert "written without proof, no inputs to run `scale` (give examples: docs/verify.md)." in result.stdout
     assert "gives equal" not in result.stdout
+
+
+POWER = """\
+from functools import partial
+import operator
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def power(n, x):
+  return x ** operator.index(n)
+
+def power_fwd(n, x):
+  return x ** operator.index(n), x
+
+def power_bwd(n, x, g):
+  return (g * operator.index(n) * x ** (operator.index(n) - 1),)
+
+power.defvjp(power_fwd, power_bwd)
+"""
+
+
+def _power_examples(tmp_path: Path) -> list[str]:
+    """An unsafe fix that verification refuses: `n` moved out of nondiff_argnums is traced under jit."""
+    examples = tmp_path / "ex.py"
+    examples.write_text("EXAMPLES = {'power': [(2, 3.0)]}\n", encoding="utf-8")
+    return ["--verify", "--verify-examples", str(examples), "--unsafe-fixes", "--select", "VJP"]
+
+
+REFUSED = "error: rewrite not written, verification failed: power: jit, example #0"
+
+
+def test_fix_verify_from_stdin_prints_a_refused_rewrite_back_unchanged(tmp_path: Path) -> None:
+    """cli29 15: `fix --verify -` printed the rewrite `fix --verify FILE` refuses, exit 0."""
+    result = CliRunner().invoke(main, ["fix", *_power_examples(tmp_path), "-"], input=POWER, catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stdout == POWER
+    assert result.stderr.startswith(f"-: {REFUSED}")
+    path = tmp_path / "power.py"
+    path.write_text(POWER, encoding="utf-8")
+    in_file = CliRunner().invoke(main, ["fix", *_power_examples(tmp_path), str(path)], catch_exceptions=False)
+    assert in_file.exit_code == 2 and in_file.stderr.startswith(f"{path}: {REFUSED}")
+
+
+def test_fix_verify_from_stdin_prints_a_proven_rewrite_and_says_so_on_stderr() -> None:
+    result = CliRunner().invoke(main, ["fix", "--verify", "-"], input=BEFORE, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout == AFTER
+    assert result.stderr.startswith("Verified before writing (JAX ")
+
+
+def test_fix_verify_interactive_writes_an_accepted_change_only_once_proven(tmp_path: Path) -> None:
+    """cli29 15: `yes y | fix -i --verify` wrote the rewrite verification refuses."""
+    path = tmp_path / "power.py"
+    path.write_text(POWER, encoding="utf-8")
+    args = ["fix", "-i", *_power_examples(tmp_path), str(path)]
+    result = CliRunner().invoke(main, args, input="y\n", catch_exceptions=False)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"{path}: {REFUSED}")
+    assert path.read_text(encoding="utf-8") == POWER
+
+
+def test_fix_verify_interactive_proves_a_multi_file_migration_as_one_group(tmp_path: Path) -> None:
+    import shutil
+
+    case = FIXTURES / "project_absolute_imports"
+    tree = tmp_path / "proj"
+    shutil.copytree(case / "before", tree)
+    args = ["fix", "-i", "--verify", "--verify-examples", str(case / "examples.py"), str(tree)]
+    result = CliRunner().invoke(main, args, input="y\n", catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.count("Apply this change?") == 1
+    assert "Verified before writing" in result.stdout and "3 custom_vjp functions give equal" in result.stdout
+    for after in (case / "after").rglob("*.py"):
+        assert (tree / after.relative_to(case / "after")).read_bytes() == after.read_bytes()

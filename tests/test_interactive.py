@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -65,17 +66,19 @@ def test_a_walk_reads_only_files_that_mention_a_trigger_as_fix_does(tmp_path: Pa
 
 
 def test_an_unreadable_file_gets_the_usual_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from vjp_migrate import api
+
     target = tmp_path / "seed.py"
     target.write_text(SEED, encoding="utf-8")
-    real = Path.read_bytes
+    real = api.read_bytes
 
-    def read_bytes(self: Path) -> bytes:
-        if self == target:
-            raise PermissionError(13, "Permission denied", str(self))
-        return real(self)
+    def read_bytes(path: Path) -> bytes:
+        if path == target:
+            raise PermissionError(13, "Permission denied", str(path))
+        return real(path)
 
-    monkeypatch.setattr(Path, "read_bytes", read_bytes)  # as root, chmod 000 would not stop the read
-    result = CliRunner().invoke(main, ["fix", "-i", str(target)], catch_exceptions=False)
+    monkeypatch.setattr(api, "read_bytes", read_bytes)  # as root, chmod 000 would not stop the read
+    result = CliRunner().invoke(main, ["fix", "-i", "-j", "1", str(target)], catch_exceptions=False)
     assert result.exit_code == 2
     assert result.stderr == f"{target}: error: cannot be read: Permission denied\n"
 
@@ -141,3 +144,102 @@ def test_interactive_and_diff_together_are_a_usage_error(tmp_path: Path) -> None
     result = CliRunner().invoke(main, ["fix", "--diff", "--interactive", str(target)], input="y\ny\n")
     assert result.exit_code == 2 and "--diff writes nothing" in result.output, result.output
     assert target.read_text(encoding="utf-8") == TWO
+
+
+def fixed_by_fix(tree: Path, tmp_path: Path) -> dict[str, bytes]:
+    """Every file of ``tree`` as plain `fix` leaves it (run on a copy)."""
+    copy = tmp_path / "by_fix"
+    shutil.copytree(tree, copy)
+    CliRunner().invoke(main, ["fix", str(copy)], catch_exceptions=False)
+    return {p.relative_to(copy).as_posix(): p.read_bytes() for p in sorted(copy.rglob("*.py"))}
+
+
+def files_of(tree: Path) -> dict[str, bytes]:
+    return {p.relative_to(tree).as_posix(): p.read_bytes() for p in sorted(tree.rglob("*.py"))}
+
+
+@pytest.mark.parametrize("answer", ["y", "n", "q"])
+def test_a_multi_file_migration_is_one_question_showing_every_file(tmp_path: Path, answer: str) -> None:
+    """cli29 16: `fix -i FOLDER` analysed each file alone, so rules imported from another file of
+    the folder were VJP003 there, and nothing was asked, where `fix FOLDER` migrates them."""
+    case = FIXTURES / "project_absolute_imports"
+    tree = tmp_path / "proj"
+    shutil.copytree(case / "before", tree)
+    result = CliRunner().invoke(main, ["fix", "-i", str(tree)], input=f"{answer}\n", catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == 1
+    ops, rules = tree / "mypkg" / "ops.py", tree / "mypkg" / "rules.py"
+    assert f"{ops}, {rules}: custom_vjp `scale`, `shifted_abs`, `gated`" in result.stdout
+    assert f"--- {ops}\n" in result.stdout and f"--- {rules}\n" in result.stdout
+    assert "VJP003" not in result.output
+    if answer == "y":
+        assert result.exit_code == 0 and result.stdout.endswith("Fixed 3 findings in 2 files.\n")
+        assert files_of(tree) == files_of(case / "after")
+    else:
+        assert result.exit_code == 1 and result.stdout.count("VJP001") == 3
+        assert files_of(tree) == files_of(case / "before")
+
+
+def helper_tree(root: Path) -> Path:
+    """ops.py: `capped`, whose `cap` is array data only in a helper of _helpers.py (phase 2 reads
+    it), and a custom_vjp of its own."""
+    from test_project_helpers import DEEPER, HELPERS, SITE
+
+    local = SEED.split("import jax.numpy as jnp\n", 1)[1]
+    site = SITE.format(spelling="import jax.numpy as jnp\nfrom ._helpers import soft_cap", call="soft_cap")
+    files = {"pkg/__init__.py": "", "pkg/_helpers.py": HELPERS, "pkg/deeper.py": DEEPER, "pkg/ops.py": site + local}
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("answers", ["y\ny\n", "y\nn\n"])
+def test_sites_that_follow_helpers_into_other_files_are_asked_one_by_one(tmp_path: Path, answers: str) -> None:
+    tree = helper_tree(tmp_path / "t")
+    expected = fixed_by_fix(tree, tmp_path)
+    result = CliRunner().invoke(main, ["fix", "-i", str(tree)], input=answers, catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == 2
+    assert "custom_vjp `capped`\n" in result.stdout and "custom_vjp `clip_gradient`\n" in result.stdout
+    ops = (tree / "pkg" / "ops.py").read_text(encoding="utf-8")
+    assert "@jax.custom_vjp\ndef capped(x, cap):" in ops  # `cap` moved, as the run over the package sees it
+    if answers == "y\ny\n":
+        assert files_of(tree) == expected and result.exit_code == 0
+    else:
+        assert "def clip_gradient_bwd(lo, hi, _, g):" in ops and result.exit_code == 1
+
+
+def test_a_file_whose_sites_alone_do_not_make_fixs_change_is_one_question(tmp_path: Path) -> None:
+    """`weighted_twin` shares its fwd with `weighted_flipped`, whose bwd is shared across files by
+    users that disagree: the run blocks both. Planned again file by file, `weighted_twin` would
+    migrate (changing the fwd `weighted_flipped` still needs), so the file's change, the one to
+    `clip_gradient`, is asked as a whole."""
+    tree = tmp_path / "t"
+    shutil.copytree(FIXTURES / "project_shared_bwd_differs" / "before", tree)
+    flipped = tree / "mypkg" / "flipped.py"
+    twin = (
+        "\n\n@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef weighted_twin(weight, x):\n    return x * weight\n\n\n"
+        "def twin_bwd(weight, x, g):\n    return (g * weight,)\n\n\nweighted_twin.defvjp(weighted_flipped_fwd, twin_bwd)\n"
+    )
+    local = "\n\nimport jax.numpy as jnp\n" + SEED.split("import jax.numpy as jnp\n", 1)[1]
+    flipped.write_text(flipped.read_text(encoding="utf-8") + twin + local, encoding="utf-8")
+    expected = fixed_by_fix(tree, tmp_path)
+    result = CliRunner().invoke(main, ["fix", "-i", str(tree)], input="y\ny\ny\n", catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == 1
+    assert f"{flipped}: custom_vjp `clip_gradient`\n" in result.stdout
+    assert files_of(tree) == expected
+    assert "def weighted_flipped_fwd(weight, x):\n    return x * weight, x\n" in flipped.read_text(encoding="utf-8")
+
+
+def test_a_site_the_run_blocks_leaves_the_other_sites_of_its_file_asked_one_by_one(tmp_path: Path) -> None:
+    """`weighted`'s bwd is shared across files by users that disagree: planned again alone it would
+    migrate, changing rules.py too; it is not among the changes of a file changed on its own."""
+    tree = tmp_path / "t"
+    shutil.copytree(FIXTURES / "project_shared_bwd_differs" / "before", tree)
+    linear = tree / "mypkg" / "linear.py"
+    before = linear.read_text(encoding="utf-8")
+    linear.write_text(before + "\n\n" + TWO, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(tree)], input="y\nn\n", catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == 2
+    text = linear.read_text(encoding="utf-8")
+    assert text.startswith(before)  # `weighted` as it was
+    assert "def clip_gradient_bwd(res, g):" in text and "def other_bwd(lo, hi, _, g):" in text

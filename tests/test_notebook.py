@@ -203,3 +203,27 @@ def test_reasons_are_located_by_cell_too(tmp_path: Path) -> None:
     assert bwd and all((r["cell"], r["line"]) == (5, 5) for r in bwd), finding["reasons"]
     text = CliRunner().invoke(main, ["check", "--show-reasons", str(path)]).stdout
     assert "in bwd `clip_gradient_bwd` (cell 5, line 5)" in text
+
+
+def fixed_cells(path: Path, cells: list[tuple[str, str]]) -> list[list[str]]:
+    path.write_text(notebook_text(cells), encoding="utf-8")
+    assert run("fix", str(path))[0] == 0
+    return [cell["source"] for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
+
+
+@pytest.mark.parametrize("final_newline", [True, False], ids=["last line ends", "last line open"])
+def test_lines_inserted_in_a_crlf_cell_end_in_crlf_too(tmp_path: Path, final_newline: bool) -> None:
+    """cli29 21: a cell written on Windows (every source line ending in \\r\\n) got a bare \\n on the
+    lines the rewrite inserted (`lo, hi = res`), where a .py file keeps CRLF on every line."""
+    cells = [CELLS[1], CELLS[2], ("code", CELLS[4][1].rsplit("\nfiles", 1)[0] + ("\n" if final_newline else ""))]
+    lf = fixed_cells(tmp_path / "lf.ipynb", cells)
+    crlf = fixed_cells(tmp_path / "crlf.ipynb", [(kind, source.replace("\n", "\r\n")) for kind, source in cells])
+    assert "  lo, hi = res\r\n" in crlf[2]
+    assert crlf == [[line.replace("\n", "\r\n") for line in source] for source in lf]
+
+
+def test_a_cell_with_mixed_newlines_keeps_the_modules_newline_on_inserted_lines(tmp_path: Path) -> None:
+    """Only a cell whose every line ends in \\r\\n says which newline it wants."""
+    code = CELLS[4][1].rsplit("\nfiles", 1)[0].replace("\n", "\r\n", 1)
+    (_, _, changed) = fixed_cells(tmp_path / "clip.ipynb", [CELLS[1], CELLS[2], ("code", code)])
+    assert "  lo, hi = res\n" in changed and sum(line.endswith("\r\n") for line in changed) == 1

@@ -14,6 +14,7 @@ from vjp_migrate import __version__, wording
 
 if TYPE_CHECKING:
     from vjp_migrate.model import FileResult
+    from vjp_migrate.verified_writes import Verifier
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
@@ -327,7 +328,8 @@ def check(
     "--interactive",
     "-i",
     is_flag=True,
-    help="Show each site's change and ask: apply it (y), skip it (n), stop (q, or the end of input).",
+    help="Show each site's change (a multi-file migration's as one) and ask: apply it (y), skip it (n), "
+    "stop (q, or the end of input).",
 )
 @_jobs
 @click.option(
@@ -365,8 +367,10 @@ def fix(
 ) -> None:
     """Rewrite old-style custom_vjp functions in place (or show the diff)."""
     from vjp_migrate import report, runs
+    from vjp_migrate.api import Execution, execution
 
     options = _options(select, ignore, exclude, unsafe_fixes, config, isolated, force_exclude, respect_gitignore)
+    verifier = _verifier(verify_examples, jobs) if verify_rewrites and not diff else None
     if interactive:
         from vjp_migrate.interactive import review
 
@@ -385,37 +389,30 @@ def fix(
                     raise EOFError from None
                 raise
 
-        results = _guarded(lambda: review(paths, options, click.echo, ask, _notice))  # type: ignore[arg-type]
+        with execution(Execution(jobs)):
+            results = _guarded(lambda: review(paths, options, click.echo, ask, _notice, verifier))  # type: ignore[arg-type]
         report.print_errors(results)
         _print_fix(results, False, show_reasons, quiet)
     elif paths == (Path("-"),):
         request = _request(paths, options, stdin_filename)
-        (result,) = _guarded(lambda: runs.fix(request, write=False))  # type: ignore[arg-type]
-        results = [result]
+        results = _guarded(lambda: runs.fix(request, write=False))  # type: ignore[arg-type]
+        if verifier is not None:  # printed in the file's place: only once proven
+            results = verifier.prove(results)
         report.print_errors(results)
-        click.echo(_stdin_output(request.stdin, result, diff), nl=False)  # type: ignore[attr-defined]
-        for d in result.remaining:
+        click.echo(_stdin_output(request.stdin, results[0], diff), nl=False)  # type: ignore[attr-defined]
+        for d in results[0].remaining:
             sys.stderr.write(report.concise_line(d) + "\n")
     else:
-        from vjp_migrate.api import Execution, execution
-
-        write_now = not diff and not verify_rewrites  # with --verify: plan, prove, then write
+        write_now = not diff and verifier is None  # with --verify: plan, prove, then write
         with report.progress(enabled=not quiet) as tick, execution(Execution(jobs)):
             request = _request(paths, options, stdin_filename)
             results = _guarded(lambda: runs.fix(request, write_now, tick, _notice, not diff))  # type: ignore[arg-type]
-        if verify_rewrites and not diff:
-            from vjp_migrate import verified_writes
-            from vjp_migrate.verify import VerifyOptions
-            from vjp_migrate.workers import default_jobs
-
-            proof = verified_writes.Proof()
-            results = verified_writes.write_verified(
-                results, VerifyOptions(examples=verify_examples), proof, jobs or default_jobs()
-            )
+        if verifier is not None:
+            results = verifier.write(results)
         report.print_errors(results)
         _print_fix(results, diff, show_reasons, quiet)
-        if verify_rewrites and not diff and not quiet and (proven := proof.summary()):
-            click.echo(proven)
+    if verifier is not None and not quiet and (proven := verifier.proof.summary()):
+        click.echo(proven, err=paths == (Path("-"),))  # stdout holds the source
     if any(r.status.value == "failed" for r in results):
         sys.exit(EXIT_ERROR)
     if exit_zero:  # as ruff's: it wins over --diff and --exit-non-zero-on-fix too
@@ -425,6 +422,14 @@ def fix(
     if (diff and changed) or (exit_non_zero_on_fix and changed):
         sys.exit(EXIT_FINDINGS)
     sys.exit(EXIT_FINDINGS if remaining else EXIT_CLEAN)
+
+
+def _verifier(examples: Path | None, jobs: int | None) -> Verifier:
+    from vjp_migrate.verified_writes import Verifier
+    from vjp_migrate.verify import VerifyOptions
+    from vjp_migrate.workers import default_jobs
+
+    return Verifier(VerifyOptions(examples=examples), jobs or default_jobs())
 
 
 def _print_fix(results: list[FileResult], diff: bool, show_reasons: bool, quiet: bool) -> None:

@@ -1,10 +1,10 @@
 """Stage 10b: the files themselves: read them, and replace them atomically.
 
-Each write goes through a temporary file in the same folder (fsynced, given the file's mode and
-owner, renamed over it only if the file still holds what was read and is not read-only), so a
-run killed at any moment leaves every file either untouched or complete. ``write_batch`` makes
-the writes of many files durable together (see WriteBatch); transaction.py builds multi-file
-migrations on ``write_temporary``.
+Each write goes through a temporary file in the same folder (fsynced, given the file's mode,
+owner and extended attributes, renamed over it only if the file still holds what was read and
+is not read-only), so a run killed at any moment leaves every file either untouched or complete.
+``write_batch`` makes the writes of many files durable together (see WriteBatch); transaction.py
+builds multi-file migrations on ``write_temporary``.
 """
 
 from __future__ import annotations
@@ -106,7 +106,8 @@ def remove_stray_temporaries(folder: Path) -> list[Path]:
 
 
 def write_atomically(path: Path, data: bytes, expected: bytes) -> None:
-    """Replace a file's bytes via a temporary file in its folder, keeping its mode and owner.
+    """Replace a file's bytes via a temporary file in its folder, keeping its mode, owner and
+    extended attributes.
 
     A run killed at any moment leaves the file either untouched or complete: the new bytes
     are written and fsynced to a temporary file, which ``os.replace`` renames over the file.
@@ -167,7 +168,7 @@ def _fsync(temporary: str) -> None:
 
 
 def _take_owner(staged: _Staged) -> None:
-    """Give the closed temporary its target's mode and owner."""
+    """Give the closed temporary its target's mode, owner and extended attributes."""
     status, temporary = staged.status, staged.temporary
     with _writing():
         os.chmod(temporary, stat.S_IMODE(status.st_mode))
@@ -175,10 +176,27 @@ def _take_owner(staged: _Staged) -> None:
         # Not allowed unless root: then the file becomes ours, as with any editor.
         with contextlib.suppress(OSError):
             os.chown(temporary, status.st_uid, status.st_gid)
+    _copy_extended_attributes(staged.target, temporary)  # after chown, which clears some of them
+
+
+def _copy_extended_attributes(target: Path, temporary: str) -> None:
+    """The target's extended attributes (user.* tags, POSIX ACLs, security labels) on the
+    temporary, each that may be set: one we may not set (security.* without the privilege, a
+    file system without them) is left behind rather than failing the write."""
+    if not hasattr(os, "listxattr"):  # not Linux
+        return
+    try:
+        names = os.listxattr(target)
+    except OSError:
+        return
+    for name in names:
+        with contextlib.suppress(OSError):
+            os.setxattr(temporary, name, os.getxattr(target, name))
 
 
 def write_temporary(target: Path, data: bytes) -> str:
-    """A fsynced temporary file beside ``target`` holding ``data``, with target's mode and owner."""
+    """A fsynced temporary file beside ``target`` holding ``data``, with target's mode, owner and
+    extended attributes."""
     staged = _stage(target, data, clean=False)
     try:
         _fsync(staged.temporary)

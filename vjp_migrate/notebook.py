@@ -108,6 +108,13 @@ def _restore_end(original: str, new: str) -> str:
     return new[:-1] if not original.endswith("\n") and new.endswith("\n") else new
 
 
+def _in_cell_newline(old: str, new: str) -> str:
+    """``new`` with every line ending in \\r\\n when every line of the cell ``old`` does: the lines
+    the rewrite inserted come with the joined module's newline (its first separator's, \\n)."""
+    endings = {line[len(line.rstrip("\r\n")) :] for line in old.splitlines(keepends=True)} - {""}
+    return re.sub(r"(?<!\r)\n", "\r\n", new) if endings == {"\r\n"} else new
+
+
 def write(notebook: Notebook, code: str) -> str:
     """The notebook's JSON text with the changed code cells replaced."""
     data = notebook.data
@@ -116,7 +123,7 @@ def write(notebook: Notebook, code: str) -> str:
         old = _source_text(cell)
         if body == old or body == old + "\n":
             continue
-        body = _restore_end(old, body)
+        body = _in_cell_newline(old, _restore_end(old, body))
         cell["source"] = body.splitlines(keepends=True) if isinstance(cell.get("source"), list) else body
     text = json.dumps(data, indent=notebook.indent, ensure_ascii=notebook.ensure_ascii)
     text = text + "\n" if notebook.trailing_newline else text

@@ -98,6 +98,11 @@ class Project:
         """A project of one file: imported rules are named, never resolved."""
         return cls(path)
 
+    @classmethod
+    def for_run(cls, files: Sequence[Path], roots: Sequence[Path]) -> Project:
+        """A project of a run's files, as phase 2 makes it: imported rules and helpers resolve among them."""
+        return cls(ModuleIndex.build(files, roots))
+
     @property
     def index(self) -> ModuleIndex:
         if isinstance(self.indexed, Path):
@@ -409,7 +414,8 @@ class _Followed(Generic[_Found]):
 # --- phase 2 -----------------------------------------------------------------------------------
 
 
-def _rule_files(decision: SiteDecision) -> set[str]:
+def rule_files(decision: SiteDecision) -> set[str]:
+    """The other files holding the fwd and bwd of ``decision``'s site."""
     site = decision.site
     return {ref.path for ref in (site.fwd, site.bwd) if ref is not None and ref.path is not None}
 
@@ -550,7 +556,7 @@ def _analyse_all(project: Project, start: list[Path], settings: Settings) -> dic
         analysis = analyze(loaded.source.text, str(path), settings, parse_anyway=True, project=project)
         analyses[path] = analysis
         for decision in analysis.decisions:
-            pending.extend(Path(p) for p in sorted(_rule_files(decision)))
+            pending.extend(Path(p) for p in sorted(rule_files(decision)))
     return analyses
 
 
@@ -662,7 +668,7 @@ def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, A
             if decision.plan is None:
                 continue
             plans_for.setdefault(path, []).append(decision.plan)
-            for other in sorted(_rule_files(decision) - {str(path)}):
+            for other in sorted(rule_files(decision) - {str(path)}):
                 plans_for.setdefault(Path(other), []).append(decision.plan)
                 groups.join(path, Path(other))
     members_of: dict[Path, set[str]] = {}

@@ -3,8 +3,8 @@
 A migration whose fwd and bwd live in other modules changes several files; a reader must never
 find half of it. ``write_together`` does this:
 
-1. each new text goes to a fsynced temporary beside its file (mode and owner copied; a symbolic
-   link is written through), exactly as a single-file fix does;
+1. each new text goes to a fsynced temporary beside its file (mode, owner and extended
+   attributes copied; a symbolic link is written through), exactly as a single-file fix does;
 2. each file is read again: it must still hold the bytes the change was planned from, and be
    writable (a read-only file is refused, not silently replaced);
 3. a journal is written in the files' common folder, to a temporary first, fsynced and renamed

@@ -3,7 +3,8 @@
 The files a migration changes alone and the multi-file migrations (``also_touches``), staged as
 copies of their packages, go to the verify worker processes as one batch; what is proven is
 written (a multi-file migration all together, or none of it), the rest comes back FAILED with
-what failed.
+what failed. A Verifier does this for one run: for `fix` once, for `fix --interactive` after
+each accepted change, and for `fix -` without writing (the proven source is printed).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from vjp_migrate.model import FileResult, Status
 
 if TYPE_CHECKING:
     from vjp_migrate.transaction import FileChange
-    from vjp_migrate.verify import VerifyReport
+    from vjp_migrate.verify import VerifyOptions, VerifyReport
     from vjp_migrate.verify.model import FunctionRow
     from vjp_migrate.verify.trees import Staged
 
@@ -77,8 +78,25 @@ class Proof:
         return f"Verified before writing{where}: {'; '.join(parts)}."
 
 
+@dataclass
+class Verifier:
+    """`fix --verify` over one run: how to prove, in how many workers, and what it has proven so far."""
+
+    options: VerifyOptions
+    workers: int
+    proof: Proof = field(default_factory=Proof)
+
+    def write(self, planned: list[FileResult]) -> list[FileResult]:
+        """``write_verified``: the rewrites that are proven are written."""
+        return write_verified(planned, self.options, self.proof, self.workers)
+
+    def prove(self, planned: list[FileResult]) -> list[FileResult]:
+        """``write_verified`` writing nothing: for a rewrite that is printed, not written."""
+        return write_verified(planned, self.options, self.proof, self.workers, write=False)
+
+
 def write_verified(
-    planned: list[FileResult], verify_options: object, proof: Proof | None = None, workers: int = 1
+    planned: list[FileResult], verify_options: object, proof: Proof | None = None, workers: int = 1, write: bool = True
 ) -> list[FileResult]:
     """Verify each planned rewrite with real JAX, write the ones that verify, refuse the rest.
 
@@ -87,6 +105,7 @@ def write_verified(
     multi-file migration are proven together (``verify_trees`` over a copy of their packages
     before and after) and written together, or none of them is. Every file and every such
     migration is a job of its own for up to ``workers`` worker processes, with its own timeout.
+    Without ``write``, what is proven comes back as planned, unwritten (`fix --verify -` prints it).
     """
     import tempfile
     from contextlib import ExitStack
@@ -125,13 +144,13 @@ def write_verified(
             continue
         if proof is not None:
             proof.take(report)
-        decided.update((r.path, r) for r in api.write_all(Outcome(group, [changes])))
+        decided.update((r.path, r) for r in (api.write_all(Outcome(group, [changes])) if write else group))
     for result, report in zip(alone, singles, strict=True):
         why = _failure(report)
         if why is None:
             if proof is not None:
                 proof.take(report)
-            decided[result.path] = api.write_result(result)
+            decided[result.path] = api.write_result(result) if write else result
         else:
             decided[result.path] = dataclasses.replace(result, status=Status.FAILED, reason=f"{_NOT_WRITTEN}: {why}")
     return [decided.get(r.path, r) for r in planned]
