@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -190,3 +191,33 @@ def test_fix_verify_interactive_proves_a_multi_file_migration_as_one_group(tmp_p
     assert "Verified before writing" in result.stdout and "3 custom_vjp functions give equal" in result.stdout
     for after in (case / "after").rglob("*.py"):
         assert (tree / after.relative_to(case / "after")).read_bytes() == after.read_bytes()
+
+
+def _notebook(code: str) -> str:
+    cells = [
+        {"cell_type": "markdown", "metadata": {}, "source": ["# A notebook\n"]},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": "%matplotlib inline"},
+        {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": code},
+    ]
+    return json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}, indent=1) + "\n"
+
+
+def test_fix_verify_proves_a_notebook_from_its_code_cells(tmp_path: Path) -> None:
+    # Verify imported the notebook's JSON as Python before (NameError: null): every notebook refused.
+    path = tmp_path / "clip.ipynb"
+    path.write_text(_notebook(BEFORE), encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "--verify", str(path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "1 custom_vjp function gives equal outputs and cotangents" in result.stdout
+    assert json.loads(path.read_text(encoding="utf-8"))["cells"][2]["source"] == AFTER
+
+
+def test_fix_verify_refuses_a_faulty_notebook_rewrite(tmp_path: Path) -> None:
+    path = tmp_path / "clip.ipynb"
+    path.write_text(_notebook(BEFORE), encoding="utf-8")
+    (planned,) = api.fix_paths([path], write=False)
+    faulty = _notebook(AFTER.replace("jnp.clip(g, lo, hi)", "-jnp.clip(g, lo, hi)"))
+    (result,) = verified_writes.write_verified([dataclasses.replace(planned, new_text=faulty)], VerifyOptions())
+    assert result.status is Status.FAILED and result.reason is not None
+    assert "verification failed: clip_gradient" in result.reason
+    assert path.read_text(encoding="utf-8") == _notebook(BEFORE)

@@ -227,3 +227,20 @@ def test_a_cell_with_mixed_newlines_keeps_the_modules_newline_on_inserted_lines(
     code = CELLS[4][1].rsplit("\nfiles", 1)[0].replace("\n", "\r\n", 1)
     (_, _, changed) = fixed_cells(tmp_path / "clip.ipynb", [CELLS[1], CELLS[2], ("code", code)])
     assert "  lo, hi = res\n" in changed and sum(line.endswith("\r\n") for line in changed) == 1
+
+
+def test_runnable_gives_the_code_cells_with_markers_and_magics_as_pass() -> None:
+    from vjp_migrate.notebook import runnable
+
+    cells = [
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "!pip list\nx = 1\n"},
+        {"cell_type": "markdown", "metadata": {}, "source": "text"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "if x:\n    %time y = 2\n    files = !ls\n"},
+        {"cell_type": "code", "metadata": {}, "outputs": [], "source": "%%bash\necho hi\n"},
+    ]
+    raw = json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5})
+    code = runnable(raw)
+    assert code == "pass\npass\nx = 1\npass\nif x:\n    pass\n    pass\n"
+    namespace: dict[str, object] = {}
+    exec(compile(code, "nb", "exec"), namespace)
+    assert namespace["x"] == 1

@@ -103,6 +103,16 @@ def split(notebook: Notebook, code: str) -> dict[int, str]:
     return cells
 
 
+def runnable(raw: str) -> str:
+    """A notebook's code cells as a module Python can import (`fix --verify`): the cell markers
+    and IPython magics are `pass` (a magic's own effect, say `x = !ls`, is not had)."""
+    notebook = read(raw)
+    code = SEPARATOR_LINE.sub("pass\n", notebook.code)
+    for key in notebook.magics:
+        code = code.replace(key, "pass", 1)
+    return code
+
+
 def _restore_end(original: str, new: str) -> str:
     """A cell that had no final newline gets none back (Jupyter writes most cells that way)."""
     return new[:-1] if not original.endswith("\n") and new.endswith("\n") else new
