@@ -221,3 +221,14 @@ def test_fix_verify_refuses_a_faulty_notebook_rewrite(tmp_path: Path) -> None:
     assert result.status is Status.FAILED and result.reason is not None
     assert "verification failed: clip_gradient" in result.reason
     assert path.read_text(encoding="utf-8") == _notebook(BEFORE)
+
+
+def test_verify_command_takes_notebooks(tmp_path: Path) -> None:
+    before, after = tmp_path / "before.ipynb", tmp_path / "after.ipynb"
+    before.write_text(_notebook(BEFORE), encoding="utf-8")
+    after.write_text(_notebook(AFTER), encoding="utf-8")
+    result = CliRunner().invoke(main, ["verify", str(before), str(after)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert "1 equal (exit code 0)" in result.stdout
+    after.write_text(_notebook(AFTER.replace("jnp.clip(g, lo, hi)", "-jnp.clip(g, lo, hi)")), encoding="utf-8")
+    assert CliRunner().invoke(main, ["verify", str(before), str(after)], catch_exceptions=False).exit_code == 1

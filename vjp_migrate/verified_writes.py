@@ -132,7 +132,7 @@ def write_verified(
                 groups.append((group, *prepared))
         alone = [r for r in planned if r.path not in pending and _rewrites(r)]
         singles, trees = verify_batch(
-            [(*_modules(r.old_text or "", r.new_text or "", r.path), r.path) for r in alone],
+            [(r.old_text or "", r.new_text or "", r.path) for r in alone],
             [(staged.before, staged.after, None) for _, _, staged in groups],
             verify_options,
             workers,
@@ -157,15 +157,6 @@ def write_verified(
 
 
 _NOT_WRITTEN = "rewrite not written, verification failed"
-
-
-def _modules(old: str, new: str, path: Path) -> tuple[str, str]:
-    """The two texts verify imports: a notebook's code cells, else the file's text."""
-    if path.suffix != ".ipynb":
-        return old, new
-    from vjp_migrate.notebook import runnable
-
-    return runnable(old), runnable(new)
 
 
 def _rewrites(result: FileResult) -> bool:

@@ -83,10 +83,11 @@ def load_module(path: Path, role: str, source: str | None = None) -> types.Modul
         importlib.import_module(location.package)
     name = private_name(location, role)
     filename = str(path.resolve())
-    if source is None:
+    if source is None and path.suffix != ".ipynb":
         source = path.read_text(encoding="utf-8")
     else:
         # Tracebacks and inspect.getsource should show the in-memory text, not the file.
+        source = module_text(path, source)
         filename = f"{filename} ({role})"
         linecache.cache[filename] = (len(source), None, source.splitlines(True), filename)
     spec = importlib.util.spec_from_loader(name, loader=None, origin=filename)
@@ -102,6 +103,16 @@ def load_module(path: Path, role: str, source: str | None = None) -> types.Modul
         sys.modules.pop(name, None)
         raise
     return module
+
+
+def module_text(path: Path, source: str | None = None) -> str:
+    """The Python text of one version (``source``, else the file's): a notebook's code cells."""
+    text = path.read_text(encoding="utf-8") if source is None else source
+    if path.suffix != ".ipynb":
+        return text
+    from vjp_migrate.notebook import runnable
+
+    return runnable(text)
 
 
 def _inside(module: types.ModuleType, root: Path) -> bool:

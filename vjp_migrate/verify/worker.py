@@ -141,7 +141,7 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
     """Verify one BEFORE/AFTER pair; a report dict (and emitted test texts when asked)."""
     import jax
 
-    from vjp_migrate.verify.loading import exception_line, load_module
+    from vjp_migrate.verify.loading import exception_line, load_module, module_text
     from vjp_migrate.verify.model import progress
     from vjp_migrate.verify.pairing import find_custom_vjps, pair_functions
 
@@ -160,7 +160,7 @@ def run_job(job: dict[str, Any], options: Any, emit: Path | None) -> dict[str, A
             report["errors"].append(f"could not import {role.upper()} ({path}): {exception_line(exc)}")
             return report
     before, after = modules
-    before_source = job["before"].get("source") or before_path.read_text(encoding="utf-8")
+    before_source = module_text(before_path, job["before"].get("source"))
     progress("step", "the loading of the inputs")
     try:
         from vjp_migrate.verify.inputs import load_examples, load_recording
