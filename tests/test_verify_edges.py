@@ -78,3 +78,10 @@ def test_emitted_tests_write_keys_check_imaginary_parts_and_leave_large_arrays_o
     failed = sorted({line.split("::")[0].rpartition("/")[2] for line in done.stdout.splitlines() if "FAILED" in line})
     assert failed == ["test_vjp_after_cscale.py"], done.stdout
     assert "2 failed, 7 passed" in done.stdout, done.stdout
+
+
+def test_an_output_class_the_module_defines_is_no_mismatch(report: VerifyReport) -> None:
+    # probe30 G2: BEFORE's cotangent held BEFORE's NamedTuple; AFTER's vjp refused it (tree structure)
+    row = _row(report, "scaled_out")
+    assert row.verdict is Verdict.EQUAL, render_report(report)
+    assert (row.jit, row.vmap) == ("ok", "ok")

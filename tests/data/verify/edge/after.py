@@ -1,6 +1,7 @@
 """Migrations that are easy to get wrong in the verifier itself (tests/test_verify_edges.py)."""
 
 import itertools
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -72,3 +73,24 @@ def noisy_bwd(s, g):
 
 
 noisy.defvjp(noisy_fwd, noisy_bwd)
+
+
+class Scaled(typing.NamedTuple):  # each version defines its own: another class, of the same name
+    value: jax.Array
+    scale: jax.Array
+
+
+@jax.custom_vjp
+def scaled_out(x, w):
+    return Scaled(x * w, w)
+
+
+def scaled_out_fwd(x, w):
+    return Scaled(x * w, w), w
+
+
+def scaled_out_bwd(w, g):
+    return (g.value * w, None)
+
+
+scaled_out.defvjp(scaled_out_fwd, scaled_out_bwd)
