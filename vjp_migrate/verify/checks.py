@@ -328,7 +328,8 @@ def same_classes(cotangent: Any, out: Any) -> Any:
     """BEFORE's cotangent in the node classes of ``out``: where a module defines the output's
     class (a NamedTuple, a dataclass pytree), AFTER's is another class of the same name, which
     JAX refuses ("unexpected tree structure"); compare_trees reads such structures as equal too."""
-    given, wanted = jax.tree_util.tree_structure(cotangent), jax.tree_util.tree_structure(out)
+    given: Any = jax.tree_util.tree_structure(cotangent)
+    wanted: Any = jax.tree_util.tree_structure(out)
     if given == wanted or str(given) != str(wanted):
         return cotangent
     return jax.tree_util.tree_unflatten(wanted, jax.tree_util.tree_leaves(cotangent))
