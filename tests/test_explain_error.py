@@ -372,3 +372,38 @@ def test_a_real_traceback_of_vmap_over_a_custom_vjp(tmp_path: Path, monkeypatch:
     code, out = run(done.stderr)
     assert code == 0, out
     assert out.startswith("mypkg/ops.py:8:5: custom_vjp `clip_gradient` received a JAX Tracer")
+
+
+TWICE = """\
+from functools import partial
+import jax
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def shift(c, x):
+    y = x + c
+    return y * c
+
+def shift_fwd(c, x):
+    return shift(c, x), None
+
+def shift_bwd(c, _, g):
+    return (g * c,)
+
+shift.defvjp(shift_fwd, shift_bwd)
+
+def loss(lo, hi, x):
+    return clip_gradient(lo, hi, x).sum()
+"""
+
+
+def test_a_reason_seen_on_several_lines_is_said_once_with_its_lines(tmp_path: Path) -> None:
+    # probe30 G4: "used in arithmetic in the primal `shift`; used in arithmetic in the primal `shift`"
+    model = tmp_path / "model.py"
+    model.write_text(TWICE.replace("clip_gradient(lo, hi, x)", "shift(lo, x)"), encoding="utf-8")
+    code, out = run(traceback_for(model).replace("line 20", "line 18"))
+    assert code == 0, out
+    (line,) = [line for line in out.splitlines() if line.startswith("  `c` (position 0)")]
+    assert line == (
+        "  `c` (position 0): array-valued — used in arithmetic in the primal `shift` (lines 6, 7); "
+        "used in arithmetic in helper `shift` (called from fwd `shift_fwd`) (lines 6, 7)"
+    )

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from vjp_migrate.codes import BY_CODE
 from vjp_migrate.model import ArgInfo, ArgKind, Settings, SiteDecision
-from vjp_migrate.report import diff_text
+from vjp_migrate.report import diff_text, grouped_reasons, lines_span
 from vjp_migrate.wording import shell_path
 
 ERROR = (
@@ -280,7 +280,8 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
     suspects = [i for i in decision.infos if i.kind is not ArgKind.STATIC]
     for info in decision.infos:
         kind = {ArgKind.ARRAY: "array-valued", ArgKind.UNKNOWN: "may be an array", ArgKind.STATIC: "static"}[info.kind]
-        reasons = "; ".join(e.text for e in info.evidence[:2])
+        grouped = list(grouped_reasons(info.evidence).items())[:2]  # the same text seen twice is one reason
+        reasons = "; ".join(f"{text} ({lines_span(at)})" if at else text for (_, text, _, _), at in grouped)
         lines.append(f"  `{info.name}` (position {info.index}): {kind}" + (f" — {reasons}" if reasons else ""))
     if decision.plan is not None:
         new = apply_plans(module, [decision.plan]).code

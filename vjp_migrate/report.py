@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TextIO
 
-from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
+from vjp_migrate.model import Diagnostic, Evidence, FileResult, FixSafety, Status
 from vjp_migrate.wording import count
 
 FORMATS = ("text", "concise", "json", "github", "sarif", "junit")
@@ -58,8 +58,8 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     if d.also_touches:
         lines.append(("reason", f"\n    the fix also changes {', '.join(d.also_touches)}"))
     if show_reasons:
-        for (kind, text, path, cell), at in _grouped_reasons(d).items():
-            span = f"{'line' if len(at) == 1 else 'lines'} {', '.join(map(str, at))}"
+        for (kind, text, path, cell), at in grouped_reasons(d.reasons).items():
+            span = lines_span(at)
             if cell is not None and cell != d.cell:
                 span = f"cell {cell}, {span}"
             if path is not None:
@@ -69,15 +69,20 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
     return lines
 
 
-def _grouped_reasons(d: Diagnostic) -> dict[tuple[str, str, str | None, int | None], list[int]]:
-    """One line per reason text, with every line it was seen on: a helper's arithmetic is one
+def grouped_reasons(reasons: Sequence[Evidence]) -> dict[tuple[str, str, str | None, int | None], list[int]]:
+    """One entry per reason text, with every line it was seen on: a helper's arithmetic is one
     reason, however many lines of the helper show it (JSON keeps each)."""
     grouped: dict[tuple[str, str, str | None, int | None], list[int]] = {}
-    for reason in d.reasons:
+    for reason in reasons:
         at = grouped.setdefault((reason.kind.value, reason.text, reason.path, reason.cell), [])
         if reason.line and reason.line not in at:
             at.append(reason.line)
     return grouped
+
+
+def lines_span(at: Sequence[int]) -> str:
+    """``line 3`` or ``lines 3, 8``."""
+    return f"{'line' if len(at) == 1 else 'lines'} {', '.join(map(str, at))}"
 
 
 def location(d: Diagnostic) -> str:
