@@ -112,7 +112,9 @@ def _analyze(
     if project is not None:
         ctx = project.widen(ctx, sites, module, path)
     decisions = tuple(
-        decide(site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports)
+        decide(
+            site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports, ctx
+        )
         for site in sites
     )
     decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))

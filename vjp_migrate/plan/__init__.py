@@ -1,9 +1,10 @@
 """Stage 7: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST building).
 
-The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``consistency`` (whether the
-rules agree), ``endings`` (whether bwd can end without a return), ``cotangents``, ``annotations``,
-``residuals`` and ``jit`` (each part of the plan), ``shared`` (rules several sites or other code
-use); ``decide`` and ``plan_site`` here put it together.
+The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``returned`` (what bwd
+returns, through the module's helpers), ``consistency`` (whether the rules agree), ``endings``
+(whether bwd can end without a return), ``cotangents``, ``annotations``, ``residuals`` and ``jit``
+(each part of the plan), ``shared`` (rules several sites or other code use); ``decide`` and
+``plan_site`` here put it together.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from vjp_migrate.plan.residuals import (
     indexed_reads,
     layout_of,
 )
+from vjp_migrate.plan.returned import Helpers, Returned, unsure_cotangents
 from vjp_migrate.sites import own_returns, positional_params, varargs_owner
 
 
@@ -164,9 +166,14 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
     )
 
 
-def decide(site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, imports: ImportTable) -> SiteDecision:
-    """Combine classification, settings and rewritability into what check and fix do."""
-    broken = inconsistency(site, imports)
+def decide(
+    site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, imports: ImportTable, helpers: Helpers
+) -> SiteDecision:
+    """Combine classification, settings and rewritability into what check and fix do
+    (``helpers``: the defs a call in a rule may reach, followed for what bwd returns)."""
+    returned = Returned(imports, helpers if site.bwd is None or site.bwd.module is None else None)
+    broken = inconsistency(site, imports, returned)
+    infos = unsure_cotangents(site, infos, returned, helpers)
     moved = moved_positions(infos, settings)
     if broken is not None:
         return SiteDecision(site, infos, moved, None, None, broken)

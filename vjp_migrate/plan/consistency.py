@@ -4,42 +4,23 @@ a site cannot be planned (VJP004), or None."""
 
 from __future__ import annotations
 
+from typing import TypeGuard
+
 import libcst as cst
 
 from vjp_migrate.imports import ImportTable, dotted
-from vjp_migrate.model import VjpSite
-from vjp_migrate.plan.bodies import bindings_of
+from vjp_migrate.model import FunctionRef, VjpSite
+from vjp_migrate.plan.bodies import code_of
+from vjp_migrate.plan.returned import Returned, Shape
 from vjp_migrate.sites import ignored_argnames, own_returns, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES, reordered
 from vjp_migrate.wording import count
 
 
-def _is_bare_value(
-    value: cst.BaseExpression | None,
-    cotangent: str,
-    imports: ImportTable,
-    bindings: dict[str, list[cst.CSTNode]] | None = None,
-) -> bool:
-    """One array or number, not a tuple: arithmetic, an array module's call, the cotangent itself,
-    or a local of bwd that only such values bind (`ct = g * 2.0`, then `return ct`)."""
-    if isinstance(value, cst.Call):  # jnp.multiply(g, s) is one array; f_vjp(g) may be a tuple
-        return (imports.qualify(value.func) or "").startswith(ARRAY_MODULES)
-    if isinstance(value, cst.Name) and value.value != cotangent and bindings is not None:
-        sites = bindings.get(value.value, [])
-        return bool(sites) and all(
-            isinstance(site, cst.Assign)
-            and all(isinstance(t.target, cst.Name) for t in site.targets)
-            and _is_bare_value(site.value, cotangent, imports)
-            for site in sites
-        )
-    return isinstance(value, (cst.BinaryOperation, cst.UnaryOperation, cst.Integer, cst.Float)) or (
-        isinstance(value, cst.Name) and value.value == cotangent
-    )
-
-
-def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
+def inconsistency(site: VjpSite, imports: ImportTable, returned: Returned) -> str | None:
     """The VJP004 detail for a rule whose shape does not fit its primal, if any: one clause that
-    ends the sentence ``in custom_vjp `f`, ...`` (codes.py) and names the parts it is about."""
+    ends the sentence ``in custom_vjp `f`, ...`` (codes.py) and names the parts it is about
+    (``returned``: what bwd's returns give, through the module's helpers)."""
     fwd = site.fwd.node if site.fwd else None
     # bwd's shape is judged only when every nondiff position is known (how many arguments it gets)
     bwd = site.bwd.node if site.bwd and site.nondiff.complete else None
@@ -71,7 +52,8 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
                 else ""
             )
             return (
-                f"bwd `{bwd.name.value}` takes {_count_range(least, most)}, but JAX calls it with "
+                f"bwd `{bwd.name.value}` takes {_count_range(least, most)}{_after_instance(site.bwd)}, "
+                "but JAX calls it with "
                 f"{count(n_nondiff, 'nondiff argument')} + residuals + "
                 f"cotangent = {n_nondiff + 2}{because}"
             )
@@ -87,8 +69,8 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     least, most = _arity(fwd, fwd_bound) if fwd is not None else (0, 0)
     if fwd is not None and not site.has_varargs and not fwd_varargs and not least <= len(site.params) <= most:
         return (
-            f"fwd `{fwd.name.value}` takes {_count_range(least, most)}, but the primal `{site.name}` "
-            f"takes {len(site.params)}"
+            f"fwd `{fwd.name.value}` takes {_count_range(least, most)}{_after_instance(site.fwd)}, "
+            f"but the primal `{site.name}` takes {len(site.params)}"
         )
     permuted = _permuted_names(site, fwd, fwd_bound, bwd, bwd_bound)
     if permuted is not None:
@@ -99,10 +81,19 @@ def inconsistency(site: VjpSite, imports: ImportTable) -> str | None:
     if bwd is not None and not site.has_varargs and len(site.params) - n_nondiff == 1:
         params = positional_params(bwd)[bwd_bound:]
         cotangent = params[n_nondiff + 1] if len(params) > n_nondiff + 1 else ""
-        bindings = bindings_of(bwd)
-        if any(_is_bare_value(r.value, cotangent, imports, bindings) for r in own_returns(bwd)):
-            return f"bwd `{bwd.name.value}` returns a bare value, but JAX needs a tuple with one cotangent per argument"
+        for ret in own_returns(bwd):
+            if returned.of(ret.value, bwd, cotangent) is Shape.BARE:
+                value = ret.value
+                through = f" (the one `{code_of(value.func)}` returns)" if _helper_call(value, imports) else ""
+                return (
+                    f"bwd `{bwd.name.value}` returns a bare value{through}, "
+                    "but JAX needs a tuple with one cotangent per argument"
+                )
     return None
+
+
+def _helper_call(value: cst.BaseExpression | None, imports: ImportTable) -> TypeGuard[cst.Call]:
+    return isinstance(value, cst.Call) and not (imports.qualify(value.func) or "").startswith(ARRAY_MODULES)
 
 
 def _miscounted_cotangents(site: VjpSite, bwd: cst.FunctionDef | None) -> str | None:
@@ -186,6 +177,12 @@ def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
     """How few and how many positional arguments ``func`` accepts after ``bound`` ones (defaults)."""
     params = (*func.params.posonly_params, *func.params.params)[bound:]
     return sum(1 for p in params if p.default is None), len(params)
+
+
+def _after_instance(ref: FunctionRef | None) -> str:
+    """` after `self``, for a bound method (`self.f_bwd`): the parameters counted come after it."""
+    params = positional_params(ref.node) if ref is not None and ref.node is not None else ()
+    return f" after `{params[0]}`" if ref and params and ref.bound_args and ref.name.startswith(f"{params[0]}.") else ""
 
 
 def _count_range(least: int, most: int) -> str:

@@ -24,8 +24,11 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   the right name has the wrong arity or takes the primal's parameter names in another order, a
   bwd returns a tuple literal with another number of cotangents than the primal has
   differentiable arguments, the bwd of a one-argument primal returns something that may be a
-  bare value (or a local bound to one), or nondiff_argnames names the primal's `*args` (JAX
-  ignores such a name, and a positional-only one: neither gives a position).
+  bare value (or a local bound to one, or the call of a def of the module that may return one),
+  or nondiff_argnames names the primal's `*args` (JAX ignores such a name, and a positional-only
+  one: neither gives a position). A rule read off a method's first parameter
+  (`self.apply.defvjp(self.apply_fwd, ...)`) is a bound method, whose parameters after `self`
+  JAX fills: such a file is kept.
 
 One kind of static evidence is decisive in classify and cheap to prove exactly: a position in a
 stacked ``jax.jit``'s ``static_argnums``/``static_argnames``. A Python-number annotation

@@ -159,9 +159,18 @@ def rule_defs(m: Module, site: Site) -> tuple[list[Func | None], list[Func | Non
             if isinstance(expr, (ast.Lambda, ast.Call)):
                 raise Doubt  # a lambda or partial rule: classify reads its body, the screen does not
             name = dotted(expr) if expr is not None else None
+            if name is not None and _bound_method(m, call, name):
+                raise Doubt  # `self.apply_bwd`: JAX's arguments fill the parameters after `self` (sites.methods)
             out.extend(m.defs.get(name.rsplit(".", 1)[-1], []) if name else [])
             out.append(None)
     return fwds or [None], bwds or [None]
+
+
+def _bound_method(m: Module, call: ast.Call, name: str) -> bool:
+    """``name`` reads an attribute of the first parameter of the def the defvjp call is in."""
+    caller = m.caller.get(id(call))
+    params = positional_params(caller) if caller is not None else []
+    return "." in name and bool(params) and name.split(".")[0] == params[0].arg
 
 
 def imports_a_rule(m: Module, site: Site) -> bool:
@@ -198,27 +207,58 @@ def may_be_inconsistent(m: Module, primal: Func, positions: list[int], fwd: Func
                 return True
     if bwd is not None and not varargs and n_params - n == 1:
         cotangent = positional_params(bwd)[-1].arg if positional_params(bwd) else ""
-        for ret in own_returns(m, bwd):
-            value = ret.value
-            if _may_be_bare(m, value, cotangent):
-                return True
-            if isinstance(value, ast.Name) and any(
-                isinstance(node, ast.Assign)
-                and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)
-                and _may_be_bare(m, node.value, cotangent)
-                for node in body_nodes(m, bwd)
-            ):
-                return True  # `ct = g * 2.0`, then `return ct`
+        seen: set[object] = set()
+        if any(_may_be_bare(m, ret.value, cotangent, bwd, seen) for ret in own_returns(m, bwd)):
+            return True
     return False
 
 
-def _may_be_bare(m: Module, value: ast.expr | None, cotangent: str) -> bool:
-    """A number, arithmetic, the cotangent itself or an array function's call: one value, no tuple."""
+def _may_be_bare(m: Module, value: ast.expr | None, cotangent: str, func: Func, seen: set[object]) -> bool:
+    """A number, arithmetic, the cotangent itself or an array function's call: one value, no
+    tuple; or a local bound to one (`ct = g * 2.0`, then `return ct`), either value of a
+    conditional, or the call of a def of the module that may return one (plan.returned follows
+    helpers; every def of the name here, and the defs a call bound to it names: `h = jax.jit(f)`)."""
     if isinstance(value, ast.Constant) and type(value.value) in (int, float, complex):
         return True
     if isinstance(value, (ast.BinOp, ast.UnaryOp)) or (isinstance(value, ast.Name) and value.id == cotangent):
         return True
-    return isinstance(value, ast.Call) and may_be_array_function(m, value.func)
+    if isinstance(value, ast.IfExp):
+        return _may_be_bare(m, value.body, cotangent, func, seen) or _may_be_bare(
+            m, value.orelse, cotangent, func, seen
+        )
+    if isinstance(value, ast.Call):
+        if may_be_array_function(m, value.func):
+            return True
+        return isinstance(value.func, ast.Name) and any(
+            _may_return_bare(m, helper, seen) for helper in _called_defs(m, value.func.id)
+        )
+    if not isinstance(value, ast.Name) or (id(func), value.id) in seen:
+        return False  # a local already followed: what it may be bound to is looked at there
+    seen.add((id(func), value.id))
+    return any(
+        isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == value.id for t in node.targets)
+        and _may_be_bare(m, node.value, cotangent, func, seen)
+        for node in body_nodes(m, func)
+    )
+
+
+def _may_return_bare(m: Module, helper: Func, seen: set[object]) -> bool:
+    if id(helper) in seen:
+        return False  # followed already (or being followed): its returns are looked at there
+    seen.add(id(helper))
+    return any(_may_be_bare(m, ret.value, "", helper, seen) for ret in own_returns(m, helper))
+
+
+def _called_defs(m: Module, name: str) -> list[Func]:
+    """Every def a call of ``name`` may run: the defs of that name, and the defs a call whose
+    value is bound to it is given (`h = partial(f, k=1)`, `h = jax.jit(f)`)."""
+    found = list(m.defs.get(name, ()))
+    for call in m.calls:
+        if name in m.assigned.get(id(call), ()):
+            given = [*call.args, *(k.value for k in call.keywords)]
+            found.extend(d for arg in given if isinstance(arg, ast.Name) for d in m.defs.get(arg.id, ()))
+    return found
 
 
 def rule_arg(call: ast.Call, index: int, keyword: str) -> ast.expr | None:

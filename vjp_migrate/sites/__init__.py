@@ -2,7 +2,8 @@
 
 The steps: ``scopes`` (what the module's scopes bind), ``jit`` (what a stacked or called
 `jax.jit` marks static), ``rules`` (a site's rules and the parameters its positions name),
-``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``defvjp`` (a site linked to
+``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``methods`` (rules a class's
+instance registers in a method, bound to it), ``defvjp`` (a site linked to
 its defvjp call and rules), ``finder`` (the walk that collects the sites). The names later
 stages use are exported here.
 """

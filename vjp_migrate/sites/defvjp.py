@@ -12,6 +12,7 @@ from vjp_migrate import walk
 from vjp_migrate.imports import PARTIAL, dotted, small_statements
 from vjp_migrate.model import FunctionRef, VjpSite
 from vjp_migrate.sites.jit import rule_decorations
+from vjp_migrate.sites.methods import DefvjpCalls, method_defvjps, method_rule
 from vjp_migrate.sites.nondiff import NondiffReader
 from vjp_migrate.sites.rules import lambda_rule, partial_problem, positions_from_bwd, rule_arg, signature_from_bwd
 from vjp_migrate.sites.scopes import AllNames, ModuleBindings, Scope, find_def, positional_params, scope_statements
@@ -32,20 +33,14 @@ class RuleLinker(NondiffReader):
         found: tuple[cst.Call, Scope] | str | None = self._find_defvjp(site, scope)
         if found is None and scope.parent is None:
             found = self._defvjp_through_alias(site, scope)
+        if found is None and scope.is_class:
+            found = self._defvjp_in_methods(site, scope)
         if found is None:
-            inside = self._defvjp_inside(site, scope)
-            problem = (
-                f"`{site.name}.defvjp(fwd, bwd)` is called inside `{inside}`, not in the scope of `{site.name}`, "
-                "so which rules it gets, and when, cannot be told"
-                if inside is not None
-                else f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope"
-            )
-            return replace(site, problem=problem)
+            return replace(site, problem=self._unlinked(site, scope))
         if isinstance(found, str):
             return replace(site, problem=found)
         call, call_scope = found
-        fwd_expr = rule_arg(call, 0, "fwd")
-        bwd_expr = rule_arg(call, 1, "bwd")
+        fwd_expr, bwd_expr = _rule_args(call)
         fwd = self._resolve_rule(fwd_expr, call_scope, "fwd")
         bwd = self._resolve_rule(bwd_expr, call_scope, "bwd")
         if bwd.lambda_node is not None:
@@ -89,11 +84,42 @@ class RuleLinker(NondiffReader):
                         return call, where
         return None
 
+    def _defvjp_in_methods(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | str | None:
+        """``self.<site>.defvjp(self.fwd, self.bwd)`` in the methods of the site's class (each
+        instance registers them again): the rules, when every such call gives the same ones."""
+        found = method_defvjps(site.name, scope, self._defvjp_owner)
+        given = {tuple(self.module.code_for_node(e) if e else "" for e in _rule_args(call)) for call, _ in found}
+        if len(given) > 1:
+            return (
+                f"`{site.name}.defvjp(fwd, bwd)` is called on the instance in several methods with different "
+                "rules, so which rules it gets cannot be told"
+            )
+        return found[0] if found else None
+
+    def _unlinked(self, site: VjpSite, scope: Scope) -> str:
+        """Why no defvjp call gives the site its rules."""
+        inside = self._defvjp_inside(site, scope)
+        if inside is not None:
+            return (
+                f"`{site.name}.defvjp(fwd, bwd)` is called inside `{inside}`, not in the scope of `{site.name}`, "
+                "so which rules it gets, and when, cannot be told"
+            )
+        finder = DefvjpCalls(self._defvjp_owner, f".{site.name}", suffix=True)
+        if scope.is_class:  # `obj.<site>.defvjp(...)` somewhere else: a subclass's method, a caller
+            walk.visit(self.module, finder)
+        if finder.found:
+            owner = self._defvjp_owner(finder.found[0].func)
+            return (
+                f"`{owner}.defvjp(fwd, bwd)` is called outside the methods of "
+                f"`{scope.qualprefix.rstrip('.')}`, so which rules `{site.name}` gets, and when, cannot be told"
+            )
+        return f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope"
+
     def _defvjp_inside(self, site: VjpSite, scope: Scope) -> str | None:
         """The name of a def in the site's scope whose body calls ``<site>.defvjp(...)`` (a
         registration function: `def _register(): f.defvjp(f_fwd, f_bwd)`), for the message."""
         defs = [s for s in scope_statements(scope.statements) if isinstance(s, cst.FunctionDef)]
-        finder = _DefvjpCalls(self._defvjp_owner, site.name)
+        finder = DefvjpCalls(self._defvjp_owner, site.name)
         for func in defs:
             walk.visit(func, finder)
             if finder.found:
@@ -171,6 +197,10 @@ class RuleLinker(NondiffReader):
         name = dotted(expr)
         if name is None:
             return FunctionRef(text, None, f"{role} `{text}` is not a function defined in this module")
+        method = method_rule(scope, name)
+        if method is not None:  # `self.apply_bwd`: the instance fills its first parameter
+            jit, problem = rule_decorations(role, name, method[0], self.imports)
+            return FunctionRef(name, method[0], bound_args=bound + method[1], jit=jit, decorator_problem=problem)
         node = find_def(scope, name)
         if node is None and self.imported_rule is not None:
             resolved = self.imported_rule(role, name)
@@ -197,12 +227,5 @@ class RuleLinker(NondiffReader):
         return name
 
 
-class _DefvjpCalls(cst.CSTVisitor):
-    """Whether a walked def calls ``<name>.defvjp(...)``."""
-
-    def __init__(self, owner: Callable[[cst.BaseExpression], str | None], name: str) -> None:
-        super().__init__()
-        self.owner, self.name, self.found = owner, name, False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.found = self.found or self.owner(node.func) == self.name
+def _rule_args(call: cst.Call) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
+    return rule_arg(call, 0, "fwd"), rule_arg(call, 1, "bwd")

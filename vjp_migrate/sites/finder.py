@@ -73,7 +73,7 @@ class SiteFinder(RuleLinker):
                 if site is not None:
                     out.append((site, scope))
                 # Functions nested in functions (methods too) are reported by their own name, like flake8 does.
-                inner = Scope(body_statements(stmt), scope, False, "")
+                inner = Scope(body_statements(stmt), scope, False, "", stmt)
                 self._walk(inner, out)
             elif type(stmt) is cst.ClassDef:
                 inner = Scope(body_statements(stmt), scope, True, f"{scope.qualprefix}{stmt.name.value}.")

@@ -21,6 +21,7 @@ class Scope:
     parent: Scope | None
     is_class: bool
     qualprefix: str
+    func: cst.FunctionDef | None = None  # the def whose body this is (a method's: its `self`)
 
 
 def scope_statements(body: Sequence[cst.BaseStatement]) -> Iterator[cst.BaseStatement]:
