@@ -86,7 +86,8 @@ def _analyze(
     from vjp_migrate.findings import diagnostics_for
     from vjp_migrate.imports import import_table
     from vjp_migrate.noqa import suppress
-    from vjp_migrate.plan import decide
+    from vjp_migrate.plan import decide, moved_positions
+    from vjp_migrate.plan.closures import kept_more, nondiff_after, nondiff_hoped
     from vjp_migrate.plan.shared import reconcile_shared, rules_used_elsewhere
     from vjp_migrate.sites import find_sites
     from vjp_migrate.walk import index_of
@@ -111,13 +112,19 @@ def _analyze(
     ctx = Context.of(module, imports, index.line)
     if project is not None:
         ctx = project.widen(ctx, sites, module, path)
-    decisions = tuple(
-        decide(
-            site, tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)), settings, imports, ctx
+    infos = tuple(tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)) for site in sites)
+    # A site's plan depends on the positions other sites keep nondiff (plan.closures): rounds from
+    # the hope that every plan moves what the settings select, until the plans keep no more.
+    callees = nondiff_hoped(sites, tuple(moved_positions(i, settings) for i in infos))
+    while True:
+        decisions = tuple(
+            decide(site, i, settings, imports, ctx, callees) for site, i in zip(sites, infos, strict=True)
         )
-        for site in sites
-    )
-    decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))
+        decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))
+        wider = kept_more(callees, nondiff_after(decisions))
+        if wider == callees:
+            break
+        callees = wider
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged

@@ -154,7 +154,9 @@ CODES: tuple[Code, ...] = (
             "more than once, fwd rebinding the argument, a position that falls "
             "in the primal's `*args` (named `args[0]`...), a bwd with a bare `return` or that can reach "
             "the end of its body (it returns None there, with no cotangent tuple for the `None` items), "
-            "and similar."
+            "a function closing over the argument (a lambda, nested def or partial) that the primal, "
+            "fwd or bwd passes at a position of a custom_vjp call that stays in nondiff_argnums (a "
+            "static argument that would capture a Tracer), and similar."
         ),
         why=_TRACER_WHY,
         example=_BEFORE.replace(

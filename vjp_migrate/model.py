@@ -253,6 +253,14 @@ class RewritePlan:
 
 
 @dataclass(frozen=True)
+class NondiffAfter:
+    """A custom_vjp function of the module as its calls see it after the fix (plan.closures)."""
+
+    params: tuple[str, ...]  # the primal's positional parameters, for arguments passed by keyword
+    kept: frozenset[int] | None  # the positions that stay in nondiff_argnums; None: not all are known
+
+
+@dataclass(frozen=True)
 class SiteDecision:
     """Everything check reports and fix applies for one site."""
 

@@ -3,20 +3,32 @@
 The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``returned`` (what bwd
 returns, through the module's helpers), ``consistency`` (whether the rules agree), ``endings``
 (whether bwd can end without a return), ``cotangents``, ``annotations``, ``residuals`` and ``jit``
-(each part of the plan), ``shared`` (rules several sites or other code use); ``decide`` and
-``plan_site`` here put it together.
+(each part of the plan), ``closures`` (a moved argument captured by a function passed at a static
+position), ``shared`` (rules several sites or other code use); ``decide`` and ``plan_site`` here
+put it together.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import replace
 
 import libcst as cst
 
 from vjp_migrate.imports import ImportTable
-from vjp_migrate.model import ArgInfo, ArgKind, Layout, RewritePlan, Settings, SiteDecision, VjpSite
+from vjp_migrate.model import (
+    ArgInfo,
+    ArgKind,
+    Layout,
+    NondiffAfter,
+    RewritePlan,
+    Settings,
+    SiteDecision,
+    VjpSite,
+)
 from vjp_migrate.plan.annotations import returns_only_lists, retyped
 from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, param_names, returns_of
+from vjp_migrate.plan.closures import static_capture
 from vjp_migrate.plan.consistency import inconsistency, repeated_param
 from vjp_migrate.plan.cotangents import bwd_return_plan, cotangent_count, cotangent_slots, symbolic_zeros
 from vjp_migrate.plan.jit import jit_edits
@@ -45,8 +57,12 @@ def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int
     return tuple(moved)
 
 
-def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> RewritePlan | str:
-    """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done."""
+def plan_site(
+    site: VjpSite, moved: tuple[int, ...], imports: ImportTable, callees: Mapping[str, NondiffAfter] | None = None
+) -> RewritePlan | str:
+    """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done.
+    ``callees``: the module's custom_vjp functions by name, with the positions the fix keeps
+    nondiff (``closures.nondiff_after``); the site's own come from ``moved``."""
     if site.problem:
         return site.problem
     if not site.nondiff.literal and site.nondiff.constant is None:
@@ -130,6 +146,8 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
     if fwd_assign is not None:
         layout = Layout.VARIABLE
     temp_name = fresh_name(taken | {new_param, residual}, TEMP_NAMES) if temp_returns else ""
+    if (captured := static_capture(site, moved, moved_bwd, callees or {}, imports)) is not None:
+        return captured
     edits = jit_edits(site, moved, moved_bwd, residual, new_param)
     if isinstance(edits, str):
         return edits
@@ -167,10 +185,16 @@ def plan_site(site: VjpSite, moved: tuple[int, ...], imports: ImportTable) -> Re
 
 
 def decide(
-    site: VjpSite, infos: tuple[ArgInfo, ...], settings: Settings, imports: ImportTable, helpers: Helpers
+    site: VjpSite,
+    infos: tuple[ArgInfo, ...],
+    settings: Settings,
+    imports: ImportTable,
+    helpers: Helpers,
+    callees: Mapping[str, NondiffAfter] | None = None,
 ) -> SiteDecision:
     """Combine classification, settings and rewritability into what check and fix do
-    (``helpers``: the defs a call in a rule may reach, followed for what bwd returns)."""
+    (``helpers``: the defs a call in a rule may reach, followed for what bwd returns;
+    ``callees``: as ``plan_site`` takes them)."""
     returned = Returned(imports, helpers if site.bwd is None or site.bwd.module is None else None)
     broken = inconsistency(site, imports, returned)
     infos = unsure_cotangents(site, infos, returned, helpers)
@@ -182,9 +206,13 @@ def decide(
         return SiteDecision(site, infos, moved, None, None, None)
     # Rewritability is judged for every non-static argument, so check's verdict does not
     # depend on --unsafe-fixes; the plan itself moves only what the settings allow.
-    probe = plan_site(site, candidates, imports)
+    probe = plan_site(site, candidates, imports, callees)
     arrays = tuple(i.index for i in infos if i.kind is ArgKind.ARRAY)
-    alone = plan_site(site, arrays, imports) if isinstance(probe, str) and arrays and arrays != candidates else None
+    alone = (
+        plan_site(site, arrays, imports, callees)
+        if isinstance(probe, str) and arrays and arrays != candidates
+        else None
+    )
     blocked: str | None = None
     if isinstance(probe, str) and alone is not None:
         # What blocks moving the unknown arguments too need not block the arrays alone: then the
@@ -197,7 +225,7 @@ def decide(
     if not moved:
         plan: RewritePlan | str | None = None
     else:  # usually every candidate moves: the probe is the plan
-        plan = probe if moved == candidates else plan_site(site, moved, imports)
+        plan = probe if moved == candidates else plan_site(site, moved, imports, callees)
     if isinstance(plan, str):
         return SiteDecision(site, infos, moved, None, plan, None)
     if plan is not None and settings.line_length != plan.line_length:

@@ -217,7 +217,7 @@ def code_of(node: cst.CSTNode | None) -> str:
     return re.sub(r"([([{]) | ([)\]}])", r"\1\2", " ".join(text.split()))
 
 
-def param_names(func: cst.FunctionDef) -> set[str]:
+def param_names(func: cst.FunctionDef | cst.Lambda) -> set[str]:
     """Every parameter name of ``func``: positional, keyword-only, `*args` and `**kwargs`."""
     params = func.params
     every = (*params.posonly_params, *params.params, params.star_arg, *params.kwonly_params, params.star_kwarg)
