@@ -14,8 +14,8 @@ import pytest
 from conftest import FIXTURES
 from helpers import write
 
-from vjp_migrate import project
 from vjp_migrate.api import Execution, check_paths, fix_paths
+from vjp_migrate.cross_uses import OtherFiles, Wanted
 from vjp_migrate.modules import ModuleIndex, package_name, package_root
 
 
@@ -25,23 +25,27 @@ def test_uses_of_rules_read_each_file_once_and_keep_only_the_uses(
     write(
         tmp_path,
         {
+            "rules.py": "def clip_fwd(x):\n    return x, None\n\n\ndef clip_bwd(_, g):\n    return (g,)\n",
             "a.py": "x = 1\n",
             "b.py": "from rules import clip_bwd\n\n\nclip_bwd(1, 2, 3)\n",
             "c.py": 'from rules import clip_bwd, clip_fwd\nclip_bwd(0)\nTABLE = {"fwd": clip_fwd}\n',
-            "d.py": "def f(:\n    clip_fwd\n",  # does not parse: no use read from it
+            "d.py": "from rules import clip_fwd\ndef f(:\n    clip_fwd\n",  # does not parse: no use read from it
+            "e.py": "def clip_bwd(g):\n    return g\n\n\nclip_bwd(1)\n",  # its own clip_bwd: not parsed
         },
     )
-    files = [tmp_path / name for name in ("a.py", "b.py", "c.py", "d.py")]
+    files = [tmp_path / name for name in ("rules.py", "a.py", "b.py", "d.py", "c.py", "e.py")]
     parsed: list[int] = []
     real_parse = ast.parse
     monkeypatch.setattr(ast, "parse", lambda text, *a, **k: parsed.append(1) or real_parse(text, *a, **k))
-    others = project._OtherFiles(project.Project(ModuleIndex.build(files, [tmp_path])), files)
-    found = others.uses_of({("clip_bwd", "bwd"), ("clip_fwd", "fwd"), ("absent", "bwd")})
-    assert found == {("clip_bwd", "bwd"): (files[1], 4), ("clip_fwd", "fwd"): (files[2], 3)}
-    assert len(parsed) == 3  # b, c and d hold a name; a is not parsed
-    assert others.uses_of({("clip_bwd", "bwd")}) == {("clip_bwd", "bwd"): (files[1], 4)}
+    others = OtherFiles(files, [tmp_path])
+    bwd, fwd = Wanted(files[0], "clip_bwd", "bwd"), Wanted(files[0], "clip_fwd", "fwd")
+    absent = Wanted(files[0], "absent", "bwd")
+    found = others.uses_of({bwd, fwd, absent})
+    assert found == {bwd: (files[2], 4), fwd: (files[4], 3)}
+    assert len(parsed) == 3  # b, d and c import from rules; rules (its own uses do not count), a and e are not parsed
+    assert others.uses_of({bwd}) == {bwd: (files[2], 4)}
     assert len(parsed) == 3  # answered from what was found, nothing read again
-    assert set(vars(others)) == {"project", "files", "found"}  # no text or tree kept
+    assert set(vars(others)) == {"files", "roots", "_project", "found"}  # no text or tree kept
 
 
 def _walked_up(path: Path) -> tuple[Path, str]:

@@ -18,6 +18,7 @@ from test_project_helpers import DEEPER, HELPERS, SITE
 from vjp_migrate import api, project, workers
 from vjp_migrate.cache import _dump, _load
 from vjp_migrate.codes import BY_CODE
+from vjp_migrate.cross_uses import OtherFiles
 from vjp_migrate.model import FileResult, Settings
 from vjp_migrate.workers import CRASH_HOOK, CRASHED
 
@@ -124,8 +125,8 @@ def test_a_file_that_turns_out_to_share_rules_sends_phase_two_back_to_the_parent
         dataclasses.replace(r, imported_rules=(), imported_helpers=r.imported_rules) if r is scaled else r
         for r in phase1
     ]
-    together = project.complete(phase1, files, [root], ALL, fix=True, jobs=1)
-    pooled = project.complete(hidden, files, [root], ALL, fix=True, jobs=2)
+    together = project.complete(phase1, OtherFiles(files, [root]), set(), ALL, fix=True, jobs=1)
+    pooled = project.complete(hidden, OtherFiles(files, [root]), set(), ALL, fix=True, jobs=2)
     groups = [[c.path.name for c in group] for group in pooled.groups]
     assert ["rules.py", "scaled.py"] in groups  # from a worker, scaled.py would be changed alone
     assert groups == [[c.path.name for c in group] for group in together.groups]

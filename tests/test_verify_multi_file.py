@@ -8,6 +8,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from pathlib import Path
+from typing import Any
 
 import libcst as cst
 import pytest
@@ -48,20 +49,26 @@ def test_fix_verify_proves_and_writes_every_file_of_the_migration(case: str, tmp
     assert files_of(tree) == files_of(FIXTURES / case / "after")
 
 
+def _double_the_gradient(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make the rewrite of soft_clip's bwd wrong: twice the gradient."""
+    right = rewrite.rewrite_module
+
+    def wrong(module: cst.Module, *args: Any, **kwargs: Any) -> tuple[cst.Module, frozenset[str]]:
+        new, dropped = right(module, *args, **kwargs)
+        code = new.code.replace("jnp.where(inside, g, 0.1 * g)", "jnp.where(inside, 2 * g, 0.2 * g)")
+        return cst.parse_module(code), dropped
+
+    monkeypatch.setattr(rewrite, "rewrite_module", wrong)
+
+
 def test_a_wrong_multi_file_rewrite_fails_verification_and_writes_no_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The bwd's rewrite is made wrong (twice the gradient): the gradients then differ for real."""
     tree = copy_before("project_sibling_rules", tmp_path)
     before = files_of(tree)
-    right = rewrite.apply_plans
     correct = "jnp.where(inside, g, 0.1 * g)"
-
-    def wrong(module: cst.Module, plans: object, local: bool = True) -> cst.Module:
-        code = right(module, plans, local).code  # type: ignore[arg-type]
-        return cst.parse_module(code.replace(correct, "jnp.where(inside, 2 * g, 0.2 * g)"))
-
-    monkeypatch.setattr(rewrite, "apply_plans", wrong)
+    _double_the_gradient(monkeypatch)
     planned = api.fix_paths([tree], write=False)
     assert any(correct in (r.old_text or "") and correct not in (r.new_text or "") for r in planned)
 
@@ -195,13 +202,7 @@ def test_a_wrong_rewrite_inside_a_namespace_package_is_caught(tmp_path: Path, mo
     """The proof really imports the namespace package's rules: a wrong bwd is caught by name."""
     tree = namespace_tree(tmp_path, "before", sub_is_a_package=False)
     before = files_of(tree)
-    right = rewrite.apply_plans
-
-    def wrong(module: cst.Module, plans: object, local: bool = True) -> cst.Module:
-        code = right(module, plans, local).code  # type: ignore[arg-type]
-        return cst.parse_module(code.replace("jnp.where(inside, g, 0.1 * g)", "jnp.where(inside, 2 * g, 0.2 * g)"))
-
-    monkeypatch.setattr(rewrite, "apply_plans", wrong)
+    _double_the_gradient(monkeypatch)
     result = CliRunner().invoke(main, ["fix", "--verify", "-j", "1", str(tree)], catch_exceptions=False)
     assert result.exit_code == 2, result.output
     assert files_of(tree) == before

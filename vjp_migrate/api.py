@@ -128,6 +128,8 @@ def _analyze(
     diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
     decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
     decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
+    if project is not None:
+        project.note_changes(path, decisions, module)
     return Analysis(diagnostics, decisions, module)
 
 
@@ -154,15 +156,18 @@ def _fix_text(
         return FixResult(code, False, analysis.diagnostics, ())
     import libcst as cst
 
-    from vjp_migrate.rewrite import apply_plans
+    from vjp_migrate.rewrite import rewrite_module
     from vjp_migrate.roundtrip import kept_source
     from vjp_migrate.walk import index_of
 
     module = analysis.module
     assert isinstance(module, cst.Module)
+    new_module, dropped = rewrite_module(module, plans)
+    if project is not None:
+        project.note_dropped(path, dropped)
     # The source text with only the changed nodes' code generated (splice.py); the statements
     # of the module's body that changed are checked again (they parse on their own).
-    new_code, changed = index_of(module).code(apply_plans(module, plans))
+    new_code, changed = index_of(module).code(new_module)
     new_code = kept_source(code, module, new_code)
     try:
         check_syntax("".join(changed), path)  # one parse (each ends with its newline)
@@ -350,14 +355,19 @@ def analyze_found(found: Found, task: Task, how: Execution | None, progress: Pro
     how = how or _EXECUTION[-1]
     results = [FileResult(r.path, Status.FAILED, r.reason) for r in found.rejected]
     results.extend(workers.run(found.candidates, task, how.jobs, progress))
-    if len(found.candidates) < 2 or not any(r.imports_from_others for r in results):
+    if len(found.candidates) < 2 or not any(r.imports_from_others or r.changed_names for r in results):
         return Outcome(results, [])  # nothing for phase 2 (and no LibCST import on a clean run)
+    from vjp_migrate.cross_uses import OtherFiles
+
+    others = OtherFiles([c.path for c in found.candidates], found.roots)
+    used = others.changed_and_used(results)  # the other files are read, LibCST not imported, for most runs
+    if not used and not any(r.imports_from_others for r in results):
+        return Outcome(results, [])
     from vjp_migrate.project import complete
 
-    files = [c.path for c in found.candidates]
     jobs = workers.default_jobs() if how.jobs is None else how.jobs
     with _no_cycle_collection():  # which also forgets the indexes of the modules phase 2 read
-        return complete(results, files, found.roots, task.settings, task.mode == "fix", jobs)
+        return complete(results, others, used, task.settings, task.mode == "fix", jobs)
 
 
 def check_found(

@@ -145,6 +145,7 @@ def _dump(result: FileResult) -> dict[str, Any]:
         "diagnostics": [plain(d) for d in result.diagnostics],
         "imported_rules": list(result.imported_rules),
         "imported_helpers": list(result.imported_helpers),
+        "changed_names": [list(pair) for pair in result.changed_names],
     }
 
 
@@ -160,4 +161,7 @@ def _load(path: Path, raw: dict[str, Any]) -> FileResult:
 
     diagnostics = tuple(diagnostic(d) for d in raw["diagnostics"])
     rules, helpers = tuple(raw.get("imported_rules", ())), tuple(raw.get("imported_helpers", ()))
-    return FileResult(path, Status.OK, diagnostics=diagnostics, imported_rules=rules, imported_helpers=helpers)
+    changed = tuple((role, name) for role, name in raw.get("changed_names", ()))
+    return FileResult(
+        path, Status.OK, diagnostics=diagnostics, imported_rules=rules, imported_helpers=helpers, changed_names=changed
+    )

@@ -316,6 +316,10 @@ class FileResult:
     # analysed on its own, in a worker).
     imported_rules: tuple[str, ...] = ()
     imported_helpers: tuple[str, ...] = ()
+    # (role, name): the module-level names whose meaning the file's fix changes, its fwd and bwd
+    # ("fwd", "bwd") and the imports it removes ("import", known to fix only): the run looks for
+    # their uses in its other files (cross_uses.py).
+    changed_names: tuple[tuple[str, str], ...] = ()
 
     @property
     def changed(self) -> bool:

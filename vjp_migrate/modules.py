@@ -159,6 +159,21 @@ def importing_package(module_name: str, path: Path) -> str:
     return module_name.rpartition(".")[0]
 
 
+def import_binding(name: str, asname: str | None) -> tuple[str, str]:
+    """The local name `import name [as asname]` binds and its absolute target: `import a.b` binds `a`."""
+    if asname is not None:
+        return asname, name
+    head = name.split(".")[0]
+    return head, head
+
+
+def from_binding(written: str, name: str, asname: str | None, package: str) -> tuple[str, str | None]:
+    """The local name `from written import name [as asname]` binds in ``package`` and its absolute
+    target (None: a relative import that leaves the packages, an ImportError)."""
+    base = absolute_module(written, package)
+    return asname or name, None if base is None else f"{base}.{name}"
+
+
 class _Imports(cst.CSTVisitor):
     def __init__(self, package: str) -> None:
         self.package = package
@@ -170,11 +185,7 @@ class _Imports(cst.CSTVisitor):
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
-            full = dotted(alias.name) or ""
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local, target = alias.asname.name.value, full
-            else:
-                local = target = full.split(".")[0]
+            local, target = import_binding(dotted(alias.name) or "", _asname(alias))
             self.targets[local] = target
             self.spelled[local] = target
 
@@ -182,15 +193,15 @@ class _Imports(cst.CSTVisitor):
         if isinstance(node.names, cst.ImportStar):
             return
         written = "." * len(node.relative) + (dotted(node.module) or "" if node.module is not None else "")
-        base = absolute_module(written, self.package)
         for alias in node.names:
-            name = dotted(alias.name) or ""
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
+            local, target = from_binding(written, dotted(alias.name) or "", _asname(alias), self.package)
             self.spelled[local] = written
-            if base is not None:
-                self.targets[local] = f"{base}.{name}"
+            if target is not None:
+                self.targets[local] = target
+
+
+def _asname(alias: cst.ImportAlias) -> str | None:
+    return alias.asname.name.value if alias.asname and isinstance(alias.asname.name, cst.Name) else None
 
 
 @dataclass(frozen=True)

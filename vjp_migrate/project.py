@@ -11,15 +11,17 @@ together. A file that imports no rules from the run (only helpers) shares nothin
 others, so with several jobs those files are analysed again in worker processes, one by one.
 
 A rule used by several custom_vjp functions (in any files) is rewritten only when every user
-migrates the same argument positions the same way; otherwise all users get VJP003.
+migrates the same argument positions the same way; otherwise all users get VJP003. A file whose
+fix changes a name that another file of the run uses (a test calling its bwd, an import of a
+name the fix removes: FileResult.changed_names, cross_uses.py) is analysed here again too: its
+rule is then VJP003, the import stays.
 """
 
 from __future__ import annotations
 
-import ast
 import dataclasses
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Generic, TypeVar
@@ -44,9 +46,11 @@ if TYPE_CHECKING:
 
     from vjp_migrate.api import Analysis
     from vjp_migrate.classify.context import Context, ImportedHelper, Where
+    from vjp_migrate.cross_uses import OtherFiles
     from vjp_migrate.imports import ImportTable
     from vjp_migrate.sites import ImportedRule, ImportedValue
 
+_Run = tuple[tuple[Path, ...], tuple[Path, ...]]  # a run's files and roots (ModuleIndex.build's arguments)
 _MAX_REEXPORTS = 4  # `from ._impl import bwd` in an __init__.py, followed this many times
 
 
@@ -78,15 +82,19 @@ class _Loaded:
 class Project:
     """The parsed files of one run and the answers analyze asks of them (see api.analyze)."""
 
-    # A Path: the project of that one file, indexed when first needed (most files never need it:
-    # the index only resolves rules imported from other files, and building it reads folders).
-    indexed: ModuleIndex | Path
+    # A Path: the project of that one file; a run's files and roots: theirs. Indexed when first
+    # needed (most files never need it: the index only resolves names imported from other files,
+    # and building it reads folders).
+    indexed: ModuleIndex | Path | _Run
     loaded: dict[Path, _Loaded | str] = field(default_factory=dict)  # a str says why it failed
     # The modules each analysed file imports rules (or constants) from, and those it imports
     # helpers from (phase 1 reports them: FileResult.imported_rules, imported_helpers).
     imported: dict[Path, set[str]] = field(default_factory=dict)
     helper_origins: dict[Path, set[str]] = field(default_factory=dict)
     blocked: dict[int, str] = field(default_factory=dict)  # id(rule node) -> the VJP003 detail
+    # (role, name) of the names of each analysed file whose meaning its fix changes (phase 1
+    # reports them: FileResult.changed_names, see cross_uses).
+    changes: dict[Path, set[tuple[str, str]]] = field(default_factory=dict)
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
     _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
@@ -107,6 +115,8 @@ class Project:
     def index(self) -> ModuleIndex:
         if isinstance(self.indexed, Path):
             self.indexed = ModuleIndex.build([self.indexed])
+        elif isinstance(self.indexed, tuple):
+            self.indexed = ModuleIndex.build(*self.indexed)
         return self.indexed
 
     # --- files -------------------------------------------------------------------------------
@@ -125,13 +135,34 @@ class Project:
                 self.loaded[path] = f"cannot be read: {error.strerror or error}"
         return self.loaded[path]
 
+    def loaded_text(self, path: Path) -> str | None:
+        """The text of ``path`` when it is loaded."""
+        loaded = self.loaded.get(path)
+        return loaded.source.text if isinstance(loaded, _Loaded) else None
+
     def with_origins(self, result: FileResult) -> FileResult:
-        """``result`` saying which modules its file imports rules and helpers from."""
+        """``result`` saying which modules its file imports rules and helpers from, and which
+        of its names its fix changes."""
         return dataclasses.replace(
             result,
             imported_rules=tuple(sorted(self.imported.get(result.path, ()))),
             imported_helpers=tuple(sorted(self.helper_origins.get(result.path, ()))),
+            changed_names=tuple(sorted(self.changes.get(result.path, ()))),
         )
+
+    def note_changes(self, path: str, decisions: Sequence[SiteDecision], module: object) -> None:
+        """The fwd and bwd of the module at ``path`` that ``decisions`` change."""
+        from vjp_migrate.cross_uses import changed_rules
+
+        if found := changed_rules(decisions, module):
+            self.changes.setdefault(Path(path), set()).update(found)
+
+    def note_dropped(self, path: str, names: Iterable[str]) -> None:
+        """The names whose imports the fix of the module at ``path`` removes."""
+        from vjp_migrate.cross_uses import IMPORT
+
+        if names:
+            self.changes.setdefault(Path(path), set()).update((IMPORT, name) for name in names)
 
     # --- the hooks api.analyze calls ---------------------------------------------------------
 
@@ -337,6 +368,24 @@ class Project:
                 return _Followed(target, module_name, attribute, path)
             target, depth = further, depth + 1
 
+    def leads_to(self, target: str, importer: Path, home: Path, name: str) -> bool:
+        """Whether the import target ``target`` of the module at ``importer`` means ``name`` of
+        the module at ``home``, re-exports followed (as rules are)."""
+        split = self.index.split(target)
+        if split is None:
+            return False
+        if home in self.index.files_named(split[0], importer):  # the usual import: no module read
+            return split[1] == name
+        loaded = self.load(home)
+        if isinstance(loaded, str):
+            return False
+        home_module = loaded.module
+
+        def find(module: cst.Module, attribute: str) -> bool | None:
+            return True if module is home_module and attribute == name else None
+
+        return self._follow(target, find, importer).found is True
+
     def _constant(self, target: str, importer: Path) -> cst.BaseExpression | str:
         from vjp_migrate.sites import module_constants
 
@@ -420,78 +469,6 @@ def rule_files(decision: SiteDecision) -> set[str]:
     return {ref.path for ref in (site.fwd, site.bwd) if ref is not None and ref.path is not None}
 
 
-class _OtherFiles:
-    """The files of the run, read for uses of rules besides defvjp. Each file is read (decoded as
-    Python would, or the text phase 2 loaded) and parsed by `ast` once per batch of rule names,
-    only when a name is in it, and nothing of it is kept but the uses found: a run over tens of
-    thousands of files must not hold their texts."""
-
-    def __init__(self, project: Project, files: Sequence[Path]) -> None:
-        self.project, self.files = project, files
-        self.found: dict[tuple[str, str], tuple[Path, int] | None] = {}
-
-    def uses_of(self, rules: set[tuple[str, str]]) -> dict[tuple[str, str], tuple[Path, int]]:
-        """For each (name, role) of a rule: the first file and line that use it besides a defvjp call."""
-        from vjp_migrate.plan.shared import uses_besides_defvjp
-
-        missing = sorted(rules - self.found.keys())
-        self.found.update(dict.fromkeys(missing))
-        names = {name for name, _ in missing}
-        for path in self.files if missing else ():
-            text = self._text(path)
-            present = {name for name in names if name in text} if text is not None else set()
-            tree = self._tree(text) if text is not None and present else None
-            if tree is None:
-                continue
-            for name, role in missing:
-                if name in present and self.found[(name, role)] is None:
-                    lines = uses_besides_defvjp(tree, name, role)
-                    if lines:
-                        self.found[(name, role)] = (path, lines[0])
-        return {rule: use for rule in rules if (use := self.found[rule]) is not None}
-
-    def _text(self, path: Path) -> str | None:
-        from vjp_migrate.files import read_bytes
-
-        loaded = self.project.loaded.get(path)
-        try:
-            return loaded.source.text if isinstance(loaded, _Loaded) else decode(read_bytes(path)).text
-        except (SourceError, OSError):
-            return None
-
-    @staticmethod
-    def _tree(text: str) -> ast.Module | None:
-        try:
-            return ast.parse(text)
-        except (SyntaxError, ValueError, RecursionError, MemoryError):
-            return None
-
-
-def _used_elsewhere(analyses: dict[Path, Analysis], others: _OtherFiles) -> dict[int, str]:
-    """Rules in another file of the run that something besides defvjp uses there or elsewhere
-    (`clip_bwd(lo, hi, x, g)` in a fused path): the rewrite would change what that use gets, so
-    their sites are not rewritten, as for a rule in the site's own module (plan.shared)."""
-    rules: dict[int, list[tuple[str, str]]] = {}  # a def's (name, role) in each site it is a rule of
-    for analysis in analyses.values():
-        for decision in analysis.decisions:
-            if decision.plan is None:
-                continue
-            for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
-                if ref is not None and ref.node is not None and ref.path is not None:
-                    rules.setdefault(id(ref.node), []).append((ref.node.name.value, role))
-    uses = others.uses_of({rule for found in rules.values() for rule in found})
-    blocked: dict[int, str] = {}
-    for key, found in rules.items():
-        for name, role in found:
-            if (use := uses.get((name, role))) is not None:
-                blocked[key] = (
-                    f"{role} `{name}` is also used in {use[0]} on line {use[1]}, not only by defvjp, "
-                    "and the rewrite would change what that use gets"
-                )
-                break
-    return blocked
-
-
 def _disagreements(analyses: dict[Path, Analysis]) -> dict[int, str]:
     """Rules shared across files whose users do not all migrate the same way."""
     from vjp_migrate.plan.shared import rule_change  # the same test a module applies to its own shared rules
@@ -561,54 +538,56 @@ def _analyse_all(project: Project, start: list[Path], settings: Settings) -> dic
 
 
 def complete(
-    results: list[FileResult],
-    files: Sequence[Path],
-    roots: Sequence[Path],
-    settings: Settings,
-    fix: bool,
-    jobs: int = 1,
+    results: list[FileResult], others: OtherFiles, used: set[Path], settings: Settings, fix: bool, jobs: int = 1
 ) -> Outcome:
-    """Phase 2 over phase 1's ``results``: files whose rules or helpers are imported from other
-    given files.
+    """Phase 2 over phase 1's ``results`` for the files of ``others`` (at least two): files whose
+    rules or helpers are imported from other files of the run, and ``used``, those with a changed
+    name (fwd, bwd, a removed import) that others use (OtherFiles.changed_and_used).
 
     ``fix``: the results carry the new texts and the outcome the groups of changes to write.
     ``jobs`` > 1: the files that only follow helpers are analysed in that many worker processes.
     """
     flagged = [r for r in results if r.imports_from_others]
-    if not flagged or len(files) < 2:
+    if not (flagged or used):
         return Outcome(results, [])
-    index = ModuleIndex.build(files, roots)
+    project = others.project
+
+    def holds(module: str) -> bool:
+        return project.index.holds(module)
+
     # A file that imports rules or helpers only from modules outside the run gets nothing new here.
-    rules = {r.path for r in flagged if any(map(index.holds, r.imported_rules))}
-    start = [r.path for r in flagged if r.path in rules or any(map(index.holds, r.imported_helpers))]
+    rules = {r.path for r in flagged if any(map(holds, r.imported_rules))} | used
+    start = [r.path for r in flagged if r.path in rules or any(map(holds, r.imported_helpers))]
+    start += sorted(used - set(start))
     if not start:
         return Outcome(results, [])
     alone = [path for path in start if path not in rules]
     done: dict[Path, FileResult] = {}
-    project = Project(index)
     if jobs > 1 and len(alone) > 1:
-        analyses = _analyse_rounds(project, [path for path in start if path in rules], files, settings)
+        analyses = _analyse_rounds(project, [path for path in start if path in rules], settings, others)
         rest = [path for path in alone if path not in analyses]
-        done = _alone_in_workers(project, rest, (tuple(files), tuple(roots)), settings, fix, jobs)
-        if any(any(map(index.holds, result.imported_rules)) for result in done.values()):
+        done = _alone_in_workers(project, rest, (tuple(others.files), tuple(others.roots)), settings, fix, jobs)
+        if any(any(map(holds, result.imported_rules)) for result in done.values()):
             # One of them imports rules from the run after all (not seen in phase 1): all together.
-            project, done = Project(index), {}
-            analyses = _analyse_rounds(project, start, files, settings)
+            others, done = others.again(), {}
+            project = others.project
+            analyses = _analyse_rounds(project, start, settings, others)
     else:
-        analyses = _analyse_rounds(project, start, files, settings)
-    outcome = _outcome(results, project, analyses, fix)
+        analyses = _analyse_rounds(project, start, settings, others)
+    outcome = _outcome(results, analyses, fix, others)
     return Outcome([done.get(result.path, result) for result in outcome.results], outcome.groups)
 
 
 def _analyse_rounds(
-    project: Project, start: list[Path], files: Sequence[Path], settings: Settings
+    project: Project, start: list[Path], settings: Settings, others: OtherFiles
 ) -> dict[Path, Analysis]:
     """``start`` and the files of the rules they import analysed together, again until no more
     rules are blocked by uses elsewhere or by users that disagree."""
+    from vjp_migrate.cross_uses import used_elsewhere
+
     analyses = _analyse_all(project, start, settings)
-    others = _OtherFiles(project, files)
     while True:  # each round blocks at least one more rule, so this ends
-        found = {**_used_elsewhere(analyses, others), **_disagreements(analyses)}
+        found = {**used_elsewhere(analyses, others), **_disagreements(analyses)}
         blocked = {k: v for k, v in found.items() if k not in project.blocked}
         if not blocked:
             return analyses
@@ -616,7 +595,6 @@ def _analyse_rounds(
         analyses = _analyse_all(project, list(analyses), settings)
 
 
-_Run = tuple[tuple[Path, ...], tuple[Path, ...]]  # a run's files and roots (ModuleIndex.build's arguments)
 # The project phase 2 has read so far: a forked worker starts from it (a spawned one indexes the run).
 _SHARED: list[Project] = []
 
@@ -650,16 +628,20 @@ def analyse_alone(path: Path, settings: Settings, fix: bool, run: _Run) -> FileR
     project = _SHARED[0]
 
     def work() -> FileResult:
-        analyses = _analyse_all(project, [path], settings)
+        from vjp_migrate.cross_uses import OtherFiles
+
+        others = OtherFiles(*run, project)
+        analyses = _analyse_rounds(project, [path], settings, others)
         if path not in analyses:
             return FileResult(path, Status.OK)
         plans = [d.plan for d in analyses[path].decisions if d.plan is not None] if fix else []
-        return _file_result(path, analyses[path], project, plans, {}, fix)
+        return _file_result(path, analyses[path], plans, {}, fix, others)
 
     return guarded(path, work)
 
 
-def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, Analysis], fix: bool) -> Outcome:
+def _outcome(results: list[FileResult], analyses: dict[Path, Analysis], fix: bool, others: OtherFiles) -> Outcome:
+    project = others.project
     groups = _Groups()
     plans_for: dict[Path, list[RewritePlan]] = {}
     touches: dict[int, tuple[str, ...]] = {}  # id(decision) -> the other files its fix changes
@@ -681,7 +663,7 @@ def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, A
     by_path: dict[Path, FileResult] = {}
     for path in [*analyses, *(p for p in plans_for if p not in analyses)]:
         plans = plans_for.get(path, []) if fix else []
-        by_path[path] = _file_result(path, analyses.get(path), project, plans, touches, fix)
+        by_path[path] = _file_result(path, analyses.get(path), plans, touches, fix, others)
     failed = {groups.find(p): p for p, r in by_path.items() if r.status is Status.FAILED}
     members: dict[Path, list[FileChange]] = {}
     for path, result in by_path.items():
@@ -703,11 +685,12 @@ def _outcome(results: list[FileResult], project: Project, analyses: dict[Path, A
 def _file_result(
     path: Path,
     analysis: Analysis | None,
-    project: Project,
     plans: list[RewritePlan],
     touches: dict[int, tuple[str, ...]],
     fix: bool,
+    others: OtherFiles,
 ) -> FileResult:
+    project = others.project
     loaded = project.loaded[path]
     assert isinstance(loaded, _Loaded)
     diagnostics: tuple[Diagnostic, ...] = ()
@@ -723,11 +706,14 @@ def _file_result(
         return project.with_origins(FileResult(path, Status.OK, diagnostics=diagnostics))
     new_text = loaded.source.text
     if plans:
-        from vjp_migrate.rewrite import apply_plans
+        from vjp_migrate.rewrite import rewrite_module
         from vjp_migrate.roundtrip import kept_source
 
         try:
-            new_text = kept_source(loaded.source.text, loaded.module, apply_plans(loaded.module, plans).code)
+            new_module, dropped = rewrite_module(loaded.module, plans)
+            if dropped and (imported := others.imported(path, dropped)):  # `from .ops import partial` elsewhere
+                new_module = rewrite_module(loaded.module, plans, keep=imported)[0]
+            new_text = kept_source(loaded.source.text, loaded.module, new_module.code)
         except SourceError as error:
             return FileResult(path, Status.FAILED, str(error))
         try:

@@ -111,7 +111,9 @@ def plan_groups(plans: list[RewritePlan]) -> list[list[RewritePlan]]:
 
 class _OtherLoads(ast.NodeVisitor):
     """Lines where ``names`` are read at module level or in functions that do not bind them,
-    outside the `<owner>.defvjp(...)` calls of ``owners``: called by name, or used otherwise."""
+    outside the `<owner>.defvjp(...)` calls of ``owners``: called by name, or used otherwise.
+    A dotted name that ends in one of them (`ops.clip_bwd`, another module's) is kept apart,
+    under its whole spelling."""
 
     def __init__(self, names: set[str], owners: set[str | None]) -> None:
         self.names, self.owners = names, owners
@@ -123,12 +125,31 @@ class _OtherLoads(ast.NodeVisitor):
         owner = _defvjp_owner(node.func)
         if owner is not None and owner in self.owners:
             return
-        if isinstance(node.func, ast.Name) and self._seen(node.func):
-            self.called.setdefault(node.func.id, []).append(node.lineno)
+        spelled = self._spelled(node.func)
+        if spelled is not None:
+            self.called.setdefault(spelled, []).append(node.lineno)
             for child in (*node.args, *node.keywords):
                 self.visit(child)
             return
         self.generic_visit(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        spelled = self._spelled(node)
+        if spelled is None:
+            self.generic_visit(node)
+        elif isinstance(node.ctx, ast.Load):
+            self.lines.setdefault(spelled, []).append(node.lineno)
+
+    def _spelled(self, node: ast.expr) -> str | None:
+        """``node``'s name when it is one of ``names`` read here, or a dotted name ending in one."""
+        if isinstance(node, ast.Name):
+            return node.id if self._seen(node) else None
+        if not isinstance(node, ast.Attribute) or node.attr not in self.names:
+            return None
+        owner = node.value
+        while isinstance(owner, ast.Attribute):
+            owner = owner.value
+        return ast.unparse(node) if isinstance(owner, ast.Name) else None
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> None:
         args = node.args
@@ -219,14 +240,15 @@ def rules_used_elsewhere(
     return tuple(result)
 
 
-def uses_besides_defvjp(tree: ast.Module, name: str, role: str) -> list[int]:
-    """The lines of another module that use the rule ``name`` other than in a ``defvjp`` call
-    (which another site's would be: a shared rule, judged apart), as ``rules_used_elsewhere``
-    reads the site's own module."""
+def loads_besides_defvjp(tree: ast.Module, names: set[str]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+    """The lines of another module that read ``names`` (bare, or at the end of a dotted name:
+    `ops.clip_bwd`) other than in a ``defvjp`` call (another site's would be: a shared rule,
+    judged apart), as ``rules_used_elsewhere`` reads the site's own module: by spelling, those
+    read as a value and those called."""
     owners = {_defvjp_owner(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} - {None}
-    visitor = _OtherLoads({name}, owners)
+    visitor = _OtherLoads(names, owners)
     visitor.visit(tree)
-    return sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
+    return visitor.lines, visitor.called
 
 
 def _owner(func: cst.BaseExpression, module: cst.Module) -> str | None:

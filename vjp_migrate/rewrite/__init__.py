@@ -8,6 +8,7 @@ turns each plan into new nodes); ``apply_plans`` here runs them over a module.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from collections.abc import Set as AbstractSet
 
 import libcst as cst
 
@@ -27,35 +28,45 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
     may make too long (rewrite.wrap) are then measured in the spliced code of the result, and
     only when one is, the plans are applied again, measuring each line as it changes.
     """
+    return rewrite_module(module, plans, local)[0]
+
+
+def rewrite_module(
+    module: cst.Module, plans: Sequence[RewritePlan], local: bool = True, keep: AbstractSet[str] = frozenset()
+) -> tuple[cst.Module, frozenset[str]]:
+    """``apply_plans``, keeping the imports of the names in ``keep`` (other files of the run import
+    them from this module); also the names whose imports it removed."""
     if not plans:
-        return module
+        return module, frozenset()
     if not local:
-        return _apply(module, Apply(plans, module), False)[0]
-    new, applier = _apply(module, Apply(plans, module, measure=False), True)
+        new, _, dropped = _apply(module, Apply(plans, module), False, keep)
+        return new, dropped
+    new, applier, dropped = _apply(module, Apply(plans, module, measure=False), True, keep)
     if applier.lines.overflowed(new):
-        new = _apply(module, Apply(plans, module), True)[0]
-    return new
+        new, _, dropped = _apply(module, Apply(plans, module), True, keep)
+    return new, dropped
 
 
-def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module, Apply]:
+def _apply(
+    module: cst.Module, applier: Apply, local: bool, keep: AbstractSet[str]
+) -> tuple[cst.Module, Apply, frozenset[str]]:
     if local:
         new, applier = _transform(module, applier)
     else:
         new = module.visit(applier)
-    if applier.removed_names:
-        uses = NameUses(applier.removed_names)
-        if local:
-            walk.visit(new, uses)
-        else:
-            new.visit(uses)
-        unused = applier.removed_names - uses.used - uses.kept
-        if unused:
-            new = (
-                drop_imports(new, DropImports(unused), walk.index_of(module))
-                if local
-                else new.visit(DropImports(unused))
-            )
-    return new, applier
+    if not applier.removed_names:
+        return new, applier, frozenset()
+    uses = NameUses(applier.removed_names)
+    if local:
+        walk.visit(new, uses)
+    else:
+        new.visit(uses)
+    unused = applier.removed_names - uses.used - uses.kept - keep
+    if not unused:
+        return new, applier, frozenset()
+    dropper = DropImports(unused)
+    new = drop_imports(new, dropper, walk.index_of(module)) if local else new.visit(dropper)
+    return new, applier, frozenset(dropper.dropped)
 
 
 def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:

@@ -77,6 +77,7 @@ class DropImports(cst.CSTTransformer):
     def __init__(self, names: set[str]) -> None:
         self.names = names
         self.emptied: set[int] = set()  # id() of the statement lines this visit removed
+        self.dropped: set[str] = set()  # the names whose imports it took out (a block left whole keeps them)
 
     def leave_SimpleStatementLine(
         self, original_node: cst.SimpleStatementLine, updated_node: cst.SimpleStatementLine
@@ -155,6 +156,7 @@ class DropImports(cst.CSTTransformer):
         lpar = node.lpar if isinstance(node, cst.ImportFrom) else None
         lead = lpar.whitespace_after if lpar is not None else None
         kept, lead = without(names, lambda a: not self._keep(a), lead)
+        self.dropped.update(_bound_name(a).split(".")[0] for a in names if not self._keep(a))
         if not kept:
             return cst.RemoveFromParent()
         if lpar is None:  # `import a, b` / `from m import a, b` take no trailing comma

@@ -1,0 +1,346 @@
+"""Stage 6c: what the other files of a run use of the names a file's fix changes.
+
+The fix of a module changes its module-level fwd and bwd (bwd's parameters, fwd's residual) and
+may remove an import it made unused (`from functools import partial`). Another file of the run
+that calls that bwd (a test: `clip_bwd(lo, hi, res, g)`), reads that fwd as a value, or imports
+that name from the module (`from pkg.ops import partial`) would break. Phase 1 notes those
+names (FileResult.changed_names, see ``changed_rules``); phase 2 (project.py) looks for their
+uses here: the site is then VJP003, as for such a use in its own module
+(plan.shared.rules_used_elsewhere), and the import stays.
+
+A use counts when the other file's imports lead to the name's module: `from pkg.ops import
+clip_bwd`, `from . import ops` + `ops.clip_bwd`, `import pkg.ops as o` + `o.clip_bwd`, a star
+import, a re-export (Project.leads_to); imports inside functions too. A file is read only when
+it holds one of the names, and parsed (by `ast`) only when an import line of it also names the
+module (or, for a rule, one of its packages); nothing of it is kept but the uses found.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
+
+from vjp_migrate.model import FileResult, Status
+from vjp_migrate.source import SourceError, decode
+
+if TYPE_CHECKING:
+    from vjp_migrate.api import Analysis
+    from vjp_migrate.model import FunctionRef, SiteDecision
+    from vjp_migrate.project import Project
+
+IMPORT = "import"  # the role of a name whose import the fix removes
+
+
+class Wanted(NamedTuple):
+    """A name of ``home`` that its fix changes, in ``role`` ("fwd", "bwd" or IMPORT); ``in_home``:
+    uses in ``home`` itself count too (a rule that a site in another file migrates)."""
+
+    home: Path
+    name: str
+    role: str
+    in_home: bool = False
+
+
+Use = tuple[Path, int]  # a file and the first line of it that uses a name
+
+
+def _rules(decisions: Sequence[SiteDecision], module: object) -> Iterator[tuple[str, FunctionRef]]:
+    """The fwd and bwd the plans of ``decisions`` change that another module can import: a
+    module-level def of ``module``, or one in the other file a site imports it from."""
+    import libcst as cst
+
+    top = {id(statement) for statement in module.body} if isinstance(module, cst.Module) else set()
+    for decision in decisions:
+        if decision.plan is None:
+            continue
+        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+            if ref is None or ref.node is None or ref.lambda_node is not None:
+                continue
+            if ref.path is not None or id(ref.node) in top:
+                yield role, ref
+
+
+def changed_rules(decisions: Sequence[SiteDecision], module: object) -> set[tuple[str, str]]:
+    """(role, name) of each module-level fwd and bwd of ``module`` that its plans change."""
+    return {(role, ref.node.name.value) for role, ref in _rules(decisions, module) if ref.node and ref.path is None}
+
+
+def used_elsewhere(analyses: Mapping[Path, Analysis], others: OtherFiles) -> dict[int, str]:
+    """Rules that another file of the run uses besides defvjp (`clip_bwd(lo, hi, x, g)` in a
+    test, or in a fused path beside them): the rewrite would change what that use gets, so
+    their sites are not rewritten, as for a use in the site's own module (plan.shared)."""
+    rules: dict[int, list[Wanted]] = {}  # id(def) -> the rule in each site it is a rule of
+    for path, analysis in analyses.items():
+        for role, ref in _rules(analysis.decisions, analysis.module):
+            assert ref.node is not None
+            home = Path(ref.path) if ref.path is not None else path
+            rules.setdefault(id(ref.node), []).append(Wanted(home, ref.node.name.value, role, ref.path is not None))
+    uses = others.uses_of(wanted for found in rules.values() for wanted in found)
+    blocked: dict[int, str] = {}
+    for key, found in rules.items():
+        for wanted in found:
+            if (use := uses.get(wanted)) is not None:
+                blocked[key] = (
+                    f"{wanted.role} `{wanted.name}` is also used in {use[0]} on line {use[1]}, not only by "
+                    "defvjp, and the rewrite would change what that use gets"
+                )
+                break
+    return blocked
+
+
+@dataclass
+class _FileImports:
+    """The imports of a module, also those inside its functions (a test imports in its test):
+    local name -> the absolute targets it is bound to, the absolute target of each name a
+    `from` import takes with its line, and the modules it star-imports."""
+
+    targets: dict[str, set[str]] = field(default_factory=dict)
+    froms: list[tuple[str, int]] = field(default_factory=list)
+    stars: list[str] = field(default_factory=list)
+
+    @classmethod
+    def of(cls, tree: ast.Module, package: str) -> _FileImports:
+        from vjp_migrate.modules import from_binding, import_binding
+
+        found = cls()
+        for node in _statements(tree.body):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    local, target = import_binding(alias.name, alias.asname)
+                    found.targets.setdefault(local, set()).add(target)
+            elif isinstance(node, ast.ImportFrom):
+                written = "." * node.level + (node.module or "")
+                for alias in node.names:
+                    local, bound = from_binding(written, alias.name, alias.asname, package)
+                    if bound is None:
+                        continue
+                    if alias.name == "*":
+                        found.stars.append(bound.rpartition(".")[0])
+                        continue
+                    found.targets.setdefault(local, set()).add(bound)
+                    found.froms.append((bound, node.lineno))
+        return found
+
+
+class OtherFiles:
+    """The files of the run, read for uses of the names fixes change. Each file is read (decoded
+    as Python would, or the text phase 2 loaded) and parsed once per batch of names, only when
+    it may use one, and nothing of it is kept but the uses found: a run over tens of thousands
+    of files must not hold their texts. The run's Project (``files`` and ``roots`` indexed) is
+    made when first needed: no other file may hold a name (and LibCST is not imported then)."""
+
+    def __init__(self, files: Sequence[Path], roots: Sequence[Path] = (), project: Project | None = None) -> None:
+        self.files, self.roots, self._project = files, roots, project
+        self.found: dict[Wanted, Use | None] = {}
+
+    @property
+    def project(self) -> Project:
+        if self._project is None:
+            from vjp_migrate.project import Project
+
+            self._project = Project((tuple(self.files), tuple(self.roots)))
+        return self._project
+
+    def again(self) -> OtherFiles:
+        """The same run in a new Project (phase 2 starting over), with the uses found so far."""
+        from vjp_migrate.project import Project
+
+        others = OtherFiles(self.files, self.roots, Project(self.project.index))
+        others.found = self.found
+        return others
+
+    def changed_and_used(self, results: Iterable[FileResult]) -> set[Path]:
+        """The files of phase 1's ``results`` with a changed name (FileResult.changed_names) that
+        another file of the run uses."""
+        changes = (
+            Wanted(r.path, name, role) for r in results if r.status is Status.OK for role, name in r.changed_names
+        )
+        return {wanted.home for wanted in self.uses_of(changes)}
+
+    def uses_of(self, wanted: Iterable[Wanted]) -> dict[Wanted, Use]:
+        """For each name: the first file and line of the run that use it."""
+        asked = set(wanted)
+        missing = sorted(asked - self.found.keys())
+        self.found.update(dict.fromkeys(missing))
+        for path in self.files:
+            open_ = [w for w in missing if self.found[w] is None]
+            read = self._read(path, {w.name for w in open_}) if open_ else None
+            if read is None:
+                if not open_:
+                    break
+                continue
+            text, present = read
+            here = self._importing(path, text, [w for w in open_ if w.name in present])
+            tree = _tree(text) if here else None
+            if tree is not None:
+                for w, line in self._uses_in(path, tree, here).items():
+                    self.found[w] = (path, line)
+        return {w: use for w in asked if (use := self.found[w]) is not None}
+
+    def imported(self, home: Path, names: Iterable[str]) -> set[str]:
+        """Which of ``names`` (imports the fix of ``home`` removes) other files of the run take from it."""
+        return {w.name for w in self.uses_of(Wanted(home, name, IMPORT) for name in names)}
+
+    def _read(self, path: Path, names: set[str]) -> tuple[str, set[str]] | None:
+        """The text of the module at ``path`` and which of ``names`` it holds, when it holds one."""
+        from vjp_migrate.files import read_bytes
+
+        if path.suffix != ".py":
+            return None
+        text = self._project.loaded_text(path) if self._project is not None else None
+        if text is not None:
+            present = {name for name in names if name in text}
+            return (text, present) if present else None
+        try:
+            data = read_bytes(path)
+            # An ASCII name is in the bytes, whichever encoding Python reads the source in.
+            present = {name for name in names if name.isascii() and name.encode() in data}
+            if not present and all(name.isascii() for name in names):
+                return None
+            text = decode(data).text
+        except (SourceError, OSError):
+            return None
+        present |= {name for name in names if not name.isascii() and name in text}
+        return (text, present) if present else None
+
+    def _importing(self, path: Path, text: str, asked: list[Wanted]) -> list[Wanted]:
+        """Those of ``asked`` that ``path`` may import: an import line names their module (or,
+        for a rule, a folder above it: a package, which may re-export it)."""
+        lines: str | None = None
+        kept = []
+        for wanted in asked:
+            if path == wanted.home:
+                if wanted.in_home:
+                    kept.append(wanted)
+                continue
+            if lines is None:
+                lines = _import_lines(text)
+            parts = _path_names(wanted.home)
+            if wanted.role == IMPORT:
+                parts = parts[-1:]
+            if any(re.search(rf"\b{re.escape(part)}\b", lines) for part in parts):
+                kept.append(wanted)
+        return kept
+
+    def _modules(self, home: Path) -> list[str]:
+        """``home``'s module names in the run, the canonical one last."""
+        index = self.project.index
+        names = [name for name in (index.rooted.get(home), index.names.get(home)) if name]
+        return names or [home.parent.name if home.stem == "__init__" else home.stem]
+
+    def _uses_in(self, path: Path, tree: ast.Module, asked: list[Wanted]) -> dict[Wanted, int]:
+        """The first line of ``path`` that uses each of ``asked``. Its code is read only for the
+        names its imports may bind (the code of a large module takes long to walk)."""
+        from vjp_migrate.plan.shared import loads_besides_defvjp
+
+        imports = _FileImports.of(tree, self.project.index.package_of(path))
+        found: dict[Wanted, int] = {}
+        spellings: dict[Wanted, set[str]] = {}  # the name, and the local names it is imported as
+        for wanted in asked:
+            if wanted.role == IMPORT:  # the import itself fails once the name is gone
+                lines = [line for target, line in imports.froms if self._takes(target, path, wanted)]
+                if lines:
+                    found[wanted] = min(lines)
+                    continue
+            aliases = {
+                local
+                for local, targets in imports.targets.items()
+                if any(self._takes(t, path, wanted) for t in targets)
+            }
+            if aliases or self._may_read(path, imports, wanted):
+                spellings[wanted] = {wanted.name, *aliases}
+        if not spellings:
+            return found
+        values, calls = loads_besides_defvjp(tree, set().union(*spellings.values()))
+        for wanted, names in spellings.items():
+            # fwd keeps its signature: only a use of the function itself sees the residual change.
+            tables = [values] if wanted.role == "fwd" else [values, calls]
+            lines = [
+                line
+                for table in tables
+                for spelled, at in table.items()
+                if spelled.rpartition(".")[2] in names and self._means(path, imports, spelled, wanted)
+                for line in at
+            ]
+            if lines:
+                found[wanted] = min(lines)
+        return found
+
+    def _takes(self, target: str, path: Path, wanted: Wanted) -> bool:
+        """Whether an import of ``path`` with ``target`` takes ``wanted``'s name."""
+        return target.rpartition(".")[2] == wanted.name and self._leads(target, path, wanted)
+
+    def _may_read(self, path: Path, imports: _FileImports, wanted: Wanted) -> bool:
+        """Whether ``path`` may read ``wanted``'s name without importing it by name: it is its
+        home, star-imports it, or imports its module or a package of it."""
+        if path == wanted.home or any(self._leads(f"{star}.{wanted.name}", path, wanted) for star in imports.stars):
+            return True
+        modules = self._modules(wanted.home)
+        bound = {target for targets in imports.targets.values() for target in targets}
+        return any(module == target or module.startswith(f"{target}.") for module in modules for target in bound)
+
+    def _means(self, path: Path, imports: _FileImports, spelled: str, wanted: Wanted) -> bool:
+        """Whether ``spelled`` (`clip_bwd`, `ops.clip_bwd`) read in ``path`` is ``wanted``'s name."""
+        head, _, rest = spelled.partition(".")
+        targets = imports.targets.get(head)
+        if targets:
+            return any(self._leads(f"{target}.{rest}" if rest else target, path, wanted) for target in targets)
+        if rest:
+            return False
+        if path == wanted.home:
+            return True
+        return any(self._leads(f"{star}.{spelled}", path, wanted) for star in imports.stars)
+
+    def _leads(self, target: str, path: Path, wanted: Wanted) -> bool:
+        return self.project.leads_to(target, path, wanted.home, wanted.name)
+
+
+def _path_names(home: Path) -> list[str]:
+    """The folder names above ``home`` and its module's own name, last: the parts of any name
+    the module has (its packages, or its folders below an import root)."""
+    *folders, _ = Path(os.path.abspath(home)).parts
+    own = folders[-1] if home.stem == "__init__" else home.stem
+    return [*(folder for folder in folders if folder.isidentifier() and folder != own), own]
+
+
+def _statements(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
+    """The statements of ``body`` and of the blocks in them (an import is a statement: the
+    expressions, most of a module's nodes, are not walked)."""
+    for statement in body:
+        yield statement
+        for block in ("body", "orelse", "finalbody", "handlers", "cases"):
+            inner = getattr(statement, block, None)
+            if isinstance(inner, list):
+                yield from _statements(inner)
+
+
+def _import_lines(text: str) -> str:
+    """The lines of ``text`` where `import` follows only blanks, a `from` clause or a `;`, each
+    with the rest of a parenthesized list it opens (`from . import (\n    ops,\n)`): every
+    import statement, and maybe a few lines of strings."""
+    lines = []
+    at = text.find("import")
+    while at != -1:
+        start, end = text.rfind("\n", 0, at) + 1, text.find("\n", at)
+        end = len(text) if end == -1 else end
+        if "(" in text[at:end] and ")" not in text[at:end]:
+            close = text.find(")", end)
+            end = len(text) if close == -1 else close
+        head = text[start:at].lstrip()
+        word = not (text[at + 6 : at + 7].isalnum() or text[at + 6 : at + 7] == "_")  # not `important`
+        if word and (not head or head.startswith("from") or ";" in head):
+            lines.append(text[start:end])
+        at = text.find("import", end)
+    return "\n".join(lines)
+
+
+def _tree(text: str) -> ast.Module | None:
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return None
