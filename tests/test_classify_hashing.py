@@ -77,7 +77,7 @@ def test_an_argument_used_as_a_key_of_a_module_dict_is_static(binding: str, use:
 @pytest.mark.parametrize(
     ("binding", "body"),
     [
-        pytest.param("_BUFFERS = {}", "_BUFFERS = {}\n    found = _BUFFERS.get(a)", id="a local dict"),
+        pytest.param("_BUFFERS = {}", "_BUFFERS = load()\n    found = _BUFFERS.get(a)", id="a local binding"),
         pytest.param("_BUFFERS = {}\n_BUFFERS = load()", "found = _BUFFERS.get(a)", id="bound twice"),
         pytest.param("_BUFFERS = []", "found = _BUFFERS.pop(a)", id="a list"),
         pytest.param("_BUFFERS = {}", "found = _BUFFERS.get(0, a)", id="the default, not the key"),

@@ -888,6 +888,24 @@ def f_bwd(w, _, g):
 f.defvjp(f_fwd, f_bwd)
 """
 
+# The order keys a dict literal (a Tracer is unhashable): static whatever bwd's arithmetic says.
+LITERAL_KEY = """\
+import jax
+from functools import partial
+
+@partial(jax.custom_vjp, nondiff_argnums=(0,))
+def f(order, x):
+    return x * {1: 1.0, 2: 0.5}[order]
+
+def f_fwd(order, x):
+    return f(order, x), None
+
+def f_bwd(order, _, g):
+    return (g / order,)
+
+f.defvjp(f_fwd, f_bwd)
+"""
+
 BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnums=(5,)").replace(
     "static_argnums=(0,)", "static_argnums=(1,)"
 )
@@ -981,6 +999,10 @@ BEYOND_THE_SIGNATURE = JIT_STATIC.replace("nondiff_argnums=(0,)", "nondiff_argnu
             id="a rule under an imported jit",
         ),
         pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), False, id="a field passed elsewhere"),
+        pytest.param(LITERAL_KEY, False, id="the key of a dict literal"),
+        pytest.param(LITERAL_KEY.replace("{1: 1.0, 2: 0.5}[order]", "(1.0, 0.5)[order]"), False, id="a tuple's index"),
+        pytest.param(LITERAL_KEY.replace("{1: 1.0, 2: 0.5}[order]", "x[order]"), True, id="an array's index"),
+        pytest.param(LITERAL_KEY.replace("[order]", "[order, 0]"), True, id="a key with more in it"),
         pytest.param("def broken(:\n    nondiff_argnums\n", True, id="syntax error: the pipeline reports it"),
         pytest.param("x = (" * 300 + ")" * 300 + "  # nondiff_argnums\n", True, id="too deep for ast"),
     ],
@@ -1014,6 +1036,9 @@ def test_screen_verdicts(text: str, kept: bool) -> None:
         pytest.param(JITTED_RULE.replace("@jax.jit\n", ""), [], id="the rule without jax.jit"),
         pytest.param(KEY_HOLDER, ["VJP001"], id="a field passed as a PRNG key"),
         pytest.param(KEY_HOLDER.replace("jr.uniform(", "jax.nn.relu("), [], id="a field passed elsewhere"),
+        pytest.param(LITERAL_KEY, [], id="a dict literal's key"),
+        pytest.param(LITERAL_KEY.replace("{1: 1.0, 2: 0.5}[order]", "(1.0, 0.5)[order]"), [], id="a tuple's index"),
+        pytest.param(LITERAL_KEY.replace("{1: 1.0, 2: 0.5}[order]", "x[order]"), ["VJP001"], id="an array's index"),
         pytest.param(
             NUMBER_VS_HELPER.replace("attend_bwd(scale: float,", "attend_bwd(scale,"), ["VJP001"], id="helper"
         ),

@@ -10,6 +10,7 @@ import libcst as cst
 
 from vjp_migrate.classify.array_fields import ArrayFields, module_array_fields
 from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_classes, plain_methods
+from vjp_migrate.classify.containers import module_sequences
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
@@ -105,6 +106,9 @@ class Context:
     # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
     cached: dict[str, str] = field(default_factory=dict, compare=False)
     dicts: frozenset[str] = frozenset()
+    # Module-level names bound once to a new tuple, list or string, each with which it is: indexed
+    # only by a concrete int (containers.py).
+    sequences: dict[str, str] = field(default_factory=dict, compare=False)
     # For each def that sees them, by id: a factory's cached functions and dicts around it, the
     # dicts its class keeps (`self._table`).
     hashers: dict[int, Hashers] = field(default_factory=dict, compare=False)
@@ -154,6 +158,7 @@ class Context:
             enclosing=enclosing_defs(module),
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
+            sequences=module_sequences(module, imports),
             hashers=scoped_hashers(module, imports),
             methods=method_classes(module, imports, static_classes),
             plain_methods=plain_methods(module, imports),

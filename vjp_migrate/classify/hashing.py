@@ -16,13 +16,14 @@ from vjp_migrate.vocabulary import CACHING_DECORATORS
 
 _DICT_CALLS = frozenset({"builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
 _KEYED_METHODS = frozenset({"get", "setdefault", "pop"})
+_DICT_LITERALS: dict[type[cst.BaseExpression], str] = {cst.Dict: "a dict literal", cst.DictComp: "a dict comprehension"}
 
 
 def module_cached(module: cst.Module, imports: ImportTable) -> dict[str, str]:
     """The names the module binds once, at its top level, to a function a caching decorator wraps
     by a call, each with how that decorator is written: `f = functools.lru_cache(maxsize=None)(g)`,
     `f = lru_cache(g)`, `f = cache(g)` (not `f = lru_cache(maxsize=4)`, a decorator still)."""
-    found = {name: how for name, value in _top_level_values(module) if (how := cached_by(value, imports))}
+    found = {name: how for name, value in top_level_values(module) if (how := cached_by(value, imports))}
     once = bound_once(module, set(found))
     return {name: how for name, how in found.items() if name in once}
 
@@ -30,7 +31,7 @@ def module_cached(module: cst.Module, imports: ImportTable) -> dict[str, str]:
 def module_dicts(module: cst.Module, imports: ImportTable) -> frozenset[str]:
     """The names the module binds once, at its top level, to a new dict: a literal or comprehension,
     `dict(...)`, `collections.defaultdict(...)`, `collections.OrderedDict(...)`."""
-    return bound_once(module, {name for name, value in _top_level_values(module) if new_dict(value, imports)})
+    return bound_once(module, {name for name, value in top_level_values(module) if new_dict(value, imports)})
 
 
 def cached_by(value: cst.BaseExpression | None, imports: ImportTable) -> str | None:
@@ -56,7 +57,7 @@ def _wraps(call: cst.Call) -> bool:
     return len(positional) == 1 and len(call.args) == 1
 
 
-def _top_level_values(module: cst.Module) -> list[tuple[str, cst.BaseExpression]]:
+def top_level_values(module: cst.Module) -> list[tuple[str, cst.BaseExpression]]:
     """Each plain name a module-level assignment binds, with the value: `x = v`, `x: T = v`."""
     return [pair for stmt in module.body for pair in plain_assignments(stmt)]
 
@@ -102,12 +103,13 @@ def hashing_membership(node: cst.Comparison, dicts: Mapping[str, str]) -> tuple[
 
 
 def hashing_subscript(node: cst.Subscript, dicts: Mapping[str, str]) -> tuple[cst.BaseExpression, str] | None:
-    """The key ``node`` reads a dict with (`_BUFFERS[key]`), with how to say so."""
-    owner = dotted(node.value) or ""
-    if owner not in dicts or len(node.slice) != 1:
+    """The key ``node`` reads a dict with (`_BUFFERS[key]`, `{1: a, 2: b}[order]`), with how to say so."""
+    literal = _DICT_LITERALS.get(type(node.value))
+    described = literal or dicts.get(dotted(node.value) or "")
+    if described is None or len(node.slice) != 1:
         return None
     index = node.slice[0].slice
-    return (index.value, _keyed(dicts[owner], "a subscript")) if isinstance(index, cst.Index) else None
+    return (index.value, _keyed(described, "a subscript")) if isinstance(index, cst.Index) else None
 
 
 def module_dict_text(name: str) -> str:

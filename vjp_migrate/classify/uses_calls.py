@@ -35,17 +35,16 @@ from vjp_migrate.vocabulary import (
     PRIMITIVE_CLASSES,
     PYTHON_NUMBER_CHECKS,
     SHAPE_METHODS,
-    SHARD_MAP_PLACES,
     SIZE_OR_DATA,
     STATIC,
     STATIC_CALLS,
     STATIC_KEYWORDS,
-    STATIC_KEYWORDS_OF,
     STATIC_PLACES_OF,
     at_place,
     is_jax_primitive,
     library_use,
     needs_python_number,
+    static_parameter,
     takes_random_key,
 )
 
@@ -248,10 +247,15 @@ class CallUses(Helpers):
                 ArgKind.ARRAY, f"passed as an operand to `{func_text}`, which takes it as array data", call, via=via
             )
             return
-        if qname is None and isinstance(call.func, cst.Attribute):
+        if qname is None and isinstance(call.func, cst.Attribute) and _indexed_update(call.func) is None:
             method = call.func.attr.value
             if method in SHAPE_METHODS or (method in AXIS_METHODS and (position == 0 or keyword == "axis")):
                 self._add(ArgKind.STATIC, f"passed as a shape/axis to the array method `.{method}`", call, via=via)
+                return
+            if _static_method_place(method, position, keyword):
+                place = place_of(position, keyword)
+                text = f"passed as a static setting ({place}) to the array method `.{method}` (as to `jnp.{method}`)"
+                self._add(ArgKind.STATIC, text, call, via=via)
                 return
         if qname is None and position == 0 and (update := _indexed_update(call.func)) is not None:
             if update == "apply":
@@ -276,11 +280,9 @@ class CallUses(Helpers):
         elif qname in STATIC_CALLS:
             text = f"passed to `{func_text}`, which takes only static shapes, dtypes and settings"
             self._add(ArgKind.STATIC, text, call, via=via)
-        elif keyword is not None and keyword in STATIC_KEYWORDS_OF.get(qname, ()):
-            text = f"passed as `{keyword}=` to `{func_text}`, which needs it hashable"
-            self._add(ArgKind.STATIC, text, call, via=via)
-        elif keyword is None and (place := _shard_map_place(qname, position)) is not None:
-            text = f"passed as `{place}` to `{func_text}`, which needs it hashable"
+        elif (parameter := static_parameter(qname, position, keyword)) is not None:
+            shown = f"`{keyword}=`" if keyword else f"`{parameter}`"
+            text = f"passed as {shown} to `{func_text}`, which needs a static value there (a Tracer fails)"
             self._add(ArgKind.STATIC, text, call, via=via)
         elif qname in STATIC_PLACES_OF and at_place(STATIC_PLACES_OF[qname], position, keyword):
             text = f"passed as the tree structure to `{func_text}` (a PyTreeDef, never a Tracer)"
@@ -357,9 +359,11 @@ class CallUses(Helpers):
         )
 
 
-def _shard_map_place(qname: str, position: int) -> str | None:
-    """The setting a positional argument of the experimental `shard_map` is (`mesh`, `in_specs`...)."""
-    return next((name for at, name in SHARD_MAP_PLACES.get(qname, ()) if at == position), None)
+def _static_method_place(method: str, position: int, keyword: str | None) -> bool:
+    """Whether the array method takes the argument where the `jnp` function of its name takes a
+    static setting after the array: `x.round(decimals)` as `jnp.round(x, decimals)`, `x.take(i, axis)`."""
+    at = position + 1 if keyword is None else -1
+    return method in ARRAY_METHODS and library_use(f"jax.numpy.{method}", at, keyword) == STATIC
 
 
 def _ignores_leaves(call: cst.Call) -> bool:

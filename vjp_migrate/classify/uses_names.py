@@ -4,10 +4,13 @@ how it is worded, and ``NameFinder``, whether a test reads those names' values."
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.classify.call_locals import loop_sequence
+from vjp_migrate.classify.containers import literal_sequence, sequence_kind
 from vjp_migrate.classify.context import Context, Via, function_locals
 from vjp_migrate.classify.expressions import (
     code_text,
@@ -21,7 +24,7 @@ from vjp_migrate.classify.expressions import (
     value_names,
 )
 from vjp_migrate.classify.grown import grown_items
-from vjp_migrate.classify.hashing import hashing_call, module_dict_text
+from vjp_migrate.classify.hashing import hashing_call, module_dict_text, new_dict
 from vjp_migrate.classify.weights import NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
 from vjp_migrate.imports import ImportTable, target_names
@@ -222,12 +225,36 @@ class UseState(cst.CSTVisitor):
         return name not in self.bindings and name not in enclosing
 
     def _dicts(self) -> dict[str, str]:
-        """The dicts the function walked sees (hashing.py, scoped_hashing.py), each with how to name it."""
+        """The dicts the function walked sees (hashing.py, scoped_hashing.py), each with how to name
+        it, and those it assigns once itself (`coeffs = {1: a, 2: b}`)."""
         found = {name: module_dict_text(name) for name in self.ctx.dicts if self._module_level(name)}
         scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
         if scoped is not None:
             found.update((name, text) for name, text in scoped.dicts.items() if self._seen(name))
+        found.update((name, self._own(name, "dict")) for name in self._own_dicts)
         return found
+
+    @cached_property
+    def _own_dicts(self) -> tuple[str, ...]:
+        """The locals the function walked assigns once, to a new dict (read once its bindings are set)."""
+        return tuple(name for name in self.bindings if new_dict(self._assigned_once(name), self.ctx.imports))
+
+    def _own(self, name: str, kind: str) -> str:
+        """How to name a ``kind`` (a dict, a tuple...) the function walked binds to ``name``."""
+        assert self.func is not None  # a walk with no def has no locals
+        return f"the {kind} `{name}` that `{self.func.name.value}` binds"
+
+    def _sequence(self, expr: cst.BaseExpression) -> str | None:
+        """How to name ``expr`` when it is surely a Python tuple, list or string (containers.py): a
+        literal, a module-level name bound once to one, a local assigned once to one."""
+        if (kind := literal_sequence(expr)) is not None:
+            return f"a {kind} literal"
+        if not isinstance(expr, cst.Name):
+            return None
+        if expr.value in self.ctx.sequences and self._module_level(expr.value):
+            return f"the module-level {self.ctx.sequences[expr.value]} `{expr.value}`"
+        kind = sequence_kind(self._assigned_once(expr.value), self.ctx.imports)
+        return self._own(expr.value, kind) if kind is not None else None
 
     def _hashing(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
         """What ``call`` does with the value at ``position``, if it hashes it (a cached function's
@@ -246,6 +273,13 @@ class UseState(cst.CSTVisitor):
         if "." in name:
             return all(isinstance(b.node, cst.Param) for b in bound)
         return not bound
+
+    def _assigned_once(self, name: str) -> cst.BaseExpression | None:
+        """The value a local bound once, by an assignment, is assigned (not a loop's items)."""
+        bound = self.bindings.get(name, [])
+        if len(bound) == 1 and type(bound[0].node) in (cst.Assign, cst.AnnAssign, cst.NamedExpr):
+            return self._value_once(name)
+        return None
 
     def _value_once(self, name: str) -> cst.BaseExpression | None:
         """The one value a local bound once is bound to (``xs = (x, a)``); None otherwise."""

@@ -208,6 +208,8 @@ class StaticProof:
                 return True
             if isinstance(node, ast.Call) and self._call(node, name, depth):
                 return True
+            if isinstance(node, ast.Subscript) and _literal_index(node, name):
+                return True
         return False
 
     def _call(self, call: ast.Call, name: str, depth: int) -> bool:
@@ -269,6 +271,13 @@ class StaticProof:
             ):
                 return True
         return False
+
+
+def _literal_index(node: ast.Subscript, name: str) -> bool:
+    """``{1: a, 2: b}[name]``, ``(a, b)[name]``: the key of a dict literal, the index of a tuple or
+    list literal (classify: hashing.hashing_subscript, containers.py), a concrete value."""
+    index = node.slice
+    return isinstance(node.value, (ast.Dict, ast.Tuple, ast.List)) and isinstance(index, ast.Name) and index.id == name
 
 
 def _may_rebind(m: Module, func: Func, name: str) -> bool:
