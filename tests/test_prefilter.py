@@ -353,6 +353,24 @@ def test_screen_keeps_an_array_a_caller_makes_in_a_local(body: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("module", "reported"),
+    [
+        pytest.param("S = jnp.ones(3)\ndef run(x):\n    return f(S, x)\n", True, id="in a def"),
+        pytest.param("S = jnp.ones(3)\ny = f(S, 1.0)\n", True, id="at module level"),
+        pytest.param("S = jnp.ones(3)\ndef run(x, S):\n    return f(S, x)\n", False, id="a parameter of that name"),
+        pytest.param("S = jnp.ones(3)\nS = 2\ny = f(S, 1.0)\n", False, id="bound twice"),
+        pytest.param("S = np.ones(3)\ny = f(S, 1.0)\n", False, id="host NumPy's"),
+    ],
+)
+def test_screen_keeps_an_array_a_global_holds(module: str, reported: bool) -> None:
+    # probe27 G4: a global the module binds once to what a JAX array function makes, passed at a
+    # call of the site (where no def around the call binds the name), is an array passed there.
+    text = _KERNEL_SITE + "import numpy as np\nimport jax.numpy as jnp\n" + module
+    assert bool(_findings(text, "global.py", Settings(DEFAULT_SELECT))) is reported
+    assert screen.may_report(text, Settings(DEFAULT_SELECT)) or not reported
+
+
+@pytest.mark.parametrize(
     ("body", "reported", "kept"),
     [
         pytest.param("return f(mode, jnp.ones(3))", False, False, id="an array at another place"),

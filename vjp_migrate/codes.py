@@ -147,7 +147,9 @@ CODES: tuple[Code, ...] = (
         triggers=_NONDIFF,
         what=(
             "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd imported "
-            "from a module that is not among the files checked, a fwd/bwd shared by custom_vjp "
+            "from a module that is not among the files checked, or built by a call the tool does not "
+            "follow (`f, f_fwd, f_bwd = make(...)`; when no function names the arguments, each "
+            "position is judged from the calls alone and named `position 1`), a fwd/bwd shared by custom_vjp "
             "functions that would change it "
             "differently, a bwd with a decorator other than jax.jit or staticmethod, a partial binding keywords, "
             "nondiff_argnums given by an imported name, an expression or a module constant bound "

@@ -134,6 +134,9 @@ class VjpSite:
     # A call form's primal the module imports: where it was looked up. When that module is
     # checked, ``primal`` is its def there, read for evidence and never rewritten.
     primal_from: FunctionRef | None = None
+    # The roles ("the primal", "fwd", "bwd") a call builds (`f, f_fwd, f_bwd = make("cpu")`), when
+    # fwd or bwd is one: no function is read, only the calls of the site (``problem`` names them).
+    built_by: tuple[tuple[str, cst.Call], ...] = ()
 
     @property
     def anchor(self) -> cst.CSTNode:

@@ -998,6 +998,13 @@ def is_metadata_function(qname: str) -> bool:
     )
 
 
+def makes_jax_array(qname: str | None) -> bool:
+    """A JAX function whose call makes an array (`jnp.ones`, `jax.random.split`): not host
+    NumPy's (concrete, never a Tracer), nor one of metadata (`jnp.shape`)."""
+    jax_modules = tuple(module for module in ARRAY_MODULES if module.startswith("jax."))
+    return qname is not None and qname.startswith(jax_modules) and not is_metadata_function(qname)
+
+
 def is_size_function(qname: str) -> bool:
     """``len``, or a ``jnp``/``np`` function that gives an array's sizes (``jnp.shape``...)."""
     return qname == "builtins.len" or (qname.startswith(ARRAY_MODULES) and qname.rsplit(".", 1)[-1] in SIZE_NAMES)

@@ -54,7 +54,7 @@ from vjp_migrate.classify.weights import (
     WEAK,
 )
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
-from vjp_migrate.sites import jit_call_static_names, positional_params, rule_jit, varargs_item
+from vjp_migrate.sites import jit_call_static_names, positional_params, rule_jit, unnamed_position, varargs_item
 
 
 def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgInfo]:
@@ -67,6 +67,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
     aliased = _aliased_primal(site, ctx)
     for order, index in enumerate(site.nondiff.positions):
         name = site.params[index] if 0 <= index < len(site.params) else varargs_item(site, index)
+        name = name or unnamed_position(site, index)
         if name is None:
             continue
         evidence: list[tuple[Evidence, str]] = []
@@ -249,11 +250,12 @@ def _unseen_primal(site: VjpSite, module: cst.Module, ctx: Context, info: ArgInf
     """A primal whose body is not seen may need the argument concretely: never a safe fix."""
     if site.primal is not None or site.primal_expr is None or info.kind is ArgKind.STATIC:
         return info
+    rules = "" if unnamed_position(site, info.index) is None else ", nor are its fwd and bwd"
     text = (
         site.primal_from.problem
         if site.primal_from is not None and site.primal_from.problem
-        else f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module, "
-        "so its uses were not seen"
+        else f"the primal `{module.code_for_node(site.primal_expr)}` is not a function defined in this module"
+        f"{rules}, so its uses were not seen"
     )
     unseen = Evidence(ArgKind.UNKNOWN, text, *ctx.where(site.primal_expr))
     return replace(info, evidence=(*info.evidence, unseen), strong=False)

@@ -19,9 +19,7 @@ from vjp_migrate.classify.uses import Uses
 from vjp_migrate.classify.weights import CALL_SITE, CALLED, CONTROL, LEAFLESS, STRONG
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
-from vjp_migrate.vocabulary import ARRAY_MODULES, is_metadata_function
-
-JAX_ARRAY_MODULES = tuple(module for module in ARRAY_MODULES if module.startswith("jax."))
+from vjp_migrate.vocabulary import ARRAY_MODULES, makes_jax_array
 
 
 def call_site_evidence(
@@ -106,19 +104,17 @@ def _array_local(
 ) -> cst.Call | None:
     """The JAX call that makes the array a local of the calling def (or of a def around it) holds,
     bound once (`k = jnp.ones(3)`, `key1, key2 = jax.random.split(key)`, `for k in
-    jax.random.split(key, 3)`, a parameter converted once: `indices = jnp.asarray(indices)`); not
-    host NumPy's (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
-    if not isinstance(value, cst.Name) or value.value in lambda_params or not callers:
+    jax.random.split(key, 3)`, a parameter converted once: `indices = jnp.asarray(indices)`), or
+    a global the module binds once to one (`SIZES = jnp.array([50, 450])`); not host NumPy's
+    (concrete, no Tracer), nor a function of metadata (`jnp.shape(x)`)."""
+    if not isinstance(value, cst.Name) or value.value in lambda_params:
         return None
     binder = next((c for c in reversed(callers) if value.value in function_locals(c, ctx).bindings), None)
     if binder is None:
-        return None
+        return ctx.arrays.get(value.value)
     made = local_values(value.value, binder, ctx) or _converted_parameter(value.value, binder, ctx)
     call = made[0] if len(made) == 1 and isinstance(made[0], cst.Call) else None
-    qname = ctx.imports.qualify(call.func) if call is not None else None
-    if qname is None or not qname.startswith(JAX_ARRAY_MODULES) or is_metadata_function(qname):
-        return None
-    return call
+    return call if call is not None and makes_jax_array(ctx.imports.qualify(call.func)) else None
 
 
 def _converted_parameter(name: str, func: cst.FunctionDef, ctx: Context) -> tuple[cst.BaseExpression, ...]:

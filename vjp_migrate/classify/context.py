@@ -16,6 +16,7 @@ from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
     Enclosing,
     enclosing_defs,
+    module_arrays,
     module_enums,
     module_helpers,
     module_jit_aliases,
@@ -93,6 +94,8 @@ class Context:
     locals: dict[tuple[int, int], Locals] = field(default_factory=dict, compare=False)
     # Module-level names bound once, to a new `Primitive(...)`.
     primitives: frozenset[str] = frozenset()
+    # Module-level names bound once, to what a JAX array function makes, with that call.
+    arrays: dict[str, cst.Call] = field(default_factory=dict, compare=False)
     # Names bound to several defs, in the branches of a module-level `if` or `try`.
     variants: dict[str, tuple[cst.FunctionDef, ...]] = field(default_factory=dict)
     # Module-level classes that are enums whose members are no numbers (not `IntEnum`/`IntFlag`).
@@ -152,6 +155,7 @@ class Context:
             helpers,
             line_of,
             primitives=primitives,
+            arrays=module_arrays(module, imports),
             variants=module_variants(module),
             enums=module_enums(module, imports),
             static_classes=static_classes,

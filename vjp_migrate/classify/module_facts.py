@@ -1,5 +1,5 @@
 """Classify, step 3: module-wide facts the evidence rules consult: the defs of the module scope,
-its enum classes and JAX primitives, the names bound once."""
+its enum classes, JAX primitives and arrays, the names bound once."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import libcst as cst
 from vjp_migrate.classify.expressions import all_params
 from vjp_migrate.imports import JIT, PARTIAL, ImportTable, dotted, node_types, small_statements, target_names
 from vjp_migrate.sites.jit import jit_call_static_names
-from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES
+from vjp_migrate.vocabulary import ENUM_CLASSES, PRIMITIVE_CLASSES, makes_jax_array
 
 
 def module_helpers(module: cst.Module) -> dict[str, cst.FunctionDef]:
@@ -176,6 +176,18 @@ def bound_once_to_a_call(module: cst.Module, calls: Callable[[cst.BaseExpression
             ):
                 made.add(small.targets[0].target.value)
     return bound_once(module, made)
+
+
+def module_arrays(module: cst.Module, imports: ImportTable) -> dict[str, cst.Call]:
+    """Names the module binds once, at its top level, to what a JAX array function makes
+    (`SIZES = jnp.array([50, 450])`), each with that call."""
+    found = {
+        name: value
+        for name, value in _top_level_assigns(module)
+        if isinstance(value, cst.Call) and makes_jax_array(imports.qualify(value.func))
+    }
+    once = bound_once(module, set(found))
+    return {name: value for name, value in found.items() if name in once}
 
 
 def bound_once(module: cst.Module, names: set[str]) -> frozenset[str]:

@@ -7,7 +7,9 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
 - a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword whose function,
   or first positional argument, may name ``custom_vjp`` (through any import alias); a call form
   whose primal is surely no def of the module (an attribute, an imported name) is judged by its
-  fwd's signature, as the sites stage does, and one whose primal may or may not be a def keeps the file;
+  fwd's signature, as the sites stage does, and one whose primal may or may not be a def, or whose
+  fwd is no def (a call may build it: classify then judges each position from the calls alone),
+  keeps the file;
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
   function of that name, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
@@ -18,7 +20,8 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   uses, `params.G @ x`, are then the argument's), reads an attribute some class of the module
   declares as a field (unannotated, it may be that class's pytree), is unpacked into items one of
   which is in arithmetic (`w, b = handle`; `x * w`), or a call of the site (by name, or through a
-  def that returns it) passes an array-module result or, at the argument's place, a parameter
+  def that returns it) passes an array-module result (in place, or through a local or a global
+  bound to one) or, at the argument's place, a parameter
   of the caller annotated as an array or with a class of the module;
 - a rule *may be inconsistent* when a position is past the primal's parameters, any fwd/bwd of
   the right name has the wrong arity or takes the primal's parameter names in another order, a

@@ -257,9 +257,9 @@ def _all_locals(m: Module, expr: ast.expr) -> bool:
 def call_site_may_pass_array(m: Module, site: Site, index: int, name: str) -> bool:
     """A call of the primal passes, for the argument, what a JAX array function makes: in place
     (`f(jnp.ones(3), x)`) or through a local of the calling def bound to it, or a loop's target
-    over it (classify's `_array_local`; any binding counts here). Through an attribute, the value
-    one place earlier counts too (a method's call passes no instance); of a call with `*args` or
-    `**kwargs`, every value it passes counts."""
+    over it, or a global bound to it (classify's `_array_local`; any binding counts here). Through
+    an attribute, the value one place earlier counts too (a method's call passes no instance); of
+    a call with `*args` or `**kwargs`, every value it passes counts."""
     for call in _site_calls(m, site):
         values = _values_for(call, index, name)
         if any(_makes_array(m, v) for v in values):
@@ -268,7 +268,22 @@ def call_site_may_pass_array(m: Module, site: Site, index: int, name: str) -> bo
         caller = m.caller.get(id(call))
         if given and caller is not None and given & _array_locals(m, caller):
             return True
+        if given & _module_arrays(m):
+            return True
     return False
+
+
+def _module_arrays(m: Module) -> set[str]:
+    if m.arrays is None:
+        m.arrays = {
+            n.id
+            for node in m.top
+            if isinstance(node, ast.Assign) and _makes_array(m, node.value)
+            for t in node.targets
+            for n in ast.walk(t)
+            if isinstance(n, ast.Name)
+        }
+    return m.arrays
 
 
 def _values_for(call: ast.Call, index: int, name: str) -> list[ast.expr]:

@@ -40,6 +40,7 @@ class Module:
     top_defs: set[Func] = field(default_factory=set)
     defvjps: list[tuple[ast.Call, ast.expr]] | None = None  # every defvjp call and its owner
     ffi_names: set[str] | None = None  # names bound anywhere to what an `ffi_call(...)` returns
+    arrays: set[str] | None = None  # names the module scope binds to what may be an array function's call
     traced: list[tuple[Func, set[str]]] | None = None  # _may_be_traced_parameters
 
 

@@ -2,7 +2,8 @@
 
 The steps: ``scopes`` (what the module's scopes bind), ``jit`` (what a stacked or called
 `jax.jit` marks static), ``rules`` (a site's rules and the parameters its positions name),
-``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``methods`` (rules a class's
+``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``built`` (a primal or rule a
+call builds, which is not followed), ``methods`` (rules a class's
 instance registers in a method, bound to it), ``defvjp`` (a site linked to
 its defvjp call and rules), ``finder`` (the walk that collects the sites). The names later
 stages use are exported here.
@@ -22,7 +23,7 @@ from vjp_migrate.sites.jit import (
     other_decorator,
     rule_jit,
 )
-from vjp_migrate.sites.rules import ignored_argnames, varargs_item, varargs_owner
+from vjp_migrate.sites.rules import ignored_argnames, unnamed_position, varargs_item, varargs_owner
 from vjp_migrate.sites.scopes import (
     OwnReturns,
     Scope,
@@ -53,6 +54,7 @@ __all__ = [
     "positional_params",
     "rule_jit",
     "scope_statements",
+    "unnamed_position",
     "varargs_item",
     "varargs_owner",
 ]

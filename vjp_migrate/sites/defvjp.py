@@ -10,7 +10,8 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import PARTIAL, dotted, small_statements
-from vjp_migrate.model import FunctionRef, VjpSite
+from vjp_migrate.model import PRIMAL_ROLE, FunctionRef, VjpSite
+from vjp_migrate.sites.built import building_call, built_problem
 from vjp_migrate.sites.jit import rule_decorations
 from vjp_migrate.sites.methods import DefvjpCalls, method_defvjps, method_rule
 from vjp_migrate.sites.nondiff import NondiffReader
@@ -46,8 +47,31 @@ class RuleLinker(NondiffReader):
         if bwd.lambda_node is not None:
             bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
         site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
+        site = self._built_by_calls(site, scope, call_scope, fwd_expr, bwd_expr)
         site = self._signature_from_fwd(site) if site.primal is None else site
         return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
+
+    def _built_by_calls(
+        self,
+        site: VjpSite,
+        scope: Scope,
+        call_scope: Scope,
+        fwd: cst.BaseExpression | None,
+        bwd: cst.BaseExpression | None,
+    ) -> VjpSite:
+        """A fwd or bwd not found because a call builds it (`f_fwd = make_fwd(k)`): the site's
+        problem names that call, and the primal's when a call builds it too."""
+        built = [
+            (role, made)
+            for role, expr, ref in (("fwd", fwd, site.fwd), ("bwd", bwd, site.bwd))
+            if (ref is None or ref.node is None) and (made := building_call(expr, call_scope, self.imports))
+        ]
+        if not built or site.problem is not None:
+            return site
+        primal = building_call(site.primal_expr, scope, self.imports) if site.primal is None else None
+        if primal is not None:
+            built.insert(0, (PRIMAL_ROLE, primal))
+        return replace(site, problem=built_problem(built, self.module), built_by=tuple(built))
 
     def _signature_from_fwd(self, site: VjpSite) -> VjpSite:
         """An unseen primal has fwd's signature: the parameter names and nondiff_argnames read there."""

@@ -55,6 +55,14 @@ def varargs_item(site: VjpSite, index: int) -> str | None:
     return f"{star[0]}[{index - len(site.params)}]"
 
 
+def unnamed_position(site: VjpSite, index: int) -> str | None:
+    """How a nondiff position is named when a call builds the site's rules and no signature names
+    it (`f, f_fwd, f_bwd = make("cpu")`): ``position 1``, judged from the site's calls alone; None
+    when some function is read (it names the position, or the position is past its parameters)."""
+    read = site.primal is not None or site.params or any(r is not None and r.node for r in (site.fwd, site.bwd))
+    return None if read or not site.built_by or index < 0 else f"position {index}"
+
+
 def varargs_owner(site: VjpSite) -> tuple[str, str] | None:
     """The ``*args`` name of the signature the site is read through, and whose it is."""
     if site.primal is not None:
