@@ -471,12 +471,16 @@ def _used_elsewhere(analyses: dict[Path, Analysis], others: _OtherFiles) -> dict
     """Rules in another file of the run that something besides defvjp uses there or elsewhere
     (`clip_bwd(lo, hi, x, g)` in a fused path): the rewrite would change what that use gets, so
     their sites are not rewritten, as for a rule in the site's own module (plan.shared)."""
+    from vjp_migrate.plan.shared import leaves_fwd_unchanged
+
     rules: dict[int, list[tuple[str, str]]] = {}  # a def's (name, role) in each site it is a rule of
     for analysis in analyses.values():
         for decision in analysis.decisions:
             if decision.plan is None:
                 continue
             for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+                if role == "fwd" and leaves_fwd_unchanged(decision):
+                    continue
                 if ref is not None and ref.node is not None and ref.path is not None:
                     rules.setdefault(id(ref.node), []).append((ref.node.name.value, role))
     uses = others.uses_of({rule for found in rules.values() for rule in found})
