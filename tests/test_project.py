@@ -400,6 +400,36 @@ def test_an_unknown_decorator_on_a_bwd_in_another_module_blocks_the_fix(tmp_path
     assert found.code == "VJP003" and "is decorated with `@traced('bwd')`" in found.message
 
 
+@pytest.mark.parametrize(
+    ("use", "blocked"),
+    [
+        pytest.param("    return scale_fwd(x, s)[1]\n", True, id="residual indexed"),  # probe31 S1
+        pytest.param("    _, res = scale_fwd(x, s)\n    return res\n", True, id="residual unpacked"),
+        pytest.param("    return scale_fwd(x, s)[0]\n", False, id="output only"),
+        pytest.param("    out, _ = scale_fwd(x, s)\n    return out\n", False, id="residual discarded"),
+    ],
+)
+def test_a_fwd_in_another_module_whose_residual_other_code_reads_is_not_rewritten(
+    tmp_path: Path, use: str, blocked: bool
+) -> None:
+    tree = write(
+        tmp_path / "t",
+        {
+            "pkg/__init__.py": "",
+            "pkg/ops.py": PRIMAL.format(spelling=".rules"),
+            "pkg/rules.py": RULES,
+            "pkg/probe.py": "from .rules import scale_fwd\n\n\ndef peek(x, s):\n" + use,
+        },
+    )
+    before = {p: p.read_bytes() for p in tree.rglob("*.py")}
+    results = fix_paths([tree])
+    assert ({p: p.read_bytes() for p in tree.rglob("*.py")} == before) == blocked
+    if blocked:
+        (found,) = [d for r in results for d in r.diagnostics]
+        assert found.code == "VJP003"
+        assert f"fwd `scale_fwd` is also used in {tree / 'pkg' / 'probe.py'} on line 5, not only" in found.message
+
+
 @pytest.mark.parametrize("encoding", ["utf-8", "latin-1"])
 def test_a_bwd_in_another_module_that_other_code_calls_is_not_rewritten(tmp_path: Path, encoding: str) -> None:
     fused = "from .rules import scale_bwd\n\n\ndef fused_grad(s, g):\n    return scale_bwd(s, None, g)[0]\n"

@@ -2018,9 +2018,29 @@ f.defvjp(f_fwd, f_bwd)
     ("elsewhere", "problem"),
     [
         pytest.param(
-            "def manual(x, w):\n    out, res = f_fwd(x, w)\n    return f_bwd(w, res, out)\n",
+            "def manual(x, w):\n    out, _ = f_fwd(x, w)\n    return f_bwd(w, jnp.cos(x), out)\n",
             "bwd `f_bwd` is also used on line 19",
             id="bwd called directly",
+        ),
+        pytest.param(  # probe31 S1: the rewrite puts `w` first in the residual, so [1] gets `w`
+            "def cos_of(x, w):\n    return f_fwd(x, w)[1]\n",
+            "fwd `f_fwd` is also used on line 18",
+            id="fwd's residual indexed",
+        ),
+        pytest.param(
+            "def cos_of(x, w):\n    _, c = f_fwd(x, w)\n    return c\n",
+            "fwd `f_fwd` is also used on line 18",
+            id="fwd's residual unpacked",
+        ),
+        pytest.param(
+            "def both(x, w):\n    out = f_fwd(x, w)\n    return out[0]\n",
+            "fwd `f_fwd` is also used on line 18",
+            id="fwd's result kept whole",
+        ),
+        pytest.param(
+            "def cos_of(x, w):\n    return f_fwd(x, w)[-1]\n",
+            "fwd `f_fwd` is also used on line 18",
+            id="fwd's result indexed from the end",
         ),
         pytest.param(
             "@jax.custom_vjp\ndef h(x, w):\n    return x * w\n\nh.defvjp(f_fwd, lambda c, g: (g * c, g))\n",
@@ -2045,6 +2065,9 @@ def test_rules_something_else_uses_are_not_migrated(elsewhere: str, problem: str
     "elsewhere",
     [
         pytest.param("def primal(x, w):\n    return f_fwd(x, w)[0]\n", id="fwd called for its output"),
+        pytest.param(
+            "def primal(x, w):\n    out, _ = f_fwd(x, w)\n    return out[0] * 2\n", id="fwd's residual discarded"
+        ),
         pytest.param("def g(f_bwd):\n    return f_bwd(1, 2, 3)\n", id="a parameter of the same name"),
         pytest.param(
             "def make():\n    @jax.custom_vjp\n    def h(x):\n        return x\n\n"
@@ -2059,6 +2082,27 @@ def test_rules_used_only_through_defvjp_are_migrated(elsewhere: str) -> None:
     code = HEAD + RULES + "\n" + elsewhere
     assert [f.code for f in check_source(code)] == ["VJP001"]
     assert "def f_bwd(res, g):" in fix_source(code).source
+
+
+def test_a_fwd_the_rewrite_leaves_alone_may_be_called_for_its_residual() -> None:
+    # bwd never reads `w`: nothing is saved, fwd stays as it is, and `cos_of` gets what it got (probe31 case 38)
+    code = (
+        HEAD + RULES.replace("(g * c * w,)", "(g * c,)") + "\ndef cos_of(x, w):\n    _, c = f_fwd(x, w)\n    return c\n"
+    )
+    assert [f.code for f in check_source(code)] == ["VJP001"]
+    out = fix_source(code).source
+    assert "def f_fwd(x, w):\n    return f(x, w), jnp.cos(x)\n" in out and "def f_bwd(c, g):" in out
+
+
+def test_a_fwd_whose_jit_options_change_may_not_be_called_for_its_residual() -> None:
+    # nothing is saved, but fwd's jax.jit loses `w` from static_argnums: `cos_of` would trace it
+    rules = RULES.replace("(g * c * w,)", "(g * c,)")
+    rules = rules.replace("def f_fwd", "@partial(jax.jit, static_argnums=(1,))\ndef f_fwd")
+    code = HEAD + rules + "\ndef cos_of(x, w):\n    _, c = f_fwd(x, w)\n    return c\n"
+    settings = Settings(DEFAULT_SELECT, False, array_args=frozenset({"f:w"}))
+    (finding,) = check_source(code, settings=settings)
+    assert finding.code == "VJP003" and "fwd `f_fwd` is also used on line 19" in finding.message, finding.message
+    assert fix_source(code, settings=settings).source == code
 
 
 @pytest.mark.parametrize(

@@ -199,6 +199,22 @@ def test_staticmethod_with_class_defvjp_and_keywords() -> None:
             "`f.defvjp(fwd, bwd)` is called inside `_register`, not in the scope of `f`",
             id="defvjp in a registration function",  # probe25b G9
         ),
+        pytest.param(  # probe31 S6: the rewrite would leave the second bwd with the old signature
+            "f.defvjp(lambda a, b: (b, None), f_bwd)\nif FAST:\n    f.defvjp(lambda a, b: (b, None), f_bwd)",
+            "`f` is registered twice (lines 8 and 10)",
+            id="defvjp again under an if",
+        ),
+        pytest.param(
+            "f.defvjp(lambda a, b: (b, None), f_bwd)\ndef fast():\n    f.defvjp(lambda a, b: (b, None), f_bwd)",
+            "`f` is registered twice (lines 8 and 10)",
+            id="defvjp again in a function",
+        ),
+        pytest.param(
+            "f.defvjp(lambda a, b: (b, None), f_bwd)\nclass Fast:\n    def on(self):\n"
+            "        getattr(f, 'defvjp')(lambda a, b: (b, None), f_bwd)\nf.defvjp(lambda a, b: (b, None), f_bwd)",
+            "`f` is registered 3 times (lines 8, 11 and 12)",
+            id="defvjp three times",
+        ),
     ],
 )
 def test_rule_problems_are_named(defvjp: str, problem: str) -> None:
@@ -207,6 +223,26 @@ def test_rule_problems_are_named(defvjp: str, problem: str) -> None:
     (site,) = sites_of(code)
     found = site.problem or (site.fwd.problem if site.fwd else None) or (site.bwd.problem if site.bwd else None)
     assert found is not None and problem in found
+
+
+@pytest.mark.parametrize(
+    "other",
+    [
+        pytest.param(
+            "def make():\n    def f(a, b):\n        return b\n    f.defvjp(f_fwd, f_bwd)\n", id="a factory's own f"
+        ),
+        pytest.param("def register(f):\n    f.defvjp(f_fwd, f_bwd)\n", id="a parameter named f"),
+        pytest.param("class Ops:\n    f = staticmethod(g)\n    f.defvjp(f_fwd, f_bwd)\n", id="a class attribute f"),
+        pytest.param("register = lambda f: f.defvjp(f_fwd, f_bwd)\n", id="a lambda's parameter f"),
+        pytest.param("g.defvjp(f_fwd, f_bwd)\n", id="another owner"),
+    ],
+)
+def test_a_defvjp_on_another_object_of_the_same_name_is_no_second_registration(other: str) -> None:
+    code = "import jax\nfrom functools import partial\n@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(a, b):\n"
+    code += "    return b\ndef f_fwd(a, b):\n    return b, None\ndef f_bwd(a, _, g):\n    return (g * a,)\n"
+    code += "f.defvjp(f_fwd, f_bwd)\n" + other
+    (site,) = sites_of(code)
+    assert site.problem is None
 
 
 def test_a_shared_bwd_resolves_to_one_node_for_every_user() -> None:

@@ -54,12 +54,16 @@ def _rules(decisions: Sequence[SiteDecision], module: object) -> Iterator[tuple[
     module-level def of ``module``, or one in the other file a site imports it from."""
     import libcst as cst
 
+    from vjp_migrate.plan.shared import leaves_fwd_unchanged
+
     top = {id(statement) for statement in module.body} if isinstance(module, cst.Module) else set()
     for decision in decisions:
         if decision.plan is None:
             continue
         for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
             if ref is None or ref.node is None or ref.lambda_node is not None:
+                continue
+            if role == "fwd" and leaves_fwd_unchanged(decision):
                 continue
             if ref.path is not None or id(ref.node) in top:
                 yield role, ref
@@ -256,10 +260,10 @@ class OtherFiles:
                 spellings[wanted] = {wanted.name, *aliases}
         if not spellings:
             return found
-        values, calls = loads_besides_defvjp(tree, set().union(*spellings.values()))
+        values, calls, residual_reads = loads_besides_defvjp(tree, set().union(*spellings.values()))
         for wanted, names in spellings.items():
-            # fwd keeps its signature: only a use of the function itself sees the residual change.
-            tables = [values] if wanted.role == "fwd" else [values, calls]
+            # fwd keeps its signature: a call that keeps only its output `[0]` sees no change.
+            tables = [values, residual_reads] if wanted.role == "fwd" else [values, calls]
             lines = [
                 line
                 for table in tables

@@ -10,7 +10,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted
-from vjp_migrate.model import RewritePlan, SiteDecision
+from vjp_migrate.model import Layout, RewritePlan, SiteDecision
 from vjp_migrate.sites import positional_params
 
 
@@ -120,6 +120,29 @@ class _OtherLoads(ast.NodeVisitor):
         self.shadowed: list[set[str]] = []
         self.lines: dict[str, list[int]] = {}  # read as a value
         self.called: dict[str, list[int]] = {}  # called by name
+        self.residual_read: dict[str, list[int]] = {}  # called, and more than the output `[0]` kept
+        self.output_only: set[int] = set()  # calls whose result is only indexed `[0]` or unpacked into `out, _`
+
+    def uses(self, name: str, role: str) -> list[int]:
+        """The lines where the rewrite of ``name``, the site's ``role``, changes what a use gets:
+        any call of bwd (its signature changes), a call of fwd whose residuals are kept (they
+        change), and any other read of either."""
+        calls = self.called if role == "bwd" else self.residual_read
+        return sorted(self.lines.get(name, []) + calls.get(name, []))
+
+    def visit_Subscript(self, node: ast.Subscript) -> None:
+        index = node.slice
+        if isinstance(index, ast.Constant) and type(index.value) is int and index.value == 0:
+            self.output_only.add(id(node.value))
+        self.generic_visit(node)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        target = node.targets[0]
+        if len(node.targets) == 1 and isinstance(target, (ast.Tuple, ast.List)) and len(target.elts) == 2:
+            residuals = target.elts[1]
+            if isinstance(residuals, ast.Name) and residuals.id == "_":
+                self.output_only.add(id(node.value))
+        self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
         owner = _defvjp_owner(node.func)
@@ -128,6 +151,8 @@ class _OtherLoads(ast.NodeVisitor):
         spelled = self._spelled(node.func)
         if spelled is not None:
             self.called.setdefault(spelled, []).append(node.lineno)
+            if id(node) not in self.output_only:
+                self.residual_read.setdefault(spelled, []).append(node.lineno)
             for child in (*node.args, *node.keywords):
                 self.visit(child)
             return
@@ -211,6 +236,7 @@ def rules_used_elsewhere(
         if _plannable(decision)
         for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd))
         if ref is not None and ref.node is not None and ref.lambda_node is None and id(ref.node) in top
+        if role == "bwd" or not leaves_fwd_unchanged(decision)
     ]
     if not rules:
         return decisions
@@ -228,9 +254,9 @@ def rules_used_elsewhere(
     for index, role, name in rules:
         if result[index] is not decisions[index]:
             continue  # its fwd is used elsewhere already: that is the problem named
-        # fwd keeps its signature and output: only a use of the function itself (not of a call's
-        # result, as in a primal written `return f_fwd(x)[0]`) sees the residual change.
-        lines = sorted(visitor.lines.get(name, []) + (visitor.called.get(name, []) if role == "bwd" else []))
+        # fwd keeps its signature and output: a call that keeps only the output (a primal written
+        # `return f_fwd(x)[0]`) does not see the residual change; `f_fwd(x)[1]` does.
+        lines = visitor.uses(name, role)
         if lines:
             problem = (
                 f"{role} `{name}` is also used on line {lines[0]}, not only by defvjp, "
@@ -240,15 +266,27 @@ def rules_used_elsewhere(
     return tuple(result)
 
 
-def loads_besides_defvjp(tree: ast.Module, names: set[str]) -> tuple[dict[str, list[int]], dict[str, list[int]]]:
+def leaves_fwd_unchanged(decision: SiteDecision) -> bool:
+    """Whether the site's plan leaves its fwd as it is (bwd never reads a moved argument, so
+    nothing is saved, and fwd's jax.jit keeps its options): then no other use of fwd is at stake."""
+    plan, fwd = decision.plan, decision.site.fwd
+    if plan is None or plan.layout is not Layout.UNCHANGED or fwd is None or fwd.node is None:
+        return False
+    return not any(edit.decorator is decorator for edit in plan.jit_edits for decorator in fwd.node.decorators)
+
+
+def loads_besides_defvjp(
+    tree: ast.Module, names: set[str]
+) -> tuple[dict[str, list[int]], dict[str, list[int]], dict[str, list[int]]]:
     """The lines of another module that read ``names`` (bare, or at the end of a dotted name:
     `ops.clip_bwd`) other than in a ``defvjp`` call (another site's would be: a shared rule,
     judged apart), as ``rules_used_elsewhere`` reads the site's own module: by spelling, those
-    read as a value and those called."""
+    read as a value, those called, and the calls that keep more than the output `[0]` (what
+    fwd's rewrite changes)."""
     owners = {_defvjp_owner(node.func) for node in ast.walk(tree) if isinstance(node, ast.Call)} - {None}
     visitor = _OtherLoads(names, owners)
     visitor.visit(tree)
-    return visitor.lines, visitor.called
+    return visitor.lines, visitor.called, visitor.residual_read
 
 
 def _owner(func: cst.BaseExpression, module: cst.Module) -> str | None:

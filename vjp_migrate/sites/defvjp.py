@@ -16,11 +16,21 @@ from vjp_migrate.sites.jit import rule_decorations
 from vjp_migrate.sites.methods import DefvjpCalls, method_defvjps, method_rule
 from vjp_migrate.sites.nondiff import NondiffReader
 from vjp_migrate.sites.rules import lambda_rule, partial_problem, positions_from_bwd, rule_arg, signature_from_bwd
-from vjp_migrate.sites.scopes import AllNames, ModuleBindings, Scope, find_def, positional_params, scope_statements
+from vjp_migrate.sites.scopes import (
+    AllNames,
+    AnyBindings,
+    ModuleBindings,
+    Scope,
+    find_def,
+    positional_params,
+    scope_statements,
+)
 
 # Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
 # (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
 ImportedRule = Callable[[str, str], FunctionRef | None]
+# A scope's defvjp calls by owner, each with the defs, classes and lambdas around it (_Registrations).
+Registrations = dict[str, list[tuple[cst.Call, tuple[cst.FunctionDef | cst.ClassDef | cst.Lambda, ...]]]]
 
 
 class RuleLinker(NondiffReader):
@@ -29,6 +39,7 @@ class RuleLinker(NondiffReader):
     imported_rule: ImportedRule | None
     names: set[str] | None  # every name the module uses, once needed
     bindings: dict[str, int] | None  # module-level binding counts, once needed
+    registrations: dict[int, Registrations]  # by id(Scope), once needed
 
     def _attach_rules(self, site: VjpSite, scope: Scope) -> VjpSite:
         found: tuple[cst.Call, Scope] | str | None = self._find_defvjp(site, scope)
@@ -48,6 +59,8 @@ class RuleLinker(NondiffReader):
             bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
         site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
         site = self._built_by_calls(site, scope, call_scope, fwd_expr, bwd_expr)
+        if site.problem is None:
+            site = replace(site, problem=self._registered_again(call, call_scope))
         site = self._signature_from_fwd(site) if site.primal is None else site
         return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
 
@@ -149,6 +162,32 @@ class RuleLinker(NondiffReader):
             if finder.found:
                 return func.name.value
         return None
+
+    def _registered_again(self, call: cst.Call, scope: Scope) -> str | None:
+        """Why a site whose rules ``call`` registers cannot be rewritten when its scope (or a def
+        in it, `def use_fast(): f.defvjp(f_fwd, f_bwd_fast)`) registers rules again: the rewrite
+        changes one fwd/bwd pair, and a bwd registered by the other call would keep its old signature."""
+        found = self.registrations.get(id(scope))
+        if found is None:
+            walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
+            collector = _Registrations(self._defvjp_owner)
+            for statement in scope.statements:
+                walk.visit(statement, collector)
+            found = self.registrations[id(scope)] = collector.found
+        owner = self._defvjp_owner(call.func)
+        assert owner is not None
+        root = owner.split(".")[0]
+        calls = [c for c, around in found.get(owner, []) if not any(root in _bound_in(node) for node in around)]
+        if len(calls) < 2:
+            return None
+        index = walk.index_of(self.module)
+        lines = [str(index.line(c)) for c in calls]
+        times = "twice" if len(calls) == 2 else f"{len(calls)} times"
+        return (
+            f"`{owner}` is registered {times} (lines {', '.join(lines[:-1])} and {lines[-1]}): the rewrite "
+            "would change the rules of one `defvjp` call only, and a bwd registered by another would keep "
+            "its old signature"
+        )
 
     def _defvjp_through_alias(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | str | None:
         """``clip.defvjp(...)`` after ``clip = f`` at module level: the rules of ``f``, when
@@ -253,3 +292,46 @@ class RuleLinker(NondiffReader):
 
 def _rule_args(call: cst.Call) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
     return rule_arg(call, 0, "fwd"), rule_arg(call, 1, "bwd")
+
+
+def _bound_in(node: cst.FunctionDef | cst.ClassDef | cst.Lambda) -> dict[str, int]:
+    """The names a def, class or lambda binds inside (its parameters too, not its own name)."""
+    bindings = AnyBindings()
+    for part in (node.body, *([] if isinstance(node, cst.ClassDef) else [node.params])):
+        walk.visit(part, bindings)
+    return bindings.counts
+
+
+class _Registrations(cst.CSTVisitor):
+    """The walked code's defvjp calls, by owner, each with the defs, classes and lambdas around it
+    (one binding the owner's first name again names another object there: each factory's `f`)."""
+
+    def __init__(self, owner: Callable[[cst.BaseExpression], str | None]) -> None:
+        super().__init__()
+        self.owner, self.around = owner, list[cst.FunctionDef | cst.ClassDef | cst.Lambda]()
+        self.found: Registrations = {}
+
+    def visit_Call(self, node: cst.Call) -> None:
+        owner = self.owner(node.func)
+        if owner is not None:
+            self.found.setdefault(owner, []).append((node, tuple(self.around)))
+
+    def _enter(self, node: cst.FunctionDef | cst.ClassDef | cst.Lambda) -> None:
+        self.around.append(node)
+
+    def _leave(self, original_node: cst.FunctionDef | cst.ClassDef | cst.Lambda) -> None:
+        self.around.pop()
+
+    visit_FunctionDef = visit_ClassDef = visit_Lambda = _enter
+    leave_FunctionDef = leave_ClassDef = leave_Lambda = _leave
+
+
+class _DefvjpCalls(cst.CSTVisitor):
+    """Whether a walked def calls ``<name>.defvjp(...)``."""
+
+    def __init__(self, owner: Callable[[cst.BaseExpression], str | None], name: str) -> None:
+        super().__init__()
+        self.owner, self.name, self.found = owner, name, False
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self.found = self.found or self.owner(node.func) == self.name

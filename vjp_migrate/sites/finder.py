@@ -46,6 +46,7 @@ class SiteFinder(RuleLinker):
         self.mentions = None
         self.names = None
         self.bindings = None
+        self.registrations = {}
 
     # --- recognising the decorator and call forms --------------------------------------------
 
