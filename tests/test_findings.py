@@ -204,7 +204,8 @@ def test_what_blocks_an_unknown_argument_does_not_block_the_arrays_beside_it(uns
 
 def test_an_array_blocked_by_its_own_rebinding_is_named_in_its_vjp003() -> None:
     # ejkernel's ring attention: fwd rebinds an unknown config and an array; the first rebinding
-    # met moving everything was the config's, which the arrays' VJP003 named.
+    # met moving everything was the config's, which the arrays' VJP003 named. Moving everything,
+    # the unknown one's reason names both rebindings, the array's first (position order).
     fixture = Path(__file__).parent.parent / "fixtures" / "array_moves_while_a_rebound_scale_stays"
     before = (fixture / "before.py").read_text(encoding="utf-8").replace("gamma", "weights")
     signature = "def decay_fwd(x, weights, scale: float | None = None):\n"
@@ -216,7 +217,7 @@ def test_an_array_blocked_by_its_own_rebinding_is_named_in_its_vjp003() -> None:
     found = check_source(rebinds, settings=Settings(expand_selection(["ALL"], None)))
     assert [(d.code, d.argument, d.message.rsplit(": ", 1)[-1]) for d in found] == [
         ("VJP003", "weights", "fwd `decay_fwd` assigns to `weights` before saving it"),
-        ("VJP002", "scale", "fwd `decay_fwd` assigns to `scale` before saving it"),
+        ("VJP002", "scale", "fwd `decay_fwd` assigns to `weights` and `scale` before saving them"),
     ]
 
 

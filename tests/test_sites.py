@@ -38,8 +38,8 @@ RULE = RULES.format(name="f")
             id="aliased modules, list",
         ),
         pytest.param(
-            "from functools import partial as p\nfrom jax import custom_vjp as cv\n@p(cv, nondiff_argnums=0)",
-            id="aliased names, int",
+            "from functools import partial as p\nfrom jax import custom_vjp as cv\n@p(cv, nondiff_argnums={0})",
+            id="aliased names, set",
         ),
         pytest.param(
             "from functools import partial\nimport jax\n@partial(jax.custom_derivatives.custom_vjp, nondiff_argnums=range(1))",
@@ -713,7 +713,7 @@ def test_a_position_in_the_star_args_of_fwd_is_named_there() -> None:
     assert "position 1 falls in `*args` of fwd `f_fwd`" in found.message
 
 
-@pytest.mark.parametrize("position", ["-1", "(0, -1)", "[-2]"])
+@pytest.mark.parametrize("position", ["(-1,)", "(0, -1)", "[-2]"])  # a bare -1: tests/test_probe31_spellings.py
 def test_a_negative_position_is_an_inconsistent_rule(position: str) -> None:
     # custom_vjp does not count from the end: JAX hands args[-1] to bwd and differentiates it too
     # (jit raises UnexpectedTracerError, grad a cotangent-count error). Before: no finding at all.

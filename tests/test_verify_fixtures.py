@@ -28,7 +28,7 @@ def reports() -> dict[str, VerifyReport]:
 def test_fixture_pair_verifies_equal(reports: dict[str, VerifyReport], case: str) -> None:
     report = reports[case]
     if any(e.startswith("could not import BEFORE") for e in report.errors):
-        # e.g. `nondiff_argnums=1`: the codemod must parse it, JAX itself rejects it
+        # a BEFORE that JAX itself rejects on import, which the codemod must still parse
         pytest.xfail(f"JAX rejects this fixture's BEFORE: {report.errors[0]}")
     assert report.exit_code == 0, render_report(report)
     assert report.rows, f"{case}: no custom_vjp function differs between before.py and after.py"

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from vjp_migrate.codes import DEFAULT_SELECT, trigger_texts, triggers_for
+from vjp_migrate.codes import DEFAULT_SELECT, may_trigger
 from vjp_migrate.discover import Found, discover
 from vjp_migrate.files import WriteError, read_bytes, write_batch, write_file
 from vjp_migrate.model import Diagnostic, FileResult, FixResult, Settings, SiteDecision, Status, VjpSite
@@ -51,7 +51,7 @@ class Analysis:
 
 
 def _may_contain(text: str, settings: Settings) -> bool:
-    return any(word in text for word in trigger_texts(settings.select))
+    return may_trigger(text.encode("utf-8", "surrogatepass"), settings.select)
 
 
 def analyze(
@@ -238,7 +238,7 @@ def check_file(
 
     def work() -> FileResult:
         data = read_bytes(path)
-        if not explicit and not any(word in data for word in triggers_for(settings.select)):
+        if not explicit and not may_trigger(data, settings.select):
             return FileResult(path, Status.OK)
         cached = cache.get(path, data, explicit) if cache is not None else None
         if cached is not None:
@@ -283,7 +283,7 @@ def fix_file(
 
     def work() -> FileResult:
         data = read_bytes(path)
-        if not explicit and not any(word in data for word in triggers_for(settings.select)):
+        if not explicit and not may_trigger(data, settings.select):
             return FileResult(path, Status.OK)
         source: SourceText = decode(data)
         if path.suffix == ".ipynb":

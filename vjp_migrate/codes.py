@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 
@@ -16,7 +17,8 @@ class Code:
     fix_title: str | None
     fix_safety: FixSafety
     default: bool  # selected when the user selects nothing
-    # Words one of which must occur in a file's bytes for this code to be possible there.
+    # Words one of which must occur in a file's bytes for this code to be possible there, unless
+    # ``trigger_pattern`` (a regular expression) matches them.
     triggers: tuple[bytes, ...]
     what: str
     why: str
@@ -26,6 +28,7 @@ class Code:
     # Appended to the message when the rule cannot be rewritten ({detail}: why); such a finding
     # has no fix. Empty: the code is never reported that way.
     blocked: str = ""
+    trigger_pattern: bytes = b""
 
 
 _TRACER_WHY = (
@@ -68,6 +71,10 @@ clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 """
 
 _NONDIFF = (b"nondiff_arg",)
+# nondiff_argnums given by position, `jax.custom_vjp(f, (1,))`, has no keyword: a file may hold one
+# when it calls something named custom_vjp (subscripted, parenthesized, across comments and line
+# breaks: `(jax.custom_vjp)  # c` then `(f, (1,))`) or imports it under another name (`as cv`).
+_POSITIONAL = rb"custom_vjp(?:(?:[\s\\)]|#[^\r\n]*)*[(\[]|(?:[\s\\]|#[^\r\n]*)+as\b)"
 
 CODES: tuple[Code, ...] = (
     Code(
@@ -81,6 +88,7 @@ CODES: tuple[Code, ...] = (
         fix_safety=FixSafety.SAFE,
         default=True,
         triggers=_NONDIFF,
+        trigger_pattern=_POSITIONAL,
         what=(
             "Finds `jax.custom_vjp` functions whose `nondiff_argnums`/`nondiff_argnames` list an "
             "argument that the code uses as array data (jnp/lax operations, arithmetic, array "
@@ -112,6 +120,7 @@ CODES: tuple[Code, ...] = (
         fix_safety=FixSafety.UNSAFE,
         default=False,
         triggers=_NONDIFF,
+        trigger_pattern=_POSITIONAL,
         what=(
             "Finds nondiff arguments of a `jax.custom_vjp` whose kind the tool cannot decide: "
             "they only reach helpers defined elsewhere, are annotated `float`/`int` with no use seen "
@@ -145,6 +154,7 @@ CODES: tuple[Code, ...] = (
         fix_safety=FixSafety.NONE,
         default=True,
         triggers=_NONDIFF,
+        trigger_pattern=_POSITIONAL,
         what=(
             "Finds array-valued nondiff arguments that the tool cannot migrate: fwd/bwd imported "
             "from a module that is not among the files checked, or built by a call the tool does not "
@@ -178,12 +188,15 @@ CODES: tuple[Code, ...] = (
         fix_safety=FixSafety.NONE,
         default=True,
         triggers=_NONDIFF,
+        trigger_pattern=_POSITIONAL,
         what=(
             "Finds custom_vjp rules whose shapes do not fit the primal: bwd's parameter count is not "
             "the number of nondiff arguments + 2 (which counts no name of nondiff_argnames that JAX "
             "ignores: a keyword-only or positional-only parameter, `**kwargs`, or none of the "
             "primal's), fwd's parameter count differs from the primal's, nondiff_argnums lists a "
             "position the primal lacks or a negative one (custom_vjp does not count from the end), "
+            "nondiff_argnums is a bare int other than 0 (JAX raises TypeError when it wraps the "
+            "function; it ignores a 0, and the rules are judged for no nondiff argument), "
             "nondiff_argnames names the primal's `*args` (JAX ignores it: those arguments stay "
             "differentiable, and bwd must return their cotangents), fwd takes the primal's "
             "parameters by their names in another order or bwd its nondiff ones (JAX passes "
@@ -246,9 +259,18 @@ def triggers_for(select: frozenset[str]) -> tuple[bytes, ...]:
 
 
 @cache
-def trigger_texts(select: frozenset[str]) -> tuple[str, ...]:
-    """``triggers_for`` as text, for a decoded source."""
-    return tuple(word.decode() for word in triggers_for(select))
+def _trigger_pattern(select: frozenset[str]) -> re.Pattern[bytes] | None:
+    sources = sorted({BY_CODE[code].trigger_pattern for code in select} - {b""})
+    return re.compile(b"|".join(sources)) if sources else None
+
+
+def may_trigger(data: bytes, select: frozenset[str]) -> bool:
+    """Whether a selected code may be possible in a file of these bytes (the byte filter): one of
+    their trigger words occurs, or one of their trigger patterns matches."""
+    if any(word in data for word in triggers_for(select)):
+        return True
+    pattern = _trigger_pattern(select)
+    return pattern is not None and pattern.search(data) is not None
 
 
 def format_message(code: str, blocked: bool = False, **values: object) -> str:

@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vjp_migrate.codes import BY_CODE
+from vjp_migrate.codes import BY_CODE, may_trigger
 from vjp_migrate.model import ArgInfo, ArgKind, Settings, SiteDecision
 from vjp_migrate.report import diff_text, grouped_reasons, lines_span
 from vjp_migrate.wording import shell_path
@@ -327,7 +327,7 @@ def explain_traceback(text: str) -> Outcome:
     for file in _candidate_files(found):
         try:
             data = Path(file).read_bytes()
-            if b"nondiff_arg" not in data:
+            if not may_trigger(data, EVERYTHING.select):
                 continue
             analysis = analyze(decode(data).text, file, EVERYTHING)
         except (SourceError, OSError):

@@ -154,16 +154,25 @@ def _collect(node: cst.Import | cst.ImportFrom, aliases: dict[str, str]) -> None
         aliases[local] = imported_name(module, name)
 
 
+# The modules whose star import binds `custom_vjp` (JAX's own: no `__all__` leaves it out).
+_STARS_WITH_CUSTOM_VJP = frozenset({"jax", "jax.custom_derivatives"})
+
+
 def import_table(module: cst.Module) -> ImportTable:
     """Build the table from every import in the module (function-level ones included)."""
     aliases: dict[str, str] = {}
-    star = False
+    stars: list[str] = []  # the modules star-imported
     for small in small_statements(module):
         if type(small) is cst.Import or type(small) is cst.ImportFrom:
             _collect(small, aliases)
-            star = star or (type(small) is cst.ImportFrom and type(small.names) is cst.ImportStar)
-    if star:
+            if type(small) is cst.ImportFrom and type(small.names) is cst.ImportStar:
+                stars.append("." * len(small.relative) + (_import_module_name(small.module) if small.module else ""))
+    if stars:
         # `from optimism.JaxConfig import *` then `@partial(custom_vjp, ...)`: a `partial` nothing
         # else binds comes from the star import, and one that takes custom_vjp is functools'.
         aliases.setdefault("partial", "functools.partial")
+    if _STARS_WITH_CUSTOM_VJP & set(stars) and all(s == "jax" or s.startswith("jax.") for s in stars):
+        # `from jax import *`: a `custom_vjp` nothing else binds is JAX's, when no other module's
+        # star import may bind it too.
+        aliases.setdefault("custom_vjp", "jax.custom_vjp")
     return ImportTable(aliases, frozenset(_module_bindings(module)))

@@ -104,6 +104,21 @@ class NondiffSpec:
     complete: bool = True
     as_list: bool = False  # nondiff_argnums is written as a list: `[0, 1]`, `list(range(2))`
     constant: NondiffConstant | None = None  # nondiff_argnums names it (literal is False)
+    # nondiff_argnums is one int, not a sequence: JAX ignores 0 (it is falsy; `positions` then
+    # lacks it) and raises TypeError for any other (VJP004).
+    bare_int: int | None = None
+
+
+@dataclass(frozen=True)
+class PartialAlias:
+    """`vjp_w = partial(jax.custom_vjp, nondiff_argnums=(1,))`, the only binding of its name in
+    the module, at its top level: `@vjp_w` and `f = vjp_w(_f)` are sites with its nondiff arguments."""
+
+    name: str
+    assign: cst.Assign
+    call: cst.Call  # the `partial(...)` call
+    uses: int  # how often the module writes the name, its binding aside
+    exported: bool  # a string of the module holds the name (`__all__`): it stays when unused
 
 
 @dataclass(frozen=True)
@@ -118,7 +133,8 @@ class VjpSite:
     primal: cst.FunctionDef | None
     params: tuple[str, ...]  # the primal's positional parameter names (fwd's, when primal is None)
     has_varargs: bool
-    # The node that carries nondiff_argnums: a Decorator, or the Call of the call form.
+    # The node that carries nondiff_argnums: a Decorator, or the Call of the call form (through
+    # an alias: the `@vjp_w` decorator or the `vjp_w(_f)` call).
     carrier: cst.Decorator | cst.Call
     custom_vjp_expr: cst.BaseExpression  # how the module spells jax.custom_vjp
     partial_expr: cst.BaseExpression | None  # the partial(...) function, when used
@@ -137,6 +153,9 @@ class VjpSite:
     # The roles ("the primal", "fwd", "bwd") a call builds (`f, f_fwd, f_bwd = make("cpu")`), when
     # fwd or bwd is one: no function is read, only the calls of the site (``problem`` names them).
     built_by: tuple[tuple[str, cst.Call], ...] = ()
+    # `@vjp_w` or `vjp_w(_f)` through a module alias of `partial(jax.custom_vjp, ...)`: the
+    # carrier is that decorator or call, nondiff_argnums is the alias's.
+    alias: PartialAlias | None = None
 
     @property
     def anchor(self) -> cst.CSTNode:

@@ -42,6 +42,7 @@ from vjp_migrate.plan.residuals import (
 )
 from vjp_migrate.plan.returned import Helpers, Returned, unsure_cotangents
 from vjp_migrate.sites import own_returns, positional_params, varargs_owner
+from vjp_migrate.wording import spoken
 
 
 def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int, ...]:
@@ -119,15 +120,20 @@ def plan_site(
     saved = () if indexed else saved
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
-    rebound = sorted(set(saved_fwd) & fwd_bound)
+    rebound = [name for name in saved_fwd if name in fwd_bound]  # in position order: each finding names its own
     if rebound:
-        return f"fwd `{fwd.name.value}` assigns to `{rebound[0]}` before saving it"
+        them = "them" if len(rebound) > 1 else "it"
+        return f"fwd `{fwd.name.value}` assigns to {spoken([f'`{n}`' for n in rebound])} before saving {them}"
     for ret in fwd_returns:
         value = ret.value
-        if not (isinstance(value, cst.Tuple) and len(value.elements) == 2) or any(
-            isinstance(e, cst.StarredElement) for e in value.elements
-        ):
+        elements = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()
+        if len(elements) != 2 or any(isinstance(e, cst.StarredElement) for e in elements):
             return f"fwd `{fwd.name.value}` returns `{code_of(value)}`, not an `(output, residuals)` pair"
+        if isinstance(value, cst.List):  # JAX takes a list pair too
+            return (
+                f"fwd `{fwd.name.value}` returns the list `{code_of(value)}`, a pair JAX accepts but that the "
+                "rewrite does not extend: write it as a tuple `(output, residuals)`"
+            )
     if not fwd_returns:
         return f"fwd `{fwd.name.value}` has no return statement"
     slots = cotangent_slots(site, kept, moved)

@@ -26,7 +26,13 @@ def inconsistency(site: VjpSite, imports: ImportTable, returned: Returned) -> st
     bwd = site.bwd.node if site.bwd and site.nondiff.complete else None
     n_nondiff = len(site.nondiff.positions)
     ignored = ignored_argnames(site)
-    if not n_nondiff and not ignored:
+    number = site.nondiff.bare_int
+    if number:  # JAX: `set().update(1)`
+        return (
+            f"nondiff_argnums is the int {number}, not a tuple: JAX raises TypeError ('int' object is not "
+            f"iterable) as soon as it wraps `{_primal_name(site)}` (`({number},)` would list position {number})"
+        )
+    if not n_nondiff and not ignored and number is None:
         # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
         return _unread_import(site, imports)
     if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
@@ -49,6 +55,8 @@ def inconsistency(site: VjpSite, imports: ImportTable, returned: Returned) -> st
                 f", since JAX ignores `{ignored[0][0]}` in nondiff_argnames (it is {ignored[0][1]}, and only "
                 "positional-or-keyword parameters count there)"
                 if ignored
+                else ", since JAX ignores `nondiff_argnums=0` (a falsy int lists no position; `(0,)` lists position 0)"
+                if number == 0
                 else ""
             )
             return (

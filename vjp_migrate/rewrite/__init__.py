@@ -16,7 +16,7 @@ from vjp_migrate import walk
 from vjp_migrate.model import RewritePlan
 from vjp_migrate.rewrite.apply import Apply
 from vjp_migrate.rewrite.comments import saved_nothing
-from vjp_migrate.rewrite.lists import own_constant
+from vjp_migrate.rewrite.lists import own_constant, unused_aliases
 from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports
 
 
@@ -72,7 +72,8 @@ def _apply(
 def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
     """Nodes whose statement line leave_SimpleStatementLine changes: a return that stores its
     value first, a `del` that shrinks, a defvjp call that gets a new def before it, a fwd return
-    that saved nothing (its comment may say so), a constant that goes (a semicolon may be left)."""
+    that saved nothing (its comment may say so), a constant or an alias that goes (a semicolon
+    may be left)."""
     for plan in plans:
         yield from plan.temp_returns
         yield from (node for node in plan.fwd_returns if saved_nothing(node))
@@ -80,6 +81,7 @@ def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
         yield from filter(None, [own_constant(plan)])
         if plan.bwd_def_name and plan.site.defvjp is not None:
             yield plan.site.defvjp
+    yield from unused_aliases(plans)
 
 
 def _transform(module: cst.Module, applier: Apply) -> tuple[cst.Module, Apply]:

@@ -19,7 +19,6 @@ from vjp_migrate.rewrite.comments import (
     kept_del_comments,
     left_above,
     saved_nothing,
-    spoken,
 )
 from vjp_migrate.rewrite.docstrings import without_entries
 from vjp_migrate.rewrite.lists import (
@@ -36,11 +35,13 @@ from vjp_migrate.rewrite.lists import (
     prepend,
     rebuilt_elements,
     tuple_of,
+    unused_aliases,
     with_items,
     without,
 )
 from vjp_migrate.rewrite.unused_imports import NameUses
 from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript, split_sum
+from vjp_migrate.wording import spoken
 
 Compound = TypeVar("Compound", bound=cst.BaseCompoundStatement)
 
@@ -72,6 +73,7 @@ class Apply(cst.CSTTransformer):
         self.index = walk.index_of(module)
         self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
         self.constants = {id(a): p for p in plans if (a := own_constant(p)) is not None}
+        self.gone_aliases = {id(a): a for a in unused_aliases(plans)}
         self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
         self._constant_heirs(module)
 
@@ -94,14 +96,15 @@ class Apply(cst.CSTTransformer):
         return kept_del_comments(blocks, gone) if gone else {}
 
     def _constant_heirs(self, module: cst.Module) -> None:
-        """A constant line that goes (no position left) leaves the comments above it that are
-        not about it to the statement after it (comments.left_above)."""
+        """A constant line that goes (no position left), or an alias line, leaves the comments
+        above it that are not about it to the statement after it (comments.left_above)."""
         body = list(module.body)
         for index, stmt in enumerate(body[:-1]):
             if not isinstance(stmt, cst.SimpleStatementLine) or len(stmt.body) != 1:
                 continue
             plan = self.constants.get(id(stmt.body[0]))
-            if plan is not None and not listed_positions(plan) and (lines := left_above(stmt)):
+            goes = id(stmt.body[0]) in self.gone_aliases or (plan is not None and not listed_positions(plan))
+            if goes and (lines := left_above(stmt)):
                 heir = id(body[index + 1])
                 self.comment_heirs[heir] = [*lines, *self.comment_heirs.get(heir, [])]
 
@@ -143,6 +146,8 @@ class Apply(cst.CSTTransformer):
         plan = self.carriers.get(id(original_node))
         if plan is None:
             return updated_node
+        if plan.site.alias is not None:  # `@vjp_w`
+            return updated_node.with_changes(decorator=self._unaliased(plan))
         call, before = updated_node.decorator, original_node.decorator
         assert isinstance(call, cst.Call) and isinstance(before, cst.Call)
         self._forget_nondiff(plan)
@@ -159,6 +164,8 @@ class Apply(cst.CSTTransformer):
         plan = self.carriers.get(id(original_node))
         if plan is None:
             return updated_node
+        if plan.site.alias is not None:  # `vjp_w(f)`
+            return updated_node.with_changes(func=self._unaliased(plan))
         self._forget_nondiff(plan)
         if isinstance(updated_node.func, cst.Call):  # partial(jax.custom_vjp, ...)(f)
             inner, before = updated_node.func, original_node.func
@@ -169,6 +176,16 @@ class Apply(cst.CSTTransformer):
             self._forget_names(inner.func)
             return updated_node.with_changes(func=inner.args[0].value)
         return updated_node.with_changes(args=new_args(plan, original_node.args, updated_node.args))
+
+    def _unaliased(self, plan: RewritePlan) -> cst.BaseExpression:
+        """A use of a module alias of `partial(jax.custom_vjp, ...)` spelled out: a copy of its call
+        with the positions left, or its `jax.custom_vjp` when none is left (the alias may stay,
+        for other uses; unused_aliases)."""
+        alias = plan.site.alias
+        assert alias is not None
+        copy = alias.call.deep_clone()
+        args = new_args(plan, alias.call.args, copy.args)
+        return copy.with_changes(args=args) if len(args) > 1 else copy.args[0].value
 
     def _jit_decorator(self, edit: JitEdit, node: cst.Decorator) -> cst.Decorator:
         call = node.decorator
@@ -389,6 +406,9 @@ class Apply(cst.CSTTransformer):
         return None
 
     def leave_Assign(self, original_node: cst.Assign, updated_node: cst.Assign) -> cst.Assign | cst.RemovalSentinel:
+        if id(original_node) in self.gone_aliases:  # `vjp_w = partial(jax.custom_vjp, ...)`, now unused
+            self._forget_names(original_node.value)
+            return cst.RemoveFromParent()
         plan = self.constants.get(id(original_node))
         if plan is not None:  # `_NONDIFF = (0, 2)` that only the site reads
             self._forget_names(original_node.value)

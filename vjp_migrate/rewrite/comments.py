@@ -35,11 +35,6 @@ def saved_nothing(small: cst.BaseSmallStatement | None) -> bool:
     return isinstance(value, cst.Tuple) and len(value.elements) == 2 and saves_nothing(value.elements[1].value)
 
 
-def spoken(names: Sequence[str]) -> str:
-    """``lo``, ``lo and hi``, ``a, b and c``."""
-    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"
-
-
 def corrected(comment: str, said: str) -> str | None:
     """The comment with its "nothing is saved" clause replaced by ``said`` (None: no such clause)."""
     found = _NOTHING_SAVED.match(comment)

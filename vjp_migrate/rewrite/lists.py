@@ -26,9 +26,9 @@ def tuple_of(names: Sequence[str]) -> cst.BaseExpression:
 
 
 def positions_expr(original: cst.BaseExpression, kept: tuple[int, ...], as_list: bool) -> cst.BaseExpression:
-    """The positions ``kept``, in the spelling of ``original``. A tuple or list literal loses the
-    elements that go (its comments stay, section 1); anything else is written anew."""
-    if isinstance(original, (cst.Tuple, cst.List)):
+    """The positions ``kept``, in the spelling of ``original``. A tuple, list or set literal loses
+    the elements that go (its comments stay, section 1); anything else is written anew."""
+    if isinstance(original, (cst.Tuple, cst.List, cst.Set)):
         values = [e.value.value if isinstance(e.value, cst.Integer) else None for e in original.elements]
         numbers = [int(v, 0) for v in values if v is not None]
         if len(numbers) == len(values) and set(kept) <= set(numbers):
@@ -69,17 +69,23 @@ def _text(element: cst.BaseElement) -> str:
     return value.value
 
 
-def literal_without(literal: cst.Tuple | cst.List, gone: Callable[[cst.Element], bool]) -> cst.Tuple | cst.List:
-    """A tuple/list literal without the elements that are ``gone``, in the author's order and
+def literal_without(
+    literal: cst.Tuple | cst.List | cst.Set, gone: Callable[[cst.Element], bool]
+) -> cst.Tuple | cst.List | cst.Set:
+    """A tuple/list/set literal without the elements that are ``gone``, in the author's order and
     layout; a tuple left with one element gets its trailing comma."""
     open_ws = literal.lpar[0].whitespace_after if isinstance(literal, cst.Tuple) and literal.lpar else None
     if isinstance(literal, cst.List):
         open_ws = literal.lbracket.whitespace_after
+    elif isinstance(literal, cst.Set):
+        open_ws = literal.lbrace.whitespace_after
     elements, lead = without([e for e in literal.elements if isinstance(e, cst.Element)], gone, open_ws)
     if isinstance(literal, cst.Tuple) and len(elements) == 1 and not isinstance(elements[0].comma, cst.Comma):
         elements[0] = elements[0].with_changes(comma=cst.Comma())
     if isinstance(literal, cst.List):
         return literal.with_changes(elements=elements, lbracket=literal.lbracket.with_changes(whitespace_after=lead))
+    if isinstance(literal, cst.Set):
+        return literal.with_changes(elements=elements, lbrace=literal.lbrace.with_changes(whitespace_after=lead))
     if literal.lpar and lead is not None:
         lpar = [literal.lpar[0].with_changes(whitespace_after=lead), *literal.lpar[1:]]
         return literal.with_changes(elements=elements, lpar=lpar)
@@ -189,7 +195,9 @@ def new_args(plan: RewritePlan, originals: Sequence[cst.Arg], args: Sequence[cst
     for original, arg in zip(originals, args, strict=True):
         if original is site.nondiff.argnums_arg:
             listed = listed_positions(plan)
-            if not listed:
+            if not listed and original.keyword is None and _names_left_by_position(plan):
+                arg = arg.with_changes(value=cst.Tuple([]))  # `custom_vjp(f, (), ("n",))` keeps its place
+            elif not listed:
                 gone.add(id(arg))
             elif own_constant(plan) is None:  # else the constant takes them (Apply.leave_Assign)
                 arg = arg.with_changes(value=positions_expr(arg.value, listed, site.nondiff.as_list))
@@ -203,11 +211,30 @@ def new_args(plan: RewritePlan, originals: Sequence[cst.Arg], args: Sequence[cst
     return without(result, lambda a: id(a) in gone, None)[0]
 
 
+def _names_left_by_position(plan: RewritePlan) -> bool:
+    """nondiff_argnames is given by position, after nondiff_argnums, and keeps a name."""
+    arg = plan.site.nondiff.argnames_arg
+    named = named_positions(plan)
+    return arg is not None and arg.keyword is None and any(p in named for p in plan.kept)
+
+
 def own_constant(plan: RewritePlan) -> cst.Assign | None:
     """The module constant giving nondiff_argnums that only this site reads: the fix changes it
     (or removes it with the keyword, when no position is left) instead of the keyword."""
     constant = plan.site.nondiff.constant
     return constant.assign if constant is not None and not constant.shared else None
+
+
+def unused_aliases(plans: Sequence[RewritePlan]) -> list[cst.Assign]:
+    """The module aliases of `partial(jax.custom_vjp, ...)` whose every use is a site the plans
+    rewrite: they go, as an import the change made unused does, unless a string of the module
+    names them (`__all__`)."""
+    rewritten: dict[int, int] = {}
+    for plan in plans:
+        if plan.site.alias is not None:
+            rewritten[id(plan.site.alias.assign)] = rewritten.get(id(plan.site.alias.assign), 0) + 1
+    aliases = {id(p.site.alias.assign): p.site.alias for p in plans if p.site.alias is not None}
+    return [a.assign for key, a in aliases.items() if not a.exported and a.uses == rewritten[key]]
 
 
 def listed_positions(plan: RewritePlan) -> tuple[int, ...]:

@@ -31,9 +31,24 @@ class Site:
     unseen: bool = False  # a call form whose primal is surely no def (the sites stage reads fwd's signature)
 
 
+def nondiff_options(m: Module, call: ast.Call) -> list[tuple[str, ast.expr]]:
+    """What a call gives as nondiff_argnums and nondiff_argnames, (keyword, value): by keyword, or
+    by position after the function of a call of custom_vjp itself (`custom_vjp(f, (1,))`), up to
+    a starred argument, as sites.nondiff reads them."""
+    found = [(k.arg, k.value) for k in call.keywords if k.arg in NONDIFF_KEYWORDS]
+    func = call.func.value if isinstance(call.func, ast.Subscript) else call.func
+    last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if len(call.args) > 1 and (last == "custom_vjp" or last in m.aliases) and may_be_custom_vjp(m, call.func):
+        for keyword, value in zip(("nondiff_argnums", "nondiff_argnames"), call.args[1:3], strict=False):
+            if isinstance(value, ast.Starred):
+                break
+            found.append((keyword, value))
+    return found
+
+
 def find_sites(m: Module) -> Iterator[Site]:
     for call in m.calls:
-        if not call.keywords or not any(k.arg in NONDIFF_KEYWORDS for k in call.keywords):
+        if not (call.keywords or len(call.args) > 1) or not nondiff_options(m, call):
             continue
         first = call.args[0] if call.args else None
         if not (may_be_custom_vjp(m, call.func) or (first is not None and may_be_custom_vjp(m, first))):
@@ -49,8 +64,10 @@ def find_sites(m: Module) -> Iterator[Site]:
         # Call forms: custom_vjp(f, nondiff_argnums=...) or partial(custom_vjp, ...)(f).
         outer = next((c for c in m.calls if c.func is call and c.args), None)
         bound = m.assigned.get(id(outer if outer is not None else call), [])
-        if not bound or (outer is None and not may_be_custom_vjp(m, call.func)):
+        if not bound:
             continue  # the sites stage finds call forms only as `name = custom_vjp(...)` or `partial(...)(f)`
+        if outer is None and not may_be_custom_vjp(m, call.func):
+            raise Doubt  # `vjp_w = partial(custom_vjp, ...)`: the sites stage reads `@vjp_w` and `vjp_w(f)`
         if any("." in name for name in bound):
             raise Doubt  # `simulate.vjp = custom_vjp(...)`: users call it by the attribute
         target = outer.args[0] if outer is not None else (call.args[0] if call.args else None)
@@ -88,11 +105,13 @@ def nondiff_positions(m: Module, site: Site, primal: Func) -> list[int]:
     # JAX reads nondiff_argnames among the positional-or-keyword parameters only.
     named, skipped = [p.arg for p in primal.args.args], len(primal.args.posonlyargs)
     found: set[int] = set()
-    for keyword in site.call.keywords:
-        if keyword.arg == "nondiff_argnums":
-            found.update(int_positions(m, keyword.value))
-        elif keyword.arg == "nondiff_argnames":
-            found.update(skipped + named.index(n) for n in str_names(m, keyword.value) if n in named)
+    for keyword, value in nondiff_options(m, site.call):
+        if keyword == "nondiff_argnums" and not isinstance(value, (ast.Tuple, ast.List, ast.Set, ast.Call)):
+            raise Doubt  # one int: JAX ignores 0 and raises TypeError for any other (VJP004 whatever the rules)
+        if keyword == "nondiff_argnums":
+            found.update(int_positions(m, ast.List(value.elts) if isinstance(value, ast.Set) else value))
+        else:
+            found.update(skipped + named.index(n) for n in str_names(m, value) if n in named)
     return sorted(found)
 
 
@@ -100,7 +119,8 @@ def names_star_args(m: Module, site: Site, primal: Func) -> bool:
     """nondiff_argnames names the primal's `*args`, which JAX ignores: VJP004 whatever the rules."""
     star = primal.args.vararg
     return star is not None and any(
-        k.arg == "nondiff_argnames" and star.arg in str_names(m, k.value) for k in site.call.keywords
+        keyword == "nondiff_argnames" and star.arg in str_names(m, value)
+        for keyword, value in nondiff_options(m, site.call)
     )
 
 

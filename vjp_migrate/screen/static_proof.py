@@ -13,7 +13,7 @@ from vjp_migrate.screen.array_use import (
 )
 from vjp_migrate.screen.jit import call_site_may_pass_traced, jit_static
 from vjp_migrate.screen.names import annotation_parts, exactly, positional_params, qualified, segment
-from vjp_migrate.screen.sites import Site, call_value, defvjp_calls, rule_arg
+from vjp_migrate.screen.sites import Site, call_value, defvjp_calls, nondiff_options, rule_arg
 from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, own_nodes
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
@@ -115,7 +115,7 @@ class StaticProof:
         if not self.site.unseen:
             return (self.primal,) if self.primal else self.site.primals
         fwd, bwd = self.rules
-        names = any(k.arg == "nondiff_argnames" for k in self.site.call.keywords)
+        names = any(keyword == "nondiff_argnames" for keyword, _ in nondiff_options(self.m, self.site.call))
         if fwd is None or bwd is None or fwd.args.vararg is not None or names:
             raise Doubt  # an unresolved rule, or names the pipeline reports as unreadable
         return (fwd,)

@@ -94,8 +94,14 @@ class RuleLinker(NondiffReader):
         params = positional_params(fwd.node)[fwd.bound_args :]
         assert isinstance(site.carrier, cst.Call)
         call = site.carrier
-        options = call.func.args[1:] if isinstance(call.func, cst.Call) else call.args[1:]
-        spec = self.nondiff_spec(options, params, seen=False) or site.nondiff
+        direct = site.alias is None and not isinstance(call.func, cst.Call)  # `jax.custom_vjp(f, (1,))`
+        if site.alias is not None:  # `vjp_w(f)`
+            options = site.alias.call.args[1:]
+        elif isinstance(call.func, cst.Call):
+            options = call.func.args[1:]
+        else:
+            options = call.args[1:]
+        spec = self.nondiff_spec(options, params, False, 0, direct, site.alias is not None) or site.nondiff
         problem = site.problem
         if spec.argnames_arg is not None and problem is None:
             text = self.module.code_for_node(site.primal_expr) if site.primal_expr is not None else site.name

@@ -1,5 +1,6 @@
 """Sites, step 6: ``SiteFinder``, which walks a module's scopes and collects its custom_vjp sites
-(every spelling of the decorator and call forms); the nondiff positions are read by its base
+(every spelling of the decorator and call forms, through a module alias of the partial too:
+`@vjp_w`, `f = vjp_w(_f)`); the nondiff positions are read by its base
 ``NondiffReader`` (nondiff.py), the rules linked by ``RuleLinker`` (defvjp.py)."""
 
 from __future__ import annotations
@@ -8,8 +9,8 @@ from collections.abc import Sequence
 
 import libcst as cst
 
-from vjp_migrate.imports import CUSTOM_VJP, PARTIAL, ImportTable, dotted
-from vjp_migrate.model import PRIMAL_ROLE, FunctionRef, VjpSite
+from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.model import PRIMAL_ROLE, FunctionRef, PartialAlias, VjpSite
 from vjp_migrate.sites.defvjp import ImportedRule, RuleLinker
 from vjp_migrate.sites.jit import jit_static_positions
 from vjp_migrate.sites.nondiff import ImportedValue
@@ -47,18 +48,7 @@ class SiteFinder(RuleLinker):
         self.names = None
         self.bindings = None
         self.registrations = {}
-
-    # --- recognising the decorator and call forms --------------------------------------------
-
-    def _vjp_call(self, call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression | None] | None:
-        """For ``partial(jax.custom_vjp, ...)`` or ``jax.custom_vjp(f, ...)``: (custom_vjp, partial)."""
-        if self.imports.is_one_of(call.func, PARTIAL) and call.args:
-            first = call.args[0]
-            if first.keyword is None and self.imports.is_one_of(first.value, CUSTOM_VJP):
-                return first.value, call.func
-        if self.imports.is_one_of(call.func, CUSTOM_VJP):
-            return call.func, None
-        return None
+        self.aliases = self.partial_aliases()
 
     # --- walking scopes -----------------------------------------------------------------------
 
@@ -96,12 +86,14 @@ class SiteFinder(RuleLinker):
         vjp: tuple[cst.BaseExpression, cst.BaseExpression | None],
         primal_expr: cst.BaseExpression | None = None,
         primal_from: FunctionRef | None = None,
+        alias: PartialAlias | None = None,
     ) -> VjpSite | None:
         """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
         a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
         params = positional_params(primal) if primal is not None else ()
         positional_only = len(primal.params.posonly_params) if primal is not None else 0
-        spec = self.nondiff_spec(args, params, seen=primal is not None, positional_only=positional_only)
+        direct = vjp[1] is None  # `jax.custom_vjp(f, (1,))`: the options may be positional
+        spec = self.nondiff_spec(args, params, primal is not None, positional_only, direct, alias is not None)
         if spec is None:
             return None
         return VjpSite(
@@ -125,16 +117,21 @@ class SiteFinder(RuleLinker):
             ),
             primal_expr=primal_expr,
             primal_from=primal_from,
+            alias=alias,
         )
 
     def _decorated_site(self, func: cst.FunctionDef, scope: Scope) -> VjpSite | None:
+        qualname = f"{scope.qualprefix}{func.name.value}"
         for decorator in func.decorators:
             call = decorator.decorator
             if isinstance(call, cst.Call):
                 vjp = self._vjp_call(call)
                 if vjp is not None and vjp[1] is not None:
-                    qualname = f"{scope.qualprefix}{func.name.value}"
                     return self._make_site(func.name.value, qualname, func, decorator, call.args[1:], vjp)
+            alias = self.aliases.get(call.value) if isinstance(call, cst.Name) else None
+            if alias is not None:  # `@vjp_w`
+                options, vjp = _through(alias)
+                return self._make_site(func.name.value, qualname, func, decorator, options, vjp, alias=alias)
         return None
 
     def _call_site(self, assign: cst.Assign, scope: Scope) -> VjpSite | None:
@@ -146,7 +143,13 @@ class SiteFinder(RuleLinker):
             return None
         call = assign.value
         assert isinstance(call, cst.Call)
-        if isinstance(call.func, cst.Call):  # partial(jax.custom_vjp, nondiff_argnums=...)(f)
+        alias = self.aliases.get(call.func.value) if isinstance(call.func, cst.Name) else None
+        vjp: tuple[cst.BaseExpression, cst.BaseExpression | None] | None
+        if alias is not None:  # `vjp_w(f)`, one function and nothing else
+            if len(call.args) != 1 or call.args[0].keyword is not None:
+                return None
+            (options, vjp), target = _through(alias), call.args[0]
+        elif isinstance(call.func, cst.Call):  # partial(jax.custom_vjp, nondiff_argnums=...)(f)
             vjp = self._vjp_call(call.func)
             if vjp is None or vjp[1] is None or not call.args:
                 return None
@@ -159,7 +162,8 @@ class SiteFinder(RuleLinker):
         written, unwrapped = target.value, self._unwrapped(target.value)
         primal = find_def(scope, unwrapped.value) if isinstance(unwrapped, cst.Name) else None
         if primal is not None:
-            return self._make_site(name, f"{scope.qualprefix}{primal.name.value}", primal, call, options, vjp)
+            qualname = f"{scope.qualprefix}{primal.name.value}"
+            return self._make_site(name, qualname, primal, call, options, vjp, alias=alias)
         if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
             return None
         # A lambda is read through a def view, like a lambda rule; an imported def where its module
@@ -167,7 +171,7 @@ class SiteFinder(RuleLinker):
         imported = self._imported_primal(unwrapped, scope)
         seen = lambda_rule(unwrapped).node if isinstance(unwrapped, cst.Lambda) else imported.node if imported else None
         qualname = f"{scope.qualprefix}{name}"
-        return self._make_site(name, qualname, seen, call, options, vjp, written, imported)
+        return self._make_site(name, qualname, seen, call, options, vjp, written, imported, alias)
 
     def _imported_primal(self, target: cst.BaseExpression, scope: Scope) -> FunctionRef | None:
         """The def of a primal the module imports from another file of the run, like an imported
@@ -193,3 +197,8 @@ class SiteFinder(RuleLinker):
         ):
             return target.args[0].value
         return target
+
+
+def _through(alias: PartialAlias) -> tuple[Sequence[cst.Arg], tuple[cst.BaseExpression, cst.BaseExpression | None]]:
+    """A site's options and (custom_vjp, partial) when it goes through ``alias``: the alias's."""
+    return alias.call.args[1:], (alias.call.args[0].value, alias.call.func)
