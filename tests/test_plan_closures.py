@@ -293,3 +293,71 @@ def test_the_fix_this_declines_fails_under_custom_vjp3_jit() -> None:
     failed = [c for c in row.problems if c.check.startswith("custom_vjp3")]
     assert failed, render_report(report)
     assert all("UnexpectedTracerError" in c.detail and "closed over a" in c.detail for c in failed)
+
+
+NESTED = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def inner(x, w):
+    return x * w
+
+
+def inner_fwd(x, w):
+    return x * w, x
+
+
+def inner_bwd(w, x, g):
+    return (g * w,)
+
+
+inner.defvjp(inner_fwd, inner_bwd)
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def outer(x, w):
+    return jnp.sin(inner(x, {passed}))
+
+
+def outer_fwd(x, w):
+    return jnp.sin(x * w), x * w
+
+
+def outer_bwd(w, y, g):
+    return (g * jnp.cos(y) * w,)
+
+
+outer.defvjp(outer_fwd, outer_bwd)
+{inner_used}"""
+
+
+@pytest.mark.parametrize("passed", ["w", "w * 2.0", "jnp.abs(w)"])
+def test_the_moved_value_passed_to_a_position_another_site_keeps_declines_the_fix(passed: str) -> None:
+    # probe31 S2: inner keeps `w` nondiff (its fwd is called elsewhere: VJP003), so once outer's
+    # `w` moves, jit of outer passes a Tracer to inner's nondiff position and raises
+    code = NESTED.format(passed=passed, inner_used="\n\ny, r = inner_fwd(1.0, 2.0)\n")
+    found = {d.function: d for d in _found(code)}
+    assert (found["inner"].code, found["outer"].code) == ("VJP003", "VJP003")
+    assert found["outer"].message.endswith(
+        "the primal `outer` passes `w` to position 1 of `inner`, which stays in nondiff_argnums: "
+        "`w` would be a Tracer passed as a static argument"
+    )
+    assert fix_source(code, path="m.py").source == code
+
+
+def test_the_moved_value_passed_to_a_position_another_site_moves_too_keeps_the_fix() -> None:
+    code = NESTED.format(passed="w", inner_used="")
+    found = {d.function: (d.code, d.fixable) for d in _found(code)}
+    assert found == {"inner": ("VJP001", True), "outer": ("VJP001", True)}
+    fixed = fix_source(code, path="m.py").source
+    assert fixed.count("@jax.custom_vjp\n") == 2
+
+
+def test_only_the_moved_values_shape_passed_there_keeps_the_fix() -> None:
+    code = NESTED.format(passed="w.shape[0] if False else 2.0", inner_used="\n\ny, r = inner_fwd(1.0, 2.0)\n")
+    found = {d.function: d.code for d in _found(code)}
+    assert found["outer"] == "VJP001"

@@ -6,7 +6,9 @@ nondiff arguments are static, jit and vmap raise UnexpectedTracerError for the T
 function closes over). Once moved, the argument can be a Tracer, and no residual or None placement
 changes that: the site cannot be rewritten. A function is a lambda, a nested def, or a
 ``functools.partial(...)`` call, written at the call or bound to a name first; what it captures is
-the moved argument itself or a local computed from it.
+the moved argument itself or a local computed from it. The value itself passed there (`inner(x,
+w)` where `inner` keeps `w` nondiff, say because its own rewrite is refused) is refused alike:
+every JAX raises UnexpectedTracerError for a Tracer in a nondiff position.
 """
 
 from __future__ import annotations
@@ -72,15 +74,20 @@ def static_capture(
     targets = {**callees, site.name: own, site.qualname: own}
     for role, func, names in _roles(site, moved, moved_bwd):
         found = _first_capture(func, names, targets, imports)
-        if found is not None:
-            (passed, read), tainted, position, callee = found
-            origin = _origin(tainted, read)
-            what = f"a function closing over `{read}`" + (f", computed from `{origin}`" if origin != read else "")
-            what = f"`{passed}` ({what})" if passed is not None else what
-            return (
-                f"{role}`{func.name.value}` passes {what} to position {position} of `{callee}`, which stays in "
-                f"nondiff_argnums: `{origin}` would be a Tracer captured in a static argument"
-            )
+        if found is None:
+            continue
+        (passed, read), tainted, position, callee = found
+        origin = _origin(tainted, read)
+        computed = f", computed from `{origin}`" if origin != read else ""
+        if passed == read:  # the value itself
+            what, how = f"`{read}`{computed}", "passed as a static argument"
+        else:
+            what = f"a function closing over `{read}`{computed}"
+            what, how = f"`{passed}` ({what})" if passed is not None else what, "captured in a static argument"
+        return (
+            f"{role}`{func.name.value}` passes {what} to position {position} of `{callee}`, which stays in "
+            f"nondiff_argnums: `{origin}` would be a Tracer {how}"
+        )
     return None
 
 
@@ -198,7 +205,8 @@ def _captured(
     value: cst.BaseExpression, tainted: Mapping[str, str], functions: set[str], imports: ImportTable
 ) -> tuple[str | None, str] | None:
     """When ``value`` is a function capturing a tainted name: the name it is passed by (None for
-    a lambda or partial written at the call) and the tainted name it captures."""
+    a lambda or partial written at the call) and the tainted name it captures; when it reads a
+    tainted name itself (not only its shape or dtype): that name, twice."""
     read: str | None = None
     if isinstance(value, cst.Lambda):
         read = _closes_over(value, tainted)
@@ -206,6 +214,8 @@ def _captured(
         read = _reads(value, tainted)
     elif isinstance(value, cst.Name) and value.value in functions and value.value in tainted:
         return value.value, tainted[value.value]
+    elif (read := _reads(value, tainted)) is not None:  # the value itself, or one computed from it
+        return read, read
     return None if read is None else (None, read)
 
 
