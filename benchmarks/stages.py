@@ -38,7 +38,7 @@ STAGES = [
     ("plan", "vjp_migrate.plan.shared", "reconcile_shared"),
     ("findings and noqa", "vjp_migrate.findings", "diagnostics_for"),
     ("findings and noqa", "vjp_migrate.noqa", "suppress"),
-    ("rewrite (plans to new nodes, unused imports)", "vjp_migrate.rewrite", "apply_plans"),
+    ("rewrite (plans to new nodes, unused imports)", "vjp_migrate.rewrite", "rewrite_module"),
     ("rebuild of the changed nodes (walk.Index.transform)", "vjp_migrate.walk", "Index.transform"),
     ("code generation of the changed nodes, spliced into the source", "vjp_migrate.walk", "Index.code"),
     ("syntax check of the changed statements", "vjp_migrate.source", "check_syntax"),

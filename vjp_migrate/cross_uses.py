@@ -18,6 +18,7 @@ module (or, for a rule, one of its packages); nothing of it is kept but the uses
 from __future__ import annotations
 
 import ast
+import functools
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -171,19 +172,25 @@ class OtherFiles:
         asked = set(wanted)
         missing = sorted(asked - self.found.keys())
         self.found.update(dict.fromkeys(missing))
+        by_name: dict[str, list[Wanted]] = {}  # the names still looked for
+        for w in missing:
+            by_name.setdefault(w.name, []).append(w)
         for path in self.files:
-            open_ = [w for w in missing if self.found[w] is None]
-            read = self._read(path, {w.name for w in open_}) if open_ else None
+            if not by_name:
+                break
+            read = self._read(path, set(by_name))
             if read is None:
-                if not open_:
-                    break
                 continue
             text, present = read
-            here = self._importing(path, text, [w for w in open_ if w.name in present])
+            here = self._importing(path, text, [w for name in present for w in by_name[name]])
             tree = _tree(text) if here else None
-            if tree is not None:
-                for w, line in self._uses_in(path, tree, here).items():
-                    self.found[w] = (path, line)
+            if tree is None:
+                continue
+            for w, line in self._uses_in(path, tree, here).items():
+                self.found[w] = (path, line)
+                by_name[w.name].remove(w)
+                if not by_name[w.name]:
+                    del by_name[w.name]
         return {w: use for w in asked if (use := self.found[w]) is not None}
 
     def imported(self, home: Path, names: Iterable[str]) -> set[str]:
@@ -215,19 +222,21 @@ class OtherFiles:
     def _importing(self, path: Path, text: str, asked: list[Wanted]) -> list[Wanted]:
         """Those of ``asked`` that ``path`` may import: an import line names their module (or,
         for a rule, a folder above it: a package, which may re-export it)."""
-        lines: str | None = None
+        words: set[str] | None = None  # the words of its import lines
+        named: dict[tuple[Path, bool], bool] = {}  # (home, an import's?) -> an import line names it
         kept = []
         for wanted in asked:
             if path == wanted.home:
                 if wanted.in_home:
                     kept.append(wanted)
                 continue
-            if lines is None:
-                lines = _import_lines(text)
-            parts = _path_names(wanted.home)
-            if wanted.role == IMPORT:
-                parts = parts[-1:]
-            if any(re.search(rf"\b{re.escape(part)}\b", lines) for part in parts):
+            key = (wanted.home, wanted.role == IMPORT)
+            if key not in named:
+                if words is None:
+                    words = set(re.findall(r"\w+", _import_lines(text)))
+                parts = _path_names(wanted.home)
+                named[key] = not words.isdisjoint(parts[-1:] if key[1] else parts)
+            if named[key]:
                 kept.append(wanted)
         return kept
 
@@ -304,12 +313,13 @@ class OtherFiles:
         return self.project.leads_to(target, path, wanted.home, wanted.name)
 
 
-def _path_names(home: Path) -> list[str]:
+@functools.lru_cache(maxsize=4096)  # asked once per file of the run that may use the module
+def _path_names(home: Path) -> tuple[str, ...]:
     """The folder names above ``home`` and its module's own name, last: the parts of any name
     the module has (its packages, or its folders below an import root)."""
     *folders, _ = Path(os.path.abspath(home)).parts
     own = folders[-1] if home.stem == "__init__" else home.stem
-    return [*(folder for folder in folders if folder.isidentifier() and folder != own), own]
+    return (*(folder for folder in folders if folder.isidentifier() and folder != own), own)
 
 
 def _statements(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
