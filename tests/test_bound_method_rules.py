@@ -8,10 +8,11 @@ from __future__ import annotations
 import textwrap
 
 import pytest
+from conftest import FIXTURES
 from helpers import sites_of
 
 from vjp_migrate import screen
-from vjp_migrate.api import check_source
+from vjp_migrate.api import check_source, fix_source
 from vjp_migrate.codes import BY_CODE, DEFAULT_SELECT
 from vjp_migrate.model import Settings
 
@@ -143,3 +144,17 @@ def test_rules_of_a_call_form_bound_to_the_instance_are_its_methods() -> None:
     assert site.bwd is not None and site.bwd.node is not None and site.bwd.bound_args == 1
     assert site.params == ("w", "x")  # read from fwd, after `self`
     assert [(d.code, d.argument) for d in check_source(text)] == [("VJP001", "w")]
+
+
+def test_a_bound_method_rule_used_elsewhere_in_its_class_is_not_rewritten() -> None:
+    # review: only module-level rules were searched for other uses, so `direct` broke after the fix
+    code = (FIXTURES / "bound_method_rules_registered_in_init" / "before.py").read_text(encoding="utf-8")
+    code = code.replace(
+        "\n\nDEFAULT = ", "\n    def direct(self, x, g):\n        return self.apply_bwd(2.0, x, g)\n\n\nDEFAULT = "
+    )
+    (found,) = check_source(code, path="m.py")
+    assert found.code == "VJP003" and not found.fixable
+    assert found.message.endswith(
+        "bwd `apply_bwd` is also used on line 25, not only by defvjp, and the rewrite would change what that use gets"
+    )
+    assert fix_source(code, path="m.py").source == code

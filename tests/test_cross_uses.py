@@ -215,3 +215,10 @@ def test_import_lines_are_every_import_statement() -> None:
     lines = cross_uses._import_lines(text)
     assert all(name in lines for name in ("a", "b", "import c", "import e as f"))
     assert "import d" not in lines and "important" not in lines
+
+
+def test_a_user_too_deep_to_walk_is_taken_for_a_use_not_a_traceback(tmp_path: Path) -> None:
+    # ast parses a 700-term sum; walking it raised RecursionError out of the run (no file's guard)
+    deep = "y = " + "+".join(["1"] * 700) + "\n"
+    user = "from pkg.a import clip_gradient_bwd\n" + deep + "clip_gradient_bwd(0.0, 1.0, None, 1.0)\n"
+    _refused(_tree(tmp_path, {"tests/test_deep.py": user}), "tests/test_deep.py", 1)

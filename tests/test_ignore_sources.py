@@ -273,3 +273,15 @@ def test_a_value_that_is_no_boolean_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(main, ["check", str(tmp_path)])
     assert result.exit_code == 2
     assert result.stderr.strip().endswith("[tool.vjp-migrate] respect-gitignore must be true or false")
+
+
+def test_no_home_folder_is_no_global_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Path.home() raised RuntimeError out of the walk when HOME was unset and the user had no passwd entry
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    _repository(tmp_path / "repo")
+    _write(tmp_path / "repo", {".gitignore": "b.py\n"})
+    assert excludes_file(tmp_path / "repo" / ".git", tmp_path / "repo") is None
+    assert "b.py" not in _ours(tmp_path / "repo") and "a.py" in _ours(tmp_path / "repo")

@@ -7,6 +7,8 @@ checked to be supersets (or, for the static proofs, subsets) of the tables class
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from functools import cache
 from pathlib import Path
@@ -1426,3 +1428,17 @@ def test_screen_keeps_array_use_in_the_def_a_partial_primal_runs() -> None:
     )
     assert _findings(text, "alias.py", Settings(DEFAULT_SELECT))
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+def test_the_positional_trigger_does_not_backtrack_on_a_comment_banner(tmp_path: Path) -> None:
+    # A run of `#` after `custom_vjp` split in exponentially many ways: `check` of this ordinary
+    # new-style file never finished. Run apart, so a relapse fails on the timeout, not by hanging.
+    path = tmp_path / "banner.py"
+    path.write_bytes(b"from jax import custom_vjp\n\n" + b"#" * 79 + b"\n# " * 40 + b"\nx = 1\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "vjp_migrate", "check", "--no-cache", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "All checks passed (1 file checked).\n")

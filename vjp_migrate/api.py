@@ -114,20 +114,21 @@ def _analyze(
         ctx = project.widen(ctx, sites, module, path)
     infos = tuple(tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)) for site in sites)
     # A site's plan depends on the positions other sites keep nondiff (plan.closures): rounds from
-    # the hope that every plan moves what the settings select, until the plans keep no more.
+    # the hope that every plan moves what the settings select, until the plans keep no more (a
+    # site silenced by a noqa comment keeps all of them).
     callees = nondiff_hoped(sites, tuple(moved_positions(i, settings) for i in infos))
     while True:
         decisions = tuple(
             decide(site, i, settings, imports, ctx, callees) for site, i in zip(sites, infos, strict=True)
         )
         decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))
+        diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
+        decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
+        decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
         wider = kept_more(callees, nondiff_after(decisions))
         if wider == callees:
             break
         callees = wider
-    diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
-    decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
-    decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
     if project is not None:
         project.note_changes(path, decisions, module)
     return Analysis(diagnostics, decisions, module)

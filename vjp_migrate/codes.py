@@ -17,8 +17,8 @@ class Code:
     fix_title: str | None
     fix_safety: FixSafety
     default: bool  # selected when the user selects nothing
-    # Words one of which must occur in a file's bytes for this code to be possible there, unless
-    # ``trigger_pattern`` (a regular expression) matches them.
+    # Words one of which must occur in a file's bytes for this code to be possible there; or else
+    # ``trigger_pattern``, a regular expression, must match the bytes (a second way in).
     triggers: tuple[bytes, ...]
     what: str
     why: str
@@ -74,7 +74,9 @@ _NONDIFF = (b"nondiff_arg",)
 # nondiff_argnums given by position, `jax.custom_vjp(f, (1,))`, has no keyword: a file may hold one
 # when it calls something named custom_vjp (subscripted, parenthesized, across comments and line
 # breaks: `(jax.custom_vjp)  # c` then `(f, (1,))`) or imports it under another name (`as cv`).
-_POSITIONAL = rb"custom_vjp(?:(?:[\s\\)]|#[^\r\n]*)*[(\[]|(?:[\s\\]|#[^\r\n]*)+as\b)"
+# A comment runs to its line's end (`(?![^\r\n])`): else a run of `#` splits in exponentially many ways.
+_COMMENT = rb"#[^\r\n]*(?![^\r\n])"
+_POSITIONAL = rb"custom_vjp(?:(?:[\s\\)]|" + _COMMENT + rb")*[(\[]|(?:[\s\\]|" + _COMMENT + rb")+as\b)"
 
 CODES: tuple[Code, ...] = (
     Code(

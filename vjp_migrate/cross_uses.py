@@ -269,7 +269,11 @@ class OtherFiles:
                 spellings[wanted] = {wanted.name, *aliases}
         if not spellings:
             return found
-        values, calls, residual_reads = loads_besides_defvjp(tree, set().union(*spellings.values()))
+        try:
+            values, calls, residual_reads = loads_besides_defvjp(tree, set().union(*spellings.values()))
+        except (RecursionError, MemoryError):  # too deep to walk: taken for a use, at its first import
+            first = min((line for _, line in imports.froms), default=1)
+            return {**found, **dict.fromkeys(spellings, first)}
         for wanted, names in spellings.items():
             # fwd keeps its signature: a call that keeps only its output `[0]` sees no change.
             tables = [values, residual_reads] if wanted.role == "fwd" else [values, calls]

@@ -26,7 +26,8 @@ def excludes_file(git_dir: Path, work_tree: Path) -> Path | None:
     for config in _config_files(git_dir):
         value = _excludes_in(config, value)
     if value is None:
-        return _xdg_home() / "git" / "ignore"
+        xdg = _xdg_home()
+        return None if xdg is None else xdg / "git" / "ignore"
     if not value:
         return None
     return _expand(value, work_tree)
@@ -41,14 +42,26 @@ def _config_files(git_dir: Path) -> list[Path]:
     if chosen is not None:
         files.append(Path(chosen or os.devnull))
     else:
-        files.append(_xdg_home() / "git" / "config")
-        files.append(Path.home() / ".gitconfig")
+        xdg, home = _xdg_home(), _home()
+        files += [] if xdg is None else [xdg / "git" / "config"]
+        files += [] if home is None else [home / ".gitconfig"]
     files.append(git_dir / "config")
     return files
 
 
-def _xdg_home() -> Path:
-    return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+def _home() -> Path | None:
+    """The user's home folder; None when there is none (no HOME, a user without a passwd entry)."""
+    try:
+        return Path.home()
+    except (RuntimeError, KeyError):
+        return None
+
+
+def _xdg_home() -> Path | None:
+    if os.environ.get("XDG_CONFIG_HOME"):
+        return Path(os.environ["XDG_CONFIG_HOME"])
+    home = _home()
+    return None if home is None else home / ".config"
 
 
 def _excludes_in(config: Path, value: str | None) -> str | None:

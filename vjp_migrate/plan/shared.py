@@ -11,7 +11,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import Layout, RewritePlan, SiteDecision
-from vjp_migrate.sites import positional_params
+from vjp_migrate.sites import body_statements, positional_params
 
 
 def rule_change(decision: SiteDecision, role: str) -> tuple[object, ...]:
@@ -123,12 +123,21 @@ class _OtherLoads(ast.NodeVisitor):
         self.residual_read: dict[str, list[int]] = {}  # called, and more than the output `[0]` kept
         self.output_only: set[int] = set()  # calls whose result is only indexed `[0]` or unpacked into `out, _`
 
-    def uses(self, name: str, role: str) -> list[int]:
+    def uses(self, name: str, role: str, dotted: bool = False) -> list[int]:
         """The lines where the rewrite of ``name``, the site's ``role``, changes what a use gets:
         any call of bwd (its signature changes), a call of fwd whose residuals are kept (they
-        change), and any other read of either."""
+        change), and any other read of either; with ``dotted`` (a method), `obj.<name>` too."""
         calls = self.called if role == "bwd" else self.residual_read
-        return sorted(self.lines.get(name, []) + calls.get(name, []))
+        found = self.lines.get(name, []) + calls.get(name, [])
+        if dotted:
+            found += [
+                line
+                for table in (self.lines, calls)
+                for key, at in table.items()
+                if key.endswith(f".{name}")
+                for line in at
+            ]
+        return sorted(found)
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         index = node.slice
@@ -226,16 +235,22 @@ def _defvjp_owner(func: ast.expr) -> str | None:
 def rules_used_elsewhere(
     decisions: tuple[SiteDecision, ...], module: cst.Module, text: str
 ) -> tuple[SiteDecision, ...]:
-    """A module-level fwd or bwd that something other than the sites' defvjp calls reads (a direct
-    call, another custom_vjp's defvjp) would be broken by the rewrite: its users get VJP003.
-    ``text`` is ``module``'s source (its ``.code`` would generate it all again)."""
+    """A module-level fwd or bwd (or a method of a module-level class, read as `obj.<name>`) that
+    something other than the sites' defvjp calls uses would be broken by the rewrite: its users
+    get VJP003. A use is any read of bwd or call of it, and any read of fwd or call that keeps
+    more than its output (`f_fwd(x)[0]` and `out, _ = f_fwd(x)` do not); a fwd the plan leaves
+    as it is (``leaves_fwd_unchanged``) is not looked for. ``text`` is ``module``'s source (its
+    ``.code`` would generate it all again)."""
     top = {id(statement) for statement in module.body}
+    # a method of a module-level class is a rule through `self.<name>` (read as `obj.<name>` too)
+    methods = {id(s) for c in module.body if type(c) is cst.ClassDef for s in body_statements(c)}
     rules = [  # (index of the decision, role, name): module-level rules of sites that would be rewritten
         (index, role, ref.node.name.value)
         for index, decision in enumerate(decisions)
         if _plannable(decision)
         for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd))
-        if ref is not None and ref.node is not None and ref.lambda_node is None and id(ref.node) in top
+        if ref is not None and ref.node is not None and ref.lambda_node is None
+        if id(ref.node) in top or id(ref.node) in methods
         if role == "bwd" or not leaves_fwd_unchanged(decision)
     ]
     if not rules:
@@ -256,7 +271,7 @@ def rules_used_elsewhere(
             continue  # its fwd is used elsewhere already: that is the problem named
         # fwd keeps its signature and output: a call that keeps only the output (a primal written
         # `return f_fwd(x)[0]`) does not see the residual change; `f_fwd(x)[1]` does.
-        lines = visitor.uses(name, role)
+        lines = visitor.uses(name, role, dotted=id(_rule_node(decisions[index], role)) in methods)
         if lines:
             problem = (
                 f"{role} `{name}` is also used on line {lines[0]}, not only by defvjp, "
@@ -337,3 +352,8 @@ def _plannable(decision: SiteDecision) -> bool:
 def _expression(code: str) -> ast.expr:
     """``code`` (an expression, maybe spread over lines) as an ast node."""
     return ast.parse(f"(\n{code}\n)", mode="eval").body
+
+
+def _rule_node(decision: SiteDecision, role: str) -> cst.FunctionDef | None:
+    ref = decision.site.fwd if role == "fwd" else decision.site.bwd
+    return None if ref is None else ref.node

@@ -4,8 +4,10 @@ It answers one question, soundly: *could* the full pipeline report anything in t
 these settings? ``may_report`` returns False only when it can prove the answer is no; every
 doubt keeps the file. It over-approximates the later stages instead of copying them:
 
-- a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword whose function,
-  or first positional argument, may name ``custom_vjp`` (through any import alias); a call form
+- a *site* is any call with a ``nondiff_argnums``/``nondiff_argnames`` keyword, or given by
+  position (`custom_vjp(f, (1,))`), whose function, or first positional argument, may name
+  ``custom_vjp`` (through any import alias); a module name bound to `partial(custom_vjp, ...)`
+  and a bare-int ``nondiff_argnums`` keep the file unproved; a call form
   whose primal is surely no def of the module (an attribute, an imported name) is judged by its
   fwd's signature, as the sites stage does, and one whose primal may or may not be a def, or whose
   fwd is no def (a call may build it: classify then judges each position from the calls alone),

@@ -9,6 +9,7 @@ import libcst as cst
 from vjp_migrate.imports import CUSTOM_VJP, PARTIAL, ImportTable, dotted, target_names
 from vjp_migrate.sites.scopes import Scope, scope_statements
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
+from vjp_migrate.wording import spoken
 
 
 def building_call(expr: cst.BaseExpression | None, scope: Scope, imports: ImportTable) -> cst.Call | None:
@@ -38,12 +39,8 @@ def built_problem(built: list[tuple[str, cst.Call]], module: cst.Module) -> str:
     """What VJP003 says of the roles (`"the primal"`, `"fwd"`, `"bwd"`) built by those calls."""
     roles = [role.removeprefix("the ") for role, _ in built]
     makers = list(dict.fromkeys(f"`{module.code_for_node(call.func)}(...)`" for _, call in built))
-    how = f"a call ({makers[0]})" if len(makers) == 1 else f"calls ({_listed(makers)})"
-    return f"its {_listed(roles)} {'are' if len(roles) > 1 else 'is'} built by {how}, which vjp-migrate does not follow"
-
-
-def _listed(items: list[str]) -> str:
-    return ", ".join(items[:-1]) + f" and {items[-1]}" if len(items) > 1 else items[0]
+    how = f"a call ({makers[0]})" if len(makers) == 1 else f"calls ({spoken(makers)})"
+    return f"its {spoken(roles)} {'are' if len(roles) > 1 else 'is'} built by {how}, which vjp-migrate does not follow"
 
 
 def _wraps(call: cst.Call, imports: ImportTable) -> bool:

@@ -39,7 +39,9 @@ class RuleLinker(NondiffReader):
     imported_rule: ImportedRule | None
     names: set[str] | None  # every name the module uses, once needed
     bindings: dict[str, int] | None  # module-level binding counts, once needed
-    registrations: dict[int, Registrations]  # by id(Scope), once needed
+    # by id(Scope), once needed; the Scope is kept with them, so that no other takes its id (a
+    # method's Scope is made for one lookup and freed)
+    registrations: dict[int, tuple[Scope, Registrations]]
 
     def _attach_rules(self, site: VjpSite, scope: Scope) -> VjpSite:
         found: tuple[cst.Call, Scope] | str | None = self._find_defvjp(site, scope)
@@ -173,13 +175,16 @@ class RuleLinker(NondiffReader):
         """Why a site whose rules ``call`` registers cannot be rewritten when its scope (or a def
         in it, `def use_fast(): f.defvjp(f_fwd, f_bwd_fast)`) registers rules again: the rewrite
         changes one fwd/bwd pair, and a bwd registered by the other call would keep its old signature."""
-        found = self.registrations.get(id(scope))
-        if found is None:
+        kept = self.registrations.get(id(scope))
+        if kept is not None and kept[0] is scope:
+            found = kept[1]
+        else:
             walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
             collector = _Registrations(self._defvjp_owner)
             for statement in scope.statements:
                 walk.visit(statement, collector)
-            found = self.registrations[id(scope)] = collector.found
+            found = collector.found
+            self.registrations[id(scope)] = (scope, found)
         owner = self._defvjp_owner(call.func)
         assert owner is not None
         root = owner.split(".")[0]
@@ -330,14 +335,3 @@ class _Registrations(cst.CSTVisitor):
 
     visit_FunctionDef = visit_ClassDef = visit_Lambda = _enter
     leave_FunctionDef = leave_ClassDef = leave_Lambda = _leave
-
-
-class _DefvjpCalls(cst.CSTVisitor):
-    """Whether a walked def calls ``<name>.defvjp(...)``."""
-
-    def __init__(self, owner: Callable[[cst.BaseExpression], str | None], name: str) -> None:
-        super().__init__()
-        self.owner, self.name, self.found = owner, name, False
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self.found = self.found or self.owner(node.func) == self.name
