@@ -151,3 +151,40 @@ def test_a_rule_built_by_a_call_beside_a_primal_def_is_judged_through_the_primal
     found = checked(FACTORY + BWD_ONLY + CALLS)
     assert [(d.code, d.argument) for d in found] == [("VJP003", "s"), ("VJP003", "n")]  # `n`: the primal's arithmetic
     assert found[0].message.endswith("its bwd is built by a call (`make_bwd(...)`), which vjp-migrate does not follow")
+
+
+def test_the_sites_own_binding_through_a_partial_alias_is_not_a_building_call() -> None:
+    # review: `f = vjp_w(f)` (a module alias of partial(jax.custom_vjp, ...)) was named among the
+    # calls that build the rules, as only the spellings built.py had copied were skipped
+    code = """\
+from functools import partial
+import jax
+import jax.numpy as jnp
+
+vjp_w = partial(jax.custom_vjp, nondiff_argnums=(1,))
+
+
+def make(kind):
+    def f(x, s):
+        return x * s
+
+    def f_fwd(x, s):
+        return f(x, s), None
+
+    def f_bwd(s, res, g):
+        return (g * s,)
+
+    return f, f_fwd, f_bwd
+
+
+f, f_fwd, f_bwd = make("cpu")
+f = vjp_w(f)
+f.defvjp(f_fwd, f_bwd)
+SIZES = jnp.array([1.0, 2.0])
+y = f(1.0, SIZES)
+"""
+    (found,) = checked(code)
+    assert found.code == "VJP003"
+    assert found.message.endswith(
+        "its primal, fwd and bwd are built by a call (`make(...)`), which vjp-migrate does not follow"
+    )

@@ -55,17 +55,13 @@ def _rules(decisions: Sequence[SiteDecision], module: object) -> Iterator[tuple[
     module-level def of ``module``, or one in the other file a site imports it from."""
     import libcst as cst
 
-    from vjp_migrate.plan.shared import leaves_fwd_unchanged
+    from vjp_migrate.plan.shared import rewritten_rules
 
     top = {id(statement) for statement in module.body} if isinstance(module, cst.Module) else set()
     for decision in decisions:
         if decision.plan is None:
             continue
-        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
-            if ref is None or ref.node is None or ref.lambda_node is not None:
-                continue
-            if role == "fwd" and leaves_fwd_unchanged(decision):
-                continue
+        for role, ref, _ in rewritten_rules(decision):
             if ref.path is not None or id(ref.node) in top:
                 yield role, ref
 

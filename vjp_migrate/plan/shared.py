@@ -4,13 +4,14 @@ plans one rewrite must apply together."""
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import replace
 
 import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted
-from vjp_migrate.model import Layout, RewritePlan, SiteDecision
+from vjp_migrate.model import FunctionRef, Layout, RewritePlan, SiteDecision
 from vjp_migrate.sites import body_statements, positional_params
 
 
@@ -244,20 +245,18 @@ def rules_used_elsewhere(
     top = {id(statement) for statement in module.body}
     # a method of a module-level class is a rule through `self.<name>` (read as `obj.<name>` too)
     methods = {id(s) for c in module.body if type(c) is cst.ClassDef for s in body_statements(c)}
-    rules = [  # (index of the decision, role, name): module-level rules of sites that would be rewritten
-        (index, role, ref.node.name.value)
+    rules = [  # (index of the decision, role, def): module-level rules of sites that would be rewritten
+        (index, role, node)
         for index, decision in enumerate(decisions)
         if _plannable(decision)
-        for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd))
-        if ref is not None and ref.node is not None and ref.lambda_node is None
-        if id(ref.node) in top or id(ref.node) in methods
-        if role == "bwd" or not leaves_fwd_unchanged(decision)
+        for role, _, node in rewritten_rules(decision)
+        if id(node) in top or id(node) in methods
     ]
     if not rules:
         return decisions
     calls = {id(d.site.defvjp): d.site.defvjp for d in decisions if d.site.defvjp is not None}
     owned = {key: _owner(call.func, module) for key, call in calls.items()}
-    names = {name for _, _, name in rules}
+    names = {node.name.value for _, _, node in rules}
     if _named_only_by_defs_and(names, [calls[key] for key, owner in owned.items() if owner is not None], module, text):
         return decisions
     visitor = _OtherLoads(names, set(owned.values()))
@@ -266,12 +265,13 @@ def rules_used_elsewhere(
     except SyntaxError:  # newer syntax than this Python's ast reads: nothing is judged
         return decisions
     result = list(decisions)
-    for index, role, name in rules:
+    for index, role, node in rules:
         if result[index] is not decisions[index]:
             continue  # its fwd is used elsewhere already: that is the problem named
         # fwd keeps its signature and output: a call that keeps only the output (a primal written
         # `return f_fwd(x)[0]`) does not see the residual change; `f_fwd(x)[1]` does.
-        lines = visitor.uses(name, role, dotted=id(_rule_node(decisions[index], role)) in methods)
+        name = node.name.value
+        lines = visitor.uses(name, role, dotted=id(node) in methods)
         if lines:
             problem = (
                 f"{role} `{name}` is also used on line {lines[0]}, not only by defvjp, "
@@ -279,6 +279,16 @@ def rules_used_elsewhere(
             )
             result[index] = replace(result[index], plan=None, problem=problem)
     return tuple(result)
+
+
+def rewritten_rules(decision: SiteDecision) -> Iterator[tuple[str, FunctionRef, cst.FunctionDef]]:
+    """("fwd" or "bwd", the rule, its def) for each def of the site that its plan changes, where
+    another use would see it: not a lambda, not a fwd the plan leaves as it is."""
+    for role, ref in (("fwd", decision.site.fwd), ("bwd", decision.site.bwd)):
+        if ref is None or ref.node is None or ref.lambda_node is not None:
+            continue
+        if role == "bwd" or not leaves_fwd_unchanged(decision):
+            yield role, ref, ref.node
 
 
 def leaves_fwd_unchanged(decision: SiteDecision) -> bool:
@@ -352,8 +362,3 @@ def _plannable(decision: SiteDecision) -> bool:
 def _expression(code: str) -> ast.expr:
     """``code`` (an expression, maybe spread over lines) as an ast node."""
     return ast.parse(f"(\n{code}\n)", mode="eval").body
-
-
-def _rule_node(decision: SiteDecision, role: str) -> cst.FunctionDef | None:
-    ref = decision.site.fwd if role == "fwd" else decision.site.bwd
-    return None if ref is None else ref.node

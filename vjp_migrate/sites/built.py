@@ -4,28 +4,35 @@ it returns is never read, and the site cannot be rewritten (VJP003 says which ca
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import libcst as cst
 
-from vjp_migrate.imports import CUSTOM_VJP, PARTIAL, ImportTable, dotted, target_names
+from vjp_migrate.imports import PARTIAL, ImportTable, dotted, target_names
 from vjp_migrate.sites.scopes import Scope, scope_statements
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
 from vjp_migrate.wording import spoken
 
 
-def building_call(expr: cst.BaseExpression | None, scope: Scope, imports: ImportTable) -> cst.Call | None:
+def building_call(
+    expr: cst.BaseExpression | None,
+    scope: Scope,
+    imports: ImportTable,
+    binds_site: Callable[[cst.BaseExpression], bool],
+) -> cst.Call | None:
     """The call that builds the function ``expr`` stands for: ``expr`` itself, or the call the
     name is bound to in the nearest scope that binds it, when every binding there is one (the
-    site's own ``f = jax.custom_vjp(f, ...)`` aside). None for a wrapper of a function
-    (`jax.jit(f)`, `partial(f, k)`), which the stages read through."""
+    site's own ``f = jax.custom_vjp(f, ...)`` aside: ``binds_site`` tells it). None for a wrapper
+    of a function (`jax.jit(f)`, `partial(f, k)`), which the stages read through."""
     if isinstance(expr, cst.Call):
         wrapped = expr.args[0].value if len(expr.args) == 1 and not expr.args[0].keyword else None
         if imports.qualify(expr.func) in PRIMAL_WRAPPERS and wrapped is not None:
-            return building_call(wrapped, scope, imports)  # `jax.jit(make_fwd(k))`
+            return building_call(wrapped, scope, imports, binds_site)  # `jax.jit(make_fwd(k))`
         return None if _wraps(expr, imports) else expr
     name = dotted(expr) if expr is not None else None
     outer: Scope | None = scope
     while name is not None and "." not in name and outer is not None:
-        values = [v for v in _bound_values(outer, name) if not _is_site(v, imports)]
+        values = [v for v in _bound_values(outer, name) if not binds_site(v)]
         if values:
             calls = [v for v in values if isinstance(v, cst.Call) and not _wraps(v, imports)]
             return calls[-1] if len(calls) == len(values) else None
@@ -45,16 +52,6 @@ def built_problem(built: list[tuple[str, cst.Call]], module: cst.Module) -> str:
 
 def _wraps(call: cst.Call, imports: ImportTable) -> bool:
     return imports.is_one_of(call.func, PARTIAL) or imports.qualify(call.func) in PRIMAL_WRAPPERS
-
-
-def _is_site(value: cst.BaseExpression, imports: ImportTable) -> bool:
-    """``custom_vjp(f, ...)`` or ``partial(custom_vjp, ...)(f)``: the site's own binding."""
-    if not isinstance(value, cst.Call):
-        return False
-    if isinstance(value.func, cst.Call) and imports.is_one_of(value.func.func, PARTIAL):
-        first = value.func.args[0].value if value.func.args else None
-        return first is not None and imports.is_one_of(first, CUSTOM_VJP)
-    return imports.is_one_of(value.func, CUSTOM_VJP)
 
 
 def _bound_values(scope: Scope, name: str) -> list[cst.BaseExpression]:

@@ -79,11 +79,12 @@ class RuleLinker(NondiffReader):
         built = [
             (role, made)
             for role, expr, ref in (("fwd", fwd, site.fwd), ("bwd", bwd, site.bwd))
-            if (ref is None or ref.node is None) and (made := building_call(expr, call_scope, self.imports))
+            if (ref is None or ref.node is None)
+            and (made := building_call(expr, call_scope, self.imports, self.binds_site))
         ]
         if not built or site.problem is not None:
             return site
-        primal = building_call(site.primal_expr, scope, self.imports) if site.primal is None else None
+        primal = building_call(site.primal_expr, scope, self.imports, self.binds_site) if site.primal is None else None
         if primal is not None:
             built.insert(0, (PRIMAL_ROLE, primal))
         return replace(site, problem=built_problem(built, self.module), built_by=tuple(built))

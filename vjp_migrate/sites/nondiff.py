@@ -29,6 +29,7 @@ class NondiffReader:
     constants: dict[str, cst.Assign]  # the module's constant statements, by name
     unread_imports: set[int]  # id(nondiff_argnums Arg) of imported names not read
     mentions: tuple[dict[str, int], NameMentions] | None  # (AnyBindings counts, NameMentions), once needed
+    aliases: dict[str, PartialAlias]  # ``partial_aliases``, once read
 
     def _vjp_call(self, call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression | None] | None:
         """For ``partial(jax.custom_vjp, ...)`` or ``jax.custom_vjp(f, ...)``: (custom_vjp, partial)."""
@@ -39,6 +40,19 @@ class NondiffReader:
         if self.imports.is_one_of(call.func, CUSTOM_VJP):
             return call.func, None
         return None
+
+    def binds_site(self, value: cst.BaseExpression) -> bool:
+        """Whether ``value`` makes a custom_vjp of a function: ``jax.custom_vjp(f, ...)``,
+        ``partial(jax.custom_vjp, ...)(f)`` or, through a module alias of that partial, ``vjp_w(f)``."""
+        if not isinstance(value, cst.Call):
+            return False
+        if isinstance(value.func, cst.Call):
+            vjp = self._vjp_call(value.func)
+            return vjp is not None and vjp[1] is not None
+        if isinstance(value.func, cst.Name) and value.func.value in self.aliases:
+            return True
+        vjp = self._vjp_call(value)
+        return vjp is not None and vjp[1] is None
 
     def partial_aliases(self) -> dict[str, PartialAlias]:
         """The names bound to ``partial(jax.custom_vjp, nondiff_argnums=...)`` (keywords only) by a
