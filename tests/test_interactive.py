@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import shutil
 from pathlib import Path
+from types import ModuleType
 
 import pytest
 from click.testing import CliRunner
 from conftest import FIXTURES, ROOT
+from test_plan_needs import chained
 
 from vjp_migrate.api import fix_source
 from vjp_migrate.cli import main
@@ -243,3 +246,93 @@ def test_a_site_the_run_blocks_leaves_the_other_sites_of_its_file_asked_one_by_o
     text = linear.read_text(encoding="utf-8")
     assert text.startswith(before)  # `weighted` as it was
     assert "def clip_gradient_bwd(res, g):" in text and "def other_bwd(lo, hi, _, g):" in text
+
+
+NEEDY = chained(("inner", None), ("outer", "inner"))  # outer passes its moved `w` on to inner's nondiff `w`
+LEFT = (
+    "custom_vjp `outer` is left as it is: its fix needs the fix of `inner`, which is not applied (the primal "
+    "`outer` passes `w` to position 1 of `inner`, which stays in nondiff_argnums: `w` would be a Tracer passed "
+    "as a static argument)\n"
+)
+
+
+@pytest.mark.parametrize(
+    "code",
+    [
+        pytest.param(NEEDY, id="inner first"),
+        pytest.param(chained(("outer", "inner"), ("inner", None)), id="outer first"),
+    ],
+)
+@pytest.mark.parametrize(
+    ("answers", "asked", "inner_fixed", "outer_fixed"),
+    [
+        pytest.param("n\ny\n", 1, False, False, id="declining the needed fix drops the one that needs it"),
+        pytest.param("y\nn\n", 2, True, False, id="the needed fix alone"),
+        pytest.param("y\ny\n", 2, True, True, id="both"),
+    ],
+)
+def test_a_fix_that_needs_another_sites_fix_is_asked_after_it(
+    tmp_path: Path, code: str, answers: str, asked: int, inner_fixed: bool, outer_fixed: bool
+) -> None:
+    """Answering n to `inner` and y to `outer` wrote `outer` fixed around an `inner` that keeps `w`
+    nondiff: jit of `outer` then passed a Tracer there (UnexpectedTracerError)."""
+    target = tmp_path / "m.py"
+    target.write_text(code, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(target)], input=answers, catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == asked
+    assert f"{target}: custom_vjp `inner` (the fix of `outer`, asked after, needs this one)\n" in result.stdout
+    assert (f"{target}: {LEFT}" in result.stdout) is not inner_fixed
+    if inner_fixed:
+        assert f"{target}: custom_vjp `outer` (its fix needs the fix of `inner`, accepted above)\n" in result.stdout
+    text = target.read_text(encoding="utf-8")
+    assert ("@jax.custom_vjp\ndef inner(" in text) is inner_fixed
+    assert ("@jax.custom_vjp\ndef outer(" in text) is outer_fixed
+    assert (text == fix_source(code).source) is outer_fixed
+    assert result.exit_code == (0 if outer_fixed else 1)
+
+
+def test_a_declined_fix_drops_every_fix_that_needs_it_in_turn(tmp_path: Path) -> None:
+    target = tmp_path / "m.py"
+    code = chained(("a", "b"), ("b", "c"), ("c", None), ("free", None))
+    target.write_text(code, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(target)], input="n\ny\n", catch_exceptions=False)
+    assert result.stdout.count("Apply this change?") == 2  # c, then free
+    assert f"{target}: custom_vjp `b` is left as it is: its fix needs the fix of `c`, which is not applied" in (
+        result.stdout
+    )
+    assert f"{target}: custom_vjp `a` is left as it is: its fix needs the fix of `b`, which is not applied" in (
+        result.stdout
+    )
+    text = target.read_text(encoding="utf-8")
+    assert [name for name in ("a", "b", "c", "free") if f"@jax.custom_vjp\ndef {name}(" in text] == ["free"]
+
+
+def _load(path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"_interactive_{path.stem}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("answers", ["n\ny\n", "y\nn\n", "y\ny\n"])
+def test_verify_what_the_review_writes_runs_under_jit_unless_its_finding_remains(tmp_path: Path, answers: str) -> None:
+    """Real JAX on the written file: a fixed `outer` runs under jit(grad) and gives the gradient the
+    old code gives eagerly; an `outer` left as it is still raises, as its remaining finding says."""
+    jax = pytest.importorskip("jax")
+    import numpy as np
+
+    before, target = tmp_path / "before.py", tmp_path / "m.py"
+    before.write_text(NEEDY, encoding="utf-8")
+    target.write_text(NEEDY, encoding="utf-8")
+    result = CliRunner().invoke(main, ["fix", "-i", str(target)], input=answers, catch_exceptions=False)
+    x, w = jax.numpy.array([1.0, 2.0]), jax.numpy.array([0.5, 3.0])
+    old, new = _load(before), _load(target)
+    expected = jax.grad(lambda x: old.outer(x, w).sum())(x)  # eagerly, `w` is no Tracer
+    jitted = jax.jit(jax.grad(lambda x, w: new.outer(x, w).sum()))
+    if "@jax.custom_vjp\ndef outer(" in target.read_text(encoding="utf-8"):
+        np.testing.assert_allclose(jitted(x, w), expected, rtol=1e-6)
+    else:
+        assert "VJP001 `w` (position 1) of custom_vjp `outer`" in result.stdout
+        with pytest.raises(jax.errors.UnexpectedTracerError):
+            jitted(x, w)

@@ -397,3 +397,38 @@ def test_a_site_a_noqa_silences_keeps_its_positions_for_the_others() -> None:
     )
     assert [(d.function, d.code) for d in _found(code)] == [("outer", "VJP003")]
     assert fix_source(code, path="m.py").source == code
+
+
+UNKNOWN_INNER = (
+    NESTED.format(passed="w", inner_used="")
+    .replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\nfrom mylib import scale\n", 1)
+    .replace("def inner(x, w):\n    return x * w", "def inner(x, w):\n    return x * scale(w)")
+    .replace("def inner_fwd(x, w):\n    return x * w", "def inner_fwd(x, w):\n    return x * scale(w)")
+    .replace("return (g * w,)", "return (g * scale(w),)", 1)
+)
+
+
+@pytest.mark.parametrize(
+    ("settings", "inner_code"),
+    [
+        pytest.param(Settings(expand_selection(["ALL"], ["VJP002"]), unsafe_fixes=True), None, id="--ignore VJP002"),
+        pytest.param(Settings(expand_selection(["ALL"], None)), "VJP002", id="without --unsafe-fixes"),
+        pytest.param(
+            Settings(expand_selection(["ALL"], None), unsafe_fixes=True, static_args=frozenset({"m.inner:w"})),
+            None,
+            id="static-args names inner's w",
+        ),
+    ],
+)
+def test_settings_that_leave_the_inner_site_unfixed_decline_the_outer_too(
+    settings: Settings, inner_code: str | None
+) -> None:
+    # only the fixes the settings select are made: `inner` (its `w` UNKNOWN, a VJP002) keeps `w`
+    # nondiff, so `outer`, which passes its own `w` there, is VJP003 and left as it is too
+    every = Settings(expand_selection(["ALL"], None), unsafe_fixes=True)
+    assert _codes(_found(UNKNOWN_INNER, every)) == {("inner", "w"): ("VJP002", True), ("outer", "w"): ("VJP001", True)}
+    assert fix_source(UNKNOWN_INNER, path="m.py", settings=every).source.count("@jax.custom_vjp\n") == 2
+    found = _codes(_found(UNKNOWN_INNER, settings))
+    assert found.get(("inner", "w"), (None,))[0] == inner_code
+    assert found[("outer", "w")] == ("VJP003", False)
+    assert fix_source(UNKNOWN_INNER, path="m.py", settings=settings).source == UNKNOWN_INNER

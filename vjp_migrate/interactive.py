@@ -2,7 +2,8 @@
 
 The files are analysed as `fix` analyses them (api.analyze_found: each file, then the rules and
 helpers imported between the files) and nothing is written before its answer. A file changed on
-its own is asked about site by site (the users of a shared fwd/bwd together); a multi-file
+its own is asked about site by site (the users of a shared fwd/bwd together; a site whose fix
+needs another's, after it and only once it is accepted: plan.needs); a multi-file
 migration is one question showing the diffs of all its files, and is written together when
 accepted. Accepted changes go through ``api.write_all``, or are proven first (``fix --verify``:
 a Verifier).
@@ -29,6 +30,7 @@ from vjp_migrate.wording import shell_path
 
 if TYPE_CHECKING:
     from vjp_migrate.discover import Found
+    from vjp_migrate.plan.needs import Question
     from vjp_migrate.project import Project
     from vjp_migrate.verified_writes import Verifier
 
@@ -57,6 +59,19 @@ def _answer(ask: Ask) -> str:
 def _names(results: Sequence[FileResult]) -> str:
     functions = dict.fromkeys(d.function for result in results for d in result.fixed)
     return ", ".join(f"`{name}`" for name in functions)
+
+
+def _sites(plans: Sequence[RewritePlan]) -> str:
+    return ", ".join(f"`{plan.site.qualname}`" for plan in plans)
+
+
+def _relation(asked: Sequence[Question], k: int) -> str:
+    """What the ``k``th question's fix has to do with the others' (needed by them, or needing them)."""
+    earlier = [asked[j].plans for j, _ in asked[k].needs]
+    later = [q.plans for q in asked[k + 1 :] if any(j == k for j, _ in q.needs)]
+    parts = [f"its fix needs the fix of {', '.join(map(_sites, earlier))}, accepted above"] if earlier else []
+    parts += [f"the fix of {', '.join(map(_sites, later))}, asked after, needs this one"] if later else []
+    return f" ({'; '.join(parts)})" if parts else ""
 
 
 def _unchanged(result: FileResult) -> FileResult:
@@ -135,6 +150,8 @@ class _Part:
         Its sites are planned again with the run's other files at hand. Phase 2 also weighed every
         user of a rule shared across files, which one file cannot: when the plans applied together
         do not make the change `fix` makes, the whole file is one question."""
+        from vjp_migrate.imports import import_table
+        from vjp_migrate.plan.needs import plan_needs, questions
         from vjp_migrate.plan.shared import plan_groups
         from vjp_migrate.project import rule_files
         from vjp_migrate.rewrite import apply_plans
@@ -153,16 +170,9 @@ class _Part:
             whole = diff_text(old, result.new_text or "", str(path))
             self._ask([result], [], f"{path}: custom_vjp {_names([result])}\n{whole}")
             return
-        accepted: list[RewritePlan] = []
-        answer = ""
-        for group in plan_groups(plans):
-            names = ", ".join(f"`{plan.site.qualname}`" for plan in group)
-            self.show(f"{path}: custom_vjp {names}\n" + diff_text(old, applied(group), str(path)))
-            answer = _answer(self.ask)
-            if answer in ("q", _END):
-                break
-            if answer == "y":
-                accepted.extend(group)
+        needs = plan_needs(analysis.decisions, plans, import_table(module))  # type: ignore[arg-type]
+        asked = questions(plan_groups(plans), plans, needs)
+        accepted, answer = self._ask_questions(asked, lambda group: diff_text(old, applied(group), str(path)), path)
         new_text = applied(accepted) if accepted else old
         check_syntax(new_text, str(path))
         moved = {(p.site.qualname, i) for p in accepted for i in p.moved}
@@ -171,6 +181,34 @@ class _Part:
         self.decided[path] = self.write(Outcome([planned], []))[0] if accepted else planned
         if answer in ("q", _END):
             raise _Quit(answer)
+
+    def _ask_questions(
+        self, asked: list[Question], diff: Callable[[list[RewritePlan]], str], path: Path
+    ) -> tuple[list[RewritePlan], str]:
+        """The plans accepted, and the last answer: a question whose fix needs a fix not accepted
+        is not asked (written alone, it would pass a Tracer to a position that stays nondiff)."""
+        accepted: list[RewritePlan] = []
+        answer = ""
+        taken: list[bool] = []  # per question so far: its plans are accepted
+        for k, question in enumerate(asked):
+            group = list(question.plans)
+            missing = [(asked[j], why) for j, why in question.needs if not taken[j]]
+            taken.append(False)
+            if missing:
+                needed, why = missing[0]
+                self.show(
+                    f"{path}: custom_vjp {_sites(group)} is left as it is: its fix needs the fix of "
+                    f"{_sites(needed.plans)}, which is not applied ({why})"
+                )
+                continue
+            self.show(f"{path}: custom_vjp {_sites(group)}{_relation(asked, k)}\n" + diff(group))
+            answer = _answer(self.ask)
+            if answer in ("q", _END):
+                break
+            if answer == "y":
+                accepted.extend(group)
+                taken[k] = True
+        return accepted, answer
 
 
 def review(

@@ -19,7 +19,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.imports import PARTIAL, ImportTable, dotted, target_names
-from vjp_migrate.model import NondiffAfter, SiteDecision, VjpSite
+from vjp_migrate.model import NondiffAfter, RewritePlan, SiteDecision, VjpSite
 from vjp_migrate.plan.bodies import names_in, param_names
 from vjp_migrate.sites import positional_params
 from vjp_migrate.vocabulary import METADATA_ATTRIBUTES
@@ -28,7 +28,13 @@ from vjp_migrate.vocabulary import METADATA_ATTRIBUTES
 def nondiff_after(decisions: tuple[SiteDecision, ...]) -> dict[str, NondiffAfter]:
     """The module's custom_vjp functions by the names calls use, with the positions their plans
     leave in nondiff_argnums (all of them for a site without a plan)."""
-    return _by_name((d.site, d.plan.moved if d.plan is not None else ()) for d in decisions)
+    return nondiff_applied(decisions, [d.plan for d in decisions if d.plan is not None])
+
+
+def nondiff_applied(decisions: Sequence[SiteDecision], applied: Sequence[RewritePlan]) -> dict[str, NondiffAfter]:
+    """``nondiff_after`` when only the plans ``applied`` are (every other site keeps all its positions)."""
+    chosen = {id(plan) for plan in applied}
+    return _by_name((d.site, d.plan.moved if d.plan is not None and id(d.plan) in chosen else ()) for d in decisions)
 
 
 def nondiff_hoped(sites: Sequence[VjpSite], moved: Sequence[tuple[int, ...]]) -> dict[str, NondiffAfter]:
