@@ -8,6 +8,7 @@ import libcst as cst
 
 from vjp_migrate.codes import BY_CODE, format_message
 from vjp_migrate.model import ArgInfo, ArgKind, Diagnostic, FixSafety, Settings, SiteDecision
+from vjp_migrate.sites import unnamed_position
 from vjp_migrate.sites.scopes import str_literals
 
 Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column
@@ -67,6 +68,7 @@ def _diagnostic(
         message=format_message(
             code,
             blocked,
+            info is not None and unnamed_position(decision.site, info.index) is not None,
             function=decision.site.qualname,
             argument=info.name if info else "",
             index=info.index if info else "",
