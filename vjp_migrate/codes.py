@@ -75,6 +75,13 @@ clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 ARGUMENT = "`{argument}` (position {index})"
 UNNAMED = "position {index}"
 
+# A note of a finding whose fix leaves a public alias of the partial unused (plan.aliases):
+# {alias}, {nondiff_argnums}, and {listed}, the argument as the alias lists it.
+ALIAS_KEPT = (
+    "the fix keeps the alias `{alias}`, unused here, for the modules that may import it: its "
+    "{nondiff_argnums} still lists {listed}"
+)
+
 _NONDIFF = (b"nondiff_arg",)
 # nondiff_argnums given by position, `jax.custom_vjp(f, (1,))`, has no keyword: a file may hold one
 # when it calls something named custom_vjp (subscripted, parenthesized, across comments and line
