@@ -134,6 +134,20 @@ def test_a_global_array_passed_at_a_position_is_vjp003_with_no_fix() -> None:
     assert not fix_source(code, settings=Settings(frozenset(BY_CODE), unsafe_fixes=True)).changed
 
 
+def test_a_position_no_function_names_is_named_once_in_the_message() -> None:
+    # review: "`position 1` (position 1) of custom_vjp `f`": the number stood for the name too
+    built = "its primal, fwd and bwd are built by a call (`make(...)`), which vjp-migrate does not follow"
+    assert [d.message for d in checked(FACTORY + UNPACKED + CALLS, ALL)] == [
+        "position 1 of custom_vjp `f` is array-valued but listed in nondiff_argnums, and the rule cannot be "
+        f"rewritten automatically: {built}",
+        "cannot tell whether position 2 of custom_vjp `f` is an array or a static setting; if it can be a "
+        f"Tracer it must leave nondiff_argnums, and the rule cannot be rewritten automatically: {built}",
+    ]
+    # a position a function names keeps its name with its number
+    (named, _) = checked(FACTORY + BWD_ONLY + CALLS)
+    assert named.message.startswith("`s` (position 1) of custom_vjp `f` is array-valued")
+
+
 @pytest.mark.parametrize(
     ("calls", "codes"),
     [

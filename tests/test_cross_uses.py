@@ -181,6 +181,34 @@ def test_an_import_another_file_takes_from_the_module_stays(tmp_path: Path, user
     assert "partial" not in (tree / "pkg" / "b.py").read_text(encoding="utf-8")
 
 
+# a.py, b.py through a private module alias of the partial, which their fixes leave unused
+ALIASED = SITE.replace(
+    "@partial(jax.custom_vjp, nondiff_argnums=(0, 1))",
+    "_vjp_lohi = partial(jax.custom_vjp, nondiff_argnums=(0, 1))\n\n\n@_vjp_lohi",
+)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("from pkg.a import _vjp_lohi\n", id="imported by name"),
+        pytest.param("from . import a\n\nV = a._vjp_lohi\n", id="module attribute"),
+    ],
+)
+def test_a_private_alias_another_file_takes_from_the_module_stays(tmp_path: Path, text: str) -> None:
+    # review: removing it broke the other file's import (ImportError)
+    files = {"pkg/a.py": ALIASED, "pkg/b.py": ALIASED.replace("clip_gradient", "scale_gradient"), "pkg/user.py": text}
+    tree = _tree(tmp_path, files)
+    results = fix_paths([tree])
+    assert all(r.status.value == "ok" for r in results), [(r.path, r.reason) for r in results]
+    fixed = (tree / "pkg" / "a.py").read_text(encoding="utf-8")
+    assert fixed.startswith("from functools import partial\n") and "@jax.custom_vjp\ndef clip_gradient" in fixed
+    assert "\n_vjp_lohi = partial(jax.custom_vjp, nondiff_argnums=(0, 1))\n" in fixed
+    # b.py's alias is imported by nobody: it goes, with the import only it used
+    other = (tree / "pkg" / "b.py").read_text(encoding="utf-8")
+    assert "_vjp_lohi" not in other and "partial" not in other and "@jax.custom_vjp\ndef scale_gradient" in other
+
+
 def test_an_import_of_the_same_name_from_another_module_lets_it_go(tmp_path: Path) -> None:
     tree = _tree(tmp_path, {"pkg/user.py": "from functools import partial\nfrom pkg import a\n\nX = a.clip_gradient\n"})
     fix_paths([tree])

@@ -407,3 +407,42 @@ def test_a_reason_seen_on_several_lines_is_said_once_with_its_lines(tmp_path: Pa
         "  `c` (position 0): array-valued — used in arithmetic in the primal `shift` (lines 6, 7); "
         "used in arithmetic in helper `shift` (called from fwd `shift_fwd`) (lines 6, 7)"
     )
+
+
+BUILT = """\
+import jax
+import jax.numpy as jnp
+
+
+def make(k):
+    def f(x, s):
+        return x * s * k
+
+    def f_fwd(x, s):
+        return f(x, s), None
+
+    def f_bwd(s, _, g):
+        return (g * s * k,)
+
+    return f, f_fwd, f_bwd
+
+
+f, f_fwd, f_bwd = make(2.0)
+f = jax.custom_vjp(f, nondiff_argnums=(1,))
+f.defvjp(f_fwd, f_bwd)
+SIZES = jnp.array([2.0, 3.0])
+
+
+def loss(x):
+    return f(x, SIZES).sum()
+"""
+
+
+def test_a_position_no_function_names_is_named_once(tmp_path: Path) -> None:
+    # review: "`position 1` (position 1)": the number stood for the name too (a factory builds the rules)
+    model = tmp_path / "model.py"
+    model.write_text(BUILT, encoding="utf-8")
+    traceback = traceback_for(model).replace("line 20", "line 26").replace("clip_gradient(lo, hi, x)", "f(x, SIZES)")
+    code, out = run(traceback)
+    assert code == 0, out
+    assert out.splitlines()[2].startswith("  position 1: array-valued — an array is passed at a call site (`SIZES`)")

@@ -80,28 +80,64 @@ def test_an_alias_that_may_be_read_with_another_value_is_not_followed(code: str)
     assert sites_of(code + RULES) == []
 
 
-def test_an_alias_nothing_uses_any_more_goes_with_the_imports_only_it_used() -> None:
-    before = ALIAS.replace("\nvjp_w", "\n# the weights stay fixed\nvjp_w") + DECORATED + RULES
-    after = fix_source(before).source
+def _private(code: str) -> str:
+    return code.replace("vjp_w", "_vjp_w")
+
+
+def test_a_private_alias_nothing_uses_any_more_goes_with_the_imports_only_it_used() -> None:
+    before = _private(ALIAS.replace("\nvjp_w", "\n# the weights stay fixed\nvjp_w") + DECORATED + RULES)
+    fixed = fix_source(before)
+    after = fixed.source
     assert "vjp_w" not in after and "partial" not in after and "the weights stay fixed" not in after
     assert after.startswith("import jax\n\n\n@jax.custom_vjp\ndef f(x, w):")
+    assert [d.notes for d in fixed.fixed] == [()]
     # On a line with another statement, only the assignment goes.
-    after = fix_source(ALIAS.replace("\nvjp_w", "\nA = 1; vjp_w") + DECORATED + RULES).source
+    after = fix_source(_private(ALIAS.replace("\nvjp_w", "\nA = 1; vjp_w") + DECORATED + RULES)).source
     assert after.startswith("import jax\n\nA = 1\n\n\n@jax.custom_vjp\ndef f(x, w):")
+
+
+@pytest.mark.parametrize(
+    ("alias", "keyword", "listed"),
+    [
+        pytest.param(ALIAS, "nondiff_argnums", "position 1", id="nondiff_argnums"),
+        pytest.param(
+            ALIAS.replace("nondiff_argnums=(1,)", "nondiff_argnames=('w',)"), "nondiff_argnames", "`w`", id="argnames"
+        ),
+    ],
+)
+@pytest.mark.parametrize("use", [pytest.param(DECORATED, id="@vjp_w"), pytest.param(CALLED, id="f = vjp_w(_f)")])
+def test_a_public_alias_nothing_here_uses_any_more_stays_and_its_findings_say_so(
+    alias: str, keyword: str, listed: str, use: str
+) -> None:
+    # review: another module may `from mod import vjp_w`; removing the alias broke that import
+    before = alias + use + RULES
+    fixed = fix_source(before)
+    assert fixed.source.startswith(alias), "the alias and the import it needs stay as they are"
+    assert "@jax.custom_vjp\ndef f(x, w):" in fixed.source or "f = jax.custom_vjp(_f)" in fixed.source
+    note = (
+        "the fix keeps the alias `vjp_w`, unused here, for the modules that may import it: its "
+        f"{keyword} still lists {listed}"
+    )
+    (found,) = check_source(before)
+    assert found.notes == (note,)
+    assert [d.notes for d in fixed.fixed] == [(note,)]
+    assert fix_source(fixed.source).source == fixed.source  # nothing left to fix, nothing noted
 
 
 @pytest.mark.parametrize(
     ("extra", "why"),
     [
-        pytest.param("__all__ = ['vjp_w']\n", "a string names it", id="exported"),
-        pytest.param("\n\n@vjp_w  # noqa: VJP001\ndef h(x, w):\n    return x * w\n", "a use left", id="noqa use"),
+        pytest.param("__all__ = ['_vjp_w']\n", "a string names it", id="exported"),
+        pytest.param("\n\n@_vjp_w  # noqa: VJP001\ndef h(x, w):\n    return x * w\n", "a use left", id="noqa use"),
     ],
 )
-def test_an_alias_still_written_elsewhere_stays_as_it_is(extra: str, why: str) -> None:
-    before = ALIAS + extra + DECORATED + RULES
-    after = fix_source(before).source
-    assert "\nvjp_w = partial(jax.custom_vjp, nondiff_argnums=(1,))\n" in after, why
-    assert "\n@jax.custom_vjp\ndef f(x, w):" in after
+def test_a_private_alias_still_written_elsewhere_stays_as_it_is(extra: str, why: str) -> None:
+    before = _private(ALIAS) + extra + _private(DECORATED) + RULES
+    fixed = fix_source(before)
+    assert "\n_vjp_w = partial(jax.custom_vjp, nondiff_argnums=(1,))\n" in fixed.source, why
+    assert "\n@jax.custom_vjp\ndef f(x, w):" in fixed.source
+    # `__all__` lists it: other modules may import it, so the fix notes it stays; a use left is no news
+    assert [bool(d.notes) for d in fixed.fixed] == [why == "a string names it"]
 
 
 def test_an_alias_giving_a_constant_leaves_the_constant_to_its_other_readers() -> None:
@@ -126,7 +162,7 @@ def test_an_alias_giving_a_constant_leaves_the_constant_to_its_other_readers() -
         f.defvjp(f_fwd, f_bwd)
         """
     )
-    after = fix_source(before).source
+    after = fix_source(_private(before)).source
     assert "_NONDIFF = (0, 1)\n" in after and "vjp_w" not in after
     assert "@partial(jax.custom_vjp, nondiff_argnums=(0,))\ndef f(n, w, x):" in after
     assert "def f_bwd(n, w, g):\n    return (None, g.reshape(n, -1).sum(0) * w)" in after

@@ -83,7 +83,7 @@ def _analyze(
 
     from vjp_migrate.classify import apply_overrides, classify_site
     from vjp_migrate.classify.context import Context
-    from vjp_migrate.findings import diagnostics_for
+    from vjp_migrate.findings import diagnostics_for, with_alias_notes
     from vjp_migrate.imports import import_table
     from vjp_migrate.noqa import suppress
     from vjp_migrate.plan import decide, moved_positions
@@ -129,6 +129,7 @@ def _analyze(
         if wider == callees:
             break
         callees = wider
+    diagnostics = with_alias_notes(decisions, diagnostics)
     if project is not None:
         project.note_changes(path, decisions, module)
     return Analysis(diagnostics, decisions, module)

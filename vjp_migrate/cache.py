@@ -157,6 +157,7 @@ def _load(path: Path, raw: dict[str, Any]) -> FileResult:
         values["fix_safety"] = FixSafety(values["fix_safety"])
         values["reasons"] = tuple(Evidence(**{**e, "kind": ArgKind(e["kind"])}) for e in values["reasons"])
         values["also_touches"] = tuple(values.get("also_touches", ()))
+        values["notes"] = tuple(values.get("notes", ()))
         return Diagnostic(**values)
 
     diagnostics = tuple(diagnostic(d) for d in raw["diagnostics"])

@@ -70,6 +70,18 @@ def clip_gradient_bwd(res, g):
 clip_gradient.defvjp(clip_gradient_fwd, clip_gradient_bwd)
 """
 
+# How a message names a nondiff argument; one that no function names (its site's rules are built
+# by a call: sites.unnamed_position) has its position alone for a name.
+ARGUMENT = "`{argument}` (position {index})"
+UNNAMED = "position {index}"
+
+# A note of a finding whose fix leaves a public alias of the partial unused (plan.aliases):
+# {alias}, {nondiff_argnums}, and {listed}, the argument as the alias lists it.
+ALIAS_KEPT = (
+    "the fix keeps the alias `{alias}`, unused here, for the modules that may import it: its "
+    "{nondiff_argnums} still lists {listed}"
+)
+
 _NONDIFF = (b"nondiff_arg",)
 # nondiff_argnums given by position, `jax.custom_vjp(f, (1,))`, has no keyword: a file may hold one
 # when it calls something named custom_vjp (subscripted, parenthesized, across comments and line
@@ -83,7 +95,7 @@ CODES: tuple[Code, ...] = (
         code="VJP001",
         name="array-in-nondiff-argnums",
         message=(
-            "`{argument}` (position {index}) of custom_vjp `{function}` is array-valued but listed "
+            ARGUMENT + " of custom_vjp `{function}` is array-valued but listed "
             "in {nondiff_argnums}; it raises UnexpectedTracerError under jit/vmap/grad"
         ),
         fix_title="Pass `{argument}` as a regular argument, save it as a residual in fwd, return None for it in bwd",
@@ -115,7 +127,7 @@ CODES: tuple[Code, ...] = (
         code="VJP002",
         name="unknown-nondiff-argument",
         message=(
-            "cannot tell whether `{argument}` (position {index}) of custom_vjp `{function}` is an "
+            "cannot tell whether " + ARGUMENT + " of custom_vjp `{function}` is an "
             "array or a static setting; if it can be a Tracer it must leave {nondiff_argnums}"
         ),
         fix_title="Treat `{argument}` as an array: pass it as a regular argument",
@@ -149,7 +161,7 @@ CODES: tuple[Code, ...] = (
         code="VJP003",
         name="cannot-rewrite-nondiff-array",
         message=(
-            "`{argument}` (position {index}) of custom_vjp `{function}` is array-valued but listed "
+            ARGUMENT + " of custom_vjp `{function}` is array-valued but listed "
             "in {nondiff_argnums}, and the rule cannot be rewritten automatically: {detail}"
         ),
         fix_title=None,
@@ -275,10 +287,12 @@ def may_trigger(data: bytes, select: frozenset[str]) -> bool:
     return pattern is not None and pattern.search(data) is not None
 
 
-def format_message(code: str, blocked: bool = False, **values: object) -> str:
-    """The code's message; ``blocked``: for a finding whose rule cannot be rewritten."""
+def format_message(code: str, blocked: bool = False, unnamed: bool = False, **values: object) -> str:
+    """The code's message; ``blocked``: for a finding whose rule cannot be rewritten; ``unnamed``:
+    of an argument no function names (UNNAMED)."""
     c = BY_CODE[code]
-    return (c.message + (c.blocked if blocked else "")).format(**values)
+    message = c.message + (c.blocked if blocked else "")
+    return (message.replace(ARGUMENT, UNNAMED) if unnamed else message).format(**values)
 
 
 def _availability(c: Code) -> str:

@@ -1,12 +1,13 @@
 """Stage 6c: what the other files of a run use of the names a file's fix changes.
 
 The fix of a module changes its module-level fwd and bwd (bwd's parameters, fwd's residual) and
-may remove an import it made unused (`from functools import partial`). Another file of the run
-that calls that bwd (a test: `clip_bwd(lo, hi, res, g)`), reads that fwd as a value, or imports
-that name from the module (`from pkg.ops import partial`) would break. Phase 1 notes those
+may remove an import it made unused (`from functools import partial`) or a private alias of the
+partial it left unused (`_vjp_w`, plan.aliases). Another file of the run that calls that bwd (a
+test: `clip_bwd(lo, hi, res, g)`), reads that fwd as a value, or imports that name from the
+module (`from pkg.ops import partial`) would break. Phase 1 notes those
 names (FileResult.changed_names, see ``changed_rules``); phase 2 (project.py) looks for their
 uses here: the site is then VJP003, as for such a use in its own module
-(plan.shared.rules_used_elsewhere), and the import stays.
+(plan.shared.rules_used_elsewhere), and the import (or alias) stays.
 
 A use counts when the other file's imports lead to the name's module: `from pkg.ops import
 clip_bwd`, `from . import ops` + `ops.clip_bwd`, `import pkg.ops as o` + `o.clip_bwd`, a star
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
     from vjp_migrate.model import FunctionRef, SiteDecision
     from vjp_migrate.project import Project
 
-IMPORT = "import"  # the role of a name whose import the fix removes
+IMPORT = "import"  # the role of a name whose import (or alias of the partial) the fix removes
 
 
 class Wanted(NamedTuple):
@@ -190,7 +191,7 @@ class OtherFiles:
         return {w: use for w in asked if (use := self.found[w]) is not None}
 
     def imported(self, home: Path, names: Iterable[str]) -> set[str]:
-        """Which of ``names`` (imports the fix of ``home`` removes) other files of the run take from it."""
+        """Which of ``names`` (imports and aliases the fix of ``home`` removes) other files of the run take from it."""
         return {w.name for w in self.uses_of(Wanted(home, name, IMPORT) for name in names)}
 
     def _read(self, path: Path, names: set[str]) -> tuple[str, set[str]] | None:

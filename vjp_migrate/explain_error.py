@@ -17,7 +17,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from vjp_migrate.codes import BY_CODE, may_trigger
+from vjp_migrate.codes import ARGUMENT, BY_CODE, UNNAMED, may_trigger
 from vjp_migrate.model import ArgInfo, ArgKind, Settings, SiteDecision
 from vjp_migrate.report import diff_text, grouped_reasons, lines_span
 from vjp_migrate.wording import shell_path
@@ -267,6 +267,7 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
     from libcst.metadata import MetadataWrapper, PositionProvider
 
     from vjp_migrate.rewrite import apply_plans
+    from vjp_migrate.sites import unnamed_position
 
     assert isinstance(module, cst.Module)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
@@ -282,7 +283,10 @@ def _describe(decision: SiteDecision, path: str, module: object, caller: Frame |
         kind = {ArgKind.ARRAY: "array-valued", ArgKind.UNKNOWN: "may be an array", ArgKind.STATIC: "static"}[info.kind]
         grouped = list(grouped_reasons(info.evidence).items())[:2]  # the same text seen twice is one reason
         reasons = "; ".join(f"{text} ({lines_span(at)})" if at else text for (_, text, _, _), at in grouped)
-        lines.append(f"  `{info.name}` (position {info.index}): {kind}" + (f" — {reasons}" if reasons else ""))
+        named = (UNNAMED if unnamed_position(decision.site, info.index) else ARGUMENT).format(
+            argument=info.name, index=info.index
+        )
+        lines.append(f"  {named}: {kind}" + (f" — {reasons}" if reasons else ""))
     if decision.plan is not None:
         new = apply_plans(module, [decision.plan]).code
         diff = diff_text(module.code, new, path)

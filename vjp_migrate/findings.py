@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import libcst as cst
 
-from vjp_migrate.codes import BY_CODE, format_message
+from vjp_migrate.codes import ALIAS_KEPT, BY_CODE, format_message
 from vjp_migrate.model import ArgInfo, ArgKind, Diagnostic, FixSafety, Settings, SiteDecision
+from vjp_migrate.plan.aliases import importable, left_unused
+from vjp_migrate.sites import unnamed_position
 from vjp_migrate.sites.scopes import str_literals
 
 Span = tuple[int, int, int, int]  # line, column (1-based), end line, end column
@@ -67,6 +70,7 @@ def _diagnostic(
         message=format_message(
             code,
             blocked,
+            info is not None and unnamed_position(decision.site, info.index) is not None,
             function=decision.site.qualname,
             argument=info.name if info else "",
             index=info.index if info else "",
@@ -118,3 +122,25 @@ def diagnostics_for(decision: SiteDecision, settings: Settings, span_of: SpanOf,
                 )
             )
     return found
+
+
+def with_alias_notes(decisions: Sequence[SiteDecision], diagnostics: Sequence[Diagnostic]) -> tuple[Diagnostic, ...]:
+    """``diagnostics``, each one the fix fixes through a module alias of the partial that it leaves
+    unused but keeps for the modules that may import it (plan.aliases) noting that the alias
+    still lists the argument."""
+    kept = {id(a.assign) for a in left_unused([d.plan for d in decisions if d.plan]) if importable(a)}
+    notes: dict[tuple[str, int], str] = {}
+    for decision in decisions:
+        alias = decision.site.alias
+        if decision.plan is None or alias is None or id(alias.assign) not in kept:
+            continue
+        for info in decision.infos:
+            if info.index in decision.plan.moved:
+                keyword = _listed_in(decision, info)
+                listed = f"`{info.name}`" if keyword == "nondiff_argnames" else f"position {info.index}"
+                text = ALIAS_KEPT.format(alias=alias.name, nondiff_argnums=keyword, listed=listed)
+                notes[(decision.site.qualname, info.index)] = text
+    return tuple(
+        replace(d, notes=(*d.notes, note)) if d.index is not None and (note := notes.get((d.function, d.index))) else d
+        for d in diagnostics
+    )

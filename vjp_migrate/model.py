@@ -118,7 +118,7 @@ class PartialAlias:
     assign: cst.Assign
     call: cst.Call  # the `partial(...)` call
     uses: int  # how often the module writes the name, its binding aside
-    exported: bool  # a string of the module holds the name (`__all__`): it stays when unused
+    exported: bool  # a string of the module holds the name (`__all__`): it stays when unused (plan.aliases)
 
 
 @dataclass(frozen=True)
@@ -193,6 +193,7 @@ class Diagnostic:
     reasons: tuple[Evidence, ...] = ()
     cell: int | None = None  # notebooks: the 1-based cell; line and column are then within it
     also_touches: tuple[str, ...] = ()  # the other files the fix of this finding changes
+    notes: tuple[str, ...] = ()  # what else to know of its fix (an alias it leaves: findings.with_alias_notes)
 
 
 class Layout(enum.Enum):
@@ -339,8 +340,8 @@ class FileResult:
     imported_rules: tuple[str, ...] = ()
     imported_helpers: tuple[str, ...] = ()
     # (role, name): the module-level names whose meaning the file's fix changes, its fwd and bwd
-    # ("fwd", "bwd") and the imports it removes ("import", known to fix only): the run looks for
-    # their uses in its other files (cross_uses.py).
+    # ("fwd", "bwd") and the imports and aliases of the partial it removes ("import", known to fix
+    # only): the run looks for their uses in its other files (cross_uses.py).
     changed_names: tuple[tuple[str, str], ...] = ()
 
     @property

@@ -158,7 +158,7 @@ class Project:
             self.changes.setdefault(Path(path), set()).update(found)
 
     def note_dropped(self, path: str, names: Iterable[str]) -> None:
-        """The names whose imports the fix of the module at ``path`` removes."""
+        """The names whose imports (or aliases of the partial) the fix of the module at ``path`` removes."""
         from vjp_migrate.cross_uses import IMPORT
 
         if names:
@@ -711,7 +711,7 @@ def _file_result(
 
         try:
             new_module, dropped = rewrite_module(loaded.module, plans)
-            if dropped and (imported := others.imported(path, dropped)):  # `from .ops import partial` elsewhere
+            if dropped and (imported := others.imported(path, dropped)):  # `from .ops import partial, _vjp_w`
                 new_module = rewrite_module(loaded.module, plans, keep=imported)[0]
             new_text = kept_source(loaded.source.text, loaded.module, new_module.code)
         except SourceError as error:

@@ -47,6 +47,7 @@ def diagnostic_json(d: Diagnostic) -> dict[str, object]:
         ],
         **({"cell": d.cell} if d.cell is not None else {}),
         **({"also_touches": list(d.also_touches)} if d.also_touches else {}),
+        **({"notes": list(d.notes)} if d.notes else {}),
     }
 
 
@@ -57,6 +58,7 @@ def _finding_lines(d: Diagnostic, show_reasons: bool) -> list[tuple[str, str]]:
         lines.append(("fix", " [*]" if d.fix_safety.value == "safe" else " [*unsafe]"))
     if d.also_touches:
         lines.append(("reason", f"\n    the fix also changes {', '.join(d.also_touches)}"))
+    lines += [("reason", f"\n    {note}") for note in d.notes]
     if show_reasons:
         for (kind, text, path, cell), at in grouped_reasons(d.reasons).items():
             span = lines_span(at)
@@ -299,6 +301,8 @@ def print_fix(results: Sequence[FileResult], diff: bool, show_reasons: bool, str
         stream = sys.stderr if stream is sys.stdout else stream
     for d in (d for r in results for d in r.remaining):
         _print(_finding_lines(d, show_reasons), stream)
+    for fixed, note in ((d, note) for r in results for d in r.fixed for note in d.notes):  # what it left as it was
+        _print([("location", f"{location(fixed)}:"), ("reason", f" note: {note}")], stream)
     _print([fix_summary(results, diff)], stream)
 
 

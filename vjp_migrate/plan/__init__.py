@@ -4,8 +4,9 @@ The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``returned
 returns, through the module's helpers), ``consistency`` (whether the rules agree), ``endings``
 (whether bwd can end without a return), ``cotangents``, ``annotations``, ``residuals`` and ``jit``
 (each part of the plan), ``closures`` (a moved argument captured by a function passed at a static
-position), ``shared`` (rules several sites or other code use); ``decide`` and ``plan_site`` here
-put it together. ``needs`` (which plans need another site's, for `fix --interactive`) comes after.
+position), ``shared`` (rules several sites or other code use), ``aliases`` (module aliases of the
+partial the plans leave unused); ``decide`` and ``plan_site`` here put it together. ``needs``
+(which plans need another site's, for `fix --interactive`) comes after.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from vjp_migrate import walk
 from vjp_migrate.model import RewritePlan
 from vjp_migrate.rewrite.apply import Apply
 from vjp_migrate.rewrite.comments import saved_nothing
-from vjp_migrate.rewrite.lists import own_constant, unused_aliases
+from vjp_migrate.rewrite.lists import own_constant
 from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports
 
 
@@ -34,54 +34,54 @@ def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = 
 def rewrite_module(
     module: cst.Module, plans: Sequence[RewritePlan], local: bool = True, keep: AbstractSet[str] = frozenset()
 ) -> tuple[cst.Module, frozenset[str]]:
-    """``apply_plans``, keeping the imports of the names in ``keep`` (other files of the run import
-    them from this module); also the names whose imports it removed."""
+    """``apply_plans``, keeping the imports and the unused aliases (plan.aliases) of the names in
+    ``keep`` (other files of the run import them from this module); also the names whose imports
+    or aliases it removed."""
     if not plans:
         return module, frozenset()
     if not local:
-        new, _, dropped = _apply(module, Apply(plans, module), False, keep)
+        new, _, dropped = _apply(module, Apply(plans, module, keep=keep), False)
         return new, dropped
-    new, applier, dropped = _apply(module, Apply(plans, module, measure=False), True, keep)
+    new, applier, dropped = _apply(module, Apply(plans, module, measure=False, keep=keep), True)
     if applier.lines.overflowed(new):
-        new, _, dropped = _apply(module, Apply(plans, module), True, keep)
+        new, _, dropped = _apply(module, Apply(plans, module, keep=keep), True)
     return new, dropped
 
 
-def _apply(
-    module: cst.Module, applier: Apply, local: bool, keep: AbstractSet[str]
-) -> tuple[cst.Module, Apply, frozenset[str]]:
+def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module, Apply, frozenset[str]]:
     if local:
         new, applier = _transform(module, applier)
     else:
         new = module.visit(applier)
+    aliases = frozenset(alias.name for alias in applier.gone_aliases.values())
     if not applier.removed_names:
-        return new, applier, frozenset()
+        return new, applier, aliases
     uses = NameUses(applier.removed_names)
     if local:
         walk.visit(new, uses)
     else:
         new.visit(uses)
-    unused = applier.removed_names - uses.used - uses.kept - keep
+    unused = applier.removed_names - uses.used - uses.kept - applier.keep
     if not unused:
-        return new, applier, frozenset()
+        return new, applier, aliases
     dropper = DropImports(unused)
     new = drop_imports(new, dropper, walk.index_of(module)) if local else new.visit(dropper)
-    return new, applier, frozenset(dropper.dropped)
+    return new, applier, aliases | dropper.dropped
 
 
-def _statement_anchors(plans: Sequence[RewritePlan]) -> Iterator[cst.CSTNode]:
+def _statement_anchors(applier: Apply) -> Iterator[cst.CSTNode]:
     """Nodes whose statement line leave_SimpleStatementLine changes: a return that stores its
     value first, a `del` that shrinks, a defvjp call that gets a new def before it, a fwd return
     that saved nothing (its comment may say so), a constant or an alias that goes (a semicolon
     may be left)."""
-    for plan in plans:
+    for plan in applier.plans:
         yield from plan.temp_returns
         yield from (node for node in plan.fwd_returns if saved_nothing(node))
         yield from (node for node, _ in plan.dels)
         yield from filter(None, [own_constant(plan)])
         if plan.bwd_def_name and plan.site.defvjp is not None:
             yield plan.site.defvjp
-    yield from unused_aliases(plans)
+    yield from (alias.assign for alias in applier.gone_aliases.values())
 
 
 def _transform(module: cst.Module, applier: Apply) -> tuple[cst.Module, Apply]:
@@ -92,10 +92,10 @@ def _transform(module: cst.Module, applier: Apply) -> tuple[cst.Module, Apply]:
     index = walk.index_of(module)
     keys = set().union(*(table for table in vars(applier).values() if isinstance(table, dict)))
     try:
-        lines = [index.statement_line(node) for node in _statement_anchors(applier.plans)]
+        lines = [index.statement_line(node) for node in _statement_anchors(applier)]
         new = index.transform(module, applier, [*index.nodes(keys), *filter(None, lines)])
     except (walk.NotLocal, KeyError):  # the applier may be half-way: start again
-        applier = Apply(applier.plans, module, applier.lines.measure)
+        applier = Apply(applier.plans, module, applier.lines.measure, applier.keep)
         return module.visit(applier), applier
     assert isinstance(new, cst.Module)
     return new, applier

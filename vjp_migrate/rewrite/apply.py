@@ -4,12 +4,14 @@ decorator, fwd's residuals, bwd's parameters, unpacking and cotangents, a jit's 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from collections.abc import Set as AbstractSet
 from typing import TypeVar
 
 import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.model import JitEdit, Layout, RewritePlan
+from vjp_migrate.plan.aliases import unused_aliases
 from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
 from vjp_migrate.rewrite.annotations import new_annotation
 from vjp_migrate.rewrite.comments import (
@@ -35,7 +37,6 @@ from vjp_migrate.rewrite.lists import (
     prepend,
     rebuilt_elements,
     tuple_of,
-    unused_aliases,
     with_items,
     without,
 )
@@ -49,8 +50,16 @@ Compound = TypeVar("Compound", bound=cst.BaseCompoundStatement)
 class Apply(cst.CSTTransformer):
     # Plans for several users of one shared fwd/bwd agree on it (plan.reconcile_shared), so
     # keying by node applies that change once.
-    def __init__(self, plans: Sequence[RewritePlan], module: cst.Module, measure: bool = True) -> None:
+    # ``keep``: names of the module other files of the run import (an alias that stays unused).
+    def __init__(
+        self,
+        plans: Sequence[RewritePlan],
+        module: cst.Module,
+        measure: bool = True,
+        keep: AbstractSet[str] = frozenset(),
+    ) -> None:
         self.plans = plans
+        self.keep = keep
         self.config = module.config_for_parsing
         self.top_level = {id(stmt) for stmt in module.body}
         self.carriers = {id(p.site.carrier): p for p in plans}
@@ -73,7 +82,7 @@ class Apply(cst.CSTTransformer):
         self.index = walk.index_of(module)
         self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
         self.constants = {id(a): p for p in plans if (a := own_constant(p)) is not None}
-        self.gone_aliases = {id(a): a for a in unused_aliases(plans)}
+        self.gone_aliases = {id(a.assign): a for a in unused_aliases(plans, keep)}
         self.comment_heirs = self._comment_heirs()  # id(statement line) -> comment lines it takes above it
         self._constant_heirs(module)
 
@@ -180,7 +189,7 @@ class Apply(cst.CSTTransformer):
     def _unaliased(self, plan: RewritePlan) -> cst.BaseExpression:
         """A use of a module alias of `partial(jax.custom_vjp, ...)` spelled out: a copy of its call
         with the positions left, or its `jax.custom_vjp` when none is left (the alias may stay,
-        for other uses; unused_aliases)."""
+        for other uses; plan.aliases)."""
         alias = plan.site.alias
         assert alias is not None
         copy = alias.call.deep_clone()

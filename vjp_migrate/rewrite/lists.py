@@ -225,18 +225,6 @@ def own_constant(plan: RewritePlan) -> cst.Assign | None:
     return constant.assign if constant is not None and not constant.shared else None
 
 
-def unused_aliases(plans: Sequence[RewritePlan]) -> list[cst.Assign]:
-    """The module aliases of `partial(jax.custom_vjp, ...)` whose every use is a site the plans
-    rewrite: they go, as an import the change made unused does, unless a string of the module
-    names them (`__all__`)."""
-    rewritten: dict[int, int] = {}
-    for plan in plans:
-        if plan.site.alias is not None:
-            rewritten[id(plan.site.alias.assign)] = rewritten.get(id(plan.site.alias.assign), 0) + 1
-    aliases = {id(p.site.alias.assign): p.site.alias for p in plans if p.site.alias is not None}
-    return [a.assign for key, a in aliases.items() if not a.exported and a.uses == rewritten[key]]
-
-
 def listed_positions(plan: RewritePlan) -> tuple[int, ...]:
     """The positions nondiff_argnums lists after the change."""
     named = named_positions(plan)
