@@ -182,7 +182,9 @@ CODES: tuple[Code, ...] = (
             "the end of its body (it returns None there, with no cotangent tuple for the `None` items), "
             "a function closing over the argument (a lambda, nested def or partial) that the primal, "
             "fwd or bwd passes at a position of a custom_vjp call that stays in nondiff_argnums (a "
-            "static argument that would capture a Tracer), and similar."
+            "static argument that would capture a Tracer), a rule's PEP 484 function type comment "
+            "that is no signature of it (`# type: (A, B) -> R` that does not parse, or lists a type "
+            "count other than the rule's parameter count: the change cannot update it), and similar."
         ),
         why=_TRACER_WHY,
         example=_BEFORE.replace(

@@ -239,6 +239,40 @@ class TupleType:
 
 
 @dataclass(frozen=True)
+class TypedParam:
+    """A parameter of a def with type comments, and its own PEP 484 type comment (`x,  # type: A`,
+    that is ``head`` + the type's code + ``tail``, `  # noqa`; ``head`` None: it has none)."""
+
+    param: cst.Param  # the def's parameter
+    view: cst.Param  # the same parameter annotated with its type, if any (TypeComments.view)
+    head: str | None
+    tail: str
+
+
+@dataclass(frozen=True)
+class TypeComments:
+    """A rule's PEP 484 type comments (docs/rewrite-rules.md, section 3h), read as annotations of
+    ``view``, the def annotated with their types, which plan.annotations retypes as it retypes
+    any def; rewrite.type_comments writes the new types back into the comments."""
+
+    func: cst.FunctionDef  # the rule's def in the module
+    view: cst.FunctionDef
+    # The function's `# type: (A, B) -> R` (``head`` + signature + ``tail``): on the def line
+    # (``line`` None) or on the line'th of the lines above its first statement. None: only its
+    # parameters have comments of their own.
+    comment: cst.Comment | None
+    line: int | None
+    head: str
+    tail: str
+    listed: bool  # the comment lists the parameters' types, not `(...) -> R`
+    self_omitted: bool  # it leaves out a method's first parameter, as PEP 484 allows
+    params: tuple[TypedParam, ...]  # every parameter, in order
+    any_type: str | None  # how the module spells typing.Any, for a type no longer known
+    # What plan.annotations retypes: the view's parameters and the view itself (its return type).
+    retyped: tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...] = ()
+
+
+@dataclass(frozen=True)
 class RewritePlan:
     """What to change for one site; rewrite/ applies it, nothing else decides."""
 
@@ -272,6 +306,7 @@ class RewritePlan:
     # the new annotation, a FunctionDef the new return annotation (None: removed; a TupleType:
     # its old annotation updated).
     retyped: tuple[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None], ...] = ()
+    type_comments: tuple[TypeComments, ...] = ()  # fwd's and bwd's PEP 484 type comments to rewrite
     line_length: int | None = None  # Settings.line_length, for rewrite.wrap
 
 

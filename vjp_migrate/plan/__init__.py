@@ -1,12 +1,14 @@
-"""Stage 7: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST building).
+"""Stage 7: site + ArgInfo -> a RewritePlan, or the reason it cannot be rewritten (pure: no CST
+building but the analysis views of type comments).
 
 The steps, in data-flow order: ``bodies`` (what a rule's body holds), ``returned`` (what bwd
 returns, through the module's helpers), ``consistency`` (whether the rules agree), ``endings``
-(whether bwd can end without a return), ``cotangents``, ``annotations``, ``residuals`` and ``jit``
-(each part of the plan), ``closures`` (a moved argument captured by a function passed at a static
-position), ``shared`` (rules several sites or other code use), ``aliases`` (module aliases of the
-partial the plans leave unused); ``decide`` and ``plan_site`` here put it together. ``needs``
-(which plans need another site's, for `fix --interactive`) comes after.
+(whether bwd can end without a return), ``cotangents``, ``type_comments`` (the rules' PEP 484
+type comments read as annotations), ``annotations``, ``residuals`` and ``jit`` (each part of the
+plan), ``closures`` (a moved argument captured by a function passed at a static position),
+``shared`` (rules several sites or other code use), ``aliases`` (module aliases of the partial
+the plans leave unused); ``decide`` and ``plan_site`` here put it together. ``needs`` (which
+plans need another site's, for `fix --interactive`) comes after.
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from vjp_migrate.plan.residuals import (
     layout_of,
 )
 from vjp_migrate.plan.returned import Helpers, Returned, unsure_cotangents
+from vjp_migrate.plan.type_comments import read_type_comments, retyped_with_comments
 from vjp_migrate.sites import own_returns, positional_params, varargs_owner
 from vjp_migrate.wording import spoken
 
@@ -99,6 +102,9 @@ def plan_site(
             f"bwd `{bwd.name.value}` has a keyword-only parameter `{required[0]}` without a default, "
             "which JAX never passes"
         )
+    bwd_comments = read_type_comments(site.bwd, "bwd", imports)
+    if isinstance(bwd_comments, str):  # its parameters change, and so would its signature's types
+        return bwd_comments
     order = site.nondiff.positions
     kept = tuple(p for p in order if p not in moved)
     moved_bwd = tuple(bwd_params[order.index(p)] for p in moved)
@@ -152,6 +158,11 @@ def plan_site(
     fwd_assign = fwd_residual_assign(fwd, fwd_returns, unpack) if layout is Layout.BOUND else None
     if fwd_assign is not None:
         layout = Layout.VARIABLE
+    fwd_comments = read_type_comments(site.fwd, "fwd", imports)
+    if isinstance(fwd_comments, str):
+        if layout is not Layout.UNCHANGED:  # its return type changes with the residual
+            return fwd_comments
+        fwd_comments = None
     temp_name = fresh_name(taken | {new_param, residual}, TEMP_NAMES) if temp_returns else ""
     if (captured := static_capture(site, moved, moved_bwd, callees or {}, imports)) is not None:
         return captured
@@ -161,6 +172,12 @@ def plan_site(
     unread = {bwd_params[order.index(p)] for p in moved if p not in read}
     if layout is Layout.NONE:  # the old residual (always None, never read) leaves the signature
         unread.add(residual)
+    lists = returns_only_lists(own_returns(bwd), literals)
+    retyped_nodes, type_comments = retyped_with_comments(
+        site,
+        (fwd_comments, bwd_comments),
+        lambda seen: retyped(seen, layout, saved_fwd, saved_bwd, unpack, slots, lists, imports),
+    )
     return RewritePlan(
         site=site,
         moved=moved,
@@ -185,9 +202,8 @@ def plan_site(
         read_at=read_at,
         jit_edits=edits,
         bwd_def_name=def_name,
-        retyped=retyped(
-            site, layout, saved_fwd, saved_bwd, unpack, slots, returns_only_lists(own_returns(bwd), literals), imports
-        ),
+        retyped=retyped_nodes,
+        type_comments=type_comments,
     )
 
 

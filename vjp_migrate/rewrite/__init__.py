@@ -1,7 +1,7 @@
 """Stage 9: module + plans -> new module. The only place that builds CST nodes.
 
 The steps: ``lists`` (items taken out of or put into comma-separated lists), ``annotations``,
-``comments`` and ``unused_imports`` (what a change brings along), ``apply`` (the transformer that
+``type_comments``, ``comments`` and ``unused_imports`` (what a change brings along), ``apply`` (the transformer that
 turns each plan into new nodes); ``apply_plans`` here runs them over a module.
 """
 

@@ -10,7 +10,7 @@ from typing import TypeVar
 import libcst as cst
 
 from vjp_migrate import walk
-from vjp_migrate.model import JitEdit, Layout, RewritePlan
+from vjp_migrate.model import JitEdit, Layout, RewritePlan, TypeComments, TypedParam
 from vjp_migrate.plan.aliases import unused_aliases
 from vjp_migrate.plan.cotangents import cotangent_count, literal_branches, trailing_slots
 from vjp_migrate.rewrite.annotations import new_annotation
@@ -40,6 +40,7 @@ from vjp_migrate.rewrite.lists import (
     with_items,
     without,
 )
+from vjp_migrate.rewrite.type_comments import param_comment, signature, with_param_comment, with_signature
 from vjp_migrate.rewrite.unused_imports import NameUses
 from vjp_migrate.rewrite.wrap import Lines, split_end, split_params, split_subscript, split_sum
 from vjp_migrate.wording import spoken
@@ -77,6 +78,10 @@ class Apply(cst.CSTTransformer):
         self.fwd_lambdas = {id(p.site.fwd.lambda_node): p for p in plans if p.site.fwd and p.site.fwd.lambda_node}
         self.bwd_lambdas = {id(p.site.bwd.lambda_node): p for p in plans if p.site.bwd and p.site.bwd.lambda_node}
         self.retyped = {id(node): annotation for p in plans for node, annotation in p.retyped}
+        self.type_comments = {id(c.func): c for p in plans for c in p.type_comments}
+        self.param_comments = {
+            id(t.param): (c, t) for p in plans for c in p.type_comments for t in c.params if _retypes(c, t)
+        }
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
         self.index = walk.index_of(module)
@@ -568,6 +573,9 @@ class Apply(cst.CSTTransformer):
         return cst.Name(plan.bwd_def_name)
 
     def leave_Param(self, original_node: cst.Param, updated_node: cst.Param) -> cst.Param:
+        commented = self.param_comments.get(id(original_node))
+        if commented is not None:
+            return with_param_comment(updated_node, param_comment(*commented))
         if id(original_node) not in self.retyped:
             return updated_node
         self._forget_names(updated_node.annotation)
@@ -614,9 +622,25 @@ class Apply(cst.CSTTransformer):
             updated_node = updated_node.with_changes(params=params, whitespace_before_params=lead)
             updated_node = _with_docstring(updated_node, *_docstring_changes(plan, original_node))
         if plan is None and id(original_node) not in self.retyped:
-            return updated_node
+            return self._with_type_comment(original_node, updated_node)
         updated_node = self._fitted_header(original_node, updated_node)
-        return updated_node if plan is None else self._with_unpack(plan, updated_node)
+        if plan is not None:
+            updated_node = self._with_unpack(plan, updated_node)
+        return self._with_type_comment(original_node, updated_node, plan)
+
+    def _with_type_comment(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef, plan: RewritePlan | None = None
+    ) -> cst.FunctionDef:
+        """A rule's `# type: (A, B) -> R` for its new signature, kept first under the def line."""
+        comments = self.type_comments.get(id(original_node))
+        if comments is None or comments.comment is None:
+            return updated_node
+        gone: set[int] = set()
+        if plan is not None and plan.site.bwd is not None:  # bwd's parameters that leave
+            at = len(plan.site.nondiff.positions) + plan.site.bwd.bound_args
+            moved = set(plan.moved_bwd_params)
+            gone = {i for i, t in enumerate(comments.params) if i != at and t.param.name.value in moved}
+        return with_signature(original_node, updated_node, comments, signature(comments, gone))
 
     def _fitted_header(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
         """A def line the change made longer than the project's limit: its parameters split
@@ -677,6 +701,12 @@ class Apply(cst.CSTTransformer):
             slash = slash.with_changes(comma=slash.comma.with_changes(whitespace_after=after_slash))
         params = params.with_changes(posonly_ind=slash)
         return params.with_changes(posonly_params=posonly, params=rest), lead
+
+
+def _retypes(comments: TypeComments, typed: TypedParam) -> bool:
+    """Whether the change retypes this parameter in a comment of its own (a function's comment
+    that lists the parameters' types has them all)."""
+    return not comments.listed and any(node is typed.view for node, _ in comments.retyped)
 
 
 def _lone_saved(plan: RewritePlan) -> str | None:
