@@ -103,6 +103,58 @@ def test_a_staticmethod_rule_binds_nothing() -> None:
     assert [d.code for d in check_source(text)] == ["VJP001"]
 
 
+def test_a_classmethod_rule_binds_its_class() -> None:
+    # It was VJP003 ("decorated with `@classmethod`, which may depend on its signature"): the class
+    # fills `cls` as the instance fills `self`, and the rewrite keeps it first.
+    text = _layer("    def apply_bwd(self, w, x, g):\n        return (self.scale * w * g,)", "").replace(
+        "self.apply.defvjp(self.apply_fwd, self.apply_bwd)", "self.apply.defvjp(self.apply_fwd, self.apply_bwd_)"
+    )
+    text += "\n    @classmethod\n    def apply_bwd_(cls, w, x, g):\n        return (w * g,)\n"
+    (site,) = sites_of(text)
+    assert site.bwd is not None and site.bwd.node is not None and site.bwd.bound_args == 1
+    assert site.bwd.decorator_problem is None
+    assert [(d.code, d.fixable) for d in check_source(text)] == [("VJP001", True)]
+    fixed = fix_source(text).source
+    assert (
+        "    @classmethod\n    def apply_bwd_(cls, res, g):\n        w, _ = res\n        return (None, w * g)\n"
+        in fixed
+    )
+
+
+def test_a_classmethod_rule_read_through_the_class_binds_its_class() -> None:
+    # `Layer.apply_bwd` is bound to the class too: JAX's arguments come after `cls`. It was VJP004
+    # ("bwd `Layer.apply_bwd` takes 4 parameters, but JAX calls it with ... = 3"), `cls` counted.
+    text = textwrap.dedent(
+        """
+        from functools import partial
+        import jax
+
+
+        class Layer:
+            @partial(jax.custom_vjp, nondiff_argnums=(0,))
+            def apply(w, x):
+                return w * x
+
+            @staticmethod
+            def apply_fwd(w, x):
+                return w * x, x
+
+            @classmethod
+            def apply_bwd(cls, w, x, g):
+                return (w * g,)
+
+
+        Layer.apply.defvjp(Layer.apply_fwd, Layer.apply_bwd)
+        """
+    )
+    (site,) = sites_of(text)
+    assert site.bwd is not None and site.bwd.bound_args == 1 and site.fwd is not None and site.fwd.bound_args == 0
+    assert [(d.code, d.fixable) for d in check_source(text)] == [("VJP001", True)]
+    assert "    def apply_bwd(cls, res, g):\n        w, _ = res\n" in fix_source(text).source
+    (found,) = check_source(text.replace("def apply_bwd(cls, w, x, g):", "def apply_bwd(cls, x, g):"))
+    assert found.code == "VJP004" and "bwd `apply_bwd` takes 2 parameters after `cls`, but JAX" in found.message
+
+
 def test_different_rules_in_two_methods_are_not_guessed() -> None:
     text = _layer() + "\n    def reset(self):\n        self.apply.defvjp(self.apply_fwd, self.other_bwd)\n"
     (site,) = sites_of(text)
@@ -158,3 +210,114 @@ def test_a_bound_method_rule_used_elsewhere_in_its_class_is_not_rewritten() -> N
         "bwd `apply_bwd` is also used on line 25, not only by defvjp, and the rewrite would change what that use gets"
     )
     assert fix_source(code, path="m.py").source == code
+
+
+# --- subclasses: `self.apply_bwd` is the subclass's own for one of its instances -------------------
+
+
+@pytest.mark.parametrize(
+    ("subclasses", "role", "why"),
+    [
+        pytest.param(
+            "class Sub(Layer):\n    def apply_bwd(self, w, x, g):\n        return (2 * w * g,)\n",
+            "bwd",
+            "`Sub` (line 23) defines its own `apply_bwd`",
+            id="bwd defined again",
+        ),
+        pytest.param(
+            "class Sub(Layer):\n    def apply_fwd(self, w, x):\n        return jnp.sin(x) * w, 2 * x\n",
+            "fwd",
+            "`Sub` (line 23) defines its own `apply_fwd`",
+            id="fwd defined again",
+        ),
+        pytest.param(
+            "class Sub(Layer):\n    pass\n\n\nclass Leaf(Sub):\n    apply_bwd = staticmethod(lambda w, x, g: (g,))\n",
+            "bwd",
+            "`Leaf` (line 27) defines its own `apply_bwd`",
+            id="a grandchild binds it by an assignment",
+        ),
+        pytest.param(
+            "class Generic_(Layer[int]):\n    def apply_bwd(self, w, x, g):\n        return (g,)\n",
+            "bwd",
+            "`Generic_` (line 23) defines its own `apply_bwd`",
+            id="a parametrized base",
+        ),
+        pytest.param(
+            "class Fast:\n    def apply_bwd(self, w, x, g):\n        return (g,)\n\n\nclass Sub(Fast, Layer):\n    pass\n",
+            "bwd",  # Fast has no apply_fwd
+            "`Sub` (line 28) gets `apply_bwd` from `Fast`, a base listed before the one leading to `Layer`",
+            id="a mixin of the module listed first",
+        ),
+        pytest.param(
+            "class Sub(nn.Module, Layer):\n    pass\n",
+            "fwd",  # named first: it may define either
+            "`Sub` (line 23) also derives from `nn.Module`, not a class of this module, which may define `apply_fwd`",
+            id="cannot tell: an imported base listed first",
+        ),
+    ],
+)
+def test_a_rule_a_subclass_may_replace_is_not_rewritten(subclasses: str, role: str, why: str) -> None:
+    # Before, the fix rewrote `Layer`'s rules only: an instance of `Sub` registered its own, still
+    # old-style, and every gradient through it failed (bwd: missing `g`; fwd: residuals unpacked wrong).
+    text = _layer() + "\n\n" + subclasses
+    (found,) = check_source(text, path="m.py")
+    assert found.code == "VJP003" and not found.fixable
+    method = f"apply_{role}"
+    assert found.message.endswith(
+        f"{role} `self.{method}` may be another method for an instance of a subclass: {why}, "
+        f"and the rewrite would change `Layer.{method}` only"
+    )
+    assert fix_source(text, path="m.py", settings=Settings(frozenset(BY_CODE), True)).source == text
+
+
+@pytest.mark.parametrize(
+    "subclasses",
+    [
+        pytest.param("class Sub(Layer):\n    def extra(self):\n        return 1\n", id="a subclass keeping the rules"),
+        pytest.param(
+            "class Fast:\n    def apply_bwd(self, w, x, g):\n        return (g,)\n\n\nclass Sub(Layer, Fast):\n    pass\n",
+            id="a mixin listed after the class",
+        ),
+        pytest.param("class Other:\n    def apply_bwd(self, w, x, g):\n        return (g,)\n", id="an unrelated class"),
+        pytest.param("import abc\n\n\nclass Sub(abc.ABC, Layer):\n    pass\n", id="a plain base listed first"),
+    ],
+)
+def test_subclasses_that_keep_the_rules_leave_the_fix_alone(subclasses: str) -> None:
+    text = _layer() + "\n\n" + subclasses
+    (found,) = check_source(text, path="m.py")
+    assert (found.code, found.fixable) == ("VJP001", True)
+    assert "def apply_bwd(self, res, g):" in fix_source(text, path="m.py").source
+
+
+def test_rules_read_through_the_class_are_not_the_subclasss() -> None:
+    # `Layer.apply.defvjp(Layer.apply_fwd, Layer.apply_bwd)`: the class's own functions, whatever
+    # a subclass defines.
+    text = textwrap.dedent(
+        """
+        from functools import partial
+        import jax
+        import jax.numpy as jnp
+
+
+        class Layer:
+            @partial(jax.custom_vjp, nondiff_argnums=(0,))
+            def apply(w, x):
+                return jnp.sin(x) * w
+
+            def apply_fwd(w, x):
+                return jnp.sin(x) * w, x
+
+            def apply_bwd(w, x, g):
+                return (w * g,)
+
+
+        class Sub(Layer):
+            def apply_bwd(w, x, g):
+                return (2 * w * g,)
+
+
+        Layer.apply.defvjp(Layer.apply_fwd, Layer.apply_bwd)
+        """
+    )
+    (found,) = check_source(text, path="m.py")
+    assert (found.code, found.fixable) == ("VJP001", True)

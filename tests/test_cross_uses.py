@@ -250,3 +250,85 @@ def test_a_user_too_deep_to_walk_is_taken_for_a_use_not_a_traceback(tmp_path: Pa
     deep = "y = " + "+".join(["1"] * 700) + "\n"
     user = "from pkg.a import clip_gradient_bwd\n" + deep + "clip_gradient_bwd(0.0, 1.0, None, 1.0)\n"
     _refused(_tree(tmp_path, {"tests/test_deep.py": user}), "tests/test_deep.py", 1)
+
+
+# --- a subclass in another file defining a method the site reads through the instance -----------
+
+LAYER = """\
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+
+
+class Layer:
+    def __init__(self, scale):
+        self.scale = scale
+        self.apply.defvjp(self.apply_fwd, self.apply_bwd)
+
+    @partial(jax.custom_vjp, nondiff_argnums=(0,))
+    def apply(w, x):
+        return jnp.sin(x) * w
+
+    def apply_fwd(self, w, x):
+        return jnp.sin(x) * w, x
+
+    def apply_bwd(self, w, x, g):
+        return (self.scale * w * g,)
+"""
+SUBCLASS = "\n\n\nclass Damped({base}):\n    def apply_bwd(self, w, x, g):\n        return (0.5 * w * g,)\n"
+
+
+@pytest.mark.parametrize(
+    ("imports", "base", "line"),
+    [
+        pytest.param("from pkg.layers import Layer", "Layer", 4, id="imported by name"),
+        pytest.param("from pkg import layers", "layers.Layer", 4, id="through its module"),
+        pytest.param(
+            "from pkg.layers import Layer\n\n\nclass Mid(Layer):\n    pass", "Mid", 8, id="through a class of that file"
+        ),
+    ],
+)
+def test_a_subclass_in_another_file_defining_the_bwd_again_blocks_the_fix(
+    tmp_path: Path, imports: str, base: str, line: int
+) -> None:
+    # Before, the fix rewrote `Layer.apply_bwd` alone: a `Damped` instance registered its own
+    # bwd, still old-style, and every gradient through it failed.
+    user = "pkg/variants.py"
+    tree = write(
+        tmp_path / "t", {"pkg/__init__.py": "", "pkg/layers.py": LAYER, user: imports + SUBCLASS.format(base=base)}
+    )
+    before = (tree / "pkg" / "layers.py").read_bytes()
+    checked, results = check_paths([tree]), fix_paths([tree])
+    assert (tree / "pkg" / "layers.py").read_bytes() == before
+    wanted = (
+        f"bwd `apply_bwd` of `Layer` may be another method for an instance of a subclass: one in {tree / user} "
+        f"on line {line} defines its own `apply_bwd`, and the rewrite would change `Layer.apply_bwd` only"
+    )
+    found = _messages(results, "layers.py")
+    assert len(found) == 1 and found[0].startswith("VJP003") and found[0].endswith(wanted), found
+    assert _messages(checked, "layers.py") == found
+
+
+@pytest.mark.parametrize(
+    "user",
+    [
+        pytest.param("from pkg.layers import Layer\n\n\nclass Plain(Layer):\n    pass\n", id="keeps the rules"),
+        pytest.param(SUBCLASS.format(base="Layer"), id="its own class named Layer"),
+        pytest.param("from other import Layer" + SUBCLASS.format(base="Layer"), id="another module's Layer"),
+    ],
+)
+def test_other_subclasses_leave_the_fix_alone(tmp_path: Path, user: str) -> None:
+    own = "class Layer:\n    pass\n" if user.startswith("\n") else ""
+    tree = write(
+        tmp_path / "t",
+        {
+            "pkg/__init__.py": "",
+            "pkg/layers.py": LAYER,
+            "pkg/variants.py": own + user,
+            "other.py": "class Layer:\n    pass\n",
+        },
+    )
+    results = fix_paths([tree])
+    assert not any(d.code == "VJP003" for r in results for d in r.diagnostics)
+    assert "def apply_bwd(self, res, g):" in (tree / "pkg" / "layers.py").read_text(encoding="utf-8")

@@ -7,7 +7,10 @@ test: `clip_bwd(lo, hi, res, g)`), reads that fwd as a value, or imports that na
 module (`from pkg.ops import partial`) would break. Phase 1 notes those
 names (FileResult.changed_names, see ``changed_rules``); phase 2 (project.py) looks for their
 uses here: the site is then VJP003, as for such a use in its own module
-(plan.shared.rules_used_elsewhere), and the import (or alias) stays.
+(plan.shared.rules_used_elsewhere), and the import (or alias) stays. A rule a site reads through
+the instance (`self.apply_bwd`, a method of a module-level class) is noted as `Layer.apply_bwd`:
+a class of another file deriving from `Layer` (through that file's classes too) that defines
+`apply_bwd` again registers its own, old-style one (sites/overrides.py does the same in the module).
 
 A use counts when the other file's imports lead to the name's module: `from pkg.ops import
 clip_bwd`, `from . import ops` + `ops.clip_bwd`, `import pkg.ops as o` + `o.clip_bwd`, a star
@@ -22,7 +25,7 @@ import ast
 import functools
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
@@ -51,25 +54,33 @@ class Wanted(NamedTuple):
 Use = tuple[Path, int]  # a file and the first line of it that uses a name
 
 
-def _rules(decisions: Sequence[SiteDecision], module: object) -> Iterator[tuple[str, FunctionRef]]:
-    """The fwd and bwd the plans of ``decisions`` change that another module can import: a
-    module-level def of ``module``, or one in the other file a site imports it from."""
+def _rules(decisions: Sequence[SiteDecision], module: object) -> Iterator[tuple[str, FunctionRef, str]]:
+    """The fwd and bwd the plans of ``decisions`` change that another module can reach, each with
+    the name it is reached by: a module-level def of ``module``, or one in the other file a site
+    imports it from (its name), or a method of a module-level class that a site reads through the
+    instance (`self.apply_bwd`), which a subclass in another file may override (`Class.method`)."""
     import libcst as cst
 
     from vjp_migrate.plan.shared import rewritten_rules
+    from vjp_migrate.sites import body_statements
 
-    top = {id(statement) for statement in module.body} if isinstance(module, cst.Module) else set()
+    body = module.body if isinstance(module, cst.Module) else ()
+    top = {id(statement) for statement in body}
+    methods = {id(s): c.name.value for c in body if type(c) is cst.ClassDef for s in body_statements(c)}
     for decision in decisions:
         if decision.plan is None:
             continue
-        for role, ref, _ in rewritten_rules(decision):
-            if ref.path is not None or id(ref.node) in top:
-                yield role, ref
+        for role, ref, node in rewritten_rules(decision):
+            if ref.path is not None or id(node) in top:
+                yield role, ref, node.name.value
+            elif (owner := methods.get(id(node))) is not None and ref.name != f"{owner}.{node.name.value}":
+                yield role, ref, f"{owner}.{node.name.value}"
 
 
 def changed_rules(decisions: Sequence[SiteDecision], module: object) -> set[tuple[str, str]]:
-    """(role, name) of each module-level fwd and bwd of ``module`` that its plans change."""
-    return {(role, ref.node.name.value) for role, ref in _rules(decisions, module) if ref.node and ref.path is None}
+    """(role, name) of each fwd and bwd of ``module`` that its plans change, as another module
+    reaches it (``_rules``)."""
+    return {(role, name) for role, ref, name in _rules(decisions, module) if ref.path is None}
 
 
 def used_elsewhere(analyses: Mapping[Path, Analysis], others: OtherFiles) -> dict[int, str]:
@@ -78,20 +89,26 @@ def used_elsewhere(analyses: Mapping[Path, Analysis], others: OtherFiles) -> dic
     their sites are not rewritten, as for a use in the site's own module (plan.shared)."""
     rules: dict[int, list[Wanted]] = {}  # id(def) -> the rule in each site it is a rule of
     for path, analysis in analyses.items():
-        for role, ref in _rules(analysis.decisions, analysis.module):
+        for role, ref, name in _rules(analysis.decisions, analysis.module):
             assert ref.node is not None
             home = Path(ref.path) if ref.path is not None else path
-            rules.setdefault(id(ref.node), []).append(Wanted(home, ref.node.name.value, role, ref.path is not None))
+            rules.setdefault(id(ref.node), []).append(Wanted(home, name, role, ref.path is not None))
     uses = others.uses_of(wanted for found in rules.values() for wanted in found)
     blocked: dict[int, str] = {}
     for key, found in rules.items():
         for wanted in found:
-            if (use := uses.get(wanted)) is not None:
-                blocked[key] = (
-                    f"{wanted.role} `{wanted.name}` is also used in {use[0]} on line {use[1]}, not only by "
-                    "defvjp, and the rewrite would change what that use gets"
-                )
-                break
+            if (use := uses.get(wanted)) is None:
+                continue
+            owner, _, method = wanted.name.rpartition(".")
+            blocked[key] = (
+                f"{wanted.role} `{method}` of `{owner}` may be another method for an instance of a subclass: one "
+                f"in {use[0]} on line {use[1]} defines its own `{method}`, and the rewrite would change "
+                f"`{wanted.name}` only"
+                if owner
+                else f"{wanted.role} `{wanted.name}` is also used in {use[0]} on line {use[1]}, not only by "
+                "defvjp, and the rewrite would change what that use gets"
+            )
+            break
     return blocked
 
 
@@ -202,18 +219,19 @@ class OtherFiles:
             return None
         text = self._project.loaded_text(path) if self._project is not None else None
         if text is not None:
-            present = {name for name in names if name in text}
+            present = {name for name in names if all(part in text for part in name.split("."))}
             return (text, present) if present else None
         try:
             data = read_bytes(path)
-            # An ASCII name is in the bytes, whichever encoding Python reads the source in.
-            present = {name for name in names if name.isascii() and name.encode() in data}
+            # An ASCII name is in the bytes, whichever encoding Python reads the source in; a
+            # method (`Base.apply_bwd`) is overridden where both its class and its name are.
+            present = {n for n in names if n.isascii() and all(p.encode() in data for p in n.split("."))}
             if not present and all(name.isascii() for name in names):
                 return None
             text = decode(data).text
         except (SourceError, OSError):
             return None
-        present |= {name for name in names if not name.isascii() and name in text}
+        present |= {n for n in names if not n.isascii() and all(p in text for p in n.split("."))}
         return (text, present) if present else None
 
     def _importing(self, path: Path, text: str, asked: list[Wanted]) -> list[Wanted]:
@@ -252,6 +270,12 @@ class OtherFiles:
         found: dict[Wanted, int] = {}
         spellings: dict[Wanted, set[str]] = {}  # the name, and the local names it is imported as
         for wanted in asked:
+            owner, _, method = wanted.name.rpartition(".")
+            if owner:  # a method read through the instance: a subclass overriding it is a use
+                means = functools.partial(self._means, path, imports, wanted=wanted._replace(name=owner))
+                if (line := _overriding(tree, method, means)) is not None:
+                    found[wanted] = line
+                continue
             if wanted.role == IMPORT:  # the import itself fails once the name is gone
                 lines = [line for target, line in imports.froms if self._takes(target, path, wanted)]
                 if lines:
@@ -312,6 +336,43 @@ class OtherFiles:
 
     def _leads(self, target: str, path: Path, wanted: Wanted) -> bool:
         return self.project.leads_to(target, path, wanted.home, wanted.name)
+
+
+def _overriding(tree: ast.Module, method: str, means: Callable[[str], bool]) -> int | None:
+    """The line of the first class of ``tree`` that derives from the class ``means`` takes a base
+    for (through other classes of ``tree`` too) and binds ``method`` in its body."""
+    classes = [node for node in ast.walk(tree) if isinstance(node, ast.ClassDef)]
+    heirs: set[str] = set()
+    while True:
+        more = {c.name for c in classes if c.name not in heirs and any(_derives(b, heirs, means) for b in c.bases)}
+        if not more:
+            break
+        heirs |= more
+    lines = [c.lineno for c in classes if c.name in heirs and _binds(c, method)]
+    return min(lines, default=None)
+
+
+def _derives(base: ast.expr, heirs: set[str], means: Callable[[str], bool]) -> bool:
+    """Whether a base (`Base`, `layers.Base`, `Base[T]`) is one of ``heirs`` or what ``means`` takes it for."""
+    base = base.value if isinstance(base, ast.Subscript) else base
+    if not isinstance(base, (ast.Name, ast.Attribute)):
+        return False
+    spelled = ast.unparse(base)
+    return spelled in heirs or means(spelled)
+
+
+def _binds(cls: ast.ClassDef, name: str) -> bool:
+    """Whether the body of ``cls`` binds ``name``: a def, a class, an assignment (not inside its defs)."""
+    for statement in cls.body:
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            if statement.name == name:
+                return True
+            continue
+        for node in ast.walk(statement):
+            named = getattr(node, "name", None) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else None
+            if named == name or (isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store) and node.id == name):
+                return True
+    return False
 
 
 @functools.lru_cache(maxsize=4096)  # asked once per file of the run that may use the module

@@ -5,7 +5,8 @@ Static evidence wins over numeric use: a legitimate callable or setting must nev
 The steps, in data-flow order: ``weights`` (how much evidence weighs), ``expressions`` (what an
 expression reads), ``module_facts``, ``hashing`` and ``scoped_hashing`` (the cached functions and
 dicts of the module, of a factory, of a class, which hash what they get), ``containers`` (the
-Python sequences an index into needs a concrete int), ``pytrees``,
+Python sequences an index into needs a concrete int), ``class_containers`` (the dicts, sequences
+and arrays a class keeps in an attribute), ``pytrees``,
 ``class_fields`` and ``array_fields`` (what the module defines: leafless classes, the static fields
 of a method's class, the array fields of a class), ``context`` (all of it, once per module),
 ``grown`` (the items of a local list grown before a loop), then the evidence: ``annotations``;

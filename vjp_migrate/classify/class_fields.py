@@ -22,7 +22,7 @@ from vjp_migrate.classify.pytrees import (
     pytree_base,
 )
 from vjp_migrate.imports import ImportTable, dotted
-from vjp_migrate.sites import body_statements, positional_params
+from vjp_migrate.sites import body_statements, positional_params, scope_statements
 from vjp_migrate.vocabulary import (
     DATACLASS_REGISTRARS,
     EQUINOX_FIELDS,
@@ -72,6 +72,26 @@ def instance_methods(cls: cst.ClassDef) -> list[cst.FunctionDef]:
         if isinstance(stmt, cst.FunctionDef)
         and not any(dotted(d.decorator) in NOT_ON_AN_INSTANCE for d in stmt.decorators)
     ]
+
+
+def method_instances(module: cst.Module) -> dict[int, tuple[str, str]]:
+    """For each instance method of a class of the module's top level, and each def inside one that
+    does not bind the same name, by id: what it calls its instance (its first parameter, `self`),
+    and the class's name."""
+    found: dict[int, tuple[str, str]] = {}
+    for cls in (stmt for stmt in scope_statements(module.body) if isinstance(stmt, cst.ClassDef)):
+        for method in instance_methods(cls):
+            params = positional_params(method)
+            todo = [method] if params else []
+            while todo:
+                func = todo.pop()
+                found[id(func)] = (params[0], cls.name.value)
+                todo.extend(
+                    inner
+                    for inner in scope_statements(body_statements(func))
+                    if isinstance(inner, cst.FunctionDef) and params[0] not in positional_params(inner)
+                )
+    return found
 
 
 def static_fields(cls: cst.ClassDef, imports: ImportTable) -> dict[str, str]:

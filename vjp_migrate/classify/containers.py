@@ -1,4 +1,4 @@
-"""Classify, step 3d: the Python sequences an argument may index (`_LEVEL_SCALES[level]`,
+"""Classify, step 3c: the Python sequences an argument may index (`_LEVEL_SCALES[level]`,
 `(a, b)[i]`): a tuple, list or string takes only a concrete int as its index (a Tracer raises),
 while an array takes a Tracer. Only values surely such sequences count: literals, comprehensions,
 `list(...)`, `tuple(...)`, `str(...)`, in place or bound once to a name (dicts, which hash their
@@ -56,3 +56,10 @@ def sequence_index(node: cst.Subscript) -> cst.BaseExpression | None:
 
 def indexed_text(described: str) -> str:
     return f"used as an index of {described}, which takes only a concrete int (a Tracer raises)"
+
+
+def maybe_indexed_text(described: str) -> str:
+    return (
+        f"used as an index of {described}, which nothing shows to be an array rather than a Python list "
+        "or tuple (those take only a concrete int: a Tracer raises)"
+    )

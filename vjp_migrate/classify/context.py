@@ -9,7 +9,14 @@ from dataclasses import dataclass, field, replace
 import libcst as cst
 
 from vjp_migrate.classify.array_fields import ArrayFields, module_array_fields
-from vjp_migrate.classify.class_fields import ClassFields, method_classes, plain_classes, plain_methods
+from vjp_migrate.classify.class_containers import module_attribute_containers, module_kept
+from vjp_migrate.classify.class_fields import (
+    ClassFields,
+    method_classes,
+    method_instances,
+    plain_classes,
+    plain_methods,
+)
 from vjp_migrate.classify.containers import module_sequences
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
@@ -112,12 +119,18 @@ class Context:
     # Module-level names bound once to a new tuple, list or string, each with which it is: indexed
     # only by a concrete int (containers.py).
     sequences: dict[str, str] = field(default_factory=dict, compare=False)
+    # The containers module classes keep, reached through the class or a module-level instance
+    # (`Levels.SCALES`, `cfg.scales`), each with its kind ("dict", "tuple"...) and how to name it.
+    attribute_containers: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
     # For each def that sees them, by id: a factory's cached functions and dicts around it, the
     # dicts its class keeps (`self._table`).
     hashers: dict[int, Hashers] = field(default_factory=dict, compare=False)
     # For each method of a module class with static fields (or registered with no leaves), by id:
     # what its class declares, for the `self.<field>` a call site passes.
     methods: dict[int, ClassFields] = field(default_factory=dict, compare=False)
+    # The instance methods of the module's classes, by id, with what each calls its instance
+    # (`self`) and its class's name.
+    instances: dict[int, tuple[str, str]] = field(default_factory=dict, compare=False)
     # The methods of the module's plain classes (no pytree), by id, with the class's name: `self` there is no JAX value.
     plain_methods: dict[int, str] = field(default_factory=dict, compare=False)
     # The module's plain classes and dataclasses (no pytree) with no field annotated as an array:
@@ -150,6 +163,7 @@ class Context:
         static_classes = module_static_classes(module, imports)
         array_fields = module_array_fields(module, imports)
         helpers = module_helpers(module)
+        kept = module_kept(module, imports)
         return cls(
             imports,
             helpers,
@@ -163,8 +177,10 @@ class Context:
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
             sequences=module_sequences(module, imports),
-            hashers=scoped_hashers(module, imports),
+            attribute_containers=module_attribute_containers(module, kept),
+            hashers=scoped_hashers(module, imports, kept),
             methods=method_classes(module, imports, static_classes),
+            instances=method_instances(module),
             plain_methods=plain_methods(module, imports),
             array_fields=array_fields,
             plain_classes=plain_classes(module, imports) - set(array_fields),

@@ -15,7 +15,7 @@ from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.vocabulary import CACHING_DECORATORS
 
 _DICT_CALLS = frozenset({"builtins.dict", "collections.defaultdict", "collections.OrderedDict"})
-_KEYED_METHODS = frozenset({"get", "setdefault", "pop"})
+KEYED_METHODS = frozenset({"get", "setdefault", "pop"})  # no array has them
 _DICT_LITERALS: dict[type[cst.BaseExpression], str] = {cst.Dict: "a dict literal", cst.DictComp: "a dict comprehension"}
 
 
@@ -86,7 +86,7 @@ def hashing_call(
     if (
         isinstance(func, cst.Attribute)
         and (owner := dotted(func.value) or "") in dicts
-        and func.attr.value in _KEYED_METHODS
+        and func.attr.value in KEYED_METHODS
         and position == 0
         and keyword is None
     ):

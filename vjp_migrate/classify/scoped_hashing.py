@@ -1,21 +1,23 @@
-"""Classify, step 3c: the dicts and cached functions a def sees besides the module's (hashing.py):
+"""Classify, step 3e: the dicts and cached functions a def sees besides the module's (hashing.py):
 those a function around it binds once (a factory's `cache = {}`, `window =
-functools.lru_cache(maxsize=None)(_window)`), and the dicts a module class keeps (`self._table = {}`
-in its methods, `_table = {}` in its body, and nothing else bound to that attribute), which its
-methods read through their first parameter (`self._table.get(key)`)."""
+functools.lru_cache(maxsize=None)(_window)`), and the containers a module class keeps
+(class_containers.py: `self._table = {}` in its methods, `SCALES = (1.0, 0.5)` in its body), which
+its methods, and the defs inside them, read through the methods' first parameter
+(`self._table.get(key)`, `self.SCALES[level]`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import libcst as cst
 
+from vjp_migrate.classify.class_containers import ARRAY, DICT, SEQUENCES
 from vjp_migrate.classify.class_fields import instance_methods
 from vjp_migrate.classify.expressions import all_params
 from vjp_migrate.classify.hashing import cached_by, new_dict, plain_assignments
 from vjp_migrate.classify.module_facts import names_bound_by
-from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.imports import ImportTable
 from vjp_migrate.sites import body_statements, positional_params, scope_statements
 
 
@@ -23,50 +25,71 @@ from vjp_migrate.sites import body_statements, positional_params, scope_statemen
 class Hashers:
     """What hashes what it gets, seen from one def: cached functions by name, each with how its
     decorator is written, and dicts by their dotted name (`cache`, `self._table`), each with how to
-    name it."""
+    name it; and the sequences its class keeps, indexed only by a concrete int (`self.SCALES`),
+    and the arrays, which take a Tracer as their index."""
 
     cached: dict[str, str] = field(default_factory=dict)
     dicts: dict[str, str] = field(default_factory=dict)
+    sequences: dict[str, str] = field(default_factory=dict)  # `self.SCALES`: a tuple, list or string
+    arrays: frozenset[str] = frozenset()  # `self.table = jnp.asarray(table)`: indexed by a Tracer too
 
 
-# A name of a function's scope: ("cached", how) or ("dict", how to name it), or None if bound otherwise.
+# A name of a function's scope: ("cached", how), or a container's kind ("dict", "tuple", "list",
+# "string", "array": class_containers.py) and how to name it, or None if bound otherwise.
 _Bound = dict[str, "tuple[str, str] | None"]
 
 
-def scoped_hashers(module: cst.Module, imports: ImportTable) -> dict[int, Hashers]:
+def scoped_hashers(
+    module: cst.Module, imports: ImportTable, kept: Mapping[int, Mapping[str, str]]
+) -> dict[int, Hashers]:
     """For each def that sees a factory's dict or cached function, or is a method of a class
-    keeping a dict, by its id: those."""
+    keeping a container (``kept``: class_containers.py), or a def inside one, by its id: those."""
     found: dict[int, Hashers] = {}
     for stmt in scope_statements(module.body):
         if isinstance(stmt, cst.FunctionDef):
             _nested(stmt, {}, imports, found)
         elif isinstance(stmt, cst.ClassDef):
-            kept = _class_dicts(stmt, imports)
+            containers = kept.get(id(stmt), {})
             for method in instance_methods(stmt):
                 first = positional_params(method)[:1]
-                if kept and first:
-                    dicts = {
-                        f"{first[0]}.{attr}": f"the dict `{first[0]}.{attr}` that `{stmt.name.value}` keeps"
-                        for attr in kept
-                    }
-                    found[id(method)] = Hashers(dicts=dicts)
-                _nested(method, {}, imports, found)
+                outer: _Bound = {
+                    f"{first[0]}.{attr}": (kind, f"the {kind} `{first[0]}.{attr}` that `{stmt.name.value}` keeps")
+                    for attr, kind in (containers.items() if first else ())
+                }
+                if outer:
+                    found[id(method)] = _seen_from(outer)
+                _nested(method, outer, imports, found, first[0] if first else None)
     return found
 
 
-def _nested(func: cst.FunctionDef, outer: _Bound, imports: ImportTable, found: dict[int, Hashers]) -> None:
+def _seen_from(scope: _Bound) -> Hashers:
+    """What a def sees of ``scope``: its cached functions, its dicts, its sequences and arrays."""
+    kinds: dict[str, dict[str, str]] = {}
+    for name, bound in scope.items():
+        if bound is not None:
+            kinds.setdefault(bound[0], {})[name] = bound[1]
+    sequences = {name: text for kind in SEQUENCES for name, text in kinds.get(kind, {}).items()}
+    return Hashers(kinds.get("cached", {}), kinds.get(DICT, {}), sequences, frozenset(kinds.get(ARRAY, ())))
+
+
+def _nested(
+    func: cst.FunctionDef, outer: _Bound, imports: ImportTable, found: dict[int, Hashers], instance: str | None = None
+) -> None:
     """Record what the defs nested in ``func`` see of the scopes around them (``outer``: the
-    functions' around ``func``), the innermost binding of a name winning."""
+    functions' around ``func``, and the containers of its class, for a method calling its
+    instance ``instance``), the innermost binding of a name winning."""
     own = list(scope_statements(body_statements(func)))
     inner = [stmt for stmt in own if isinstance(stmt, cst.FunctionDef)]
     if not inner:
         return
-    scope = {**outer, **_own_scope(func, own, imports)}
-    cached = {name: bound[1] for name, bound in scope.items() if bound is not None and bound[0] == "cached"}
-    dicts = {name: bound[1] for name, bound in scope.items() if bound is not None and bound[0] == "dict"}
+    own_scope = _own_scope(func, own, imports)
+    # `self.SCALES` of a method's class, unless a def inside binds `self` again
+    around = {k: v for k, v in outer.items() if (root := k.split(".")[0]) == instance or root not in own_scope}
+    scope = {**around, **own_scope}
+    seen = _seen_from(scope)
     for nested in inner:
-        if cached or dicts:
-            found[id(nested)] = Hashers(cached, dicts)
+        if seen != Hashers():
+            found[id(nested)] = seen
         _nested(nested, scope, imports, found)
 
 
@@ -83,49 +106,5 @@ def _own_scope(func: cst.FunctionDef, own: Sequence[cst.BaseStatement], imports:
             if (how := cached_by(value, imports)) is not None:
                 values[name] = ("cached", how)
             elif new_dict(value, imports):
-                values[name] = ("dict", f"the dict `{name}` that `{func.name.value}` binds")
+                values[name] = (DICT, f"the dict `{name}` that `{func.name.value}` binds")
     return {name: values.get(name) if count == 1 else None for name, count in counts.items()}
-
-
-def _class_dicts(cls: cst.ClassDef, imports: ImportTable) -> frozenset[str]:
-    """The attributes the class binds only to new dicts: in its body (once), or through its
-    methods' first parameter (`self._table = {}`); an attribute bound to anything else is not one."""
-    values: dict[str, list[cst.BaseExpression | None]] = {}
-    for stmt in body_statements(cls):
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-            values.setdefault(stmt.name.value, []).append(None)
-            continue
-        assigned = dict(plain_assignments(stmt))
-        for name in names_bound_by(stmt):
-            values.setdefault(name, []).append(assigned.get(name))
-    for method in instance_methods(cls):
-        first = positional_params(method)[:1]
-        for stmt in scope_statements(body_statements(method)) if first else ():
-            for attr, value in _attribute_assignments(stmt, first[0]):
-                values.setdefault(attr, []).append(value)
-    return frozenset(attr for attr, bound in values.items() if all(new_dict(v, imports) for v in bound))
-
-
-def _attribute_assignments(stmt: cst.BaseStatement, instance: str) -> Iterator[tuple[str, cst.BaseExpression | None]]:
-    """Each `instance.attr` a simple statement binds, with the value when it is a plain assignment."""
-    for small in stmt.body if isinstance(stmt, cst.SimpleStatementLine) else ():
-        targets: list[cst.BaseExpression] = []
-        value: cst.BaseExpression | None = None
-        if isinstance(small, cst.Assign):
-            targets, value = [t.target for t in small.targets], small.value if len(small.targets) == 1 else None
-        elif isinstance(small, (cst.AnnAssign, cst.AugAssign)):
-            targets, value = [small.target], small.value if isinstance(small, cst.AnnAssign) else None
-        elif isinstance(small, cst.Del):
-            targets = [small.target]
-        for target in targets:
-            for element in _flattened(target):
-                if isinstance(element, cst.Attribute) and dotted(element.value) == instance:
-                    yield element.attr.value, value if element is target else None
-
-
-def _flattened(target: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    if isinstance(target, (cst.Tuple, cst.List)):
-        for element in target.elements:
-            yield from _flattened(element.value)
-    else:
-        yield target

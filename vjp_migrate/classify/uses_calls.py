@@ -12,7 +12,7 @@ from vjp_migrate.classify.expressions import all_params, code_text, named_in, pl
 from vjp_migrate.classify.mapped import mapped_by
 from vjp_migrate.classify.random_keys import key_parameter
 from vjp_migrate.classify.uses_helpers import Helpers
-from vjp_migrate.classify.weights import CALLED, DOUBT, NEEDED, OBJECT, WEAK
+from vjp_migrate.classify.weights import CALLED, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites.scopes import AllNames
@@ -269,6 +269,9 @@ class CallUses(Helpers):
         if qname is None and (hashed := self._hashing(call, position, keyword)) is not None:
             self._add(ArgKind.STATIC, hashed, call, via=via)
             return
+        if qname is None and (keyed := self._unknown_keyed(call, position, keyword)) is not None:
+            self._doubt(keyed, call, via)
+            return
         if qname is None:
             self._follow(call, func_text, position, keyword, via)
             return
@@ -337,11 +340,7 @@ class CallUses(Helpers):
         """A place taking an int it needs concretely or an array as data (``permutation(key, n)``):
         whichever the argument is, no array evidence elsewhere makes its migration safe."""
         use = f"passed as {place_of(position, keyword)} to `{func_text}`, which takes a concrete int or an array there"
-        if via is not None:
-            kind, text, weight = via.needs(use, certain=False)
-        else:
-            kind, text, weight = ArgKind.UNKNOWN, use, DOUBT
-        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(call)), weight))
+        self._doubt(use, call, via)
 
     def _binds_primitive(self, func: cst.BaseExpression, qname: str | None) -> bool:
         """Whether ``func`` is ``<primitive>.bind``: JAX's own, or one the module makes once."""

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from vjp_migrate.classify.containers import indexed_text, sequence_index
+from vjp_migrate.classify.containers import indexed_text, maybe_indexed_text, sequence_index
 from vjp_migrate.classify.expressions import code_text, is_string_like, key_lookup
 from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript
 from vjp_migrate.classify.uses_names import UseState
@@ -117,8 +117,12 @@ class Operators(UseState):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if (keyed := hashing_subscript(node, self._dicts())) is not None:
             self._hashed_key(*keyed, node)
-        elif (index := sequence_index(node)) is not None and (described := self._sequence(node.value)) is not None:
+        elif (index := sequence_index(node)) is None:
+            return
+        elif (described := self._sequence(node.value)) is not None:
             self._static_use(index, indexed_text(described), node)  # `_SCALES[level]`; an array's `x[i]` is not
+        elif (unknown := self._unknown_container(node.value)) is not None:
+            self._doubtful_use(index, maybe_indexed_text(unknown), node)  # `self.table[level]`
 
     def _hashed_key(self, key: cst.BaseExpression, text: str, node: cst.CSTNode) -> bool:
         """The argument, or a value from it, used as a key of a dict: hashed, so static."""

@@ -12,7 +12,7 @@ from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import FunctionRef, VjpSite
 from vjp_migrate.plan.bodies import code_of
 from vjp_migrate.plan.returned import Returned, Shape
-from vjp_migrate.sites import ignored_argnames, own_returns, positional_params
+from vjp_migrate.sites import class_bound, ignored_argnames, own_returns, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES, reordered
 from vjp_migrate.wording import count
 
@@ -188,9 +188,11 @@ def _arity(func: cst.FunctionDef, bound: int) -> tuple[int, int]:
 
 
 def _after_instance(ref: FunctionRef | None) -> str:
-    """` after `self``, for a bound method (`self.f_bwd`): the parameters counted come after it."""
-    params = positional_params(ref.node) if ref is not None and ref.node is not None else ()
-    return f" after `{params[0]}`" if ref and params and ref.bound_args and ref.name.startswith(f"{params[0]}.") else ""
+    """` after `self``, for a bound method (`self.f_bwd`), or ` after `cls`` for a classmethod:
+    the parameters counted come after it."""
+    if ref is None or ref.node is None or not ref.bound_args or not (params := positional_params(ref.node)):
+        return ""
+    return f" after `{params[0]}`" if ref.name.startswith(f"{params[0]}.") or class_bound(ref.node) else ""
 
 
 def _count_range(least: int, most: int) -> str:

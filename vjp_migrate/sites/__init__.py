@@ -4,7 +4,8 @@ The steps: ``scopes`` (what the module's scopes bind), ``jit`` (what a stacked o
 `jax.jit` marks static), ``rules`` (a site's rules and the parameters its positions name),
 ``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``built`` (a primal or rule a
 call builds, which is not followed), ``methods`` (rules a class's
-instance registers in a method, bound to it), ``defvjp`` (a site linked to
+instance registers in a method, bound to it), ``overrides`` (the subclasses that may replace
+them), ``defvjp`` (a site linked to
 its defvjp call and rules), ``finder`` (the walk that collects the sites). The names later
 stages use are exported here.
 """
@@ -23,6 +24,7 @@ from vjp_migrate.sites.jit import (
     other_decorator,
     rule_jit,
 )
+from vjp_migrate.sites.methods import class_bound
 from vjp_migrate.sites.rules import ignored_argnames, unnamed_position, varargs_item, varargs_owner
 from vjp_migrate.sites.scopes import (
     OwnReturns,
@@ -42,6 +44,7 @@ __all__ = [
     "Scope",
     "SiteFinder",
     "body_statements",
+    "class_bound",
     "find_def",
     "find_sites",
     "ignored_argnames",

@@ -13,8 +13,9 @@ from vjp_migrate.imports import PARTIAL, dotted, small_statements
 from vjp_migrate.model import PRIMAL_ROLE, FunctionRef, VjpSite
 from vjp_migrate.sites.built import building_call, built_problem
 from vjp_migrate.sites.jit import rule_decorations
-from vjp_migrate.sites.methods import DefvjpCalls, method_defvjps, method_rule
+from vjp_migrate.sites.methods import DefvjpCalls, class_bound, method_defvjps, method_rule
 from vjp_migrate.sites.nondiff import NondiffReader
+from vjp_migrate.sites.overrides import overriding
 from vjp_migrate.sites.rules import lambda_rule, partial_problem, positions_from_bwd, rule_arg, signature_from_bwd
 from vjp_migrate.sites.scopes import (
     AllNames,
@@ -62,7 +63,7 @@ class RuleLinker(NondiffReader):
         site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
         site = self._built_by_calls(site, scope, call_scope, fwd_expr, bwd_expr)
         if site.problem is None:
-            site = replace(site, problem=self._registered_again(call, call_scope))
+            site = replace(site, problem=self._registered_again(call, call_scope) or self._overridden(site, call_scope))
         site = self._signature_from_fwd(site) if site.primal is None else site
         return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
 
@@ -201,6 +202,26 @@ class RuleLinker(NondiffReader):
             "its old signature"
         )
 
+    def _overridden(self, site: VjpSite, scope: Scope) -> str | None:
+        """Why rules a method reads through its instance (`self.apply_bwd`) cannot be rewritten: a
+        subclass of its class may register other ones (overrides.py)."""
+        if scope.parent is None:
+            return None
+        owner = scope.parent.qualprefix.rstrip(".").rsplit(".", 1)[-1]
+        for role, ref in (("fwd", site.fwd), ("bwd", site.bwd)):
+            if ref is None or ref.node is None or method_rule(scope, ref.name) is None:
+                continue
+            method = ref.node.name.value
+            found = overriding(self.module, self.imports, owner, method)
+            if found is not None:
+                cls, why = found
+                line = walk.index_of(self.module).line(cls)
+                return (
+                    f"{role} `{ref.name}` may be another method for an instance of a subclass: `{cls.name.value}` "
+                    f"(line {line}) {why}, and the rewrite would change `{owner}.{method}` only"
+                )
+        return None
+
     def _defvjp_through_alias(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | str | None:
         """``clip.defvjp(...)`` after ``clip = f`` at module level: the rules of ``f``, when
         both names are bound once there (else which function gets them cannot be told)."""
@@ -274,7 +295,7 @@ class RuleLinker(NondiffReader):
             return FunctionRef(text, None, f"{role} `{text}` is not a function defined in this module")
         method = method_rule(scope, name)
         if method is not None:  # `self.apply_bwd`: the instance fills its first parameter
-            jit, problem = rule_decorations(role, name, method[0], self.imports)
+            jit, problem = rule_decorations(role, name, method[0], self.imports, method=True)
             return FunctionRef(name, method[0], bound_args=bound + method[1], jit=jit, decorator_problem=problem)
         node = find_def(scope, name)
         if node is None and self.imported_rule is not None:
@@ -285,8 +306,9 @@ class RuleLinker(NondiffReader):
             origin = self.imports.aliases.get(name.split(".")[0])
             where = f"imported from `{origin.rsplit('.', 1)[0]}`" if origin else "not defined in this module"
             return FunctionRef(name, None, f"{role} `{name}` is {where}")
-        jit, problem = rule_decorations(role, name, node, self.imports)
-        return FunctionRef(name, node, bound_args=bound, jit=jit, decorator_problem=problem)
+        through_class = class_bound(node) if "." in name else 0  # `Layer.apply_bwd`, a classmethod: `cls`
+        jit, problem = rule_decorations(role, name, node, self.imports, method=bool(through_class))
+        return FunctionRef(name, node, bound_args=bound + through_class, jit=jit, decorator_problem=problem)
 
     def _free_name(self, wanted: str) -> str:
         """A name nothing in the module uses yet: ``wanted``, then ``wanted_2``..."""

@@ -51,22 +51,24 @@ def rule_jit(func: cst.FunctionDef, imports: ImportTable) -> JitSpec | None:
     return JitSpec(func.decorators[position], argnums, argnames, tuple(positional))
 
 
-def other_decorator(func: cst.FunctionDef, imports: ImportTable) -> str | None:
+def other_decorator(func: cst.FunctionDef, imports: ImportTable, method: bool = False) -> str | None:
     """The code of a rule's first decorator other than its first jax.jit, ``staticmethod`` and
-    those that only name its calls (``@partial(jax.named_call, name=...)``)."""
+    those that only name its calls (``@partial(jax.named_call, name=...)``); ``classmethod`` too
+    for a ``method`` read through the instance (`self.apply_bwd`: its class fills `cls`)."""
     position = _first_jit(func, imports)[0]
+    binders = ("staticmethod", "classmethod") if method else ("staticmethod",)
     for index, decorator in enumerate(func.decorators):
-        if index != position and dotted(decorator.decorator) != "staticmethod" and not _naming(decorator, imports):
+        if index != position and dotted(decorator.decorator) not in binders and not _naming(decorator, imports):
             return cst.Module([]).code_for_node(decorator.decorator)
     return None
 
 
 def rule_decorations(
-    role: str, name: str, func: cst.FunctionDef, imports: ImportTable
+    role: str, name: str, func: cst.FunctionDef, imports: ImportTable, method: bool = False
 ) -> tuple[JitSpec | None, str | None]:
     """A rule's jax.jit decorator, and for bwd a decorator that may tie its signature (the
-    VJP003 detail), read with the imports of the rule's own module."""
-    other = other_decorator(func, imports) if role == "bwd" else None
+    VJP003 detail), read with the imports of the rule's own module (``method``: see other_decorator)."""
+    other = other_decorator(func, imports, method) if role == "bwd" else None
     problem = f"bwd `{name}` is decorated with `@{other}`, which may depend on its signature" if other else None
     return rule_jit(func, imports), problem
 

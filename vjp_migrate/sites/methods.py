@@ -28,7 +28,7 @@ def instance_name(scope: Scope) -> str | None:
 
 def method_rule(scope: Scope, name: str) -> tuple[cst.FunctionDef, int] | None:
     """For `self.<method>` read in a method: the class's def of that method, and how many leading
-    parameters the instance binds (none for a staticmethod's)."""
+    parameters the instance binds (none for a staticmethod's; a classmethod's `cls`)."""
     instance = instance_name(scope)
     head, _, rest = name.partition(".")
     if instance is None or head != instance or not rest.isidentifier() or scope.parent is None:
@@ -39,6 +39,12 @@ def method_rule(scope: Scope, name: str) -> tuple[cst.FunctionDef, int] | None:
     if not found:
         return None
     return found[-1], 0 if "staticmethod" in _decorated(found[-1]) else 1
+
+
+def class_bound(func: cst.FunctionDef) -> int:
+    """How many leading parameters a def read through its class (`Layer.apply_bwd`) has bound:
+    a classmethod's `cls`."""
+    return 1 if "classmethod" in _decorated(func) else 0
 
 
 def method_defvjps(name: str, class_scope: Scope, owner: Owner) -> list[tuple[cst.Call, Scope]]:
