@@ -9,7 +9,8 @@ import pytest
 from click.testing import CliRunner
 
 from vjp_migrate.cli import main
-from vjp_migrate.notebook import read, write
+from vjp_migrate.model import ArgKind, Diagnostic, Evidence, FixSafety
+from vjp_migrate.notebook import locate, read, write
 
 CELLS = [
     ("markdown", "# Clipping gradients\nThe old way."),
@@ -203,6 +204,52 @@ def test_reasons_are_located_by_cell_too(tmp_path: Path) -> None:
     assert bwd and all((r["cell"], r["line"]) == (5, 5) for r in bwd), finding["reasons"]
     text = CliRunner().invoke(main, ["check", "--show-reasons", str(path)]).stdout
     assert "in bwd `clip_gradient_bwd` (cell 5, line 5)" in text
+
+
+REGISTERED_AGAIN = [
+    ("code", "from functools import partial\nimport jax\nimport jax.numpy as jnp"),
+    ("code", "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef f(x, w):\n    return jnp.sin(x) * w"),
+    ("markdown", "# Rules"),
+    (
+        "code",
+        "def f_fwd(x, w):\n    return f(x, w), (x,)\n\ndef f_bwd(w, res, g):\n    (x,) = res\n"
+        "    return (jnp.cos(x) * w * g,)\n\nf.defvjp(f_fwd, f_bwd)",
+    ),
+    ("code", "def f_bwd(w, res, g):\n    (x,) = res\n    return (2 * jnp.cos(x) * w * g,)\n\nf.defvjp(f_fwd, f_bwd)"),
+]
+
+
+@pytest.mark.parametrize(
+    ("cells", "named"),
+    [
+        pytest.param(REGISTERED_AGAIN, "(cell 4, line 8 and cell 5, line 5)", id="lines of two cells"),
+        pytest.param(
+            [*REGISTERED_AGAIN[:3], (REGISTERED_AGAIN[3][0], REGISTERED_AGAIN[3][1] + "\nf.defvjp(f_fwd, f_bwd)")],
+            "(cell 4, lines 8 and 9)",
+            id="lines of one cell",
+        ),
+    ],
+)
+def test_lines_a_message_names_are_located_by_cell_too(
+    tmp_path: Path, cells: list[tuple[str, str]], named: str
+) -> None:
+    # probe32 P6: the text named lines of the joined code ("lines 19 and 28").
+    path = tmp_path / "nb.ipynb"
+    path.write_text(notebook_text(cells), encoding="utf-8")
+    (finding,) = json.loads(run("check", "--output-format", "json", str(path))[1])
+    assert (finding["code"], finding["cell"], finding["line"]) == ("VJP003", 2, 2)
+    assert f"`f` is registered twice {named}: the rewrite" in finding["message"], finding["message"]
+
+
+def test_lines_in_a_reasons_text_are_located_and_quoted_code_is_left_alone() -> None:
+    notebook = read(notebook_text(REGISTERED_AGAIN))
+    said = "`print('line 17')` reads it on line 17"  # joined code: cell 4 starts on line 10
+    evidence = Evidence(ArgKind.ARRAY, "through `b` (from `a`, line 17)", 17)
+    found = Diagnostic("VJP003", said, "nb.ipynb", 7, 14, 7, 15, "f", "w", 1, False, FixSafety.NONE, (evidence,))
+    located = locate(notebook, found)
+    assert located.message == "`print('line 17')` reads it on cell 4, line 8"
+    assert located.reasons[0].text == "through `b` (from `a`, cell 4, line 8)"
+    assert (located.cell, located.line, located.reasons[0].cell, located.reasons[0].line) == (2, 2, 4, 8)
 
 
 def fixed_cells(path: Path, cells: list[tuple[str, str]]) -> list[list[str]]:

@@ -1498,6 +1498,60 @@ def test_a_removed_first_parameter_leaves_its_comments_after_the_parenthesis() -
     assert "def f_bwd(\n    # Nondiff args\n    # the activation\n    act,\n    w,\n    g,\n):" in out, out
 
 
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        pytest.param(
+            "w,   # weights\n          act, # activation\n          res, g",
+            "def f_bwd(act, # activation\n          w, g):",
+            id="the next parameter takes its place",
+        ),
+        pytest.param(
+            "w,   # weights\n          # the activation\n          act,\n          res, g",
+            "def f_bwd(\n          # the activation\n          act,\n          w, g):",
+            id="a comment line above the next parameter stays above it",
+        ),
+        pytest.param(
+            "w, act,  # both static\n          res, g",
+            "def f_bwd(act,  # both static\n          w, g):",
+            id="the comment of a line a kept parameter shares stays",
+        ),
+    ],
+)
+def test_a_removed_first_parameter_on_the_def_line_takes_its_comment_along(params: str, expected: str) -> None:
+    # probe32 P7: `def f_bwd(   # weights` was left, a comment about a parameter that is gone.
+    out = fix(
+        "import jax\nfrom functools import partial\n\n"
+        "@partial(jax.custom_vjp, nondiff_argnums=(1, 2))\ndef f(x, w, act):\n    return act(x) * w\n\n"
+        "def f_fwd(x, w, act):\n    return f(x, w, act), None\n\n"
+        f"def f_bwd({params}):\n    return (g * w,)\n\nf.defvjp(f_fwd, f_bwd)\n"
+    )
+    assert expected in out and "weights" not in out, out
+
+
+def test_a_removed_first_position_on_the_bracket_line_takes_its_comment_along() -> None:
+    out = fix(
+        """\
+        import jax
+        from functools import partial
+
+        @partial(jax.custom_vjp, nondiff_argnums=(1,  # w: the weights
+                                                  2))  # act
+        def f(x, w, act):
+            return act(x) * w
+
+        def f_fwd(x, w, act):
+            return f(x, w, act), None
+
+        def f_bwd(w, act, _, g):
+            return (g * w,)
+
+        f.defvjp(f_fwd, f_bwd)
+        """
+    )
+    assert "@partial(jax.custom_vjp, nondiff_argnums=(2,))  # act\n" in out, out
+
+
 def test_comments_in_a_shrinking_argnums_tuple_stay_with_their_elements() -> None:
     out = fix(
         """\

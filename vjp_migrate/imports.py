@@ -85,15 +85,21 @@ class ImportTable:
 def _module_bindings(module: cst.Module) -> Iterator[str]:
     """Names bound at module level by something other than an import."""
     for stmt in module.body:
-        if type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef:
-            yield stmt.name.value
-        elif type(stmt) is cst.SimpleStatementLine:
-            for small in stmt.body:
-                if type(small) is cst.Assign:
-                    for target in small.targets:
-                        yield from target_names(target.target)
-                elif type(small) is cst.AnnAssign or type(small) is cst.AugAssign:
-                    yield from target_names(small.target)
+        yield from statement_bindings(stmt)
+
+
+def statement_bindings(stmt: cst.BaseStatement) -> Iterator[str]:
+    """The names one statement of a scope surely binds there, other than by an import: a def's,
+    a class's, an assignment's (not those of an `if` or a loop, which may not run)."""
+    if type(stmt) is cst.FunctionDef or type(stmt) is cst.ClassDef:
+        yield stmt.name.value
+    elif type(stmt) is cst.SimpleStatementLine:
+        for small in stmt.body:
+            if type(small) is cst.Assign:
+                for target in small.targets:
+                    yield from target_names(target.target)
+            elif type(small) is cst.AnnAssign or type(small) is cst.AugAssign:
+                yield from target_names(small.target)
 
 
 def target_names(target: cst.CSTNode | None) -> Iterator[str]:

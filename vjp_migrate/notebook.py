@@ -17,10 +17,14 @@ from typing import Any
 
 from vjp_migrate.model import Diagnostic, Evidence, FixResult, Settings
 from vjp_migrate.source import SYNTAX_REASON, SourceError, syntax_reason
+from vjp_migrate.wording import spoken
 
 SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
 SEPARATOR_LINE = re.compile(r"^__vjp_migrate_cell__\((\d+)\)\n", re.M)
 PLACEHOLDER = "__vjp_migrate_magic_{}__"
+# Lines a message or reason names in its text ("registered twice (lines 19 and 28)"): counted in
+# the joined code, like the finding's own; code quoted in backticks is left as it is.
+TEXT_LINES = re.compile(r"`[^`\n]*`|\b(?P<word>lines?) (?P<numbers>\d+(?:(?:, | and )\d+)*)\b")
 MAGIC = re.compile(r"^(?P<indent>[ \t]*)(?:[%!]|[\w.]+\s*=\s*[%!]|[\w.]+\?{1,2}$|\?)")
 
 
@@ -146,20 +150,46 @@ def _cell_of(notebook: Notebook, line: int) -> tuple[int, int]:
     return number, notebook.cell_starts.get(number, 1)
 
 
+def _place(notebook: Notebook, line: int) -> tuple[int, int]:
+    """The cell (1-based) holding a line of the joined code, and the line within it."""
+    number, start = _cell_of(notebook, line)
+    return number + 1, line - start + 1
+
+
 def locate(notebook: Notebook, d: Diagnostic) -> Diagnostic:
-    """A diagnostic with its line made relative to its cell (and the cell, 1-based, recorded)."""
-    number, start = _cell_of(notebook, d.line)
+    """A diagnostic with its line made relative to its cell (and the cell, 1-based, recorded),
+    also the lines its message and reasons name."""
+    cell, line = _place(notebook, d.line)
     reasons = tuple(_located_reason(notebook, e) for e in d.reasons)
+    message = _located_text(notebook, d.message)
     return dataclasses.replace(
-        d, line=d.line - start + 1, end_line=d.end_line - start + 1, cell=number + 1, reasons=reasons
+        d, message=message, line=line, end_line=line + d.end_line - d.line, cell=cell, reasons=reasons
     )
 
 
 def _located_reason(notebook: Notebook, evidence: Evidence) -> Evidence:
-    if evidence.line is None or evidence.path is not None:
+    if evidence.path is not None:  # lines of another file
         return evidence
-    number, start = _cell_of(notebook, evidence.line)
-    return dataclasses.replace(evidence, line=evidence.line - start + 1, cell=number + 1)
+    text = _located_text(notebook, evidence.text)
+    if evidence.line is None:
+        return dataclasses.replace(evidence, text=text)
+    cell, line = _place(notebook, evidence.line)
+    return dataclasses.replace(evidence, text=text, line=line, cell=cell)
+
+
+def _located_text(notebook: Notebook, text: str) -> str:
+    """``text`` with the lines it names counted in their cells: `lines 19 and 28` becomes
+    `cell 5, line 5 and cell 7, line 5`, `lines 3 and 5` of one cell `cell 2, lines 1 and 3`."""
+
+    def located(found: re.Match[str]) -> str:
+        if found["word"] is None:
+            return found[0]
+        places = [_place(notebook, int(line)) for line in re.findall(r"\d+", found["numbers"])]
+        if len({cell for cell, _ in places}) == 1:
+            return f"cell {places[0][0]}, {found['word']} {spoken([str(line) for _, line in places])}"
+        return spoken([f"cell {cell}, line {line}" for cell, line in places])
+
+    return TEXT_LINES.sub(located, text)
 
 
 def _located_error(notebook: Notebook, error: SourceError) -> SourceError:

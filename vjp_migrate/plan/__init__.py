@@ -62,6 +62,19 @@ def moved_positions(infos: tuple[ArgInfo, ...], settings: Settings) -> tuple[int
     return tuple(moved)
 
 
+def _unsaved(fwd: cst.FunctionDef, saved: tuple[str, ...], bound: set[str], deleted: set[str]) -> str | None:
+    """Why fwd cannot save its arguments ``saved`` at its returns: it rebinds or deletes them first.
+    Names in position order: each finding names its own first."""
+    rebound = [f"`{name}`" for name in saved if name in bound]
+    gone = [f"`{name}`" for name in saved if name in deleted and name not in bound]
+    if not rebound and not gone:
+        return None
+    does = [f"assigns to {spoken(rebound)}"] if rebound else []
+    does += [f"deletes {spoken(gone)}"] if gone else []
+    them = "them" if len(rebound) + len(gone) > 1 else "it"
+    return f"fwd `{fwd.name.value}` {' and '.join(does)} before saving {them}"
+
+
 def plan_site(
     site: VjpSite, moved: tuple[int, ...], imports: ImportTable, callees: Mapping[str, NondiffAfter] | None = None
 ) -> RewritePlan | str:
@@ -112,7 +125,8 @@ def plan_site(
     read = tuple(p for p in moved if bwd_names.loads(bwd_params[order.index(p)]) > 0)
     if any(p >= len(fwd_params) for p in read):
         return f"fwd `{fwd.name.value}` takes the argument through *args"
-    fwd_bound = names_in(fwd).bound
+    fwd_names = names_in(fwd)
+    fwd_bound = fwd_names.bound
     fwd_walk = returns_of(fwd)  # its returns, and its own assignments (where an alias of an argument may be bound)
     fwd_returns = fwd_walk.returns
     reused = already_saved(
@@ -127,10 +141,8 @@ def plan_site(
     saved = () if indexed else saved
     saved_fwd = tuple(fwd_params[p] for p in saved)
     saved_bwd = tuple(bwd_params[order.index(p)] for p in saved)
-    rebound = [name for name in saved_fwd if name in fwd_bound]  # in position order: each finding names its own
-    if rebound:
-        them = "them" if len(rebound) > 1 else "it"
-        return f"fwd `{fwd.name.value}` assigns to {spoken([f'`{n}`' for n in rebound])} before saving {them}"
+    if (unsaved := _unsaved(fwd, saved_fwd, fwd_bound, fwd_names.deleted)) is not None:
+        return unsaved
     for ret in fwd_returns:
         value = ret.value
         elements = value.elements if isinstance(value, (cst.Tuple, cst.List)) else ()

@@ -59,6 +59,7 @@ class FunctionNames(cst.CSTVisitor):
             if isinstance(target, cst.Name):
                 self.deleted.add(target.value)
             else:
+                self.deleted.update(target_names(target))  # `del a, (b, c)`
                 target.visit(self)
         return False
 

@@ -108,7 +108,9 @@ def without(
     A removed item's comma took the line break after it, with the comment on its own line and
     the comment lines below it, above the next item; these join the whitespace before the
     removed item, so each comment line stays in front of the item it stood before. The comment
-    on the removed item's own line describes it and goes with it.
+    on the removed item's own line describes it and goes with it, also on the opening bracket's
+    line (`def f_bwd(w,  # weights`), where the first item kept then takes the removed ones'
+    place when no comment line stands before it.
     """
     kept: list[Item] = []
     before = lead  # the whitespace leading to the next item, with what removed items left
@@ -118,12 +120,14 @@ def without(
             if changed and kept:
                 kept[-1] = kept[-1].with_changes(comma=_comma_with(kept[-1].comma, before))
             elif changed:
-                lead = _no_blank_start(before)
+                lead = lead if _on_bracket_line(lead) and not _has_comment(before) else _no_blank_start(before)
             kept.append(item)
             before = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
             changed = False
             continue
         after = item.comma.whitespace_after if isinstance(item.comma, cst.Comma) else None
+        if not kept and before is lead and _on_bracket_line(lead) and isinstance(after, cst.ParenthesizedWhitespace):
+            after = after.with_changes(first_line=cst.TrailingWhitespace())  # the first line's comment was about it
         before = _joined(before, after)
         changed = True
     if changed and kept:  # the last items went: the last kept one takes the last one's comma
@@ -156,6 +160,11 @@ def _no_blank_start(whitespace: Whitespace | None) -> Whitespace | None:
     while lines and lines[0].comment is None:
         lines.pop(0)
     return whitespace.with_changes(empty_lines=lines)
+
+
+def _on_bracket_line(lead: Whitespace | None) -> bool:
+    """Whether the first item stands on the opening bracket's line (``lead`` breaks no line)."""
+    return lead is not None and not isinstance(lead, cst.ParenthesizedWhitespace)
 
 
 def _has_comment(whitespace: Whitespace | None) -> bool:

@@ -5,7 +5,8 @@ The steps: ``scopes`` (what the module's scopes bind), ``jit`` (what a stacked o
 ``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``built`` (a primal or rule a
 call builds, which is not followed), ``methods`` (rules a class's
 instance registers in a method, bound to it), ``overrides`` (the subclasses that may replace
-them), ``defvjp`` (a site linked to
+them), ``stretch`` (the statements where a site's name keeps its binding: a notebook may define
+it again), ``defvjp`` (a site linked to
 its defvjp call and rules), ``finder`` (the walk that collects the sites). The names later
 stages use are exported here.
 """

@@ -26,12 +26,14 @@ from vjp_migrate.sites.scopes import (
     positional_params,
     scope_statements,
 )
+from vjp_migrate.sites.stretch import defines, numbered, stretch
 
 # Project-wide analysis (project.py) resolves a rule name that no def in the module binds:
 # (role, dotted name) -> the FunctionRef, or None to keep this module's own verdict.
 ImportedRule = Callable[[str, str], FunctionRef | None]
-# A scope's defvjp calls by owner, each with the defs, classes and lambdas around it (_Registrations).
-Registrations = dict[str, list[tuple[cst.Call, tuple[cst.FunctionDef | cst.ClassDef | cst.Lambda, ...]]]]
+# A scope's defvjp calls by owner, each with the defs, classes and lambdas around it and the index
+# of the scope's own statement holding it (_Registrations).
+Registrations = dict[str, list[tuple[cst.Call, tuple[cst.FunctionDef | cst.ClassDef | cst.Lambda, ...], int]]]
 
 
 class RuleLinker(NondiffReader):
@@ -45,25 +47,32 @@ class RuleLinker(NondiffReader):
     registrations: dict[int, tuple[Scope, Registrations]]
 
     def _attach_rules(self, site: VjpSite, scope: Scope) -> VjpSite:
-        found: tuple[cst.Call, Scope] | str | None = self._find_defvjp(site, scope)
+        holds = stretch(site, scope)
+        found: tuple[cst.Call, Scope] | str | None = self._find_defvjp(site, scope, holds)
         if found is None and scope.parent is None:
             found = self._defvjp_through_alias(site, scope)
         if found is None and scope.is_class:
             found = self._defvjp_in_methods(site, scope)
         if found is None:
-            return replace(site, problem=self._unlinked(site, scope))
+            return replace(site, problem=self._unlinked(site, scope, holds))
         if isinstance(found, str):
             return replace(site, problem=found)
         call, call_scope = found
         fwd_expr, bwd_expr = _rule_args(call)
-        fwd = self._resolve_rule(fwd_expr, call_scope, "fwd")
-        bwd = self._resolve_rule(bwd_expr, call_scope, "bwd")
+        registering = _statement_of(call, call_scope)  # the rules are the defs bound when it runs
+        fwd = self._resolve_rule(fwd_expr, call_scope, "fwd", registering)
+        bwd = self._resolve_rule(bwd_expr, call_scope, "bwd", registering)
         if bwd.lambda_node is not None:
             bwd = replace(bwd, def_name=self._free_name(f"{site.name.split('.')[-1]}_bwd"))
         site = replace(site, fwd=fwd, bwd=bwd, defvjp=call)
         site = self._built_by_calls(site, scope, call_scope, fwd_expr, bwd_expr)
         if site.problem is None:
-            site = replace(site, problem=self._registered_again(call, call_scope) or self._overridden(site, call_scope))
+            own = call_scope is scope and self._defvjp_owner(call.func) == site.name  # not through an alias
+            site = replace(
+                site,
+                problem=self._registered_again(call, call_scope, holds if own else None)
+                or self._overridden(site, call_scope),
+            )
         site = self._signature_from_fwd(site) if site.primal is None else site
         return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
 
@@ -116,19 +125,28 @@ class RuleLinker(NondiffReader):
         varargs = isinstance(fwd.node.params.star_arg, cst.Param)
         return replace(site, params=params, has_varargs=varargs, nondiff=spec, problem=problem)
 
-    def _find_defvjp(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | None:
+    def _find_defvjp(self, site: VjpSite, scope: Scope, holds: range | None) -> tuple[cst.Call, Scope] | None:
+        """The first defvjp call on the site where its definition holds (``holds``, its ``stretch``
+        of ``scope``); for a site under an `if`, the first after it, else the first in its scope."""
         candidates = [(site.name, scope)]
         if scope.is_class and scope.parent is not None:
             class_name = scope.qualprefix.rstrip(".").split(".")[-1]
             candidates.append((f"{class_name}.{site.name}", scope.parent))
         for owner, where in candidates:
-            for stmt in scope_statements(where.statements):
-                if not isinstance(stmt, cst.SimpleStatementLine):
-                    continue
-                for small in stmt.body:
-                    call = small.value if isinstance(small, cst.Expr) else None
-                    if isinstance(call, cst.Call) and self._defvjp_owner(call.func) == owner:
+            within = holds if where is scope else None
+            first: cst.Call | None = None
+            defined = False
+            for k, stmt in numbered(where.statements):
+                defined = defined or defines(stmt, site)
+                for small in stmt.body if type(stmt) is cst.SimpleStatementLine else ():
+                    call = small.value if type(small) is cst.Expr else None
+                    if type(call) is not cst.Call or self._defvjp_owner(call.func) != owner:
+                        continue
+                    if (k in within) if within is not None else defined:
                         return call, where
+                    first = first or call
+            if first is not None and within is None:
+                return first, where
         return None
 
     def _defvjp_in_methods(self, site: VjpSite, scope: Scope) -> tuple[cst.Call, Scope] | str | None:
@@ -143,8 +161,8 @@ class RuleLinker(NondiffReader):
             )
         return found[0] if found else None
 
-    def _unlinked(self, site: VjpSite, scope: Scope) -> str:
-        """Why no defvjp call gives the site its rules."""
+    def _unlinked(self, site: VjpSite, scope: Scope, holds: range | None) -> str:
+        """Why no defvjp call gives the site its rules (``holds``: its ``stretch`` of ``scope``)."""
         inside = self._defvjp_inside(site, scope)
         if inside is not None:
             return (
@@ -160,6 +178,10 @@ class RuleLinker(NondiffReader):
                 f"`{owner}.defvjp(fwd, bwd)` is called outside the methods of "
                 f"`{scope.qualprefix.rstrip('.')}`, so which rules `{site.name}` gets, and when, cannot be told"
             )
+        if holds is not None and holds.stop < len(scope.statements):  # calls after it are another's
+            line = walk.index_of(self.module).line(scope.statements[holds.stop])
+            again = site.name.split(".")[0]
+            return f"no `{site.name}.defvjp(fwd, bwd)` call follows it before `{again}` is bound again (line {line})"
         return f"no `{site.name}.defvjp(fwd, bwd)` call was found in its scope"
 
     def _defvjp_inside(self, site: VjpSite, scope: Scope) -> str | None:
@@ -173,24 +195,31 @@ class RuleLinker(NondiffReader):
                 return func.name.value
         return None
 
-    def _registered_again(self, call: cst.Call, scope: Scope) -> str | None:
+    def _registered_again(self, call: cst.Call, scope: Scope, holds: range | None) -> str | None:
         """Why a site whose rules ``call`` registers cannot be rewritten when its scope (or a def
         in it, `def use_fast(): f.defvjp(f_fwd, f_bwd_fast)`) registers rules again: the rewrite
-        changes one fwd/bwd pair, and a bwd registered by the other call would keep its old signature."""
+        changes one fwd/bwd pair, and a bwd registered by the other call would keep its old signature.
+        ``holds``: the site's ``stretch`` of the scope, when ``call`` is in it: a call of the scope's
+        own code outside it registers on another definition of the name."""
         kept = self.registrations.get(id(scope))
         if kept is not None and kept[0] is scope:
             found = kept[1]
         else:
             walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
             collector = _Registrations(self._defvjp_owner)
-            for statement in scope.statements:
+            for top, statement in enumerate(scope.statements):
+                collector.top = top
                 walk.visit(statement, collector)
             found = collector.found
             self.registrations[id(scope)] = (scope, found)
         owner = self._defvjp_owner(call.func)
         assert owner is not None
         root = owner.split(".")[0]
-        calls = [c for c, around in found.get(owner, []) if not any(root in _bound_in(node) for node in around)]
+        calls = [
+            c
+            for c, around, top in found.get(owner, [])
+            if not any(root in _bound_in(node) for node in around) and (holds is None or around or top in holds)
+        ]
         if len(calls) < 2:
             return None
         index = walk.index_of(self.module)
@@ -278,7 +307,9 @@ class RuleLinker(NondiffReader):
             return dotted(func.args[0].value)
         return None
 
-    def _resolve_rule(self, expr: cst.BaseExpression | None, scope: Scope, role: str) -> FunctionRef:
+    def _resolve_rule(
+        self, expr: cst.BaseExpression | None, scope: Scope, role: str, before: cst.BaseStatement | None
+    ) -> FunctionRef:
         if expr is None:
             return FunctionRef("?", None, f"defvjp is not given a {role} rule")
         text = self.module.code_for_node(expr)
@@ -297,7 +328,7 @@ class RuleLinker(NondiffReader):
         if method is not None:  # `self.apply_bwd`: the instance fills its first parameter
             jit, problem = rule_decorations(role, name, method[0], self.imports, method=True)
             return FunctionRef(name, method[0], bound_args=bound + method[1], jit=jit, decorator_problem=problem)
-        node = find_def(scope, name)
+        node = find_def(scope, name, before)
         if node is None and self.imported_rule is not None:
             resolved = self.imported_rule(role, name)
             if resolved is not None:
@@ -324,6 +355,16 @@ class RuleLinker(NondiffReader):
         return name
 
 
+def _statement_of(call: cst.Call, scope: Scope) -> cst.BaseStatement | None:
+    """The statement of ``scope`` that makes ``call``, when it is one (`f.defvjp(...)` on its line)."""
+    for stmt in scope_statements(scope.statements):
+        if type(stmt) is cst.SimpleStatementLine and any(
+            type(small) is cst.Expr and small.value is call for small in stmt.body
+        ):
+            return stmt
+    return None
+
+
 def _rule_args(call: cst.Call) -> tuple[cst.BaseExpression | None, cst.BaseExpression | None]:
     return rule_arg(call, 0, "fwd"), rule_arg(call, 1, "bwd")
 
@@ -344,11 +385,12 @@ class _Registrations(cst.CSTVisitor):
         super().__init__()
         self.owner, self.around = owner, list[cst.FunctionDef | cst.ClassDef | cst.Lambda]()
         self.found: Registrations = {}
+        self.top = 0  # the index of the statement walked
 
     def visit_Call(self, node: cst.Call) -> None:
         owner = self.owner(node.func)
         if owner is not None:
-            self.found.setdefault(owner, []).append((node, tuple(self.around)))
+            self.found.setdefault(owner, []).append((node, tuple(self.around), self.top))
 
     def _enter(self, node: cst.FunctionDef | cst.ClassDef | cst.Lambda) -> None:
         self.around.append(node)

@@ -72,7 +72,7 @@ class SiteFinder(RuleLinker):
             elif type(stmt) is cst.SimpleStatementLine:
                 for small in stmt.body:
                     if type(small) is cst.Assign and type(small.value) is cst.Call:
-                        site = self._call_site(small, scope)
+                        site = self._call_site(small, scope, stmt)
                         if site is not None:
                             out.append((site, scope))
 
@@ -134,8 +134,9 @@ class SiteFinder(RuleLinker):
                 return self._make_site(func.name.value, qualname, func, decorator, options, vjp, alias=alias)
         return None
 
-    def _call_site(self, assign: cst.Assign, scope: Scope) -> VjpSite | None:
-        """``f = jax.custom_vjp(...)``, also to an attribute: ``simulate.vjp = jax.custom_vjp(...)``."""
+    def _call_site(self, assign: cst.Assign, scope: Scope, line: cst.SimpleStatementLine) -> VjpSite | None:
+        """``f = jax.custom_vjp(...)``, also to an attribute: ``simulate.vjp = jax.custom_vjp(...)``;
+        ``line``, the statement holding it, sees the def last bound before it."""
         if len(assign.targets) != 1 or not isinstance(assign.targets[0].target, (cst.Name, cst.Attribute)):
             return None
         name = dotted(assign.targets[0].target)
@@ -160,7 +161,7 @@ class SiteFinder(RuleLinker):
                 return None
             options, target = call.args[1:], call.args[0]
         written, unwrapped = target.value, self._unwrapped(target.value)
-        primal = find_def(scope, unwrapped.value) if isinstance(unwrapped, cst.Name) else None
+        primal = find_def(scope, unwrapped.value, line) if isinstance(unwrapped, cst.Name) else None
         if primal is not None:
             qualname = f"{scope.qualprefix}{primal.name.value}"
             return self._make_site(name, qualname, primal, call, options, vjp, alias=alias)

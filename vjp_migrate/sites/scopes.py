@@ -152,14 +152,18 @@ class ModuleBindings(cst.CSTVisitor):
         self._targets(node.target)
 
 
-def find_def(scope: Scope | None, name: str) -> cst.FunctionDef | None:
-    """The function a (dotted) name refers to from a scope: the last def in the nearest scope."""
+def find_def(scope: Scope | None, name: str, before: cst.BaseStatement | None = None) -> cst.FunctionDef | None:
+    """The function a (dotted) name refers to from a scope: the last def in the nearest scope.
+    ``before``, a statement of ``scope``: the last def preceding it there, if any (the one bound
+    when it runs, where a notebook defines the name again further on)."""
     head, _, rest = name.partition(".")
     start = scope
     while scope is not None:
         if scope is start or not scope.is_class:
             found: cst.FunctionDef | None = None
             for stmt in scope_statements(scope.statements):
+                if stmt is before and scope is start and found is not None:
+                    return found
                 if rest and type(stmt) is cst.ClassDef and stmt.name.value == head:
                     inner = Scope(body_statements(stmt), scope, True, "")
                     found = find_def(inner, rest) or found
