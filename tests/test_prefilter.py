@@ -1430,6 +1430,78 @@ def test_screen_keeps_array_use_in_the_def_a_partial_primal_runs() -> None:
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
 
 
+_RUN_BY_A_NAME = """\
+from functools import partial
+from typing import Callable
+import jax
+
+{helpers}
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, a):
+{body}
+
+
+def f_fwd(x, a):
+    return f(x, a), None
+
+
+def f_bwd(a, _, g):
+    return (g,)
+
+
+f.defvjp(f_fwd, f_bwd)
+"""
+_G = "def _g(x, a):\n    return x * a\n"
+_MAKE_JIT = "def _make():\n    def _h(x, a):\n        return x * a\n    return jax.jit(_h)\n"
+
+
+@pytest.mark.parametrize(
+    ("helpers", "body"),
+    [
+        pytest.param(_G + "\n_gj = jax.jit(_g)\n", "    return _gj(x, a)", id="a module-level jit (probe29 G2)"),
+        pytest.param(_G, "    fn = jax.jit(_g)\n    return fn(x, a)", id="a jit bound in the primal"),
+        pytest.param(_G, "    fn: Callable = jax.jit(_g)\n    return fn(x, a)", id="an annotated assignment"),
+        pytest.param(_G, "    (fn := jax.jit(_g))\n    return fn(x, a)", id="a named expression"),
+        pytest.param(_MAKE_JIT, "    fn = _make()\n    return fn(x, a)", id="a factory's jit of a nested def"),
+        pytest.param(
+            _MAKE_JIT.replace("return jax.jit(_h)", "return _h"),
+            "    fn = _make()\n    return fn(x, a)",
+            id="a factory's def",
+        ),
+        pytest.param(
+            "def _g(x, a, s=1.0):\n    return x * a * s\n\n_gp = partial(_g, s=2.0)\n\n"
+            "def _make():\n    made = jax.jit(_gp)\n    return made\n",
+            "    fn = _make()\n    return fn(x, a)",
+            id="a factory's local jit of a partial alias",
+        ),
+        pytest.param(
+            "def _g(x, a, s=1.0):\n    return x * a * s\n\n_gp = partial(_g, s=2.0)\n",
+            "    fn = jax.jit(_gp)\n    return fn(x, a)",
+            id="a jit of a partial alias",
+        ),
+    ],
+)
+def test_screen_keeps_array_use_in_a_def_a_name_bound_to_a_call_runs(helpers: str, body: str) -> None:
+    # classify follows the def a jax.jit bound to a name runs (probe29 G2, module_facts), and the one a
+    # local bound to a jit or to a module factory's result runs (probe33 H1, jit_bound): bwd never
+    # reads `a`, so that def's arithmetic is the only array evidence, and the screen must see it too.
+    text = _RUN_BY_A_NAME.format(helpers=helpers, body=body)
+    assert _findings(text, "run.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+def test_screen_proves_nothing_through_a_helper_the_function_rebinds() -> None:
+    # `fn` is a module def that needs `a` concrete, but the primal calls its own `fn`, the jit a
+    # factory returns, whose def uses `a` in arithmetic: classify reads that one.
+    text = _RUN_BY_A_NAME.format(
+        helpers=_MAKE_JIT + "\n\ndef fn(x, a):\n    return x if a else -x\n",
+        body="    fn = _make()\n    return fn(x, a)",
+    )
+    assert _findings(text, "shadow.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
+    assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
 def test_the_positional_trigger_does_not_backtrack_on_a_comment_banner(tmp_path: Path) -> None:
     # A run of `#` after `custom_vjp` split in exponentially many ways: `check` of this ordinary
     # new-style file never finished. Run apart, so a relapse fails on the timeout, not by hanging.

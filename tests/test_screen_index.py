@@ -155,6 +155,10 @@ def _plain_index(tree: ast.Module) -> dict[str, object]:
             decorated.update((id(d), None) for d in node.decorator_list)
         elif isinstance(node, ast.Assign):
             assigned[id(node.value)] = [t for t in map(screen_tree.dotted, node.targets) if t is not None]
+        elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)) and node.value is not None:
+            named = screen_tree.dotted(node.target)
+            if named is not None:
+                assigned[id(node.value)] = [named]
         elif isinstance(node, (ast.Import, ast.ImportFrom)):
             for local, bound in screen_tree.import_bindings(node):
                 aliases.setdefault(local, set()).add(bound)

@@ -13,7 +13,8 @@ of a method's class, the array fields of a class), ``context`` (all of it, once 
 ``uses`` (what the primal, fwd and bwd do with the argument: the ``Uses`` visitor, composed of
 ``uses_names`` (the names carrying it and the evidence so far), ``uses_operators``,
 ``uses_branches`` (control flow, type tests), ``uses_fields`` (the fields of a pytree-annotated
-parameter), ``uses_helpers`` (helpers, kernels, ``partial``) and
+parameter), ``uses_helpers`` (helpers, kernels, ``partial``; with ``jit_bound``, what a local bound
+to a ``jax.jit`` or to a factory's result runs, and what that jit marks static) and
 ``uses_calls`` (with ``mapped``: the operands a ``jax.vmap`` maps over)); the calls of the site:
 ``calls`` (found once per module; ``factory_calls``, ``method_calls``: through a factory returning
 the site, an instance of its class), ``call_locals`` (the values locals carry), ``call_traced`` (a

@@ -22,6 +22,7 @@ from vjp_migrate.classify.expressions import (
     place_of,
     strip_views,
 )
+from vjp_migrate.classify.jit_bound import Runs, assigned_value, local_runs
 from vjp_migrate.classify.uses_branches import Branches
 from vjp_migrate.classify.uses_fields import attribute_evidence, attributes_read, field_evidence
 from vjp_migrate.classify.uses_names import NameFinder
@@ -221,6 +222,8 @@ class Helpers(Branches):
         return True
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
+        if self._local_runs(call, func_text, position, keyword, via):
+            return
         defs = self.ctx.definitions(func_text, self.func)
         if func_text in self.bindings and self._enclosing(func_text):
             defs = ()  # a local of the function shadows the def around it
@@ -235,6 +238,41 @@ class Helpers(Branches):
             return
         found = [self._in_helper(helper, call, func_text, position, keyword, via) for helper in defs]
         self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))
+
+    def _local_runs(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> bool:
+        """A call of a local bound once to what a call makes, a jax.jit or a factory's result
+        (jit_bound.py): judged by each thing it may run; whether it was."""
+        value = assigned_value(self.bindings.get(call.func.value, [])) if isinstance(call.func, cst.Name) else None
+        runs = local_runs(value, self.func, self.ctx) if value is not None and self.func is not None else None
+        if runs is None or self.depth >= 3:
+            return False
+        assert isinstance(value, cst.Call)
+        if not runs:
+            use = f"passed to `{func_text}`, which `{code_text(value.func)}(...)` makes and is not analysed"
+            self._doubt(f"{use} (a jax.jit it may be could mark it static)", call, via)
+            return True
+        found = [self._in_runs(r, call, func_text, position, keyword, via) for r in runs]
+        self.evidence.extend(found[0] if len(found) == 1 else _in_every(found, func_text))
+        return True
+
+    def _in_runs(
+        self, runs: Runs, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None
+    ) -> list[tuple[Evidence, str]]:
+        marked = runs.marks(position, keyword)
+        place = f"`{keyword}`" if keyword else place_of(position, None)
+        if marked:
+            text = f"passed as {place} to `{func_text}`, whose jax.jit marks it static"
+            return self._made(ArgKind.STATIC, text, call, via=via)
+        static = runs.static()
+        if runs.func is not None and static is not None:
+            where = f"`{runs.func.name.value}`, which `{func_text}` runs (called from {self.where})"
+            return self._in_helper(runs.func, call, func_text, position, keyword, via, where=where, static=static)
+        if marked is None:
+            use = f"passed as {place} to `{func_text}`, a jax.jit whose static arguments "
+            use += "are not known here (not literals, or of a function not analysed): it may be one"
+            return [self._doubted(use, call, via)]
+        self._opaque(call, func_text, keyword, via)  # a jit traces it there: judged as before
+        return []
 
     def _imported(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
         """A call of a name imported from elsewhere: a def of another module of the run is
@@ -261,10 +299,11 @@ class Helpers(Branches):
         via: Via | None,
         ctx: Context | None = None,
         where: str | None = None,
+        static: frozenset[str] = frozenset(),
     ) -> list[tuple[Evidence, str]]:
         """The evidence one def of the helper ``call`` calls gives about the argument it is passed
         (``ctx``, ``where``: the context of the module that defines it and how to name the helper,
-        when it is not this module's)."""
+        when it is not this module's; ``static``: what a jax.jit it runs through marks static)."""
         ctx = ctx or self.ctx
         params = positional_params(helper)
         kwonly = [p.name.value for p in helper.params.kwonly_params]
@@ -272,7 +311,7 @@ class Helpers(Branches):
         target = keyword if named else (params[position] if 0 <= position < len(params) else None)
         if target is None:
             return []
-        if target in ctx.jit_static(func_text, helper):
+        if target in ctx.jit_static(func_text, helper) | static:
             text = f"passed as `{target}` to `{func_text}`, whose jax.jit marks it static"
             return self._made(ArgKind.STATIC, text, call, via=via)
         if (cache := caching_decorator(helper, ctx.imports)) is not None:

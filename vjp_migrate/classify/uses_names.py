@@ -109,8 +109,12 @@ class UseState(cst.CSTVisitor):
     def _doubt(self, use: str, node: cst.CSTNode, via: Via | None) -> None:
         """A use that may need the argument (with ``via``, a value from it) concrete: no safe fix
         then, whatever else says array."""
+        self.evidence.append(self._doubted(use, node, via))
+
+    def _doubted(self, use: str, node: cst.CSTNode, via: Via | None) -> tuple[Evidence, str]:
+        """The evidence of ``_doubt``, not yet recorded."""
         kind, text, weight = via.needs(use, certain=False) if via is not None else (ArgKind.UNKNOWN, use, DOUBT)
-        self.evidence.append((Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(node)), weight))
+        return Evidence(kind, f"{text}{self.packing} in {self.where}", *self.ctx.where(node)), weight
 
     def _via(self, expr: cst.BaseExpression) -> Via | None:
         """How ``expr``, not the argument itself, carries the argument's values, if it does."""

@@ -16,14 +16,15 @@ def _holds_anything(expr: cst.BaseExpression, tuple_value: bool) -> bool:
     return last in ("Any", "object") or (tuple_value and last in ("tuple", "Tuple"))
 
 
-def _fwd_type_holds(expr: cst.BaseExpression) -> bool:
-    """fwd's return annotation stays right: it allows anything, or any residual (`tuple[Array, Any]`)."""
+def _fwd_type_holds(expr: cst.BaseExpression, tuple_residual: bool) -> bool:
+    """fwd's return annotation stays right: it allows anything, or any residual (`tuple[Array, Any]`),
+    or any tuple when the new residual is one (`tuple[Array, tuple]`, as bwd's `res: tuple` stays)."""
     if _holds_anything(expr, True):
         return True
     if not (isinstance(expr, cst.Subscript) and _holds_anything(expr.value, True) and len(expr.slice) == 2):
         return False
     residual = expr.slice[1].slice
-    return isinstance(residual, cst.Index) and _holds_anything(residual.value, False)
+    return isinstance(residual, cst.Index) and _holds_anything(residual.value, tuple_residual)
 
 
 def retyped(
@@ -47,7 +48,8 @@ def retyped(
     spelling = _tuple_spelling(fwd, bwd)
     edits: list[tuple[cst.Param | cst.FunctionDef, cst.Annotation | TupleType | None]] = []
     fwd_changes = site.fwd.lambda_node is None and layout is not Layout.UNCHANGED
-    if fwd_changes and fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation):
+    tuple_residual = not (layout is Layout.NONE and len(saved_fwd) == 1)  # else the saved argument itself
+    if fwd_changes and fwd.returns is not None and not _fwd_type_holds(fwd.returns.annotation, tuple_residual):
         saved = _annotations(fwd, saved_fwd)
         edits.append((fwd, _fwd_type(fwd.returns.annotation, layout, saved, width, spelling, imports)))
     if site.bwd.lambda_node is not None:

@@ -13,7 +13,8 @@ doubt keeps the file. It over-approximates the later stages instead of copying t
   fwd is no def (a call may build it: classify then judges each position from the calls alone),
   keeps the file;
 - an argument *may be an array* when, in the primal, fwd or bwd (or a helper they call, any
-  function of that name, followed deeper than classify does), it takes part in arithmetic, an
+  function of that name, or any def a name bound to a call may run: `fn = jax.jit(_g)`, `fn =
+  make()` returning one, followed deeper than classify does), it takes part in arithmetic, an
   element-wise comparison, an array attribute, is passed to a function that may live in an array
   module, positionally to any ``.bind`` (a primitive's operand) or to a name imported relatively
   (a helper a run over the package follows), is mapped over by ``jax.vmap``,

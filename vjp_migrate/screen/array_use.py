@@ -13,8 +13,8 @@ from vjp_migrate.screen.names import (
     positional_params,
     qualified,
 )
-from vjp_migrate.screen.sites import Site, call_value, known_as
-from vjp_migrate.screen.tree import Func, Module, body_nodes, dotted, grown_list, own_nodes
+from vjp_migrate.screen.sites import Site, call_value, called_defs, known_as
+from vjp_migrate.screen.tree import Func, Module, body_nodes, calls_bound_to, dotted, grown_list, own_nodes
 from vjp_migrate.vocabulary import (
     ARRAY_ANNOTATION_NAMES,
     ARRAY_ANNOTATIONS,
@@ -234,7 +234,7 @@ class ArrayUse:
             return True  # a helper of a sibling module, which a run over the package follows (project.py)
         if not isinstance(call.func, ast.Name) or depth >= FOLLOW_DEPTH:
             return False
-        for helper in self.m.defs.get(call.func.id, []):
+        for helper in may_run(self.m, call.func.id):
             params = [p.arg for p in positional_params(helper)]
             for at, given in passed:
                 if given is not None and self.keyword_only(helper, given, depth + 1):
@@ -248,6 +248,31 @@ class ArrayUse:
                 if any(self.param(helper, t, depth + 1) for t in targets):
                     return True
         return False
+
+
+def may_run(m: Module, name: str) -> list[Func]:
+    """The defs a call of ``name`` may run: sites.called_defs (a def of that name, the defs a call
+    bound to it is given: `jax.jit(_g, ...)`, `partial(_g, k=v)`) and, when that call is of a def of
+    the module (a factory, classify.jit_bound), those the def returns by name or hands to a call
+    (`return jax.jit(_h, ...)`)."""
+    found = m.runs.get(name)
+    if found is None:
+        made = [d for call in calls_bound_to(m, name) for d in _returned_defs(m, call)]
+        found = m.runs[name] = called_defs(m, name) + made
+    return found
+
+
+def _returned_defs(m: Module, call: ast.Call) -> list[Func]:
+    """The defs a def the call calls returns by name, or hands to a call as its first argument."""
+    factories = called_defs(m, call.func.id) if isinstance(call.func, ast.Name) else []
+    found: list[Func] = []
+    for factory in factories:
+        for node in body_nodes(m, factory):
+            if isinstance(node, ast.Return) and isinstance(node.value, ast.Name):
+                found.extend(called_defs(m, node.value.id))
+            elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Name):
+                found.extend(called_defs(m, node.args[0].id))
+    return found
 
 
 def _all_locals(m: Module, expr: ast.expr) -> bool:

@@ -16,7 +16,16 @@ from vjp_migrate.screen.names import (
     qualified,
     str_names,
 )
-from vjp_migrate.screen.tree import Doubt, Func, Module, body_nodes, dotted, own_returns, toplevel_statements
+from vjp_migrate.screen.tree import (
+    Doubt,
+    Func,
+    Module,
+    body_nodes,
+    calls_bound_to,
+    dotted,
+    own_returns,
+    toplevel_statements,
+)
 from vjp_migrate.vocabulary import PRIMAL_WRAPPERS, reordered
 
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
@@ -250,7 +259,7 @@ def _may_be_bare(m: Module, value: ast.expr | None, cotangent: str, func: Func, 
         if may_be_array_function(m, value.func):
             return True
         return isinstance(value.func, ast.Name) and any(
-            _may_return_bare(m, helper, seen) for helper in _called_defs(m, value.func.id)
+            _may_return_bare(m, helper, seen) for helper in called_defs(m, value.func.id)
         )
     if not isinstance(value, ast.Name) or (id(func), value.id) in seen:
         return False  # a local already followed: what it may be bound to is looked at there
@@ -270,14 +279,14 @@ def _may_return_bare(m: Module, helper: Func, seen: set[object]) -> bool:
     return any(_may_be_bare(m, ret.value, "", helper, seen) for ret in own_returns(m, helper))
 
 
-def _called_defs(m: Module, name: str) -> list[Func]:
+def called_defs(m: Module, name: str, depth: int = 0) -> list[Func]:
     """Every def a call of ``name`` may run: the defs of that name, and the defs a call whose
-    value is bound to it is given (`h = partial(f, k=1)`, `h = jax.jit(f)`)."""
+    value is bound to it is given (`h = partial(f, k=1)`, `h = jax.jit(f)`), through such names
+    too (`h = jax.jit(p)` with `p = partial(f, k=1)`)."""
     found = list(m.defs.get(name, ()))
-    for call in m.calls:
-        if name in m.assigned.get(id(call), ()):
-            given = [*call.args, *(k.value for k in call.keywords)]
-            found.extend(d for arg in given if isinstance(arg, ast.Name) for d in m.defs.get(arg.id, ()))
+    for call in calls_bound_to(m, name) if depth < 2 else ():
+        given = [*call.args, *(k.value for k in call.keywords)]
+        found.extend(d for arg in given if isinstance(arg, ast.Name) for d in called_defs(m, arg.id, depth + 1))
     return found
 
 

@@ -206,13 +206,13 @@ class StaticProof:
         for node in nodes:
             if isinstance(node, (ast.If, ast.While, ast.IfExp)) and _mentions(self.m, node.test, name):
                 return True
-            if isinstance(node, ast.Call) and self._call(node, name, depth):
+            if isinstance(node, ast.Call) and self._call(func, node, name, depth):
                 return True
             if isinstance(node, ast.Subscript) and _literal_index(node, name):
                 return True
         return False
 
-    def _call(self, call: ast.Call, name: str, depth: int) -> bool:
+    def _call(self, func: Func, call: ast.Call, name: str, depth: int) -> bool:
         if isinstance(call.func, ast.Name) and call.func.id == name:
             return True  # called as a function
         first = call.args[0] if call.args else None
@@ -223,8 +223,8 @@ class StaticProof:
             if keyword.arg in STATIC_KEYWORDS and isinstance(root, ast.Name) and root.id == name:
                 return True
         helper = self.helpers.get(call.func.id) if isinstance(call.func, ast.Name) else None
-        if helper is None or depth >= 2:  # classify follows three deep; stay inside that
-            return False
+        if helper is None or depth >= 2 or _may_rebind(self.m, func, helper.name):
+            return False  # classify follows three deep; a local of the name is another function
         params = [p.arg for p in positional_params(helper)]
         for position, arg in enumerate(call.args):
             if isinstance(arg, ast.Starred):

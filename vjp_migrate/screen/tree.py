@@ -26,7 +26,7 @@ class Module:
     defs: dict[str, list[Func]] = field(default_factory=dict)  # every def, any depth, by name
     calls: list[ast.Call] = field(default_factory=list)
     decorated: dict[int, Func | None] = field(default_factory=dict)  # id(decorator) -> def
-    assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> (dotted) name targets
+    assigned: dict[int, list[str]] = field(default_factory=dict)  # id(value) -> (dotted) targets, `:=` too
     renamed: list[tuple[str, list[str]]] = field(default_factory=list)  # `a = b`, any scope: ("b", ["a"])
     known_as: dict[int, set[str]] = field(default_factory=dict)  # id(site.call) -> known_as
     site_calls: dict[int, list[ast.Call]] = field(default_factory=dict)  # id(site.call) -> array_use._site_calls
@@ -42,6 +42,8 @@ class Module:
     ffi_names: set[str] | None = None  # names bound anywhere to what an `ffi_call(...)` returns
     arrays: set[str] | None = None  # names the module scope binds to what may be an array function's call
     traced: list[tuple[Func, set[str]]] | None = None  # _may_be_traced_parameters
+    runs: dict[str, list[Func]] = field(default_factory=dict)  # array_use.may_run, by name
+    bound_calls: dict[str, list[ast.Call]] | None = None  # calls_bound_to, by name
 
 
 # Fields that never hold a node the screen looks at: identifiers, numbers and strings, and the
@@ -111,7 +113,10 @@ def import_bindings(node: ast.Import | ast.ImportFrom) -> Iterator[tuple[str, st
             yield alias.asname or alias.name, imported_name(base, alias.name)
 
 
-_INDEXED = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.Import, ast.ImportFrom})
+_INDEXED = frozenset(
+    {ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Assign, ast.AnnAssign, ast.NamedExpr}
+    | {ast.Import, ast.ImportFrom}
+)
 
 
 def index_module(tree: ast.Module, text: str) -> Module:
@@ -140,6 +145,10 @@ def index_module(tree: ast.Module, text: str) -> Module:
                 assigned[id(node.value)] = [t for t in map(dotted, node.targets) if t is not None]
                 if isinstance(node.value, ast.Name):
                     m.renamed.append((node.value.id, assigned[id(node.value)]))
+            elif isinstance(node, (ast.AnnAssign, ast.NamedExpr)):  # `fn: Callable = make()`, `(fn := make())`
+                named = dotted(node.target)
+                if node.value is not None and named is not None:
+                    assigned[id(node.value)] = [named]
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 for local, bound in import_bindings(node):
                     aliases.setdefault(local, set()).add(bound)
@@ -175,6 +184,16 @@ def _target_names(target: ast.expr) -> Iterator[str]:
     elif isinstance(target, (ast.Tuple, ast.List)):
         for element in target.elts:
             yield from _target_names(element.value if isinstance(element, ast.Starred) else element)
+
+
+def calls_bound_to(m: Module, name: str) -> list[ast.Call]:
+    """The calls whose value an assignment anywhere binds to ``name`` (`fn = make()`)."""
+    if m.bound_calls is None:
+        m.bound_calls = {}
+        for call in m.calls:
+            for target in m.assigned.get(id(call), ()):
+                m.bound_calls.setdefault(target, []).append(call)
+    return m.bound_calls.get(name, [])
 
 
 def dotted(expr: ast.expr) -> str | None:

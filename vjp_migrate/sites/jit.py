@@ -94,13 +94,20 @@ def jit_static_positions(func: cst.FunctionDef, params: tuple[str, ...], imports
 def jit_static_names(func: cst.FunctionDef, imports: ImportTable) -> frozenset[str]:
     """The parameters (keyword-only ones too) a ``jax.jit`` decorator on ``func`` marks static."""
     numbers, names = _jit_static(func, imports)
-    return _static_params(func, numbers, names)
+    return static_params(func, numbers, names)
 
 
 def jit_call_static_names(call: cst.Call, func: cst.FunctionDef, bound: int = 0) -> frozenset[str] | None:
     """The parameters of ``func`` that the call ``jax.jit(func, ...)`` marks static; None when it
     gives its static arguments by other than literals (or by ``*``/``**``). ``bound``: the leading
     positions a ``partial(func, ...)`` it wraps fills, which its argnums count past."""
+    literals = jit_call_literals(call, bound)
+    return static_params(func, *literals) if literals is not None else None
+
+
+def jit_call_literals(call: cst.Call, bound: int = 0) -> tuple[set[int], set[str]] | None:
+    """The literal ``static_argnums`` (past ``bound``) and ``static_argnames`` of the call
+    ``jax.jit(func, ...)``; None when it gives them by other than literals (or by ``*``/``**``)."""
     numbers: set[int] = set()
     names: set[str] = set()
     for arg in call.args[1:]:
@@ -117,10 +124,10 @@ def jit_call_static_names(call: cst.Call, func: cst.FunctionDef, bound: int = 0)
             if named is None:
                 return None
             names.update(named)
-    return _static_params(func, numbers, names)
+    return numbers, names
 
 
-def _static_params(func: cst.FunctionDef, numbers: set[int], names: set[str]) -> frozenset[str]:
+def static_params(func: cst.FunctionDef, numbers: set[int], names: set[str]) -> frozenset[str]:
     """The parameters of ``func`` that jit's ``static_argnums`` ``numbers`` and ``static_argnames``
     ``names`` mark (a name ``func`` does not declare marks nothing)."""
     params = positional_params(func)
