@@ -240,7 +240,7 @@ def test_a_run_whose_other_files_hold_no_changed_name_reads_little(
 
 def test_import_lines_are_every_import_statement() -> None:
     text = 'from . import (\n    a,\n    b,\n)\nx = 1; import c\n"""we import d here"""\n    import e as f\nimportant = 2\n'
-    lines = cross_uses._import_lines(text)
+    lines = cross_uses.import_lines(text)
     assert all(name in lines for name in ("a", "b", "import c", "import e as f"))
     assert "import d" not in lines and "important" not in lines
 

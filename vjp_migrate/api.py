@@ -115,11 +115,12 @@ def _analyze(
     infos = tuple(tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)) for site in sites)
     # A site's plan depends on the positions other sites keep nondiff (plan.closures): rounds from
     # the hope that every plan moves what the settings select, until the plans keep no more (a
-    # site silenced by a noqa comment keeps all of them).
+    # site silenced by a noqa comment keeps all of them). Those of other files: callees.py.
     callees = nondiff_hoped(sites, tuple(moved_positions(i, settings) for i in infos))
+    imported = project.imported_callees(path, module) if project is not None else None
     while True:
         decisions = tuple(
-            decide(site, i, settings, imports, ctx, callees) for site, i in zip(sites, infos, strict=True)
+            decide(site, i, settings, imports, ctx, callees, imported) for site, i in zip(sites, infos, strict=True)
         )
         decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))
         diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
@@ -258,6 +259,8 @@ def check_file(
             project = Project.for_file(path)
             analysis = _analyze(source.text, str(path), settings, explicit, project, syntax_checked=verdict.parses)
             result = project.with_origins(FileResult(path, Status.OK, diagnostics=analysis.diagnostics))
+            if project.read_elsewhere:  # its findings depend on another file, which the key does not hash
+                return result
         if cache is not None:
             cache.put(path, data, explicit, result)
         return result

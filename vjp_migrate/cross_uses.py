@@ -248,7 +248,7 @@ class OtherFiles:
             key = (wanted.home, wanted.role == IMPORT)
             if key not in named:
                 if words is None:
-                    words = set(re.findall(r"\w+", _import_lines(text)))
+                    words = set(re.findall(r"\w+", import_lines(text)))
                 parts = _path_names(wanted.home)
                 named[key] = not words.isdisjoint(parts[-1:] if key[1] else parts)
             if named[key]:
@@ -395,7 +395,7 @@ def _statements(body: Sequence[ast.AST]) -> Iterator[ast.AST]:
                 yield from _statements(inner)
 
 
-def _import_lines(text: str) -> str:
+def import_lines(text: str) -> str:
     """The lines of ``text`` where `import` follows only blanks, a `from` clause or a `;`, each
     with the rest of a parenthesized list it opens (`from . import (\n    ops,\n)`): every
     import statement, and maybe a few lines of strings."""

@@ -312,10 +312,13 @@ class RewritePlan:
 
 @dataclass(frozen=True)
 class NondiffAfter:
-    """A custom_vjp function of the module as its calls see it after the fix (plan.closures)."""
+    """A custom_vjp function as the module's calls see it after the fix (plan.closures): one of
+    the module's, or one it imports (project.Project.imported_callees)."""
 
     params: tuple[str, ...]  # the primal's positional parameters, for arguments passed by keyword
     kept: frozenset[int] | None  # the positions that stay in nondiff_argnums; None: not all are known
+    # For one of another file, where it is as the reason says it (" in pkg/b.py (line 6)"); else "".
+    where: str = ""
 
 
 @dataclass(frozen=True)
@@ -374,6 +377,9 @@ class FileResult:
     # analysed on its own, in a worker).
     imported_rules: tuple[str, ...] = ()
     imported_helpers: tuple[str, ...] = ()
+    # Modules whose custom_vjp functions it passes moved arguments to (callees.py): analysed again
+    # with them, together, when they are among the run's files.
+    imported_callees: tuple[str, ...] = ()
     # (role, name): the module-level names whose meaning the file's fix changes, its fwd and bwd
     # ("fwd", "bwd") and the imports and aliases of the partial it removes ("import", known to fix
     # only): the run looks for their uses in its other files (cross_uses.py).
@@ -385,8 +391,8 @@ class FileResult:
 
     @property
     def imports_from_others(self) -> bool:
-        """Whether phase 2 may have more to say: the file was analysed and imports rules or helpers."""
-        return self.status is Status.OK and bool(self.imported_rules or self.imported_helpers)
+        """Whether phase 2 may have more to say: the file was analysed and imports rules, helpers or callees."""
+        return self.status is Status.OK and bool(self.imported_rules or self.imported_helpers or self.imported_callees)
 
     @property
     def remaining(self) -> tuple[Diagnostic, ...]:

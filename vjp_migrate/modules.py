@@ -12,6 +12,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import libcst as cst
 
@@ -135,6 +136,58 @@ class ModuleIndex:
             if module in self.every:
                 return module, ".".join(parts[cut:])
         return None
+
+
+class Modules(Protocol):
+    """Module name <-> file, what following an import target needs (ModuleIndex, DiskModules)."""
+
+    def split(self, target: str) -> tuple[str, str] | None: ...
+
+    def files_named(self, name: str, importer: Path | None = None) -> list[Path]: ...
+
+    def package_of(self, path: Path) -> str: ...
+
+
+def folder_holding(top: str, path: Path) -> Path | None:
+    """The first folder above ``path`` (or else the current folder) that holds the top-level
+    package or module ``top``: where a project's own ``import top`` would find it."""
+    for folder in (*Path(os.path.abspath(path)).parents, Path(os.getcwd())):
+        if (folder / top).is_dir() or (folder / f"{top}.py").is_file():
+            return folder
+    return None
+
+
+class DiskModules:
+    """Module name <-> file for modules on disk below ``root`` (``folder_holding``'s answer), not
+    among a run's files: the few a site's analysis reads there (project.Project.imported_callees).
+    It answers as ModuleIndex does for a run's files."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._files: dict[str, Path | None] = {}
+
+    def _file(self, name: str) -> Path | None:
+        if name not in self._files:
+            parts = name.split(".")
+            package = self.root.joinpath(*parts, "__init__.py")  # a package comes before a module beside it
+            module = self.root.joinpath(*parts[:-1], f"{parts[-1]}.py")
+            self._files[name] = next((p for p in (package, module) if p.is_file()), None)
+        return self._files[name]
+
+    def split(self, target: str) -> tuple[str, str] | None:
+        """``pkg.rules.bwd`` -> (``pkg.rules``, ``bwd``): the longest module prefix on disk."""
+        parts = target.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            if self._file(".".join(parts[:cut])) is not None:
+                return ".".join(parts[:cut]), ".".join(parts[cut:])
+        return None
+
+    def files_named(self, name: str, importer: Path | None = None) -> list[Path]:
+        found = self._file(name)
+        return [] if found is None else [found]
+
+    def package_of(self, path: Path) -> str:
+        return importing_package(_root_name(path, self.root) or "", path)
 
 
 def absolute_module(relative: str, package: str) -> str | None:

@@ -14,13 +14,14 @@ A rule used by several custom_vjp functions (in any files) is rewritten only whe
 migrates the same argument positions the same way; otherwise all users get VJP003. A file whose
 fix changes a name that another file of the run uses (a test calling its bwd, an import of a
 name the fix removes: FileResult.changed_names, cross_uses.py) is analysed here again too: its
-rule is then VJP003, the import stays.
+rule is then VJP003, the import stays. So is a file whose site passes a moved argument to a
+custom_vjp of another file of the run (FileResult.imported_callees, callees.py), with that file:
+the two are one group when the site's plan needs the other's.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -37,7 +38,7 @@ from vjp_migrate.model import (
     Status,
     VjpSite,
 )
-from vjp_migrate.modules import ModuleImports, ModuleIndex, module_imports
+from vjp_migrate.modules import ModuleImports, ModuleIndex, Modules, folder_holding, module_imports
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
 from vjp_migrate.transaction import FileChange, Outcome
 
@@ -45,9 +46,11 @@ if TYPE_CHECKING:
     import libcst as cst
 
     from vjp_migrate.api import Analysis
+    from vjp_migrate.callees import Callees
     from vjp_migrate.classify.context import Context, ImportedHelper, Where
     from vjp_migrate.cross_uses import OtherFiles
     from vjp_migrate.imports import ImportTable
+    from vjp_migrate.plan.closures import ImportedCallees
     from vjp_migrate.sites import ImportedRule, ImportedValue
 
 _Run = tuple[tuple[Path, ...], tuple[Path, ...]]  # a run's files and roots (ModuleIndex.build's arguments)
@@ -100,6 +103,8 @@ class Project:
     _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
     # (import target, importing file) -> where it leads, for the helpers classification follows
     _helper_defs: dict[tuple[str, Path], _Followed[cst.FunctionDef]] = field(default_factory=dict)
+    _callees: Callees | None = None
+    hope: bool = True  # see Callees
 
     @classmethod
     def for_file(cls, path: Path) -> Project:
@@ -108,8 +113,19 @@ class Project:
 
     @classmethod
     def for_run(cls, files: Sequence[Path], roots: Sequence[Path]) -> Project:
-        """A project of a run's files, as phase 2 makes it: imported rules and helpers resolve among them."""
-        return cls(ModuleIndex.build(files, roots))
+        """A project of a run's files, as `fix -i` reads a file whose change is its own: imported
+        rules and helpers resolve among them, and the custom_vjp functions of the other files are
+        as written (a plan that needed one of their plans would be part of a multi-file change)."""
+        return cls(ModuleIndex.build(files, roots), hope=False)
+
+    @property
+    def callees(self) -> Callees:
+        """The custom_vjp functions of other files that the analysed modules' sites call."""
+        if self._callees is None:
+            from vjp_migrate.callees import Callees
+
+            self._callees = Callees(self, self.hope)
+        return self._callees
 
     @property
     def index(self) -> ModuleIndex:
@@ -141,14 +157,21 @@ class Project:
         return loaded.source.text if isinstance(loaded, _Loaded) else None
 
     def with_origins(self, result: FileResult) -> FileResult:
-        """``result`` saying which modules its file imports rules and helpers from, and which
-        of its names its fix changes."""
+        """``result`` saying which modules its file imports rules, helpers and custom_vjp
+        functions it passes moved arguments to from, and which of its names its fix changes."""
+        callees = self._callees.modules.get(result.path, ()) if self._callees is not None else ()
         return dataclasses.replace(
             result,
             imported_rules=tuple(sorted(self.imported.get(result.path, ()))),
             imported_helpers=tuple(sorted(self.helper_origins.get(result.path, ()))),
+            imported_callees=tuple(sorted(callees)),
             changed_names=tuple(sorted(self.changes.get(result.path, ()))),
         )
+
+    @property
+    def read_elsewhere(self) -> bool:
+        """Whether an analysis read a file that is not among the run's (its result depends on that file)."""
+        return self._callees is not None and self._callees.read_elsewhere
 
     def note_changes(self, path: str, decisions: Sequence[SiteDecision], module: object) -> None:
         """The fwd and bwd of the module at ``path`` that ``decisions`` change."""
@@ -187,6 +210,10 @@ class Project:
             if ref is not None and ref.node is not None and id(ref.node) in self.blocked:
                 return dataclasses.replace(site, problem=self.blocked[id(ref.node)])
         return site
+
+    def imported_callees(self, path: str, module: cst.Module) -> ImportedCallees:
+        """What each name the module at ``path`` imports and calls is (plan.closures): callees.py."""
+        return self.callees.lookup(Path(path), module)
 
     def widen(self, ctx: Context, sites: Sequence[VjpSite], module: cst.Module, path: str) -> Context:
         """Let classification read rules from other modules with those modules' imports, and
@@ -238,14 +265,14 @@ class Project:
         def find(name: str) -> tuple[cst.FunctionDef, Context, str] | None:
             found: dict[int, tuple[cst.FunctionDef, Path, cst.Module, str]] = {}
             for home, home_module in homes:
-                imports = self._imports_of(home, home_module)
+                imports = self.imports_of(home, home_module)
                 target = imports.target(name)
                 if target is None:
                     continue
                 if home == noted and self._nearby(home, imports, name):
                     self.helper_origins.setdefault(home, set()).add(imports.origin(name) or target)
                 if (target, home) not in self._helper_defs:
-                    self._helper_defs[(target, home)] = self._follow(
+                    self._helper_defs[(target, home)] = self.follow(
                         target, lambda module, attribute: self._helpers_of(module).get(attribute), home
                     )
                 followed = self._helper_defs[(target, home)]
@@ -274,8 +301,7 @@ class Project:
         if not top:
             return False
         if top not in self._tops:
-            folders = (*Path(os.path.abspath(path)).parents, Path(os.getcwd()))
-            self._tops[top] = any((f / top).is_dir() or (f / f"{top}.py").is_file() for f in folders)
+            self._tops[top] = folder_holding(top, path) is not None
         return self._tops[top]
 
     def _helper_context(self, ctx: Context, path: Path, module: cst.Module) -> Context:
@@ -289,7 +315,7 @@ class Project:
         inner = dataclasses.replace(ctx, imports=self._merged_imports(ctx, [module]), helpers=helpers)
         return dataclasses.replace(inner, imported=self._helper_finder(inner, [(path, module)], None))
 
-    def _imports_of(self, path: Path, module: cst.Module) -> ModuleImports:
+    def imports_of(self, path: Path, module: cst.Module) -> ModuleImports:
         if path not in self._imports:
             self._imports[path] = module_imports(module, self.index.package_of(path))
         return self._imports[path]
@@ -308,7 +334,7 @@ class Project:
         and its absolute target when that can be told; None when the name is not imported."""
 
         def origin_and_target(local: str) -> tuple[str, str | None] | None:
-            imports = self._imports_of(path, module)  # read on the first name looked up (most modules: never)
+            imports = self.imports_of(path, module)  # read on the first name looked up (most modules: never)
             origin = imports.origin(local)
             if origin is None:
                 return None
@@ -341,29 +367,38 @@ class Project:
 
         return resolve
 
-    def _follow(
-        self, target: str, find: Callable[[cst.Module, str], _Found | None], importer: Path
+    def follow(
+        self,
+        target: str,
+        find: Callable[[cst.Module, str], _Found | None],
+        importer: Path,
+        modules: Modules | None = None,
+        may_hold: Callable[[Path, str], bool] | None = None,
     ) -> _Followed[_Found]:
-        """Where an import target of the module at ``importer`` leads among the checked modules,
-        re-exports followed (up to _MAX_REEXPORTS): what ``find`` finds there, or why nothing is found."""
+        """Where an import target of the module at ``importer`` leads among the checked modules
+        (or ``modules``), re-exports followed (up to _MAX_REEXPORTS): what ``find`` finds there, or
+        why nothing is found. A file ``may_hold`` rules out (by its bytes) is not parsed."""
+        index = modules or self.index
         depth = 0
         while True:
-            split = self.index.split(target)
+            split = index.split(target)
             if split is None:
                 return _Followed(target)
             module_name, attribute = split
-            paths = self.index.files_named(module_name, importer)
+            paths = index.files_named(module_name, importer)
             if len(paths) > 1:
                 problem = f"{len(paths)} files of the run are `{module_name}`: " + ", ".join(map(str, paths))
                 return _Followed(target, module_name, attribute, problem=problem)
             path = importer = paths[0]
+            if may_hold is not None and not may_hold(path, attribute):
+                return _Followed(target, module_name, attribute, path)
             loaded = self.load(path)
             if isinstance(loaded, str):
                 return _Followed(target, module_name, attribute, path, problem=loaded)
             found = find(loaded.module, attribute)
             if found is not None:
                 return _Followed(target, module_name, attribute, path, found=found)
-            further = module_imports(loaded.module, self.index.package_of(path)).target(attribute)
+            further = module_imports(loaded.module, index.package_of(path)).target(attribute)
             if further is None or depth == _MAX_REEXPORTS:
                 return _Followed(target, module_name, attribute, path)
             target, depth = further, depth + 1
@@ -384,12 +419,12 @@ class Project:
         def find(module: cst.Module, attribute: str) -> bool | None:
             return True if module is home_module and attribute == name else None
 
-        return self._follow(target, find, importer).found is True
+        return self.follow(target, find, importer).found is True
 
     def _constant(self, target: str, importer: Path) -> cst.BaseExpression | str:
         from vjp_migrate.sites import module_constants
 
-        followed = self._follow(target, lambda module, name: module_constants(module).get(name), importer)
+        followed = self.follow(target, lambda module, name: module_constants(module).get(name), importer)
         if followed.module_name is None:
             return _not_checked(followed.target.rpartition(".")[0] or followed.target)
         if followed.problem is not None:
@@ -403,7 +438,7 @@ class Project:
         from vjp_migrate.sites import Scope, find_def
         from vjp_migrate.sites.jit import rule_decorations
 
-        followed = self._follow(
+        followed = self.follow(
             target, lambda module, name: find_def(Scope(list(module.body), None, False, ""), name), importer
         )
         origin = followed.target.rpartition(".")[0] or followed.target
@@ -449,7 +484,7 @@ _Found = TypeVar("_Found")
 
 @dataclass(frozen=True)
 class _Followed(Generic[_Found]):
-    """The end of Project._follow: the last target followed, the checked module that holds it
+    """The end of Project.follow: the last target followed, the checked module that holds it
     (None: no checked module does), why that module could not be read, or what was found."""
 
     target: str
@@ -532,8 +567,10 @@ def _analyse_all(project: Project, start: list[Path], settings: Settings) -> dic
             continue
         analysis = analyze(loaded.source.text, str(path), settings, parse_anyway=True, project=project)
         analyses[path] = analysis
+        project.callees.note_kept(path, analysis.decisions)
         for decision in analysis.decisions:
             pending.extend(Path(p) for p in sorted(rule_files(decision)))
+        pending.extend(project.callees.homes(path))
     return analyses
 
 
@@ -555,8 +592,9 @@ def complete(
     def holds(module: str) -> bool:
         return project.index.holds(module)
 
-    # A file that imports rules or helpers only from modules outside the run gets nothing new here.
-    rules = {r.path for r in flagged if any(map(holds, r.imported_rules))} | used
+    # A file that imports rules or helpers only from modules outside the run gets nothing new
+    # here. One that calls a custom_vjp of the run's may need its plan: the two are analysed together.
+    rules = {r.path for r in flagged if any(map(holds, (*r.imported_rules, *r.imported_callees)))} | used
     start = [r.path for r in flagged if r.path in rules or any(map(holds, r.imported_helpers))]
     start += sorted(used - set(start))
     if not start:
@@ -567,7 +605,7 @@ def complete(
         analyses = _analyse_rounds(project, [path for path in start if path in rules], settings, others)
         rest = [path for path in alone if path not in analyses]
         done = _alone_in_workers(project, rest, (tuple(others.files), tuple(others.roots)), settings, fix, jobs)
-        if any(any(map(holds, result.imported_rules)) for result in done.values()):
+        if any(any(map(holds, (*r.imported_rules, *r.imported_callees))) for r in done.values()):
             # One of them imports rules from the run after all (not seen in phase 1): all together.
             others, done = others.again(), {}
             project = others.project
@@ -581,18 +619,22 @@ def complete(
 def _analyse_rounds(
     project: Project, start: list[Path], settings: Settings, others: OtherFiles
 ) -> dict[Path, Analysis]:
-    """``start`` and the files of the rules they import analysed together, again until no more
-    rules are blocked by uses elsewhere or by users that disagree."""
+    """``start`` and the files of the rules and custom_vjp functions they import analysed
+    together, again until no more rules are blocked by uses elsewhere or by users that disagree,
+    and no file was planned while a callee in another kept fewer positions than it keeps now."""
     from vjp_migrate.cross_uses import used_elsewhere
 
     analyses = _analyse_all(project, start, settings)
-    while True:  # each round blocks at least one more rule, so this ends
+    while True:  # each round blocks one more rule or keeps more positions, so this ends
         found = {**used_elsewhere(analyses, others), **_disagreements(analyses)}
         blocked = {k: v for k, v in found.items() if k not in project.blocked}
-        if not blocked:
+        if blocked:
+            project.blocked.update(blocked)
+            analyses = _analyse_all(project, list(analyses), settings)
+        elif stale := project.callees.stale():
+            analyses.update(_analyse_all(project, sorted(stale), settings))
+        else:
             return analyses
-        project.blocked.update(blocked)
-        analyses = _analyse_all(project, list(analyses), settings)
 
 
 # The project phase 2 has read so far: a forked worker starts from it (a spawned one indexes the run).
@@ -653,6 +695,8 @@ def _outcome(results: list[FileResult], analyses: dict[Path, Analysis], fix: boo
             for other in sorted(rule_files(decision) - {str(path)}):
                 plans_for.setdefault(Path(other), []).append(decision.plan)
                 groups.join(path, Path(other))
+        for home in project.callees.relies_on(path, analysis):  # written alone, it passes a Tracer there
+            groups.join(path, home)
     members_of: dict[Path, set[str]] = {}
     for path in plans_for:
         members_of.setdefault(groups.find(path), set()).add(str(path))

@@ -31,7 +31,7 @@ from vjp_migrate.model import (
 )
 from vjp_migrate.plan.annotations import returns_only_lists, retyped
 from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, param_names, returns_of
-from vjp_migrate.plan.closures import static_capture
+from vjp_migrate.plan.closures import ImportedCallees, static_capture
 from vjp_migrate.plan.consistency import inconsistency, repeated_param
 from vjp_migrate.plan.cotangents import bwd_return_plan, cotangent_count, cotangent_slots, symbolic_zeros
 from vjp_migrate.plan.jit import jit_edits
@@ -76,11 +76,16 @@ def _unsaved(fwd: cst.FunctionDef, saved: tuple[str, ...], bound: set[str], dele
 
 
 def plan_site(
-    site: VjpSite, moved: tuple[int, ...], imports: ImportTable, callees: Mapping[str, NondiffAfter] | None = None
+    site: VjpSite,
+    moved: tuple[int, ...],
+    imports: ImportTable,
+    callees: Mapping[str, NondiffAfter] | None = None,
+    imported: ImportedCallees | None = None,
 ) -> RewritePlan | str:
     """The rewrite for moving ``moved`` out of nondiff_argnums, or why it cannot be done.
     ``callees``: the module's custom_vjp functions by name, with the positions the fix keeps
-    nondiff (``closures.nondiff_after``); the site's own come from ``moved``."""
+    nondiff (``closures.nondiff_after``); the site's own come from ``moved``. ``imported``: those
+    of other files (``closures.static_capture``)."""
     if site.problem:
         return site.problem
     if not site.nondiff.literal and site.nondiff.constant is None:
@@ -176,7 +181,7 @@ def plan_site(
             return fwd_comments
         fwd_comments = None
     temp_name = fresh_name(taken | {new_param, residual}, TEMP_NAMES) if temp_returns else ""
-    if (captured := static_capture(site, moved, moved_bwd, callees or {}, imports)) is not None:
+    if (captured := static_capture(site, moved, moved_bwd, callees or {}, imports, imported)) is not None:
         return captured
     edits = jit_edits(site, moved, moved_bwd, residual, new_param)
     if isinstance(edits, str):
@@ -226,10 +231,11 @@ def decide(
     imports: ImportTable,
     helpers: Helpers,
     callees: Mapping[str, NondiffAfter] | None = None,
+    imported: ImportedCallees | None = None,
 ) -> SiteDecision:
     """Combine classification, settings and rewritability into what check and fix do
     (``helpers``: the defs a call in a rule may reach, followed for what bwd returns;
-    ``callees``: as ``plan_site`` takes them)."""
+    ``callees`` and ``imported``: as ``plan_site`` takes them)."""
     returned = Returned(imports, helpers if site.bwd is None or site.bwd.module is None else None)
     broken = inconsistency(site, imports, returned)
     infos = unsure_cotangents(site, infos, returned, helpers)
@@ -241,10 +247,10 @@ def decide(
         return SiteDecision(site, infos, moved, None, None, None)
     # Rewritability is judged for every non-static argument, so check's verdict does not
     # depend on --unsafe-fixes; the plan itself moves only what the settings allow.
-    probe = plan_site(site, candidates, imports, callees)
+    probe = plan_site(site, candidates, imports, callees, imported)
     arrays = tuple(i.index for i in infos if i.kind is ArgKind.ARRAY)
     alone = (
-        plan_site(site, arrays, imports, callees)
+        plan_site(site, arrays, imports, callees, imported)
         if isinstance(probe, str) and arrays and arrays != candidates
         else None
     )
@@ -260,7 +266,7 @@ def decide(
     if not moved:
         plan: RewritePlan | str | None = None
     else:  # usually every candidate moves: the probe is the plan
-        plan = probe if moved == candidates else plan_site(site, moved, imports, callees)
+        plan = probe if moved == candidates else plan_site(site, moved, imports, callees, imported)
     if isinstance(plan, str):
         return SiteDecision(site, infos, moved, None, plan, None)
     if plan is not None and settings.line_length != plan.line_length:

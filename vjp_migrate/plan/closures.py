@@ -8,12 +8,14 @@ changes that: the site cannot be rewritten. A function is a lambda, a nested def
 ``functools.partial(...)`` call, written at the call or bound to a name first; what it captures is
 the moved argument itself or a local computed from it. The value itself passed there (`inner(x,
 w)` where `inner` keeps `w` nondiff, say because its own rewrite is refused) is refused alike:
-every JAX raises UnexpectedTracerError for a Tracer in a nondiff position.
+every JAX raises UnexpectedTracerError for a Tracer in a nondiff position. A custom_vjp the
+module imports counts too (``imported``, project.Project.imported_callees): it is looked up only
+for a call that gets such a value, so no other file is read for a site that passes none.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 
 import libcst as cst
 
@@ -23,6 +25,10 @@ from vjp_migrate.model import NondiffAfter, RewritePlan, SiteDecision, VjpSite
 from vjp_migrate.plan.bodies import names_in, param_names
 from vjp_migrate.sites import positional_params
 from vjp_migrate.vocabulary import METADATA_ATTRIBUTES
+
+# A called name the module imports (`inner`, `ops.inner`) -> the custom_vjp it is, as the fix
+# leaves it; None when it is none, or cannot be told.
+ImportedCallees = Callable[[str], NondiffAfter | None]
 
 
 def nondiff_after(decisions: tuple[SiteDecision, ...]) -> dict[str, NondiffAfter]:
@@ -63,7 +69,7 @@ def _by_name(pairs: Iterable[tuple[VjpSite, tuple[int, ...]]]) -> dict[str, Nond
 
 def _union(a: NondiffAfter, b: NondiffAfter) -> NondiffAfter:
     kept = None if a.kept is None or b.kept is None else a.kept | b.kept
-    return NondiffAfter(a.params, kept)
+    return NondiffAfter(a.params, kept, a.where)
 
 
 def static_capture(
@@ -72,17 +78,19 @@ def static_capture(
     moved_bwd: tuple[str, ...],
     callees: Mapping[str, NondiffAfter],
     imports: ImportTable,
+    imported: ImportedCallees | None = None,
 ) -> str | None:
     """Why moving ``moved`` would leave one of them captured in a static argument, or None.
     ``callees``: the other custom_vjp functions of the module (``nondiff_after``); the site's own
-    positions are those ``moved`` leaves."""
+    positions are those ``moved`` leaves. ``imported``: those of other files, asked about a
+    called name the module imports."""
     own = _by_name([(site, moved)])[site.name]
     targets = {**callees, site.name: own, site.qualname: own}
     for role, func, names in _roles(site, moved, moved_bwd):
-        found = _first_capture(func, names, targets, imports)
+        found = _first_capture(func, names, _Reachable(targets, imports, imported))
         if found is None:
             continue
-        (passed, read), tainted, position, callee = found
+        (passed, read), tainted, position, (callee, where) = found
         origin = _origin(tainted, read)
         computed = f", computed from `{origin}`" if origin != read else ""
         if passed == read:  # the value itself
@@ -91,7 +99,7 @@ def static_capture(
             what = f"a function closing over `{read}`{computed}"
             what, how = f"`{passed}` ({what})" if passed is not None else what, "captured in a static argument"
         return (
-            f"{role}`{func.name.value}` passes {what} to position {position} of `{callee}`, which stays in "
+            f"{role}`{func.name.value}` passes {what} to position {position} of `{callee}`{where}, which stays in "
             f"nondiff_argnums: `{origin}` would be a Tracer {how}"
         )
     return None
@@ -118,37 +126,66 @@ def _roles(
         yield "bwd ", site.bwd.node, frozenset(moved_bwd)
 
 
+class _Reachable:
+    """The custom_vjp functions a site's calls may reach: ``targets`` (the module's, by the names
+    calls use), and through ``imported`` those of the names the module imports."""
+
+    def __init__(
+        self, targets: Mapping[str, NondiffAfter], imports: ImportTable, imported: ImportedCallees | None
+    ) -> None:
+        self.targets, self.imports, self.imported = targets, imports, imported
+
+    def may_be(self, name: str) -> bool:
+        """Whether a call of ``name`` may be one of them (nothing is read to tell)."""
+        if name in self.targets:
+            return True
+        head = name.partition(".")[0]
+        return self.imported is not None and head in self.imports.aliases and head not in self.imports.shadowed
+
+    def after(self, name: str) -> NondiffAfter | None:
+        """What a call of ``name`` (``may_be``) reaches."""
+        if name in self.targets:
+            return self.targets[name]
+        assert self.imported is not None
+        return self.imported(name)
+
+
 def _first_capture(
-    func: cst.FunctionDef, moved: frozenset[str], targets: Mapping[str, NondiffAfter], imports: ImportTable
-) -> tuple[tuple[str | None, str], dict[str, str], int, str] | None:
+    func: cst.FunctionDef, moved: frozenset[str], callees: _Reachable
+) -> tuple[tuple[str | None, str], dict[str, str], int, tuple[str, str]] | None:
     """The first function passed at a static position of a call in ``func`` that captures a name
     computed from ``moved``: (``_captured``'s pair, the names computed from ``moved``
-    (``_tainted``), the position, the callee)."""
+    (``_tainted``), the position, the callee and where it is)."""
     if not moved:
         return None
-    body = _Body(targets, imports)
+    body = _Body(callees)
     for statement in func.body.body:
         walk.visit(statement, body)
     if not body.calls:
         return None
     tainted = _tainted(body, {name: name for name in moved})
     for call, callee in body.calls:
-        after = targets[callee]
-        for position, value in _positions(call, after.params):
-            if after.kept is not None and position not in after.kept:
+        after: NondiffAfter | None = None
+        for slot, value in _arguments(call):
+            captured = _captured(value, tainted, body.functions, callees.imports)
+            if captured is None:
                 continue
-            captured = _captured(value, tainted, body.functions, imports)
-            if captured is not None:
-                return captured, tainted, position, callee
+            if after is None:
+                after = callees.after(callee)  # an imported one is looked up only now
+                if after is None:
+                    break
+            position = slot if isinstance(slot, int) else after.params.index(slot) if slot in after.params else None
+            if position is not None and (after.kept is None or position in after.kept):
+                return captured, tainted, position, (callee, after.where)
     return None
 
 
 class _Body(cst.CSTVisitor):
     """A function's bindings (targets and value), nested defs, names bound to functions, and its
-    calls of ``targets``; nested scopes included."""
+    calls that may reach ``callees``; nested scopes included."""
 
-    def __init__(self, targets: Mapping[str, NondiffAfter], imports: ImportTable) -> None:
-        self.targets, self.imports = targets, imports
+    def __init__(self, callees: _Reachable) -> None:
+        self.callees, self.imports = callees, callees.imports
         self.bindings: list[tuple[tuple[str, ...], cst.CSTNode]] = []
         self.defs: list[cst.FunctionDef] = []
         self.functions: set[str] = set()
@@ -182,7 +219,7 @@ class _Body(cst.CSTVisitor):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = dotted(node.func)
-        if name is not None and name in self.targets:
+        if name is not None and self.callees.may_be(name):
             self.calls.append((node, name))
 
 
@@ -231,8 +268,8 @@ def _closes_over(func: cst.FunctionDef | cst.Lambda, tainted: Mapping[str, str])
     return _reads(func.body, {n: o for n, o in tainted.items() if n not in own}) or _reads(func.params, tainted)
 
 
-def _positions(call: cst.Call, params: tuple[str, ...]) -> Iterator[tuple[int, cst.BaseExpression]]:
-    """The call's arguments with the callee's positions they fill (those after a `*args` are unknown)."""
+def _arguments(call: cst.Call) -> Iterator[tuple[int | str, cst.BaseExpression]]:
+    """The call's arguments with the position or keyword each fills (those after a `*args` are unknown)."""
     index = 0
     for arg in call.args:
         if arg.star == "*":
@@ -242,8 +279,8 @@ def _positions(call: cst.Call, params: tuple[str, ...]) -> Iterator[tuple[int, c
         if arg.keyword is None:
             yield index, arg.value
             index += 1
-        elif arg.keyword.value in params:
-            yield params.index(arg.keyword.value), arg.value
+        else:
+            yield arg.keyword.value, arg.value
 
 
 def _reads(node: cst.CSTNode, names: Mapping[str, str]) -> str | None:

@@ -23,7 +23,7 @@ module analysed last). The names later stages use are exported here.
 
 from __future__ import annotations
 
-from vjp_migrate.walk.current import cover, forget, index_of, line_in, source_text, visit
+from vjp_migrate.walk.current import aside, cover, forget, index_of, line_in, source_text, visit
 from vjp_migrate.walk.fields import comments
 from vjp_migrate.walk.index import Index
 from vjp_migrate.walk.positions import Span
@@ -34,6 +34,7 @@ __all__ = [
     "Index",
     "NotLocal",
     "Span",
+    "aside",
     "comments",
     "cover",
     "forget",

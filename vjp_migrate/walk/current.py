@@ -6,6 +6,9 @@ and ``source_text`` read through it without being handed it. ``forget`` lets the
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 import libcst as cst
 
 from vjp_migrate.walk.index import Index
@@ -39,6 +42,17 @@ def cover(node: cst.Module | cst.FunctionDef) -> None:
     _OTHERS[id(node)] = index  # the most recent last; it keeps the node: the id stays its own
     if len(_OTHERS) > _MAX_OTHERS:
         del _OTHERS[next(iter(_OTHERS))]
+
+
+@contextmanager
+def aside() -> Iterator[None]:
+    """Read another module meanwhile (find its sites, say): the Index of the module analysed
+    last is the last again after the block, and the other module's is let go."""
+    kept = _LAST[:]
+    try:
+        yield
+    finally:
+        _LAST[:] = kept
 
 
 def line_in(module: cst.Module, node: cst.CSTNode) -> int | None:
