@@ -323,6 +323,46 @@ def test_ctrl_c_exits_130_not_the_findings_code(tree: Path, monkeypatch: pytest.
     assert result.exit_code == 130 and "Interrupted." in result.stderr and "Aborted" not in result.output
 
 
+NUMBERS_OUT_OF_RANGE = [
+    pytest.param("verify", ("--timeout", "-5"), "-5.0 is not in the range x>0", id="verify --timeout -5"),
+    pytest.param("verify", ("--timeout", "0"), "0.0 is not in the range x>0", id="verify --timeout 0"),
+    pytest.param("verify", ("--timeout", "nan"), "nan is not a finite number", id="verify --timeout nan"),
+    pytest.param("verify", ("--rtol", "-1"), "-1.0 is not in the range x>=0", id="verify --rtol -1"),
+    pytest.param("verify", ("--rtol", "nan"), "nan is not a finite number", id="verify --rtol nan"),
+    pytest.param("verify", ("--atol", "nan"), "nan is not a finite number", id="verify --atol nan"),
+    pytest.param("verify", ("--atol", "inf"), "inf is not a finite number", id="verify --atol inf"),
+    pytest.param("verify", ("--seed", "-1"), "-1 is not in the range x>=0", id="verify --seed -1"),
+    pytest.param("record", ("--max-calls", "0"), "0 is not in the range x>=1", id="record --max-calls 0"),
+    pytest.param("record", ("--max-calls", "-3"), "-3 is not in the range x>=1", id="record --max-calls -3"),
+    pytest.param("record", ("--timeout", "-1"), "-1.0 is not in the range x>0", id="record --timeout -1"),
+    pytest.param("check", ("--jobs", "0"), "0 is not in the range x>=1", id="check --jobs 0"),
+    pytest.param("fix", ("-j", "-2"), "-2 is not in the range x>=1", id="fix -j -2"),
+]
+
+
+@pytest.mark.parametrize(("command", "option", "why"), NUMBERS_OUT_OF_RANGE)
+def test_numbers_out_of_range_are_usage_errors(
+    tree: Path, monkeypatch: pytest.MonkeyPatch, command: str, option: tuple[str, ...], why: str
+) -> None:
+    """cli30 3, 9, 10: a negative timeout ended verify in a traceback (exit 1), a nan or negative
+    tolerance blamed the user's code with exit 0, and record ran CMD with --max-calls 0. Each is
+    the usual usage error naming the option, before anything runs."""
+    monkeypatch.chdir(tree)
+    ran = tree / "ran"
+    rest = {
+        "verify": ["pkg/seed.py", "pkg/ok.py"],
+        "record": ["--out", "r.npz", "--", sys.executable, "-c", f"open({str(ran)!r}, 'w')"],
+        "check": ["pkg"],
+        "fix": ["pkg"],
+    }[command]
+    result = CliRunner().invoke(main, [command, *option, *rest])
+    assert result.exit_code == 2, result.output
+    assert "Error: Invalid value for " in result.stderr and f"'{option[0]}'" in result.stderr
+    assert why in result.stderr
+    assert "Traceback" not in result.output
+    assert not ran.exists() and "return x, (lo, hi)" not in (tree / "pkg" / "seed.py").read_text(encoding="utf-8")
+
+
 @pytest.mark.parametrize(
     "args",
     [

@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import shutil
 from pathlib import Path
+from typing import Any
 from xml.etree import ElementTree as ET
 
 import jsonschema
 import pytest
 from click.testing import CliRunner
-from conftest import ROOT
+from conftest import FIXTURES, ROOT
 
 from vjp_migrate.api import fix_source
 from vjp_migrate.cli import main
+from vjp_migrate.formats import render_sarif
+from vjp_migrate.model import Diagnostic, FileResult, FixSafety, Status
 
 SEED = (ROOT / "examples" / "clip_gradient.py").read_text(encoding="utf-8")
 SCHEMA = json.loads((ROOT / "tests" / "data" / "sarif-schema-2.1.0.json").read_text(encoding="utf-8"))
@@ -68,13 +73,57 @@ def test_sarif_is_valid_and_carries_rules_and_fixes(tmp_path: Path) -> None:
     assert first["ruleId"] == "VJP001" and first["locations"][0]["physicalLocation"]["region"]["startLine"] == 8
     (change,) = first["fixes"][0]["artifactChanges"]
     # Applying the replacements to the original text gives what `fix` writes.
-    text = SEED
+    assert _applied(SEED, change) == fix_source(SEED).source
+    assert run["invocations"][0]["executionSuccessful"] is False  # broken.py
+
+
+def _applied(text: str, change: dict[str, Any]) -> str:
+    """``text`` with a SARIF artifactChange's replacements made, as a SARIF viewer applies them."""
     for replacement in reversed(change["replacements"]):
         region = replacement["deletedRegion"]
         start, end = region["charOffset"], region["charOffset"] + region["charLength"]
         text = text[:start] + replacement["insertedContent"]["text"] + text[end:]
-    assert text == fix_source(SEED).source
-    assert run["invocations"][0]["executionSuccessful"] is False  # broken.py
+    return text
+
+
+def test_sarif_fix_of_a_multi_file_migration_changes_every_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """cli30 4: the fix held ops.py only; applied, it left rules.py's bwd with the old signature,
+    `check` passed and jax.grad raised. It must change each file `fix` writes together."""
+    project = FIXTURES / "project_absolute_imports"
+    shutil.copytree(project / "before", tmp_path, dirs_exist_ok=True)
+    monkeypatch.chdir(tmp_path)
+    result = CliRunner().invoke(main, ["check", "--output-format", "sarif", "mypkg"], catch_exceptions=False)
+    log = json.loads(result.stdout)
+    jsonschema.Draft4Validator(SCHEMA).validate(log)
+    results = log["runs"][0]["results"]
+    assert len(results) == 3
+    for finding in results:
+        (fix,) = finding["fixes"]
+        changes = {c["artifactLocation"]["uri"]: c for c in fix["artifactChanges"]}
+        assert sorted(changes) == ["mypkg/ops.py", "mypkg/rules.py"]
+        for uri, change in changes.items():
+            before = (tmp_path / uri).read_text(encoding="utf-8")
+            assert _applied(before, change) == (project / "after" / uri).read_text(encoding="utf-8")
+
+
+def test_no_sarif_fix_when_a_file_of_its_migration_is_not_known(tmp_path: Path) -> None:
+    """A partial multi-file fix breaks the code: without the other file's migrated text, none."""
+    old, new = "def f(): pass\n", "def f(): return 1\n"
+    finding = Diagnostic(
+        "VJP001", "m", "ops.py", 1, 1, 1, 2, "f", "x", 0, True, FixSafety.SAFE, also_touches=("rules.py",)
+    )
+    ops = FileResult(Path("ops.py"), Status.OK, diagnostics=(finding,), old_text=old, new_text=new)
+    rules = FileResult(Path("rules.py"), Status.OK, old_text=old, new_text=new)
+    for others, files in (
+        ([rules], ["ops.py", "rules.py"]),
+        ([], None),
+        ([dataclasses.replace(rules, new_text=None)], None),
+    ):
+        (result,) = json.loads(render_sarif([ops, *others]))["runs"][0]["results"]
+        fixed = [c["artifactLocation"]["uri"] for fix in result.get("fixes", []) for c in fix["artifactChanges"]]
+        assert fixed == (files or [])
 
 
 def test_sarif_of_a_clean_run_is_valid(tmp_path: Path) -> None:

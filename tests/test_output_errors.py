@@ -125,6 +125,41 @@ def test_a_closed_stderr_loses_only_the_messages(tree: Path, args: tuple[str, ..
     assert printed in done.stdout
 
 
+UNWRITABLE_STDERR = [
+    *CLOSED_STDERR,
+    pytest.param(("fix", "--diff", "--exit-zero", "a.py"), 0, "+def scale_bwd", id="fix --diff --exit-zero"),
+    pytest.param(("check", "--no-cache", "--exit-zero", "a.py"), 0, "VJP001", id="check --exit-zero"),
+]
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(("args", "code", "printed"), UNWRITABLE_STDERR)
+@pytest.mark.parametrize("refusal", ["/dev/full", "a reader that left"])
+def test_a_stderr_that_refuses_writes_loses_only_the_messages(
+    tree: Path, args: tuple[str, ...], code: int, printed: str, refusal: str
+) -> None:
+    """cli30 7: the OSError of the first message ended the run with exit 1, the findings code."""
+    (tree / "bad.py").write_text("x = (\n")
+    read, write = os.pipe()
+    os.close(read)
+    command = [sys.executable, "-m", "vjp_migrate", *args]
+    with open("/dev/full", "w") as full:
+        stderr = full.fileno() if refusal == "/dev/full" else write
+        done = subprocess.run(command, cwd=tree, stdout=subprocess.PIPE, stderr=stderr, text=True, timeout=120)
+    os.close(write)
+    assert done.returncode == code
+    assert printed in done.stdout
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+def test_stdout_and_stderr_on_a_full_disk_exit_2(tree: Path) -> None:
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "vjp_migrate", "check", "--no-cache", "a.py"], cwd=tree, stdout=full, stderr=full
+        )
+    assert done.returncode == 2
+
+
 def test_no_file_the_run_opens_takes_a_closed_standard_descriptor(tree: Path) -> None:
     # A native library's message for fd 2 would otherwise land in the file that took the number.
     probe = (

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 from collections.abc import Callable
@@ -17,7 +18,6 @@ if TYPE_CHECKING:
     from vjp_migrate.verified_writes import Verifier
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report it
 EXIT_BROKEN_PIPE = 141  # 128 + SIGPIPE
 T = TypeVar("T")
 
@@ -30,6 +30,20 @@ class _Path(click.Path):
         if isinstance(value, (str, bytes)) and not value:
             self.fail("an empty path names no file or folder (the current folder is .)", param, ctx)
         return super().convert(value, param, ctx)
+
+
+class _Finite(click.FloatRange):
+    """click's FloatRange, refusing nan and inf too (nan compares false with any bound): a
+    tolerance or a timeout must be a number, or verify and record report nonsense."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        number = super().convert(value, param, ctx)
+        if not math.isfinite(number):
+            self.fail(f"{number} is not a finite number.", param, ctx)
+        return number
+
+
+_SECONDS = _Finite(min=0, min_open=True)
 
 
 def _codes(values: tuple[str, ...]) -> list[str] | None:
@@ -69,34 +83,40 @@ _reasons = click.option("--show-reasons", is_flag=True, help="Say why each argum
 
 
 class _Interruptible(click.Group):
-    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings).
-    Output that cannot be written is one line and exit 2; a reader that left (`| head`) ends the
-    run quietly, 141 as a shell reports SIGPIPE (click's own exits 1)."""
+    """Ctrl-C exits 130, as a shell reports SIGINT (click's own "Aborted!" exits 1: findings), and
+    SIGTERM and SIGHUP end the run the same way (143, 129). Output that cannot be written is one
+    line and exit 2; a reader that left (`| head`) ends the run quietly, 141 as a shell reports
+    SIGPIPE (click's own exits 1). Messages that stderr refuses are lost, not the exit code."""
 
     def main(self, *args: Any, **kwargs: Any) -> Any:  # also around --help and --version
-        from vjp_migrate.output import OutputError, guarded, silence, standard_descriptors
+        from vjp_migrate.output import OutputError, guarded, messages_may_fail, silence, standard_descriptors
+        from vjp_migrate.signals import stops_interrupt
 
         standard_descriptors()
-        try:
-            with guarded():
-                return super().main(*args, **kwargs)
-        except OutputError as error:
-            silence()
-            if error.broken_pipe:
-                sys.exit(EXIT_BROKEN_PIPE)
-            click.echo(f"vjp-migrate: cannot write the output: {error.reason}", err=True)
-            sys.exit(EXIT_ERROR)
+        with messages_may_fail(), stops_interrupt():
+            try:
+                with guarded():
+                    return super().main(*args, **kwargs)
+            except OutputError as error:
+                silence()
+                if error.broken_pipe:
+                    sys.exit(EXIT_BROKEN_PIPE)
+                click.echo(f"vjp-migrate: cannot write the output: {error.reason}", err=True)
+                sys.exit(EXIT_ERROR)
 
     def invoke(self, ctx: click.Context) -> object:
+        from vjp_migrate.signals import exit_status, interrupted
+
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            pass
+        except KeyboardInterrupt as interrupt:
+            stop = interrupt
         except click.Abort as abort:  # a prompt's Ctrl-C; its end of input is the command's to handle
             if not isinstance(abort.__context__, KeyboardInterrupt):
                 raise
-        click.echo("\nInterrupted.", err=True)
-        sys.exit(EXIT_INTERRUPTED)
+            stop = abort.__context__
+        click.echo(interrupted(stop), err=True)
+        sys.exit(exit_status(stop))
 
 
 @click.group(cls=_Interruptible, context_settings={"help_option_names": ["-h", "--help"]})
@@ -491,11 +511,15 @@ _file_or_folder = _Path(exists=True, path_type=Path)
     help="A Python file defining EXAMPLES = {'name': [args_tuple or call(*args, **kwargs), ...]}.",
 )
 @click.option("--inputs", type=_file, help="A recording made by `vjp-migrate record`.")
-@click.option("--rtol", type=float, help="Relative tolerance (default: by dtype).")
-@click.option("--atol", type=float, help="Absolute tolerance (default: by dtype).")
+@click.option("--rtol", type=_Finite(min=0), help="Relative tolerance, 0 or more (default: by dtype).")
+@click.option("--atol", type=_Finite(min=0), help="Absolute tolerance, 0 or more (default: by dtype).")
 @click.option("--device", type=click.Choice(["cpu", "gpu", "tpu", "all"]), help="Backend (default: JAX's default).")
-@click.option("--timeout", type=float, default=300.0, show_default=True, help="Seconds before the run is stopped.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random cotangents and inputs.")
+@click.option(
+    "--timeout", type=_SECONDS, default=300.0, show_default=True, help="Seconds (above 0) before the run is stopped."
+)
+@click.option(
+    "--seed", type=click.IntRange(min=0), default=0, show_default=True, help="Seed of the random cotangents and inputs."
+)
 @click.option("--strict", is_flag=True, help="Exit 2 when a function could not be verified for lack of inputs.")
 @click.option(
     "--emit-tests", type=_Path(file_okay=False, path_type=Path), help="Write a pytest file per function here."
@@ -539,8 +563,8 @@ def verify_command(
     short_help="Record custom_vjp inputs while a command runs.",
 )
 @click.option("--out", required=True, type=_Path(dir_okay=False, path_type=Path), help="The recording to write (.npz).")
-@click.option("--max-calls", type=int, default=5, show_default=True, help="Calls kept per function.")
-@click.option("--timeout", type=float, help="Seconds before the command is stopped.")
+@click.option("--max-calls", type=click.IntRange(min=1), default=5, show_default=True, help="Calls kept per function.")
+@click.option("--timeout", type=_SECONDS, help="Seconds (above 0) before the command is stopped.")
 @click.argument("command", nargs=-1, required=True, type=click.UNPROCESSED)
 def record_command(out: Path, max_calls: int, timeout: float | None, command: tuple[str, ...]) -> None:
     """Run COMMAND, recording the arguments of every custom_vjp call: `record --out in.npz -- pytest tests/`."""

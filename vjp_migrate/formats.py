@@ -178,7 +178,45 @@ def _replacements(old: str, new: str) -> list[dict[str, object]]:
     return found
 
 
-def _sarif_result(d: Diagnostic, index: int, fix: list[dict[str, object]] | None) -> dict[str, object]:
+Change = dict[str, object]  # a SARIF artifactChange: one file's replacements
+
+
+class _Changes:
+    """The artifactChanges of each finding's fix, from the results that carry migrated text."""
+
+    def __init__(self, results: Sequence[FileResult]) -> None:
+        self._by_path = {str(r.path): r for r in results}
+        self._made: dict[str, Change | None] = {}
+
+    def _of(self, result: FileResult) -> Change | None:
+        """The change that migrates the file; None when it is not known (no migrated text, a notebook)."""
+        key = str(result.path)
+        if key not in self._made:
+            known = result.old_text is not None and result.new_text is not None
+            if not known or result.path.suffix == ".ipynb" or any(d.cell is not None for d in result.diagnostics):
+                self._made[key] = None
+            else:
+                replacements = _replacements(result.old_text or "", result.new_text or "")
+                self._made[key] = {"artifactLocation": {"uri": _uri(key)}, "replacements": replacements}
+        return self._made[key]
+
+    def fix(self, d: Diagnostic, result: FileResult) -> list[Change] | None:
+        """Every file the fix of ``d`` changes: its own and the other files of a multi-file
+        migration (``also_touches``), which `fix` writes together; None when one of them is not
+        known, since applying part of such a migration breaks the code."""
+        if not d.fixable or not result.changed:
+            return None
+        changes = []
+        for member in (result, *(self._by_path.get(path) for path in d.also_touches)):
+            change = None if member is None else self._of(member)
+            if member is None or change is None:
+                return None
+            if member.changed:
+                changes.append(change)
+        return changes
+
+
+def _sarif_result(d: Diagnostic, index: int, fix: list[Change] | None) -> dict[str, object]:
     region = {"startLine": d.line, "startColumn": d.column, "endLine": d.end_line, "endColumn": d.end_column}
     result: dict[str, object] = {
         "ruleId": d.code,
@@ -195,13 +233,8 @@ def _sarif_result(d: Diagnostic, index: int, fix: list[dict[str, object]] | None
         },
     }
     title = BY_CODE[d.code].fix_title
-    if d.fixable and fix and title:
-        result["fixes"] = [
-            {
-                "description": {"text": title.format(argument=d.argument)},
-                "artifactChanges": [{"artifactLocation": {"uri": _uri(d.path)}, "replacements": fix}],
-            }
-        ]
+    if fix and title:
+        result["fixes"] = [{"description": {"text": title.format(argument=d.argument)}, "artifactChanges": fix}]
     return result
 
 
@@ -221,7 +254,8 @@ def render_sarif(results: Sequence[FileResult]) -> str:
     """A SARIF 2.1.0 log: every rule's metadata, one result per finding, fixes when known.
 
     A fix is attached when the results carry the migrated text (`fix --diff` style runs); it
-    covers the whole file's migration, since sites in one file are rewritten together. A file
+    covers the whole file's migration, since sites in one file are rewritten together, and
+    every other file of a migration that spans several (or there is none). A file
     that could not be processed is a result (as ruff reports it, for code scanning) and a
     tool execution notification (the run was not successful).
     """
@@ -231,6 +265,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
     rules = [_rule(c.code) for c in CODES]
     sarif_results: list[dict[str, object]] = []
     notifications = []
+    changes = _Changes(results)
     for r in results:
         if r.status is Status.FAILED:
             p = problem(r)
@@ -239,16 +274,7 @@ def render_sarif(results: Sequence[FileResult]) -> str:
                 name, text = _ERROR_RULES[p.code]
                 rules.append({"id": p.code, "name": name, "shortDescription": {"text": text}})
             sarif_results.append(_sarif_problem(p, index[p.code]))
-        fix = None
-        if (
-            r.new_text is not None
-            and r.old_text is not None
-            and r.changed
-            and r.diagnostics
-            and r.diagnostics[0].cell is None
-        ):
-            fix = _replacements(r.old_text, r.new_text)
-        sarif_results.extend(_sarif_result(d, index[d.code], fix) for d in r.diagnostics)
+        sarif_results.extend(_sarif_result(d, index[d.code], changes.fix(d, r)) for d in r.diagnostics)
         if r.status is Status.FAILED:
             notifications.append(
                 {

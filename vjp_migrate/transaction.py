@@ -71,7 +71,8 @@ __all__ = ["JOURNAL_PREFIX", "FileChange", "pending", "recover", "write_together
 
 JOURNAL_PREFIX = ".vjp-migrate-journal."
 JOURNAL_SUFFIX = ".json"
-# Test-only fault injection: SIGKILL this process after that many renames of write_together.
+# Test-only fault injection: "<renames>[:<signal name>]" sends this process SIGKILL (or that
+# signal) after that many renames of write_together.
 KILL_HOOK = "VJP_MIGRATE_TEST_KILL_AFTER_RENAMES"
 UNCHANGED = "no file of this migration was changed"
 
@@ -166,9 +167,9 @@ def _write_journal(folder: Path, entries: Sequence[_Entry]) -> Path:
     return journal
 
 
-def _kill_after() -> int | None:
-    value = os.environ.get(KILL_HOOK, "")
-    return int(value) if value.isdigit() else None
+def _kill_after() -> tuple[int, signal.Signals] | None:
+    renames, _, name = os.environ.get(KILL_HOOK, "").partition(":")
+    return (int(renames), signal.Signals[name or "SIGKILL"]) if renames.isdigit() else None
 
 
 class _Interrupted(SourceError):
@@ -180,8 +181,8 @@ def _rename_all(entries: Sequence[_Entry]) -> None:
     renamed: list[_Entry] = []
     try:
         for entry in entries:
-            if kill_after is not None and len(renamed) == kill_after:
-                os.kill(os.getpid(), signal.SIGKILL)
+            if kill_after is not None and len(renamed) == kill_after[0]:
+                os.kill(os.getpid(), kill_after[1])
             os.replace(entry.temporary, entry.target)
             renamed.append(entry)
     except OSError as error:

@@ -18,6 +18,7 @@ import gc
 import os
 import signal
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -36,7 +37,8 @@ Progress = Callable[[int, int], None]
 CRASHED = "the parser crashed on this file"
 # Test-only fault injection: "<kind>:<file name>[:<phase>]" makes a *worker* process (of that
 # phase only, when given) fail on that file.
-# kind: segv (SIGSEGV), kill (SIGKILL, like the OOM killer), exit (os._exit), memory (MemoryError).
+# kind: segv (SIGSEGV), kill (SIGKILL, like the OOM killer), exit (os._exit), memory (MemoryError),
+# hang (a file it never finishes).
 CRASH_HOOK = "VJP_MIGRATE_TEST_CRASH"
 
 
@@ -138,7 +140,7 @@ class _Pool:
         parent, child = self.context.Pipe()
         current = self.context.RawValue("q", -1)
         worker = self.context.Process(
-            target=_worker_main, args=(child, current, self.task, self.candidates), daemon=True
+            target=_worker_main, args=(child, current, self.task, self.candidates, os.getpid()), daemon=True
         )
         worker.start()
         child.close()
@@ -159,6 +161,7 @@ class _Pool:
 
     def run(self) -> list[FileResult]:
         workers = [self._start() for _ in range(self.jobs)]
+        finished = False  # else stopped (Ctrl-C, SIGTERM): the workers are killed at once
         try:
             for worker in workers:
                 self._give(worker)
@@ -173,9 +176,10 @@ class _Pool:
             for worker in workers:
                 with contextlib.suppress(OSError):  # a worker that died idle
                     worker.conn.send(None)  # no more work: the worker exits
+            finished = True
         finally:
             for worker in workers:
-                worker.process.join(timeout=1)
+                worker.process.join(timeout=1 if finished else 0)
                 if worker.process.is_alive():
                     worker.process.kill()
                     worker.process.join()
@@ -253,10 +257,14 @@ def _why(exitcode: int | None) -> str:
     return f"{CRASHED} (its worker process exited with status {exitcode}); skipped"
 
 
-def _worker_main(conn: Connection, current: Any, task: Task, candidates: Sequence[Candidate]) -> None:
+def _worker_main(conn: Connection, current: Any, task: Task, candidates: Sequence[Candidate], parent: int) -> None:
+    from vjp_migrate.lifeline import exit_with
     from vjp_migrate.model import FileResult, Status
+    from vjp_migrate.signals import default_stops
 
+    exit_with(parent)  # a parent killed outright cannot say that the run is over
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # the parent decides when the run stops
+    default_stops()  # not the parent's handlers, inherited through fork
     faulthandler.disable()  # a crash is reported by the parent in one line, not as a C traceback
     if task.phase == 2:
         # It keeps every module it reads, as phase 2 in the parent does, and collections would
@@ -294,3 +302,6 @@ def _inject(kind: str) -> None:
         os._exit(70)
     elif kind == "memory":
         raise MemoryError
+    elif kind == "hang":
+        while True:
+            time.sleep(60)

@@ -9,11 +9,13 @@ merged here into ``--out`` (arrays in .npz, structure in JSON; see ``values.py``
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from vjp_migrate.signals import Stopped
 from vjp_migrate.verify.values import merge_parts, read_recording
 
 BOOTSTRAP = Path(__file__).resolve().parent / "_bootstrap"
@@ -44,20 +46,29 @@ TERMINATE_GRACE = 10.0  # seconds a timed-out command has, after SIGTERM, to wri
 
 def _run(command: list[str], env: dict[str, str], cwd: Path | None, timeout: float | None, capture: bool) -> int:
     """The command's exit status; TimeoutExpired once it ran too long. Ended by SIGTERM first,
-    so the recorder inside it writes what it has (a SIGKILL would lose it), then killed."""
+    so the recorder inside it writes what it has (a SIGKILL would lose it), then killed. A
+    SIGTERM or SIGHUP that stops this process is passed on to it the same way (a Ctrl-C reaches
+    it from the terminal)."""
     pipe = subprocess.PIPE if capture else None
     with subprocess.Popen(command, env=env, cwd=cwd, stdout=pipe, stderr=pipe) as process:
         try:
             process.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
-            process.terminate()
-            try:
-                process.communicate(timeout=TERMINATE_GRACE)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.communicate()
+            _end(process, signal.SIGTERM)
+            raise
+        except Stopped as stop:
+            _end(process, stop.signum)
             raise
         return process.returncode
+
+
+def _end(process: subprocess.Popen[bytes], signum: int) -> None:
+    process.send_signal(signum)
+    try:
+        process.communicate(timeout=TERMINATE_GRACE)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.communicate()
 
 
 def record(

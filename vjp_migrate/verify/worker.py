@@ -22,6 +22,9 @@ def main() -> int:
     """Entry point: the request's header, then one job per line, on stdin; one answer line per
     job on the real stdout."""
     sys.dont_write_bytecode = True
+    from vjp_migrate.lifeline import exit_with
+
+    exit_with(os.getppid())  # a job must not outlive the run (the end of stdin tells only between jobs)
     _cwd_last()
     answers = os.fdopen(os.dup(1), "w", encoding="utf-8")
     os.dup2(2, 1)  # the user's prints must not corrupt the answers
