@@ -27,9 +27,10 @@ from vjp_migrate.classify.module_facts import (
 from vjp_migrate.classify.pytrees import module_static_classes
 from vjp_migrate.classify.scoped_hashing import Hashers, scoped_hashers
 from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
+from vjp_migrate.cross_calls import Passed
 from vjp_migrate.derived import Locals, locals_of
 from vjp_migrate.imports import ImportTable
-from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.model import ArgKind, Evidence, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_names
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -131,10 +132,16 @@ class Context:
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
+    # The names the module's custom_vjp sites are called by, each with its primal def, when that is
+    # bound to another name (`scaled_sum = jax.custom_vjp(_scaled_sum, ...)`): a call runs the def.
+    sites: dict[str, cst.FunctionDef] = field(default_factory=dict, compare=False)
     # Set by a run over several files (project.py): the helpers imported from its other modules,
     # and where a node of another module whose rules are read here is (its line and file).
     imported: ImportedHelper | None = field(default=None, compare=False)
     elsewhere: Callable[[cst.CSTNode], Where] | None = field(default=None, compare=False)
+    # And by the name of a custom_vjp of the module: the static values calls of it in the run's
+    # other files pass, each with its position or keyword (cross_calls.py).
+    outside: dict[str, tuple[Passed, ...]] = field(default_factory=dict, compare=False)
 
     def where(self, node: cst.CSTNode) -> Where:
         """The line of ``node``, in this module or, for a rule read from another file, in that file."""
@@ -172,6 +179,11 @@ class Context:
             jitted=module_jit_aliases(module, imports, helpers),
         )
 
+    def with_sites(self, sites: Iterable[VjpSite]) -> Context:
+        """This context knowing which def a call of each of ``sites`` runs."""
+        named = {site.name: site.primal for site in sites if site.primal is not None and site.primal_expr is None}
+        return replace(self, sites={name: primal for name, primal in named.items() if primal.name.value != name})
+
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
         """The defs a call of ``name`` in ``within`` may reach: the def a function around it binds
         the name to (a factory's helper), else its helper, or every variant; none if neither."""
@@ -179,7 +191,12 @@ class Context:
         if scope is not None and name in scope:
             bound = scope[name]
             return (bound,) if bound is not None else ()
-        helper = self.helpers.get(name) or self.aliases.get(name) or self.jitted.get(name, (None,))[0]
+        helper = (
+            self.helpers.get(name)
+            or self.aliases.get(name)
+            or self.sites.get(name)
+            or self.jitted.get(name, (None,))[0]
+        )
         return (helper,) if helper is not None else self.variants.get(name, ())
 
     def jit_static(self, name: str, helper: cst.FunctionDef) -> frozenset[str]:

@@ -234,9 +234,13 @@ def module_partial_aliases(
 ) -> dict[str, cst.FunctionDef]:
     """The names the module binds once, at its top level, to `partial(f, k=v, ...)` of one of its
     defs with keywords only (`_run_vjp = partial(_run_inner, is_vjp=True)`): a call of one passes its
-    positional arguments to ``f``'s positional parameters unchanged, so ``f`` is what it runs."""
+    positional arguments to ``f``'s positional parameters unchanged, so ``f`` is what it runs; and
+    to one of its defs itself (`clip = _clip`)."""
     found: dict[str, cst.FunctionDef] = {}
     for name, value in _top_level_assigns(module):
+        if type(value) is cst.Name and value.value in helpers:
+            found[name] = helpers[value.value]
+            continue
         if not isinstance(value, cst.Call) or imports.qualify(value.func) not in PARTIAL or not value.args:
             continue
         first, rest = value.args[0], value.args[1:]
