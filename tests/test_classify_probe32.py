@@ -36,7 +36,7 @@ from vjp_migrate.model import ArgKind, FixSafety
         pytest.param(
             "from mypkg import helpers\nwindow = helpers.window\n",
             "return x * window(a) * a",
-            "passed to `window`, which is not analysed, in the primal `f`",
+            "passed to `helpers.window`, which is not analysed, in the primal `f`",
             id="module attribute bound to a name",
         ),
         pytest.param("", "return x * cfg.scale(a) * a", "passed to `cfg.scale`, which is not analysed", id="a method"),
@@ -113,24 +113,29 @@ def _package(tmp_path: Path, imports: str) -> Path:
     return write(tmp_path / "t", {**files, "mypkg/ops.py": OPS.format(imports=imports)})
 
 
+ALIASED = "from mypkg import helpers\n\nwindow = helpers.window"
+
+
 @pytest.mark.parametrize(
-    ("imports", "checked"),
+    ("imports", "shown"),
     [
-        pytest.param("from .helpers import window", "mypkg/ops.py", id="one file, as pre-commit checks it"),
-        pytest.param("from mypkg import helpers\n\nwindow = helpers.window", "mypkg", id="module attribute alias"),
+        pytest.param("from .helpers import window", "window", id="imported"),
+        pytest.param(ALIASED, "helpers.window", id="module attribute alias"),
     ],
 )
 def test_verify_a_helper_not_read_leaves_the_file_working_under_jit_grad(
-    tmp_path: Path, imports: str, checked: str
+    tmp_path: Path, imports: str, shown: str
 ) -> None:
-    # probe32 cases 10 and 51: fix migrated `n`, and jit(grad) then failed in the lru_cache
-    # helper (`TypeError: unhashable type: 'DynamicJaxprTracer'`).
+    # probe32 cases 10 and 51: fix migrated `n` (ops.py checked alone, as pre-commit does; case 51
+    # over the folder too), and jit(grad) then failed in the lru_cache helper (`TypeError:
+    # unhashable type: 'DynamicJaxprTracer'`).
     tree = _package(tmp_path, imports)
-    (found,) = [d for r in check_paths([tree / checked]) for d in r.diagnostics]
+    checked = tree / "mypkg" / "ops.py"
+    (found,) = [d for r in check_paths([checked]) for d in r.diagnostics]
     assert found.code == "VJP001" and found.fix_safety is FixSafety.UNSAFE, found
-    assert any("passed to `window`, which is not analysed" in r.text for r in found.reasons), found.reasons
+    assert any(f"passed to `{shown}`, which is not analysed" in r.text for r in found.reasons), found.reasons
     before = {p: p.read_bytes() for p in tree.rglob("*.py")}
-    fix_paths([tree / checked])
+    fix_paths([checked])
     assert {p: p.read_bytes() for p in tree.rglob("*.py")} == before
     run = (
         "import jax, jax.numpy as jnp\nfrom mypkg import smooth\n"
@@ -141,7 +146,11 @@ def test_verify_a_helper_not_read_leaves_the_file_working_under_jit_grad(
     assert done.stdout.strip() == "(4,)"
 
 
-def test_a_helper_of_a_file_in_the_run_is_read_there(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "imports",
+    [pytest.param("from .helpers import window", id="imported"), pytest.param(ALIASED, id="module attribute alias")],
+)
+def test_a_helper_of_a_file_in_the_run_is_read_there(tmp_path: Path, imports: str) -> None:
     # The folder run reads `window`: its lru_cache hashes `n`, which is then static.
-    tree = _package(tmp_path, "from .helpers import window")
+    tree = _package(tmp_path, imports)
     assert not [d for r in check_paths([tree / "mypkg"]) for d in r.diagnostics]

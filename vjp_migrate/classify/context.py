@@ -17,6 +17,7 @@ from vjp_migrate.classify.module_facts import (
     Enclosing,
     enclosing_defs,
     module_arrays,
+    module_attribute_aliases,
     module_enums,
     module_helpers,
     module_jit_aliases,
@@ -132,8 +133,11 @@ class Context:
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
-    # The names the module's custom_vjp sites are called by, each with its primal def, when that is
-    # bound to another name (`scaled_sum = jax.custom_vjp(_scaled_sum, ...)`): a call runs the def.
+    # Module-level names bound once to an attribute of an imported module (`window = helpers.window`),
+    # each with that dotted name: a call of one is a call of it.
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    # The names the module's custom_vjp sites are called by, each with its primal def: a call runs
+    # the def (`scaled_sum = jax.custom_vjp(_scaled_sum, ...)`; a site in a factory called by a rule).
     sites: dict[str, cst.FunctionDef] = field(default_factory=dict, compare=False)
     # Set by a run over several files (project.py): the helpers imported from its other modules,
     # and where a node of another module whose rules are read here is (its line and file).
@@ -177,12 +181,12 @@ class Context:
             plain_classes=plain_classes(module, imports) - set(array_fields),
             aliases=module_partial_aliases(module, imports, helpers),
             jitted=module_jit_aliases(module, imports, helpers),
+            attributes=module_attribute_aliases(module, imports),
         )
 
     def with_sites(self, sites: Iterable[VjpSite]) -> Context:
         """This context knowing which def a call of each of ``sites`` runs."""
-        named = {site.name: site.primal for site in sites if site.primal is not None and site.primal_expr is None}
-        return replace(self, sites={name: primal for name, primal in named.items() if primal.name.value != name})
+        return replace(self, sites={site.name: site.primal for site in sites if site.primal and not site.primal_expr})
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
         """The defs a call of ``name`` in ``within`` may reach: the def a function around it binds

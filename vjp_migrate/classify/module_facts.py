@@ -253,6 +253,16 @@ def module_partial_aliases(
     return {name: func for name, func in found.items() if name in bound_once(module, set(found))}
 
 
+def module_attribute_aliases(module: cst.Module, imports: ImportTable) -> dict[str, str]:
+    """The names the module binds once, at its top level, to an attribute of a module it imports
+    (`window = helpers.window`), each with that dotted name: a call of one calls it."""
+    found: dict[str, str] = {}
+    for name, value in _top_level_assigns(module):
+        if type(value) is cst.Attribute and (text := dotted(value)) and text.partition(".")[0] in imports.aliases:
+            found[name] = text
+    return {name: text for name, text in found.items() if name in bound_once(module, set(found))}
+
+
 def module_jit_aliases(
     module: cst.Module, imports: ImportTable, helpers: dict[str, cst.FunctionDef]
 ) -> dict[str, tuple[cst.FunctionDef, frozenset[str]]]:

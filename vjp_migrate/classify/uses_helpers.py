@@ -247,6 +247,9 @@ class Helpers(Branches):
         defs = self.ctx.definitions(func_text, self.func)
         if func_text in self.bindings and self._enclosing(func_text):
             defs = ()  # a local of the function shadows the def around it
+        elif not defs and func_text in self.ctx.attributes and func_text not in self.bindings:
+            self._imported(call, self.ctx.attributes[func_text], position, keyword, via)  # `window = helpers.window`
+            return
         if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
             deep = bool(defs) and not isinstance(call.func, cst.Attribute)
             if not self._opaque(call, func_text, keyword, via, deep):
