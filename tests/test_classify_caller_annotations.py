@@ -15,7 +15,7 @@ from vjp_migrate.model import ArgKind
 _SITE = (
     "import dataclasses\nfrom typing import Optional\nimport jax\nimport jax.numpy as jnp\n"
     "import equinox as eqx\nimport flax.struct\nfrom functools import partial\nfrom elsewhere import kernel\n"
-    "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef noisy(x, noise):\n    return kernel(x, noise)\n"
+    "@partial(jax.custom_vjp, nondiff_argnums=(1,))\ndef noisy(x, noise):\n    return x\n"
     "def noisy_fwd(x, noise):\n    return noisy(x, noise), None\n"
     "def noisy_bwd(noise, _, g):\n    return (g,)\nnoisy.defvjp(noisy_fwd, noisy_bwd)\n"
 )

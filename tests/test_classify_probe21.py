@@ -159,7 +159,8 @@ def test_an_array_a_caller_makes_in_a_local_is_array_data(body: str, made: str) 
     # probe21 G3 (s03b, AQT's context key): `key1, key2 = jax.random.split(key)` then `f(x, key1)`.
     # The screen does not keep these yet: strict xfails in test_prefilter.
     info = _unscreened(_OPAQUE_SITE + f"def quantize(x, key):\n    {body}\n")
-    assert (info.kind, info.strong) == (ArgKind.ARRAY, True), info.evidence
+    # Not strong: the key also goes to `noise`, whose body is not read (probe32 P3).
+    assert (info.kind, info.strong) == (ArgKind.ARRAY, False), info.evidence
     assert info.evidence[0].text.endswith(f"made by `{made}`"), info.evidence
 
 

@@ -209,7 +209,8 @@ def test_a_class_body_site_called_through_an_instance_is_called_with_those_argum
     module, imports = parse(_CLASS_BODY_SITE + caller)
     (site,) = find_sites(module, imports)
     solver, z_init = classify_site(site, module, Context.of(module, imports, index_of(module).line))
-    assert (z_init.kind, z_init.strong) == (ArgKind.ARRAY, True), z_init.evidence
+    # Not strong: `z_init` also goes to `solver`, a parameter whose body is not read (probe32 P3).
+    assert (z_init.kind, z_init.strong) == (ArgKind.ARRAY, False), z_init.evidence
     assert z_init.evidence[0].text == "an array is passed at a call site (`jnp.zeros(3)`)"
     assert solver.kind is ArgKind.STATIC and not any("the instance of" in e.text for e in solver.evidence)
 

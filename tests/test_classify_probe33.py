@@ -230,7 +230,9 @@ def test_an_argument_handed_to_what_is_not_analysed_is_no_safe_fix(code: str, sh
     [
         pytest.param("fn = jax.jit(_invoke)", "used in arithmetic in `_invoke`, which `fn` runs", id="jit, no static"),
         pytest.param("fn = _make(x.shape)", "used in arithmetic in `_inner`, which `fn` runs", id="factory of a def"),
-        pytest.param("fn = jax.vmap(_invoke)", "used in arithmetic in bwd", id="a JAX transform: as before"),
+        pytest.param(
+            "fn = jax.vmap(_invoke)", "used in arithmetic in `_invoke`, which `fn` runs", id="a JAX transform of a def"
+        ),
     ],
 )
 def test_a_def_a_local_runs_traces_the_argument(binding: str, shown: str) -> None:

@@ -5,6 +5,9 @@ and an import the fix made unused stays when another file imports it from the mo
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -332,3 +335,92 @@ def test_other_subclasses_leave_the_fix_alone(tmp_path: Path, user: str) -> None
     results = fix_paths([tree])
     assert not any(d.code == "VJP003" for r in results for d in r.diagnostics)
     assert "def apply_bwd(self, res, g):" in (tree / "pkg" / "layers.py").read_text(encoding="utf-8")
+
+
+# --- a star re-export by the package (probe32 P4) -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("imports", "prefix"),
+    [
+        pytest.param("from pkg import clip_gradient_bwd, clip_gradient_fwd", "", id="from the package"),
+        pytest.param("import pkg", "pkg.", id="the package"),
+        pytest.param("import pkg as P", "P.", id="the package aliased"),
+        pytest.param("from pkg import *", "", id="a star import of the package"),
+    ],
+)
+def test_a_bwd_star_reexported_by_the_package_is_followed(tmp_path: Path, imports: str, prefix: str) -> None:
+    user = imports + CALL.format(fwd=f"{prefix}clip_gradient_fwd", bwd=f"{prefix}clip_gradient_bwd")
+    tree = _tree(tmp_path, {"pkg/__init__.py": "from .b import *\nfrom .a import *\n", "tests/test_a.py": user})
+    _refused(tree, "tests/test_a.py", 5)
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        pytest.param('__all__ = ["clip_gradient"]\n', id="__all__ leaves it out"),
+        pytest.param('__all__: list[str] = ["clip_gradient"]\n__all__ += ["clip_gradient_fwd"]\n', id="added to"),
+    ],
+)
+def test_a_star_reexport_respects_all(tmp_path: Path, listed: str) -> None:
+    tree = _tree(tmp_path, {"pkg/__init__.py": "from .a import *\n", "tests/test_a.py": USES_BWD})
+    (tree / "pkg" / "a.py").write_text(listed + SITE, encoding="utf-8")
+    fix_paths([tree])
+    assert "def clip_gradient_bwd(res, g):" in (tree / "pkg" / "a.py").read_text(encoding="utf-8")
+
+
+USES_BWD = "from pkg import clip_gradient_bwd\n\nGRAD = clip_gradient_bwd(0.0, 1.0, None, 1.0)\n"
+
+
+@pytest.mark.parametrize(
+    "listed",
+    [
+        pytest.param('__all__ = ["clip_gradient", "clip_gradient_bwd"]\n', id="listed"),
+        pytest.param("__all__ = list(NAMES)\n", id="not literal"),
+        pytest.param('__all__ = ["clip_gradient"]\n__all__.extend(MORE)\n', id="extended"),
+    ],
+)
+def test_a_star_reexport_of_a_name_all_may_list_is_followed(tmp_path: Path, listed: str) -> None:
+    tree = _tree(tmp_path, {"pkg/__init__.py": "from .a import *\n", "tests/test_a.py": USES_BWD})
+    (tree / "pkg" / "a.py").write_text(listed + SITE, encoding="utf-8")
+    found = _messages(check_paths([tree]), "a.py")
+    assert len(found) == 2 and all("bwd `clip_gradient_bwd` is also used in" in m for m in found), found
+
+
+def test_verify_a_test_of_a_star_reexported_bwd_still_runs_after_fix(tmp_path: Path) -> None:
+    # probe32 case 14: `fix .` rewrote clip_bwd, and the test then raised
+    # `TypeError: clip_bwd() takes 2 positional arguments but 4 were given`.
+    ops = (
+        "import functools\nimport jax\nimport jax.numpy as jnp\nfrom . import rules as R\n\n\n"
+        "@functools.partial(jax.custom_vjp, nondiff_argnums=(1, 2))\ndef soft_clip(x, lo, hi):\n"
+        "    return jnp.clip(x, lo, hi)\n\n\nsoft_clip.defvjp(R.clip_fwd, R.clip_bwd)\n"
+    )
+    rules = (
+        "import jax.numpy as jnp\n\n\ndef clip_fwd(x, lo, hi):\n    from .ops import soft_clip\n\n"
+        "    return soft_clip(x, lo, hi), (x,)\n\n\ndef clip_bwd(lo, hi, res, g):\n    (x,) = res\n"
+        "    inside = (x >= lo) & (x <= hi)\n    return (jnp.where(inside, g, 0.1 * g),)\n"
+    )
+    test = (
+        "import jax.numpy as jnp\nfrom pk import clip_bwd\n\n(gx,) = clip_bwd(0.0, 2.0, (jnp.array([1.0, 3.0]),), "
+        "jnp.ones(2))\nassert jnp.allclose(gx, jnp.array([1.0, 0.1]))\nprint('test ok')\n"
+    )
+    tree = write(
+        tmp_path / "t",
+        {
+            "pk/__init__.py": "from .ops import soft_clip\nfrom .rules import *\n",
+            "pk/ops.py": ops,
+            "pk/rules.py": rules,
+            "tests/test_rules.py": test,
+        },
+    )
+    fix_paths([tree])
+    done = subprocess.run(
+        [sys.executable, "tests/test_rules.py"],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "test ok"

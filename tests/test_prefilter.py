@@ -1461,6 +1461,8 @@ _MAKE_JIT = "def _make():\n    def _h(x, a):\n        return x * a\n    return j
     [
         pytest.param(_G + "\n_gj = jax.jit(_g)\n", "    return _gj(x, a)", id="a module-level jit (probe29 G2)"),
         pytest.param(_G, "    fn = jax.jit(_g)\n    return fn(x, a)", id="a jit bound in the primal"),
+        pytest.param(_G, "    fn = jax.vmap(_g)\n    return fn(x, a)", id="a vmap bound in the primal"),
+        pytest.param(_G, "    fn = jax.checkpoint(_g)\n    return fn(x, a)", id="a checkpoint bound in the primal"),
         pytest.param(_G, "    fn: Callable = jax.jit(_g)\n    return fn(x, a)", id="an annotated assignment"),
         pytest.param(_G, "    (fn := jax.jit(_g))\n    return fn(x, a)", id="a named expression"),
         pytest.param(_MAKE_JIT, "    fn = _make()\n    return fn(x, a)", id="a factory's jit of a nested def"),

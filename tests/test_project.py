@@ -321,6 +321,33 @@ def test_a_rule_reexported_by_a_package_init_is_followed(tmp_path: Path) -> None
     assert {r.path.name for r in results if r.changed} == {"ops.py", "_impl.py"}
 
 
+@pytest.mark.parametrize(
+    ("init", "changed"),
+    [
+        pytest.param("from ._impl import *\n", {"ops.py", "_impl.py"}, id="star"),
+        pytest.param("from ._impl import *\nfrom ._other import *\n", {"ops.py", "_impl.py"}, id="the one that has it"),
+        pytest.param("from ._impl import *\n", set(), id="__all__ leaves it out"),
+    ],
+)
+def test_a_rule_star_reexported_by_a_package_init_is_followed(tmp_path: Path, init: str, changed: set[str]) -> None:
+    # probe32 P4: a star import in __init__.py was not followed (VJP003 "where no function ...").
+    impl = ('__all__ = ["scale_fwd"]\n' if not changed else "") + RULES
+    tree = write(
+        tmp_path / "t",
+        {
+            "pkg/__init__.py": init,
+            "pkg/_impl.py": impl,
+            "pkg/_other.py": "def unrelated():\n    pass\n",
+            "pkg/ops.py": PRIMAL.format(spelling="pkg"),
+        },
+    )
+    results = fix_paths([tree])
+    assert {r.path.name for r in results if r.changed} == changed
+    if not changed:
+        (found,) = [d for r in results for d in r.diagnostics]
+        assert "where no function `scale_bwd` is defined" in found.message
+
+
 def test_fix_verify_proves_a_multi_file_migration_and_writes_it_together(tmp_path: Path) -> None:
     import shutil
 

@@ -45,7 +45,7 @@ def test_uses_of_rules_read_each_file_once_and_keep_only_the_uses(
     assert len(parsed) == 3  # b, d and c import from rules; rules (its own uses do not count), a and e are not parsed
     assert others.uses_of({bwd}) == {bwd: (files[2], 4)}
     assert len(parsed) == 3  # answered from what was found, nothing read again
-    assert set(vars(others)) == {"files", "roots", "_project", "found"}  # no text or tree kept
+    assert set(vars(others)) == {"files", "roots", "_project", "found", "passed"}  # no text or tree kept
 
 
 def _walked_up(path: Path) -> tuple[Path, str]:

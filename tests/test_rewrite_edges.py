@@ -3,12 +3,14 @@ in bwd instead of its parameter, and `tuple[X, ...]` gaining None (notes/mut17-f
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax
 import jax.numpy as jnp
 import pytest
 from test_rewrite import HEAD, RULES_BELOW, fix
 
-from vjp_migrate.api import fix_source
+from vjp_migrate.api import DEFAULT_SETTINGS, fix_source
 
 _SAVED = """\
 @partial(jax.custom_vjp, nondiff_argnums=(1,))
@@ -42,7 +44,9 @@ f.defvjp(f_fwd, f_bwd)
 )
 def test_only_reads_of_the_parameter_read_the_saved_residual_instead(body: str, migrated: str) -> None:
     # `w_static=` names a keyword and `cfg.w_static` an attribute: neither reads the parameter.
-    out = fix(HEAD + "from lib import norm, cfg\n" + _SAVED.replace("BODY", body))
+    # (`norm` is not read, so the fix is unsafe: probe32 P3.)
+    code = HEAD + "from lib import norm, cfg\n" + _SAVED.replace("BODY", body)
+    out = fix_source(code, settings=dataclasses.replace(DEFAULT_SETTINGS, unsafe_fixes=True)).source
     assert "    return f(x, w), (w, jnp.cos(x))\n" in out and f"    {migrated}\n" in out, out
 
 

@@ -109,7 +109,7 @@ def _analyze(
         end = body if isinstance(site.primal.body, cst.SimpleStatementSuite) else body - 1
         return range(index.span(first)[0], end + 1)
 
-    ctx = Context.of(module, imports, index.line)
+    ctx = Context.of(module, imports, index.line).with_sites(sites)
     if project is not None:
         ctx = project.widen(ctx, sites, module, path)
     infos = tuple(tuple(apply_overrides(classify_site(site, module, ctx), site, path, settings)) for site in sites)

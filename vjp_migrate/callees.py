@@ -1,4 +1,4 @@
-"""Stage 6d: the custom_vjp functions of other files that a site passes a moved argument to.
+"""Stage 6e: the custom_vjp functions of other files that a site passes a moved argument to.
 
 plan.closures refuses a site whose moved argument would reach a position of a custom_vjp that
 stays in nondiff_argnums (`inner(x, w)` in `outer`, with `from pkg.b import inner`); here a

@@ -7,10 +7,13 @@ test: `clip_bwd(lo, hi, res, g)`), reads that fwd as a value, or imports that na
 module (`from pkg.ops import partial`) would break. Phase 1 notes those
 names (FileResult.changed_names, see ``changed_rules``); phase 2 (project.py) looks for their
 uses here: the site is then VJP003, as for such a use in its own module
-(plan.shared.rules_used_elsewhere), and the import (or alias) stays. A rule a site reads through
-the instance (`self.apply_bwd`, a method of a module-level class) is noted as `Layer.apply_bwd`:
-a class of another file deriving from `Layer` (through that file's classes too) that defines
-`apply_bwd` again registers its own, old-style one (sites/overrides.py does the same in the module).
+(plan.shared.rules_used_elsewhere), and the import (or alias) stays. The custom_vjp itself is
+noted too (role CALL): a call of it in another file that passes a static value where the fix
+moves an argument (cross_calls.py) is read by classification as a call in its own module is. A
+rule a site reads through the instance (`self.apply_bwd`, a method of a module-level class) is
+noted as `Layer.apply_bwd`: a class of another file deriving from `Layer` (through that file's
+classes too) that defines `apply_bwd` again registers its own, old-style one (sites/overrides.py
+does the same in the module).
 
 A use counts when the other file's imports lead to the name's module: `from pkg.ops import
 clip_bwd`, `from . import ops` + `ops.clip_bwd`, `import pkg.ops as o` + `o.clip_bwd`, a star
@@ -30,7 +33,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
+from vjp_migrate.cross_calls import CALL, Passed, static_passed
 from vjp_migrate.model import FileResult, Status
+from vjp_migrate.screen.tree import dotted
 from vjp_migrate.source import SourceError, decode
 
 if TYPE_CHECKING:
@@ -79,8 +84,10 @@ def _rules(decisions: Sequence[SiteDecision], module: object) -> Iterator[tuple[
 
 def changed_rules(decisions: Sequence[SiteDecision], module: object) -> set[tuple[str, str]]:
     """(role, name) of each fwd and bwd of ``module`` that its plans change, as another module
-    reaches it (``_rules``)."""
-    return {(role, name) for role, ref, name in _rules(decisions, module) if ref.path is None}
+    reaches it (``_rules``), and of each custom_vjp (no method) whose plan moves arguments (CALL)."""
+    found = {(role, name) for role, ref, name in _rules(decisions, module) if ref.path is None}
+    found |= {(CALL, d.site.name) for d in decisions if d.plan and d.plan.moved and "." not in d.site.qualname}
+    return found
 
 
 def used_elsewhere(analyses: Mapping[Path, Analysis], others: OtherFiles) -> dict[int, str]:
@@ -146,6 +153,14 @@ class _FileImports:
         return found
 
 
+def _holds(haystack: str | bytes, needles: tuple[str, ...]) -> bool:
+    """Whether ``haystack`` holds one of ``needles``; a dotted one holds where each of its parts
+    does (a method, `Base.apply_bwd`, is overridden where both its class and its name are)."""
+    if isinstance(haystack, bytes):
+        return any(all(part.encode() in haystack for part in needle.split(".")) for needle in needles)
+    return any(all(part in haystack for part in needle.split(".")) for needle in needles)
+
+
 class OtherFiles:
     """The files of the run, read for uses of the names fixes change. Each file is read (decoded
     as Python would, or the text phase 2 loaded) and parsed once per batch of names, only when
@@ -156,6 +171,7 @@ class OtherFiles:
     def __init__(self, files: Sequence[Path], roots: Sequence[Path] = (), project: Project | None = None) -> None:
         self.files, self.roots, self._project = files, roots, project
         self.found: dict[Wanted, Use | None] = {}
+        self.passed: dict[Wanted, list[Passed]] = {}  # the static values each CALL's calls pass
 
     @property
     def project(self) -> Project:
@@ -170,8 +186,15 @@ class OtherFiles:
         from vjp_migrate.project import Project
 
         others = OtherFiles(self.files, self.roots, Project(self.project.index))
-        others.found = self.found
+        others.found, others.passed = self.found, self.passed
         return others
+
+    def outside(self) -> dict[Path, dict[str, tuple[Passed, ...]]]:
+        """By file and custom_vjp: the static values calls in the run's other files pass it."""
+        found: dict[Path, dict[str, tuple[Passed, ...]]] = {}
+        for wanted, passed in self.passed.items():
+            found.setdefault(wanted.home, {})[wanted.name] = tuple(passed)
+        return found
 
     def changed_and_used(self, results: Iterable[FileResult]) -> set[Path]:
         """The files of phase 1's ``results`` with a changed name (FileResult.changed_names) that
@@ -192,7 +215,12 @@ class OtherFiles:
         for path in self.files:
             if not by_name:
                 break
-            read = self._read(path, set(by_name))
+            # A custom_vjp (CALL) matters only where it is called, `scale(`, or renamed, `scale as s`.
+            needles = {
+                name: (f"{name}(", f"{name} as ") if all(w.role == CALL for w in ws) else (name,)
+                for name, ws in by_name.items()
+            }
+            read = self._read(path, needles)
             if read is None:
                 continue
             text, present = read
@@ -200,8 +228,11 @@ class OtherFiles:
             tree = _tree(text) if here else None
             if tree is None:
                 continue
-            for w, line in self._uses_in(path, tree, here).items():
-                self.found[w] = (path, line)
+            for w, line in self._uses_in(path, tree, here, text).items():
+                if self.found[w] is None:
+                    self.found[w] = (path, line)
+                if w.role == CALL:  # every call is read: a later one may pass a static value too
+                    continue
                 by_name[w.name].remove(w)
                 if not by_name[w.name]:
                     del by_name[w.name]
@@ -211,27 +242,27 @@ class OtherFiles:
         """Which of ``names`` (imports and aliases the fix of ``home`` removes) other files of the run take from it."""
         return {w.name for w in self.uses_of(Wanted(home, name, IMPORT) for name in names)}
 
-    def _read(self, path: Path, names: set[str]) -> tuple[str, set[str]] | None:
-        """The text of the module at ``path`` and which of ``names`` it holds, when it holds one."""
+    def _read(self, path: Path, names: Mapping[str, tuple[str, ...]]) -> tuple[str, set[str]] | None:
+        """The text of the module at ``path`` and which of ``names`` it holds (any of the texts
+        searched for each), when it holds one."""
         from vjp_migrate.files import read_bytes
 
         if path.suffix != ".py":
             return None
         text = self._project.loaded_text(path) if self._project is not None else None
         if text is not None:
-            present = {name for name in names if all(part in text for part in name.split("."))}
+            present = {name for name, needles in names.items() if _holds(text, needles)}
             return (text, present) if present else None
         try:
             data = read_bytes(path)
-            # An ASCII name is in the bytes, whichever encoding Python reads the source in; a
-            # method (`Base.apply_bwd`) is overridden where both its class and its name are.
-            present = {n for n in names if n.isascii() and all(p.encode() in data for p in n.split("."))}
+            # An ASCII name is in the bytes, whichever encoding Python reads the source in.
+            present = {name for name, needles in names.items() if name.isascii() and _holds(data, needles)}
             if not present and all(name.isascii() for name in names):
                 return None
             text = decode(data).text
         except (SourceError, OSError):
             return None
-        present |= {n for n in names if not n.isascii() and all(p in text for p in n.split("."))}
+        present |= {name for name, needles in names.items() if not name.isascii() and _holds(text, needles)}
         return (text, present) if present else None
 
     def _importing(self, path: Path, text: str, asked: list[Wanted]) -> list[Wanted]:
@@ -261,9 +292,10 @@ class OtherFiles:
         names = [name for name in (index.rooted.get(home), index.names.get(home)) if name]
         return names or [home.parent.name if home.stem == "__init__" else home.stem]
 
-    def _uses_in(self, path: Path, tree: ast.Module, asked: list[Wanted]) -> dict[Wanted, int]:
+    def _uses_in(self, path: Path, tree: ast.Module, asked: list[Wanted], text: str) -> dict[Wanted, int]:
         """The first line of ``path`` that uses each of ``asked``. Its code is read only for the
-        names its imports may bind (the code of a large module takes long to walk)."""
+        names its imports may bind (the code of a large module takes long to walk). A CALL's use
+        is a call that passes a static value (noted in ``passed``)."""
         from vjp_migrate.plan.shared import loads_besides_defvjp
 
         imports = _FileImports.of(tree, self.project.index.package_of(path))
@@ -288,6 +320,10 @@ class OtherFiles:
             }
             if aliases or self._may_read(path, imports, wanted):
                 spellings[wanted] = {wanted.name, *aliases}
+        primals = {wanted: names for wanted, names in spellings.items() if wanted.role == CALL}
+        if primals:
+            found.update(self._calls_in(path, tree, imports, primals, text))
+        spellings = {wanted: names for wanted, names in spellings.items() if wanted.role != CALL}
         if not spellings:
             return found
         try:
@@ -307,6 +343,35 @@ class OtherFiles:
             ]
             if lines:
                 found[wanted] = min(lines)
+        return found
+
+    def _calls_in(
+        self, path: Path, tree: ast.Module, imports: _FileImports, calls: dict[Wanted, set[str]], text: str
+    ) -> dict[Wanted, int]:
+        """The static values the calls of each of ``calls`` in ``path`` pass (noted in
+        ``passed``), and the first line of such a call."""
+        defs = {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+
+        def resolve(name: str) -> str | None:
+            head, _, rest = name.partition(".")
+            targets = imports.targets.get(head, set())
+            if len(targets) == 1:
+                return f"{next(iter(targets))}.{rest}" if rest else next(iter(targets))
+            return "" if name in defs and not targets else None
+
+        found: dict[Wanted, int] = {}
+        for node in ast.walk(tree):
+            spelled = dotted(node.func) if isinstance(node, ast.Call) else None
+            if spelled is None:
+                continue
+            assert isinstance(node, ast.Call)
+            for wanted, names in calls.items():
+                if spelled.rpartition(".")[2] not in names or not self._means(path, imports, spelled, wanted):
+                    continue
+                passed = list(static_passed(node, text, str(path), resolve))
+                if passed:
+                    self.passed.setdefault(wanted, []).extend(passed)
+                    found[wanted] = min(found.get(wanted, node.lineno), node.lineno)
         return found
 
     def _takes(self, target: str, path: Path, wanted: Wanted) -> bool:

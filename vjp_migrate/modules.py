@@ -232,6 +232,7 @@ class _Imports(cst.CSTVisitor):
         self.package = package
         self.targets: dict[str, str] = {}  # local name -> absolute dotted target
         self.spelled: dict[str, str] = {}  # local name -> the module as written (for messages)
+        self.stars: list[str] = []  # the absolute modules `from m import *` reads, in order
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
         return False  # rules are module-level; a function's own imports do not bind module names
@@ -243,9 +244,11 @@ class _Imports(cst.CSTVisitor):
             self.spelled[local] = target
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
-        if isinstance(node.names, cst.ImportStar):
-            return
         written = "." * len(node.relative) + (dotted(node.module) or "" if node.module is not None else "")
+        if isinstance(node.names, cst.ImportStar):
+            if (star := absolute_module(written, self.package)) is not None:
+                self.stars.append(star)
+            return
         for alias in node.names:
             local, target = from_binding(written, dotted(alias.name) or "", _asname(alias), self.package)
             self.spelled[local] = written
@@ -263,6 +266,7 @@ class ModuleImports:
 
     targets: dict[str, str]
     spelled: dict[str, str]
+    stars: tuple[str, ...] = ()  # the modules star-imported, in order
 
     def target(self, name: str) -> str | None:
         """``rules.bwd`` -> ``pkg.rules.bwd`` when ``rules`` is imported; None otherwise."""
@@ -283,4 +287,42 @@ class ModuleImports:
 def module_imports(module: cst.Module, package: str) -> ModuleImports:
     collector = _Imports(package)
     walk.visit(module, collector)
-    return ModuleImports(collector.targets, collector.spelled)
+    return ModuleImports(collector.targets, collector.spelled, tuple(collector.stars))
+
+
+def star_exports(module: cst.Module, name: str) -> bool:
+    """Whether `from <module> import *` binds ``name``: listed in its module-level `__all__`, or,
+    with none, public (no leading underscore). An `__all__` not made of literal lists of strings
+    (`__all__ += other.__all__`, `__all__.extend(...)`) may list any name."""
+    listed: set[str] = set()
+    found = False
+    for statement in module.body:
+        for small in statement.body if type(statement) is cst.SimpleStatementLine else ():
+            value = _all_value(small)
+            if value is None:
+                continue
+            found = True
+            if not (type(value) is cst.List or type(value) is cst.Tuple):
+                return True
+            for element in value.elements:
+                text = element.value.evaluated_value if type(element.value) is cst.SimpleString else None
+                if not isinstance(text, str):
+                    return True
+                listed.add(text)
+    return name in listed if found else not name.startswith("_")
+
+
+def _all_value(small: cst.BaseSmallStatement) -> cst.BaseExpression | None:
+    """What a module-level statement adds to `__all__`: an assignment's value, or the call or
+    subscript (`__all__.extend(...)`, a `+=` of one) that says nothing sure."""
+    if type(small) is cst.Assign and any(dotted(t.target) == "__all__" for t in small.targets):
+        return small.value
+    if (type(small) is cst.AugAssign or type(small) is cst.AnnAssign) and dotted(small.target) == "__all__":
+        return small.value or cst.Name("__all__")
+    if (
+        type(small) is cst.Expr
+        and type(small.value) is cst.Call
+        and (dotted(small.value.func) or "").startswith("__all__.")
+    ):
+        return small.value
+    return None

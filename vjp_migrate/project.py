@@ -14,9 +14,11 @@ A rule used by several custom_vjp functions (in any files) is rewritten only whe
 migrates the same argument positions the same way; otherwise all users get VJP003. A file whose
 fix changes a name that another file of the run uses (a test calling its bwd, an import of a
 name the fix removes: FileResult.changed_names, cross_uses.py) is analysed here again too: its
-rule is then VJP003, the import stays. So is a file whose site passes a moved argument to a
-custom_vjp of another file of the run (FileResult.imported_callees, callees.py), with that file:
-the two are one group when the site's plan needs the other's.
+rule is then VJP003, the import stays; so is one whose custom_vjp another file calls with a
+static value where the fix moves an argument (cross_calls.py): classification reads those calls.
+So is a file whose site passes a moved argument to a custom_vjp of another file of the run
+(FileResult.imported_callees, callees.py), with that file: the two are one group when the site's
+plan needs the other's.
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ if TYPE_CHECKING:
     from vjp_migrate.api import Analysis
     from vjp_migrate.callees import Callees
     from vjp_migrate.classify.context import Context, ImportedHelper, Where
+    from vjp_migrate.cross_calls import Passed
     from vjp_migrate.cross_uses import OtherFiles
     from vjp_migrate.imports import ImportTable
     from vjp_migrate.plan.closures import ImportedCallees
@@ -98,6 +101,8 @@ class Project:
     # (role, name) of the names of each analysed file whose meaning its fix changes (phase 1
     # reports them: FileResult.changed_names, see cross_uses).
     changes: dict[Path, set[tuple[str, str]]] = field(default_factory=dict)
+    # By file and custom_vjp: the static values calls in the run's other files pass it (cross_calls).
+    outside: dict[Path, dict[str, tuple[Passed, ...]]] = field(default_factory=dict)
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
     _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
@@ -236,7 +241,8 @@ class Project:
                     helpers.setdefault(name, helper)
             imports = self._merged_imports(ctx, [other_module for _, other_module in homes[1:]])
             ctx = dataclasses.replace(ctx, imports=imports, helpers=helpers, elsewhere=_lines_in(homes[1:]))
-        return dataclasses.replace(ctx, imported=self._helper_finder(ctx, homes, Path(path)))
+        outside = self.outside.get(Path(path), {})
+        return dataclasses.replace(ctx, imported=self._helper_finder(ctx, homes, Path(path)), outside=outside)
 
     @staticmethod
     def _merged_imports(ctx: Context, modules: Sequence[cst.Module]) -> ImportTable:
@@ -374,12 +380,13 @@ class Project:
         importer: Path,
         modules: Modules | None = None,
         may_hold: Callable[[Path, str], bool] | None = None,
+        depth: int = 0,
     ) -> _Followed[_Found]:
         """Where an import target of the module at ``importer`` leads among the checked modules
-        (or ``modules``), re-exports followed (up to _MAX_REEXPORTS): what ``find`` finds there, or
-        why nothing is found. A file ``may_hold`` rules out (by its bytes) is not parsed."""
+        (or ``modules``), re-exports followed (up to _MAX_REEXPORTS, by name or by a star import
+        that exports it): what ``find`` finds there, or why nothing is found. A file ``may_hold``
+        rules out (by its bytes) is not parsed."""
         index = modules or self.index
-        depth = 0
         while True:
             split = index.split(target)
             if split is None:
@@ -398,10 +405,25 @@ class Project:
             found = find(loaded.module, attribute)
             if found is not None:
                 return _Followed(target, module_name, attribute, path, found=found)
-            further = module_imports(loaded.module, index.package_of(path)).target(attribute)
+            imports = module_imports(loaded.module, index.package_of(path))
+            further = imports.target(attribute)
+            if further is None and depth < _MAX_REEXPORTS:  # `from .rules import *` in an __init__.py
+                for star in reversed(imports.stars):  # the last one binding the name wins
+                    if self._star_binds(star, attribute.partition(".")[0], path, index):
+                        followed = self.follow(f"{star}.{attribute}", find, path, modules, may_hold, depth + 1)
+                        if followed.found is not None:
+                            return followed
             if further is None or depth == _MAX_REEXPORTS:
                 return _Followed(target, module_name, attribute, path)
             target, depth = further, depth + 1
+
+    def _star_binds(self, star: str, name: str, importer: Path, index: Modules) -> bool:
+        """Whether `from <star> import *` in the module at ``importer`` binds ``name`` (`__all__`)."""
+        from vjp_migrate.modules import star_exports
+
+        paths = index.files_named(star, importer)
+        loaded = self.load(paths[0]) if len(paths) == 1 else None
+        return isinstance(loaded, _Loaded) and star_exports(loaded.module, name)
 
     def leads_to(self, target: str, importer: Path, home: Path, name: str) -> bool:
         """Whether the import target ``target`` of the module at ``importer`` means ``name`` of
@@ -624,6 +646,7 @@ def _analyse_rounds(
     and no file was planned while a callee in another kept fewer positions than it keeps now."""
     from vjp_migrate.cross_uses import used_elsewhere
 
+    project.outside = others.outside()
     analyses = _analyse_all(project, start, settings)
     while True:  # each round blocks one more rule or keeps more positions, so this ends
         found = {**used_elsewhere(analyses, others), **_disagreements(analyses)}

@@ -51,8 +51,10 @@ from vjp_migrate.classify.weights import (
     LEAFLESS,
     NOTED,
     OBJECT,
+    OPAQUE,
     SCALAR,
     STRONG,
+    TRACED,
     WEAK,
 )
 from vjp_migrate.model import ArgInfo, ArgKind, Evidence, JitSpec, Settings, VjpSite
@@ -145,6 +147,9 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             elif value is not None and number_literal(value) is not None:
                 text = f"a number is passed at a call site (`{code_text(value)}`), which says nothing either way"
                 evidence.append((Evidence(ArgKind.UNKNOWN, text, *ctx.where(call)), NOTED))
+        evidence.extend(
+            (said, CALL_SITE) for at, keyword, said in ctx.outside.get(site.name, ()) if at == index or keyword == name
+        )
         if (default := left_at_default(site, module, ctx, calls, index, name)) is not None:
             evidence.append((default, STRONG))
         info = _decide(index, name, evidence)
@@ -153,6 +158,7 @@ def classify_site(site: VjpSite, module: cst.Module, ctx: Context) -> list[ArgIn
             literals = int_literals_passed(outside, index, name, module, ctx, passed)
             info = _int_tag(info, site.name, literals, ctx.line_of(outside[0][0]) if outside else None)
         info = _unseen_primal(site, module, ctx, info) if aliased is None else info
+        info = _opaque_uses(info, evidence)
         if info.kind is ArgKind.UNKNOWN and not info.evidence:
             info = replace(info, evidence=(_nothing_seen(site, roles, ctx),))
         infos.append(info)
@@ -213,6 +219,19 @@ def _int_tag(info: ArgInfo, function: str, literals: tuple[str, ...], line: int 
         "Python-int arithmetic that later code relies on (a hashed key), and moving it would make it a Tracer"
     )
     return replace(info, evidence=(*info.evidence, Evidence(ArgKind.UNKNOWN, text, line)), strong=False)
+
+
+def _opaque_uses(info: ArgInfo, evidence: list[tuple[Evidence, str]]) -> ArgInfo:
+    """Array data, but also passed to a function whose body is not seen, which may need it
+    concrete (an `lru_cache` helper, a Python `if`): the fix is safe only when every use is known
+    to take a Tracer, so this one is not; unless a call of the site passes a traced value (from a
+    jitted caller's parameter): the code means that function to take one."""
+    opaque = [e for e, weight in evidence if weight == OPAQUE]
+    if info.kind is not ArgKind.ARRAY or not info.strong or not opaque:
+        return info
+    if any(weight == CALL_SITE and e.text.startswith(TRACED) for e, weight in evidence):
+        return info
+    return replace(info, evidence=_once((*info.evidence, *opaque)), strong=False)
 
 
 def _jit_marks(jit: JitSpec, position: int, params: tuple[str, ...]) -> bool:

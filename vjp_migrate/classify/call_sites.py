@@ -16,7 +16,7 @@ from vjp_migrate.classify.class_fields import static_field_passed
 from vjp_migrate.classify.context import Context, Wrapped, function_locals
 from vjp_migrate.classify.expressions import code_text, is_int_tuple, is_string_like
 from vjp_migrate.classify.uses import Uses
-from vjp_migrate.classify.weights import CALL_SITE, CALLED, CONTROL, LEAFLESS, STRONG
+from vjp_migrate.classify.weights import CALL_SITE, CALLED, CONTROL, LEAFLESS, STRONG, TRACED
 from vjp_migrate.model import ArgKind, Evidence
 from vjp_migrate.sites import jit_static_names, positional_params
 from vjp_migrate.vocabulary import ARRAY_MODULES, makes_jax_array
@@ -65,7 +65,7 @@ def call_site_evidence(
     if (traced := traced_parameter(value, ctx, callers, wrapped or {}, lambda_params)) is not None:
         param, jitted, through = traced
         how = f", through `{through}`" if through else ""
-        text = f"a traced value (from the parameter `{param}` of the jitted `{jitted}`{how}) is passed {at}"
+        text = f"{TRACED} (from the parameter `{param}` of the jitted `{jitted}`{how}) is passed {at}"
         return Evidence(ArgKind.ARRAY, text, line), CALL_SITE
     if isinstance(value, cst.Name) and value.value not in lambda_params:
         for caller in reversed(callers):  # the def that binds the name: the call's, or one around it

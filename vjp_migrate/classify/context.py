@@ -24,6 +24,7 @@ from vjp_migrate.classify.module_facts import (
     Enclosing,
     enclosing_defs,
     module_arrays,
+    module_attribute_aliases,
     module_enums,
     module_helpers,
     module_jit_aliases,
@@ -34,9 +35,10 @@ from vjp_migrate.classify.module_facts import (
 from vjp_migrate.classify.pytrees import module_static_classes
 from vjp_migrate.classify.scoped_hashing import Hashers, scoped_hashers
 from vjp_migrate.classify.weights import DOUBT, MAYBE_NEEDED, NEEDED, STRONG
+from vjp_migrate.cross_calls import Passed
 from vjp_migrate.derived import Locals, locals_of
 from vjp_migrate.imports import ImportTable
-from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.model import ArgKind, Evidence, VjpSite
 from vjp_migrate.sites import body_statements, jit_static_names
 
 LineOf = Callable[[cst.CSTNode], "int | None"]
@@ -144,10 +146,19 @@ class Context:
     # The module's classes with fields annotated as arrays, by name: what a caller's parameter
     # annotated with one holds.
     array_fields: dict[str, ArrayFields] = field(default_factory=dict, compare=False)
+    # Module-level names bound once to an attribute of an imported module (`window = helpers.window`),
+    # each with that dotted name: a call of one is a call of it.
+    attributes: dict[str, str] = field(default_factory=dict, compare=False)
+    # The names the module's custom_vjp sites are called by, each with its primal def: a call runs
+    # the def (`scaled_sum = jax.custom_vjp(_scaled_sum, ...)`; a site in a factory called by a rule).
+    sites: dict[str, cst.FunctionDef] = field(default_factory=dict, compare=False)
     # Set by a run over several files (project.py): the helpers imported from its other modules,
     # and where a node of another module whose rules are read here is (its line and file).
     imported: ImportedHelper | None = field(default=None, compare=False)
     elsewhere: Callable[[cst.CSTNode], Where] | None = field(default=None, compare=False)
+    # And by the name of a custom_vjp of the module: the static values calls of it in the run's
+    # other files pass, each with its position or keyword (cross_calls.py).
+    outside: dict[str, tuple[Passed, ...]] = field(default_factory=dict, compare=False)
 
     def where(self, node: cst.CSTNode) -> Where:
         """The line of ``node``, in this module or, for a rule read from another file, in that file."""
@@ -186,7 +197,12 @@ class Context:
             plain_classes=plain_classes(module, imports) - set(array_fields),
             aliases=module_partial_aliases(module, imports, helpers),
             jitted=module_jit_aliases(module, imports, helpers),
+            attributes=module_attribute_aliases(module, imports),
         )
+
+    def with_sites(self, sites: Iterable[VjpSite]) -> Context:
+        """This context knowing which def a call of each of ``sites`` runs."""
+        return replace(self, sites={site.name: site.primal for site in sites if site.primal and not site.primal_expr})
 
     def definitions(self, name: str, within: cst.FunctionDef | None = None) -> tuple[cst.FunctionDef, ...]:
         """The defs a call of ``name`` in ``within`` may reach: the def a function around it binds
@@ -195,7 +211,12 @@ class Context:
         if scope is not None and name in scope:
             bound = scope[name]
             return (bound,) if bound is not None else ()
-        helper = self.helpers.get(name) or self.aliases.get(name) or self.jitted.get(name, (None,))[0]
+        helper = (
+            self.helpers.get(name)
+            or self.aliases.get(name)
+            or self.sites.get(name)
+            or self.jitted.get(name, (None,))[0]
+        )
         return (helper,) if helper is not None else self.variants.get(name, ())
 
     def jit_static(self, name: str, helper: cst.FunctionDef) -> frozenset[str]:

@@ -18,6 +18,12 @@ from vjp_migrate.sites.jit import jit_call_literals, static_params
 # Where a factory that is no def of the module may come from and still be judged as before: JAX's
 # and NumPy's own transforms and the standard library (`jax.vmap(f)`, `partial(f, k=v)`).
 _LIBRARIES = ("jax.", "numpy.", "functools.", "builtins.")
+# Transforms whose result calls the function given first with the arguments it is called with,
+# traced (a vmap leaves an unmapped one as it is: a Tracer under an outer jit all the same).
+_SAME_ARGUMENTS = frozenset(
+    {"jax.vmap", "jax.checkpoint", "jax.remat", "jax.grad", "jax.value_and_grad", "jax.jacfwd", "jax.jacrev"}
+    | {"jax.hessian", "jax.named_call"}
+)
 
 
 @dataclass(frozen=True)
@@ -58,13 +64,17 @@ def assigned_value(bound: list[Binding]) -> cst.BaseExpression | None:
 def local_runs(value: cst.BaseExpression, within: cst.FunctionDef, ctx: Context) -> tuple[Runs, ...] | None:
     """What a local of ``within`` bound once to ``value`` runs when called: the jit made in place,
     or each thing a def called there (of ``within``, around it or of the module) returns (a jax.jit,
-    a def, or a local bound once to either); () when the call's function is not analysed (imported
-    from elsewhere, or a def returning something else); None when ``value`` is no call or one of a
-    JAX or standard function, or of no def (a class, a method), judged as before."""
+    a def, or a local bound once to either), or the def a JAX transform is given (`jax.vmap(f)`);
+    () when the call's function is not analysed (imported from elsewhere, or a def returning
+    something else); None when ``value`` is no call or one of another JAX or standard function, or
+    of no def (a class, a method), judged as before."""
     if not isinstance(value, cst.Call):
         return None
     if ctx.imports.is_one_of(value.func, JIT):
         return (_jitted(value, within, ctx),)
+    if ctx.imports.is_one_of(value.func, _SAME_ARGUMENTS):  # `jax.vmap(_invoke)`: runs the def it is given
+        func = _jitted(value, within, ctx).func
+        return (Runs(func),) if func is not None else None
     qname = ctx.imports.qualify(value.func)
     if qname is not None:
         return None if qname.startswith(_LIBRARIES) else ()

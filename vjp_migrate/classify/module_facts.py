@@ -234,9 +234,13 @@ def module_partial_aliases(
 ) -> dict[str, cst.FunctionDef]:
     """The names the module binds once, at its top level, to `partial(f, k=v, ...)` of one of its
     defs with keywords only (`_run_vjp = partial(_run_inner, is_vjp=True)`): a call of one passes its
-    positional arguments to ``f``'s positional parameters unchanged, so ``f`` is what it runs."""
+    positional arguments to ``f``'s positional parameters unchanged, so ``f`` is what it runs; and
+    to one of its defs itself (`clip = _clip`)."""
     found: dict[str, cst.FunctionDef] = {}
     for name, value in _top_level_assigns(module):
+        if type(value) is cst.Name and value.value in helpers:
+            found[name] = helpers[value.value]
+            continue
         if not isinstance(value, cst.Call) or imports.qualify(value.func) not in PARTIAL or not value.args:
             continue
         first, rest = value.args[0], value.args[1:]
@@ -247,6 +251,16 @@ def module_partial_aliases(
             if not bound & positional or _trailing(func, bound):
                 found[name] = func
     return {name: func for name, func in found.items() if name in bound_once(module, set(found))}
+
+
+def module_attribute_aliases(module: cst.Module, imports: ImportTable) -> dict[str, str]:
+    """The names the module binds once, at its top level, to an attribute of a module it imports
+    (`window = helpers.window`), each with that dotted name: a call of one calls it."""
+    found: dict[str, str] = {}
+    for name, value in _top_level_assigns(module):
+        if type(value) is cst.Attribute and (text := dotted(value)) and text.partition(".")[0] in imports.aliases:
+            found[name] = text
+    return {name: text for name, text in found.items() if name in bound_once(module, set(found))}
 
 
 def module_jit_aliases(

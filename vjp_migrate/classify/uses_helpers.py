@@ -26,9 +26,10 @@ from vjp_migrate.classify.jit_bound import Runs, assigned_value, local_runs
 from vjp_migrate.classify.uses_branches import Branches
 from vjp_migrate.classify.uses_fields import attribute_evidence, attributes_read, field_evidence
 from vjp_migrate.classify.uses_names import NameFinder
-from vjp_migrate.classify.weights import DOUBT, WEAK
+from vjp_migrate.classify.weights import DOUBT, OPAQUE, WEAK
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import ArgKind, Evidence
+from vjp_migrate.screen.tree import GROWING_METHODS
 from vjp_migrate.sites import positional_params
 from vjp_migrate.vocabulary import CACHING_DECORATORS, HOST_CALLBACKS, PALLAS_CALL, SETTING_KEYWORDS
 
@@ -204,22 +205,44 @@ class Helpers(Branches):
         defs = self.ctx.definitions(name, self.func)
         return defs[0] if len(defs) == 1 and name not in self.bindings else None
 
-    def _opaque(self, call: cst.Call, func_text: str, keyword: str | None, via: Via | None) -> bool:
+    def _opaque(self, call: cst.Call, func_text: str, keyword: str | None, via: Via | None, deep: bool = False) -> bool:
         """The argument (or with ``via``, a value from it) passed to a function not analysed: a
-        doubt at a size or setting keyword (`k=`, `size=`...), else a weak unknown for the
-        argument itself; False when it says nothing (a value from it at another place)."""
+        doubt at a size or setting keyword (`k=`, `size=`...), else, for the argument itself, an
+        unknown that keeps array evidence from a safe fix (OPAQUE; not for a local list it is
+        appended to, nor for a def of the module ``deep`` in a chain of calls, recursion
+        included: a weak unknown); False when it says nothing (a value from it at another place)."""
         if keyword is not None and keyword in SETTING_KEYWORDS:
             use = f"passed as `{keyword}=` to `{func_text}`, which is not analysed: "
             use += "a size or setting there needs it concrete"
             kind, text, weight = via.needs(use, certain=False) if via is not None else (ArgKind.UNKNOWN, use, DOUBT)
             text = f"{text}{self.packing} in {self.where}"
-        elif via is None:
+        elif via is None and self._grows_local(call.func):
+            return True  # `ws.append(w)`: a loop over the list takes it (grown.py)
+        elif via is None and deep:
             kind, weight = ArgKind.UNKNOWN, WEAK
             text = f"passed to `{func_text}`{self.packing}, which is not analysed, in {self.where}"
+        elif via is None:
+            kind, weight = ArgKind.UNKNOWN, OPAQUE
+            qname = self.ctx.imports.qualify(call.func) or ""
+            origin = qname.rpartition(".")[0] if qname and qname != func_text else ""
+            origin = f" (imported from `{origin}`)" if origin else ""
+            text = (
+                f"passed to `{func_text}`{self.packing}, which is not analysed{origin}, in {self.where}: "
+                "it may need a concrete value there"
+            )
         else:
             return False
         self.evidence.append((Evidence(kind, text, *self.ctx.where(call)), weight))
         return True
+
+    def _grows_local(self, func: cst.BaseExpression) -> bool:
+        """Whether ``func`` is `ws.append` (`.insert`, `.extend`) of a local of the function walked."""
+        return (
+            type(func) is cst.Attribute
+            and func.attr.value in GROWING_METHODS
+            and type(func.value) is cst.Name
+            and func.value.value in self.bindings
+        )
 
     def _follow(self, call: cst.Call, func_text: str, position: int, keyword: str | None, via: Via | None) -> None:
         if self._local_runs(call, func_text, position, keyword, via):
@@ -227,8 +250,12 @@ class Helpers(Branches):
         defs = self.ctx.definitions(func_text, self.func)
         if func_text in self.bindings and self._enclosing(func_text):
             defs = ()  # a local of the function shadows the def around it
+        elif not defs and func_text in self.ctx.attributes and func_text not in self.bindings:
+            self._imported(call, self.ctx.attributes[func_text], position, keyword, via)  # `window = helpers.window`
+            return
         if not defs or self.depth >= 3 or isinstance(call.func, cst.Attribute):
-            if not self._opaque(call, func_text, keyword, via):
+            deep = bool(defs) and not isinstance(call.func, cst.Attribute)
+            if not self._opaque(call, func_text, keyword, via, deep):
                 assert via is not None
                 self._note(
                     f"a value computed from it, {via.text}, is passed to `{func_text}`{self.packing}, "

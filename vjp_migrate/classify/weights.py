@@ -19,6 +19,12 @@ ARITHMETIC = "used in arithmetic"
 # A use seen and discounted (arithmetic with a size, a value from it passed to a function not
 # analysed): no evidence, only a reason to show when nothing else decides.
 NOTED = "noted"
+# The argument itself passed to a function whose body is not read (imported from a file not
+# checked, a module attribute, a third-party function): it may need a concrete value there (an
+# `lru_cache` key, a Python `if`), so array evidence elsewhere gives no safe fix, unless a call
+# passes a TRACED value: the code means that function to take a Tracer.
+OPAQUE = "passed where its body is not seen"
+TRACED = "a traced value"
 # The text of a use deciding an `if`, `while`, `match` or `assert`: a concrete value, where it runs.
 CONTROL = "decides Python control flow"
 CALLED = "called as a function"
