@@ -64,7 +64,7 @@ class RuleLinker(NondiffReader):
         if site.problem is None:
             site = replace(site, problem=self._registered_again(call, call_scope))
         site = self._signature_from_fwd(site) if site.primal is None else site
-        return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
+        return positions_from_bwd(site)
 
     def _built_by_calls(
         self,
