@@ -76,11 +76,12 @@ def suppress(
     decisions: Sequence[SiteDecision],
     diagnostics: Sequence[Diagnostic],
     header_of: HeaderOf,
-) -> tuple[tuple[SiteDecision, ...], tuple[Diagnostic, ...]]:
-    """Drop suppressed findings; a site with a suppressed finding is not fixed either."""
+) -> tuple[tuple[SiteDecision, ...], tuple[Diagnostic, ...], tuple[Diagnostic, ...]]:
+    """Drop suppressed findings; a site with a suppressed finding is not fixed either. Returns
+    the decisions, the findings kept and the findings silenced."""
     noqa = noqa_lines(text)
     if not noqa:
-        return tuple(decisions), tuple(diagnostics)
+        return tuple(decisions), tuple(diagnostics), ()
     kept_decisions: list[SiteDecision] = []
     silenced: set[Diagnostic] = set()
     unfixable: set[range] = set()
@@ -98,7 +99,7 @@ def suppress(
         for d in diagnostics
         if d not in silenced
     )
-    return tuple(kept_decisions), kept
+    return tuple(kept_decisions), kept, tuple(d for d in diagnostics if d in silenced)
 
 
 def _uncommentable(text: str) -> set[int]:
