@@ -89,6 +89,15 @@ def test_a_bwd_another_file_calls_is_not_rewritten(tmp_path: Path, user: str, im
     _refused(tree, user, 5)
 
 
+@pytest.mark.parametrize("newline", [pytest.param("\r", id="CR"), pytest.param("\r\n", id="CRLF")])
+def test_a_bwd_another_file_calls_is_found_whatever_its_line_endings(tmp_path: Path, newline: str) -> None:
+    # cli30: a lone CR ends a line for Python, but the import lines were cut at \n only, so a
+    # CR-only file whose import is not its first line was never read, and fix broke its call
+    user = '"""Tests."""\nfrom pkg.a import clip_gradient_bwd, clip_gradient_fwd'
+    user += CALL.format(fwd="clip_gradient_fwd", bwd="clip_gradient_bwd")
+    _refused(_tree(tmp_path, {"tests/test_a.py": user.replace("\n", newline)}), "tests/test_a.py", 6)
+
+
 def test_a_bwd_imported_and_called_inside_a_test_function_is_not_rewritten(tmp_path: Path) -> None:
     body = "def test_rules():\n    from pkg.a import clip_gradient_bwd\n\n    clip_gradient_bwd(0.0, 1.0, None, 1.0)\n"
     _refused(_tree(tmp_path, {"tests/test_a.py": body}), "tests/test_a.py", 4)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import subprocess
 import sys
 from pathlib import Path
@@ -40,6 +41,47 @@ def test_flake8_honours_noqa_and_the_configuration(tmp_path: Path) -> None:
     (tmp_path / "seed.py").write_text(SEED, encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text("[tool.vjp-migrate]\nignore = ['VJP001']\n", encoding="utf-8")
     assert flake8("seed.py", cwd=tmp_path).stdout == ""
+
+
+DECORATOR = "@partial(jax.custom_vjp, nondiff_argnums=(0, 1))"
+DEF = "def clip_gradient(lo, hi, x):"
+
+
+@pytest.mark.parametrize(
+    "line", [pytest.param(DECORATOR, id="on the decorator"), pytest.param(DEF, id="on the def line")]
+)
+def test_disable_noqa_brings_the_silenced_findings_back(tmp_path: Path, line: str) -> None:
+    """cli30 08: the plugin dropped them itself, so flake8's --disable-noqa brought back its own only."""
+    (tmp_path / "seed.py").write_text(SEED.replace(line, line + "  # noqa: VJP001"), encoding="utf-8")
+    assert flake8("seed.py", cwd=tmp_path).stdout == ""
+    shown = flake8("--disable-noqa", "seed.py", cwd=tmp_path).stdout
+    assert [row.split(" `")[0] for row in shown.splitlines()] == ["seed.py:8:19: VJP001", "seed.py:8:23: VJP001"]
+
+
+@pytest.mark.parametrize(
+    ("line", "comment", "yielded"),
+    [
+        pytest.param(DEF, "  # noqa: VJP001", 2, id="on the finding's line: flake8 applies it"),
+        pytest.param(DEF, "  # noqa", 2, id="bare, on the finding's line"),
+        pytest.param(DECORATOR, "  # noqa: VJP001", 0, id="on the decorator: only this tool's rule applies it"),
+        pytest.param(DEF, "  #noqa:VJP001", 0, id="a spelling flake8 does not read"),
+    ],
+)
+def test_the_plugin_leaves_to_flake8_the_noqa_it_applies_itself(
+    line: str, comment: str, yielded: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """flake8 sees what a `# noqa` on a finding's own line silences (noqa audits count it as used)."""
+    from vjp_migrate.flake8_plugin import Plugin
+
+    monkeypatch.chdir(tmp_path)  # no configuration
+    code = SEED.replace(line, line + comment)
+    monkeypatch.setattr(Plugin, "disable_noqa", False)
+    found = list(Plugin(ast.parse(code), "seed.py", code.splitlines(keepends=True)).run())
+    assert [(row, column, text[:6]) for row, column, text, _ in found] == [(8, 18, "VJP001"), (8, 22, "VJP001")][
+        :yielded
+    ]
+    monkeypatch.setattr(Plugin, "disable_noqa", True)
+    assert len(list(Plugin(ast.parse(code), "seed.py", code.splitlines(keepends=True)).run())) == 2
 
 
 def test_flake8_skips_what_the_configuration_excludes(tmp_path: Path) -> None:

@@ -35,6 +35,16 @@ def test_noqa_silences_and_protects_from_fix(line: str, comment: str) -> None:
     assert not fix_source(code).changed
 
 
+@pytest.mark.parametrize("newline", [pytest.param("\r", id="CR"), pytest.param("\r\n", id="CRLF")])
+@pytest.mark.parametrize("line", [pytest.param(DECORATOR, id="decorator"), pytest.param(DEF, id="def")])
+def test_noqa_is_seen_whatever_the_line_endings(line: str, newline: str) -> None:
+    # cli30 01: tokenize ends lines at \n only, so a CR-only file was one line with no noqa on it
+    code = SEED.replace(line, line + "  # noqa: VJP001").replace("\n", newline)
+    assert noqa_lines(code) == {SEED.splitlines().index(line) + 1: frozenset({"VJP001"})}
+    assert check_source(code) == []
+    assert not fix_source(code).changed
+
+
 def test_noqa_for_another_code_does_not_silence() -> None:
     code = SEED.replace(DEF, DEF + "  # noqa: E501")
     assert [d.code for d in check_source(code)] == ["VJP001", "VJP001"]
@@ -73,11 +83,13 @@ def test_add_noqa_writes_one_comment_and_merges() -> None:
         ),
     ],
 )
-def test_add_noqa_puts_the_comment_on_a_line_that_can_take_one(signature: str, line: str) -> None:
+@pytest.mark.parametrize("newline", [pytest.param("\n", id="LF"), pytest.param("\r", id="CR")])
+def test_add_noqa_puts_the_comment_on_a_line_that_can_take_one(signature: str, line: str, newline: str) -> None:
     code = SEED.replace(DEF, signature)
     if "s=" in signature:  # one more differentiable argument in fwd and bwd
         code = code.replace("def clip_gradient_fwd(lo, hi, x):", "def clip_gradient_fwd(lo, hi, x, s=1):")
         code = code.replace("return (jnp.clip(g, lo, hi),)", "return (jnp.clip(g, lo, hi), None)")
+    code = code.replace("\n", newline)  # cli30 01: in a CR-only file, the strings were not seen
     found = check_source(code)
     first = code.splitlines().index(signature.split("\n")[0]) + 1
     assert [d.line for d in found] == [first, first], found
@@ -145,6 +157,20 @@ def test_add_noqa_cli_then_check_is_clean(tmp_path: Path) -> None:
     assert result.stdout.splitlines()[-1] == "Added noqa comments for 2 findings in 1 file."
     assert DEF + "  # noqa: VJP001\n" in target.read_text(encoding="utf-8")
     assert CliRunner().invoke(main, ["check", str(target)]).exit_code == 0
+
+
+def test_add_noqa_in_a_cr_only_file_adds_one_comment_once(tmp_path: Path) -> None:
+    # cli30 01: check still reported the silenced findings, and each run added another comment
+    target = tmp_path / "seed.py"
+    target.write_bytes(SEED.replace("\n", "\r").encode("utf-8"))
+    result = CliRunner().invoke(main, ["check", "--no-cache", "--add-noqa", str(target)])
+    assert result.stdout.splitlines()[-1] == "Added noqa comments for 2 findings in 1 file."
+    written = target.read_bytes()
+    assert written == SEED.replace(DEF, DEF + "  # noqa: VJP001").replace("\n", "\r").encode("utf-8")
+    again = CliRunner().invoke(main, ["check", "--no-cache", "--add-noqa", str(target)])
+    assert (again.exit_code, target.read_bytes()) == (0, written), again.stdout
+    assert CliRunner().invoke(main, ["check", "--no-cache", str(target)]).exit_code == 0
+    assert add_noqa(written.decode("utf-8"), check_source(SEED.replace("\n", "\r"))) == (written.decode("utf-8"), 0)
 
 
 def test_add_noqa_lists_what_it_silenced_then_counts_findings_and_files(tmp_path: Path) -> None:

@@ -258,15 +258,41 @@ def fixed_cells(path: Path, cells: list[tuple[str, str]]) -> list[list[str]]:
     return [cell["source"] for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]]
 
 
+@pytest.mark.parametrize("newline", [pytest.param("\r\n", id="CRLF"), pytest.param("\r", id="CR")])
 @pytest.mark.parametrize("final_newline", [True, False], ids=["last line ends", "last line open"])
-def test_lines_inserted_in_a_crlf_cell_end_in_crlf_too(tmp_path: Path, final_newline: bool) -> None:
+def test_lines_inserted_in_a_crlf_cell_end_in_crlf_too(tmp_path: Path, final_newline: bool, newline: str) -> None:
     """cli29 21: a cell written on Windows (every source line ending in \\r\\n) got a bare \\n on the
-    lines the rewrite inserted (`lo, hi = res`), where a .py file keeps CRLF on every line."""
+    lines the rewrite inserted (`lo, hi = res`), where a .py file keeps CRLF on every line; cli30:
+    so did a cell of lone CRs."""
     cells = [CELLS[1], CELLS[2], ("code", CELLS[4][1].rsplit("\nfiles", 1)[0] + ("\n" if final_newline else ""))]
     lf = fixed_cells(tmp_path / "lf.ipynb", cells)
-    crlf = fixed_cells(tmp_path / "crlf.ipynb", [(kind, source.replace("\n", "\r\n")) for kind, source in cells])
-    assert "  lo, hi = res\r\n" in crlf[2]
-    assert crlf == [[line.replace("\n", "\r\n") for line in source] for source in lf]
+    other = fixed_cells(tmp_path / "other.ipynb", [(kind, source.replace("\n", newline)) for kind, source in cells])
+    assert "".join(other[2]) == "".join(lf[2]).replace("\n", newline)
+    assert [[line.replace(newline, "\n") for line in source] for source in other] == lf
+
+
+def test_findings_in_cells_of_lone_crs_are_located_as_in_lf_cells(tmp_path: Path) -> None:
+    # cli30: the cells' lines were counted at \n only: a CR-only cell was one line, and the
+    # findings of the cells after it were placed lines too far
+    cr = tmp_path / "cr.ipynb"
+    cr.write_text(notebook_text([(kind, source.replace("\n", "\r")) for kind, source in CELLS]), encoding="utf-8")
+    lf = tmp_path / "lf.ipynb"
+    lf.write_text(notebook_text(), encoding="utf-8")
+    code, out = run("check", "--no-cache", "--output-format", "concise", str(cr), str(lf))
+    assert code == 1
+    assert [line.split(" `")[0] for line in out.splitlines()] == [
+        f"{path}:cell 3:2:{column}: VJP001" for path in (cr, lf) for column in (19, 23)
+    ]
+
+
+@pytest.mark.parametrize("brk", [pytest.param("\u2028", id="U+2028"), pytest.param("\x0c", id="form feed")])
+def test_a_line_break_only_str_splitlines_sees_starts_no_magic(tmp_path: Path, brk: str) -> None:
+    # the cells were cut with str.splitlines: `% off` after a U+2028 in a string became a magic's
+    # placeholder, and the string then had no end (a syntax error)
+    target = tmp_path / "offer.ipynb"
+    target.write_text(notebook_text([("code", f"label = '50{brk}% off'\n!ls")]), encoding="utf-8")
+    assert run("check", "--no-cache", "--select", "ALL", str(target)) == (0, "All checks passed (1 file checked).\n")
+    assert read(target.read_text(encoding="utf-8")).magics == {"__vjp_migrate_magic_0__": "!ls"}
 
 
 def test_a_cell_with_mixed_newlines_keeps_the_modules_newline_on_inserted_lines(tmp_path: Path) -> None:

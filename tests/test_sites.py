@@ -471,15 +471,52 @@ def test_an_imported_nondiff_argnums_is_never_passed_over() -> None:
 
 
 @pytest.mark.parametrize(
+    ("before", "argnums"),
+    [
+        pytest.param("", "(0,) + EXTRA", id="a sum"),
+        pytest.param("", "compute(0)", id="a call"),
+        pytest.param("", "(0,) if FLAG else ()", id="a conditional"),
+        pytest.param("", "tuple(NONDIFF)", id="tuple of an imported name"),
+        pytest.param("ND = compute(0)\n", "ND", id="a module constant bound to a call"),
+        pytest.param("", "[i for i in (0,)]", id="a comprehension"),
+    ],
+)
+def test_nondiff_argnums_given_by_an_expression_is_never_passed_over(before: str, argnums: str) -> None:
+    # cli30 06: none of these was reported, though bwd uses `a` as an array: bwd's names give the
+    # positions (VJP003, never rewritten); when they name no parameter of the primal, VJP004.
+    code = "import jax\nimport jax.numpy as jnp\nfrom functools import partial\n"
+    code += f"from cfg import EXTRA, FLAG, NONDIFF, compute\n{before}"
+    code += f"@partial(jax.custom_vjp, nondiff_argnums={argnums})\ndef f(a, b):\n    return jnp.sin(b) * a\n"
+    rules = RULE.replace("return f(a, b), None", "return f(a, b), jnp.cos(b)").replace(
+        "return (g * a,)", "return (g * a * _,)"
+    )
+    found = check_source(code + rules, settings=Settings(select=frozenset(BY_CODE)))
+    assert [(d.code, d.argument, d.fixable) for d in found] == [("VJP003", "a", False)], found
+    assert found[0].message.endswith(
+        f"cannot be rewritten automatically: nondiff_argnums is given by `{argnums}` "
+        "(its positions are read from bwd `f_bwd`'s parameter names)"
+    )
+    assert not fix_source(code + rules, settings=Settings(select=frozenset(BY_CODE), unsafe_fixes=True)).changed
+    renamed = rules.replace("def f_bwd(a, _, g):", "def f_bwd(w, _, g):").replace("g * a * _", "g * w * _")
+    found = check_source(code + renamed)
+    assert [d.code for d in found] == ["VJP004"], found
+    assert found[0].message == (
+        f"in custom_vjp `f`, nondiff_argnums is given by `{argnums}`, and bwd `f_bwd`'s nondiff parameters "
+        "(`w`) are not named like parameters of `f` in order, so which arguments nondiff_argnums lists cannot be told"
+    )
+
+
+@pytest.mark.parametrize(
     ("argnums", "positions", "literal"),
     [
         pytest.param("tuple(range(1, 3))", (1, 2), True, id="tuple of range"),
         pytest.param("list(range(2))", (0, 1), True, id="list of range"),
         pytest.param("tuple((0, 2))", (0, 2), True, id="tuple of a tuple literal"),
         pytest.param("range(0, 3, 2)", (0, 2), True, id="range with a step"),
-        pytest.param("tuple(range(n))", (), False, id="range of a name"),
-        pytest.param("sorted(range(2))", (), False, id="other call"),
-        pytest.param("tuple(*ND)", (), False, id="starred argument"),
+        # not read: the positions are bwd's nondiff parameters (`f_bwd(a, _, g)`), and the reason says so
+        pytest.param("tuple(range(n))", (0,), False, id="range of a name"),
+        pytest.param("sorted(range(2))", (0,), False, id="other call"),
+        pytest.param("tuple(*ND)", (0,), False, id="starred argument"),
     ],
 )
 def test_nondiff_argnums_built_by_builtin_calls(argnums: str, positions: tuple[int, ...], literal: bool) -> None:
@@ -487,6 +524,9 @@ def test_nondiff_argnums_built_by_builtin_calls(argnums: str, positions: tuple[i
     code += "def f(a, b, c, x):\n    return x\n" + RULE
     (site,) = sites_of(code)
     assert (site.nondiff.positions, site.nondiff.literal) == (positions, literal)
+    assert literal or site.nondiff.problem == (
+        f"nondiff_argnums is given by `{argnums}` (its positions are read from bwd `f_bwd`'s parameter names)"
+    )
 
 
 def test_stacked_jit_static_positions() -> None:

@@ -48,6 +48,7 @@ class Analysis:
     diagnostics: tuple[Diagnostic, ...]
     decisions: tuple[SiteDecision, ...]
     module: object | None  # the libcst Module, when the text was parsed
+    silenced: tuple[Diagnostic, ...] = ()  # the findings that noqa comments silenced
 
 
 def _may_contain(text: str, settings: Settings) -> bool:
@@ -55,14 +56,20 @@ def _may_contain(text: str, settings: Settings) -> bool:
 
 
 def analyze(
-    text: str, path: str, settings: Settings, parse_anyway: bool = False, project: Project | None = None
+    text: str,
+    path: str,
+    settings: Settings,
+    parse_anyway: bool = False,
+    project: Project | None = None,
+    noqa: bool = True,
 ) -> Analysis:
     """Parse (when a finding is possible) and decide every site; SourceError for bad input.
 
     ``project`` resolves rules imported from other files (project.py); without it, such a
-    rule is named in a VJP003 and left alone.
+    rule is named in a VJP003 and left alone. ``noqa=False``: `# noqa` comments silence nothing
+    (flake8's --disable-noqa).
     """
-    return _analyze(text, path, settings, parse_anyway, project)
+    return _analyze(text, path, settings, parse_anyway, project, noqa=noqa)
 
 
 def _analyze(
@@ -72,6 +79,7 @@ def _analyze(
     parse_anyway: bool,
     project: Project | None = None,
     syntax_checked: bool = False,
+    noqa: bool = True,
 ) -> Analysis:
     if not _may_contain(text, settings):
         if parse_anyway and not syntax_checked:
@@ -124,7 +132,9 @@ def _analyze(
         )
         decisions = reconcile_shared(rules_used_elsewhere(decisions, module, text))
         diagnostics = tuple(d for decision in decisions for d in diagnostics_for(decision, settings, index.span, path))
-        decisions, diagnostics = suppress(text, decisions, diagnostics, header_of)
+        silenced: tuple[Diagnostic, ...] = ()
+        if noqa:
+            decisions, diagnostics, silenced = suppress(text, decisions, diagnostics, header_of)
         decisions = reconcile_shared(decisions)  # a silenced user keeps the rules it shares unchanged
         wider = kept_more(callees, nondiff_after(decisions))
         if wider == callees:
@@ -133,7 +143,7 @@ def _analyze(
     diagnostics = with_alias_notes(decisions, diagnostics)
     if project is not None:
         project.note_changes(path, decisions, module)
-    return Analysis(diagnostics, decisions, module)
+    return Analysis(diagnostics, decisions, module, silenced)
 
 
 def check_source(code: str, *, path: str = "<string>", settings: Settings = DEFAULT_SETTINGS) -> list[Diagnostic]:

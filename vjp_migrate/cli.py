@@ -61,8 +61,8 @@ _stdin_name = click.option(
 _exclude = click.option(
     "--exclude",
     multiple=True,
-    help="File or folder names to skip (fnmatch patterns; with a slash: paths from the current folder), "
-    "on top of the built-in ones and the configuration's.",
+    help="Files or folders to skip: globs as in ruff (`legacy`, `**/gen`, `src/*.py`; paths from the current "
+    "folder), on top of the built-in ones and the configuration's.",
 )
 _force_exclude = click.option(
     "--force-exclude",

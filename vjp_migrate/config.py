@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from vjp_migrate.codes import expand_selection
+from vjp_migrate.exclude_globs import GlobError, globs
 from vjp_migrate.model import Settings
 
 if sys.version_info >= (3, 11):
@@ -53,7 +54,7 @@ class FileConfig:
     found: bool = False  # the file has a [tool.vjp-migrate] table
     select: tuple[str, ...] | None = None
     ignore: tuple[str, ...] | None = None
-    exclude: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()  # the globs of exclude and extend-exclude (exclude_globs.py)
     unsafe_fixes: bool | None = None
     static_args: tuple[str, ...] = ()
     array_args: tuple[str, ...] = ()
@@ -79,7 +80,7 @@ class Group:
     """Paths that share one configuration, and the settings for them."""
 
     settings: Settings
-    exclude: tuple[str, ...]
+    exclude: tuple[str, ...]  # globs (exclude_globs.py)
     paths: list[Path] = field(default_factory=list)
     config_path: Path | None = None
     respect_gitignore: bool = True
@@ -124,9 +125,12 @@ def read_config(path: Path) -> FileConfig:
     if unknown:
         raise ConfigError(f"{path}: unknown key(s) in [tool.vjp-migrate]: {', '.join(unknown)}")
     unsafe, respect = (_flag(table, key, path) for key in ("unsafe-fixes", "respect-gitignore"))
-    base = path.parent.resolve()
+    base = Path(os.path.abspath(path.parent))  # as the walk spells paths: not resolved, as in ruff
     exclude = tuple(
-        _anchored(p, base) for key in ("exclude", "extend-exclude") for p in _strings(table.get(key, []), key, path)
+        glob
+        for key in ("exclude", "extend-exclude")
+        for pattern in _strings(table.get(key, []), key, path)
+        for glob in _globs(pattern, base, f"{path}: [tool.vjp-migrate] {key}")
     )
     return FileConfig(
         path=path,
@@ -187,14 +191,17 @@ def merge(file: FileConfig, cli: CliOptions) -> Group:
         where = f"{file.path}: " if file.path and cli.select is None and cli.ignore is None else ""
         raise ConfigError(f"{where}{error}") from None
     settings = Settings(chosen, unsafe, static_args=frozenset(file.static_args), array_args=frozenset(file.array_args))
-    exclude = tuple(file.exclude) + tuple(_anchored(p, Path.cwd()) for p in cli.exclude)
+    exclude = tuple(file.exclude) + tuple(g for p in cli.exclude for g in _globs(p, Path.cwd(), "--exclude"))
     respect = cli.respect_gitignore if cli.respect_gitignore is not None else file.respect_gitignore
     return Group(settings, exclude, [], file.path, respect is not False)
 
 
-def _anchored(pattern: str, base: Path) -> str:
-    """A pattern with a slash is a path from ``base``; a bare one matches names anywhere."""
-    return pattern if "/" not in pattern else (base / pattern.strip("/")).as_posix()
+def _globs(pattern: str, base: Path, where: str) -> tuple[str, ...]:
+    """The globs of an exclude pattern written relative to ``base`` (as ruff reads it)."""
+    try:
+        return globs(pattern, base)
+    except GlobError as error:
+        raise ConfigError(f"{where}: {error}") from None
 
 
 class Resolver:

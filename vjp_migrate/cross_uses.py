@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, NamedTuple
 from vjp_migrate.cross_calls import CALL, Passed, static_passed
 from vjp_migrate.model import FileResult, Status
 from vjp_migrate.screen.tree import dotted
-from vjp_migrate.source import SourceError, decode
+from vjp_migrate.source import SourceError, decode, lf_endings
 
 if TYPE_CHECKING:
     from vjp_migrate.api import Analysis
@@ -464,6 +464,7 @@ def import_lines(text: str) -> str:
     """The lines of ``text`` where `import` follows only blanks, a `from` clause or a `;`, each
     with the rest of a parenthesized list it opens (`from . import (\n    ops,\n)`): every
     import statement, and maybe a few lines of strings."""
+    text = lf_endings(text)  # a lone CR ends a line too
     lines = []
     at = text.find("import")
     while at != -1:

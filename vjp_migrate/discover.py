@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
 import stat
 from collections.abc import Callable, Iterator, Sequence
@@ -12,6 +11,7 @@ from pathlib import Path
 from typing import Generic, TypeVar
 
 from vjp_migrate import gitignore
+from vjp_migrate.exclude_globs import excluded
 from vjp_migrate.gitignore import Layers
 
 SKIP_DIRS = frozenset(
@@ -60,17 +60,6 @@ class Found:
     roots: tuple[Path, ...]
 
 
-def _matches(path: str, name: str, pattern: str) -> bool:
-    """A bare pattern matches a name; one with a slash matches the absolute path (configuration)."""
-    if "/" in pattern:
-        return fnmatch.fnmatchcase(os.path.abspath(path).replace(os.sep, "/"), pattern)
-    return fnmatch.fnmatchcase(name, pattern)
-
-
-def _excluded(entry: os.DirEntry[str], pattern: str) -> bool:
-    return _matches(entry.path, entry.name, pattern)
-
-
 def _skipped_folder(name: str) -> bool:
     return name in SKIP_DIRS or name.endswith(".egg-info")
 
@@ -95,7 +84,7 @@ def force_excluded(path: Path, exclude: Sequence[str], root: Path) -> bool:
         folders.insert(0, absolute)
     if any(_skipped_folder(folder.name) or _virtualenv(folder) for folder in folders):
         return True
-    return any(_matches(str(p), p.name, pattern) for p in (absolute, *folders) for pattern in exclude)
+    return any(excluded(str(p), p.name, exclude) for p in (absolute, *folders))
 
 
 @dataclass(frozen=True)
@@ -103,7 +92,7 @@ class Scoping(Generic[S]):
     """How the configuration (a scope) changes down a walk: a folder's listing may bring its own."""
 
     inside: Callable[[S, Path, AbstractSet[str]], S]  # a folder's scope, its path and names -> its entries' scope
-    exclude: Callable[[S], Sequence[str]]  # the patterns that skip entries in a scope
+    exclude: Callable[[S], Sequence[str]]  # the globs that skip entries in a scope (exclude_globs.py)
     respects: Callable[[S], bool] = lambda _: True  # whether the ignore files count in a scope
 
 
@@ -121,7 +110,7 @@ def _walk(directory: Path, real: str, layers: Layers, scope: S, scoping: Scoping
     counted = layers if scoping.respects(scope) else ()
     for entry in entries:
         path = Path(entry.path)
-        if any(_excluded(entry, pattern) for pattern in exclude):
+        if excluded(entry.path, entry.name, exclude):
             continue
         try:
             # Symbolic links are not followed: a link pointing out of the tree is not ours to
@@ -144,7 +133,7 @@ def _walk(directory: Path, real: str, layers: Layers, scope: S, scoping: Scoping
 
 def discover(paths: Sequence[Path], exclude: Sequence[str] = ()) -> tuple[list[Candidate], list[Rejected]]:
     """The files below ``paths``, in a stable order, and the paths that cannot be read as files;
-    ``exclude`` applies everywhere (see ``discover_scoped`` for configurations that change)."""
+    the globs ``exclude`` apply everywhere (see ``discover_scoped`` for configurations that change)."""
     found, rejected = discover_scoped([(path, None) for path in paths], Scoping(_same, lambda _: exclude))
     return [candidate for candidate, _ in found], [reason for reason, _ in rejected]
 

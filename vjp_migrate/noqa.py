@@ -11,10 +11,10 @@ import dataclasses
 import io
 import re
 import tokenize
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 
 from vjp_migrate.model import Diagnostic, FixSafety, SiteDecision, VjpSite
-from vjp_migrate.source import physical_lines
+from vjp_migrate.source import lf_endings, physical_lines
 
 # flake8's own spelling: `# noqa`, `#noqa:VJP001`, `# NOQA: VJP001, VJP002`. A code is letters then
 # digits (or this tool's prefix `VJP`), so words after the codes (`noqa: E501 generated`) are no codes.
@@ -52,11 +52,7 @@ def _noqa_comments(text: str) -> dict[int, tuple[int, frozenset[str] | None]]:
     if "noqa" not in text.lower():
         return found
     try:
-        comments = [
-            (tok.start[0], tok.start[1], tok.string)
-            for tok in tokenize.generate_tokens(io.StringIO(text).readline)
-            if tok.type == tokenize.COMMENT
-        ]
+        comments = [(tok.start[0], tok.start[1], tok.string) for tok in _tokens(text) if tok.type == tokenize.COMMENT]
     except (tokenize.TokenError, SyntaxError):  # fall back to the lines, as flake8 does for bad files
         comments = [(n, line.find("#"), line) for n, line in enumerate(physical_lines(text), 1) if "#" in line]
     for line, column, comment in comments:
@@ -64,6 +60,11 @@ def _noqa_comments(text: str) -> dict[int, tuple[int, frozenset[str] | None]]:
         if codes is not False:
             found[line] = (column, codes)  # type: ignore[assignment]
     return found
+
+
+def _tokens(text: str) -> Iterator[tokenize.TokenInfo]:
+    """The tokens of ``text``, its lines numbered as Python does (tokenize ends lines at `\\n` only)."""
+    return tokenize.generate_tokens(io.StringIO(lf_endings(text)).readline)
 
 
 def _covers(codes: frozenset[str] | None, code: str) -> bool:
@@ -75,11 +76,12 @@ def suppress(
     decisions: Sequence[SiteDecision],
     diagnostics: Sequence[Diagnostic],
     header_of: HeaderOf,
-) -> tuple[tuple[SiteDecision, ...], tuple[Diagnostic, ...]]:
-    """Drop suppressed findings; a site with a suppressed finding is not fixed either."""
+) -> tuple[tuple[SiteDecision, ...], tuple[Diagnostic, ...], tuple[Diagnostic, ...]]:
+    """Drop suppressed findings; a site with a suppressed finding is not fixed either. Returns
+    the decisions, the findings kept and the findings silenced."""
     noqa = noqa_lines(text)
     if not noqa:
-        return tuple(decisions), tuple(diagnostics)
+        return tuple(decisions), tuple(diagnostics), ()
     kept_decisions: list[SiteDecision] = []
     silenced: set[Diagnostic] = set()
     unfixable: set[range] = set()
@@ -97,7 +99,7 @@ def suppress(
         for d in diagnostics
         if d not in silenced
     )
-    return tuple(kept_decisions), kept
+    return tuple(kept_decisions), kept, tuple(d for d in diagnostics if d in silenced)
 
 
 def _uncommentable(text: str) -> set[int]:
@@ -106,7 +108,7 @@ def _uncommentable(text: str) -> set[int]:
     blocked: set[int] = set()
     commented: set[int] = set()
     try:
-        for tok in tokenize.generate_tokens(io.StringIO(text).readline):
+        for tok in _tokens(text):
             if tok.end[0] > tok.start[0]:
                 blocked.update(range(tok.start[0], tok.end[0]))
             elif tok.type == tokenize.COMMENT:

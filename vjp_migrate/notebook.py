@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from vjp_migrate.model import Diagnostic, Evidence, FixResult, Settings
-from vjp_migrate.source import SYNTAX_REASON, SourceError, syntax_reason
+from vjp_migrate.source import SYNTAX_REASON, SourceError, physical_lines, syntax_reason
 from vjp_migrate.wording import spoken
 
 SEPARATOR = "__vjp_migrate_cell__({})\n"  # a statement: no rewrite ever touches or drops it
@@ -77,7 +77,7 @@ def read(raw: str) -> Notebook:
             continue
         text = _source_text(cell)
         lines = []
-        for source_line in text.splitlines(keepends=True):
+        for source_line in physical_lines(text):
             match = MAGIC.match(source_line)
             if match:
                 key = PLACEHOLDER.format(len(magics))
@@ -90,7 +90,7 @@ def read(raw: str) -> Notebook:
             body += "\n"
         chunks.append(SEPARATOR.format(number))
         starts[number] = line + 1
-        line += 1 + body.count("\n")
+        line += 1 + len(physical_lines(body))  # a lone CR ends a line too
         chunks.append(body)
     newline = "\r\n" if "\r\n" in raw else "\n"
     return Notebook(data, indent, ensure_ascii, raw.endswith("\n"), "".join(chunks), starts, magics, newline)
@@ -123,10 +123,14 @@ def _restore_end(original: str, new: str) -> str:
 
 
 def _in_cell_newline(old: str, new: str) -> str:
-    """``new`` with every line ending in \\r\\n when every line of the cell ``old`` does: the lines
-    the rewrite inserted come with the joined module's newline (its first separator's, \\n)."""
-    endings = {line[len(line.rstrip("\r\n")) :] for line in old.splitlines(keepends=True)} - {""}
-    return re.sub(r"(?<!\r)\n", "\r\n", new) if endings == {"\r\n"} else new
+    """``new`` with every line ending in \\r\\n (or a lone \\r) when every line of the cell ``old``
+    does: the lines the rewrite inserted come with the joined module's newline (its first
+    separator's, \\n)."""
+    endings = {line[len(line.rstrip("\r\n")) :] for line in physical_lines(old)} - {""}
+    if endings not in ({"\r\n"}, {"\r"}):
+        return new
+    (ending,) = endings
+    return re.sub(r"(?<!\r)\n", ending, new)
 
 
 def write(notebook: Notebook, code: str) -> str:

@@ -40,6 +40,15 @@ def physical_lines(text: str) -> list[str]:
     return _PHYSICAL_LINE.findall(text)
 
 
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def lf_endings(text: str) -> str:
+    """``text`` with each lone `\\r` (a line end to Python) as `\\n`: the same lines and offsets,
+    for readers that end lines at `\\n` only (tokenize, io.StringIO's readline, `str.find`)."""
+    return _LONE_CR.sub("\n", text)
+
+
 class SourceError(ValueError):
     """A source that cannot be processed; the message is one line, fit for users."""
 

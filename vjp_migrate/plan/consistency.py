@@ -1,5 +1,5 @@
 """Plan, step 2: whether the rules agree with the primal and with each other (arity, bwd's
-return, a rule imported but unread, a `*args` name JAX ignores in nondiff_argnames): the reason
+return, nondiff_argnums whose value is not read, a `*args` name JAX ignores in nondiff_argnames): the reason
 a site cannot be planned (VJP004), or None."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from typing import TypeGuard
 
 import libcst as cst
 
-from vjp_migrate.imports import ImportTable, dotted
+from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import FunctionRef, VjpSite
 from vjp_migrate.plan.bodies import code_of
 from vjp_migrate.plan.returned import Returned, Shape
@@ -34,7 +34,7 @@ def inconsistency(site: VjpSite, imports: ImportTable, returned: Returned) -> st
         )
     if not n_nondiff and not ignored and number is None:
         # positions unreadable (a variable, names of an unseen primal...): nothing can be judged
-        return _unread_import(site, imports)
+        return _unread_argnums(site)
     if n_nondiff and site.nondiff.positions[0] < 0:  # sorted: the first is the most negative
         return (
             f"nondiff_argnums lists position {site.nondiff.positions[0]}, but custom_vjp does not count "
@@ -156,16 +156,13 @@ def _listed(names: tuple[str, ...]) -> str:
     return ", ".join(f"`{name}`" for name in names)
 
 
-def _unread_import(site: VjpSite, imports: ImportTable) -> str | None:
-    """nondiff_argnums given by an imported name whose value is not read, of a bwd that is not
-    read either or takes nondiff arguments whose names are not the primal's (sites reads the
-    positions from them when they are): which arguments it lists cannot be told, and silence would
-    hide a broken rule."""
-    arg, bwd = site.nondiff.argnums_arg, site.bwd
-    name = dotted(arg.value) if arg is not None else None
-    if name is None or name.split(".")[0] not in imports.aliases or bwd is None:
-        return None
-    if site.nondiff.complete or site.nondiff.argnames_arg is not None:
+def _unread_argnums(site: VjpSite) -> str | None:
+    """nondiff_argnums whose value is not read (an expression, a call, an imported name), of a
+    bwd that is not read either or takes nondiff arguments whose names are not the primal's (sites
+    reads the positions from them when they are): which arguments it lists cannot be told, and
+    silence would hide a broken rule."""
+    bwd = site.bwd
+    if site.nondiff.complete or site.nondiff.argnames_arg is not None or bwd is None:
         return None
     if bwd.node is None:  # its problem's first clause says why (`bwd `g` is imported from `m``)
         unread = (bwd.problem or f"bwd `{bwd.name}` is not read").split(";")[0]

@@ -74,7 +74,7 @@ class RuleLinker(NondiffReader):
                 or self._overridden(site, call_scope),
             )
         site = self._signature_from_fwd(site) if site.primal is None else site
-        return positions_from_bwd(site) if id(site.nondiff.argnums_arg) in self.unread_imports else site
+        return positions_from_bwd(site)
 
     def _built_by_calls(
         self,

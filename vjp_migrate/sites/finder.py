@@ -43,7 +43,6 @@ class SiteFinder(RuleLinker):
         self.imported_rule = imported_rule
         self.imported_value = imported_value
         self.constants = constant_assigns(module)
-        self.unread_imports = set()
         self.mentions = None
         self.names = None
         self.bindings = None

@@ -27,7 +27,6 @@ class NondiffReader:
     imports: ImportTable
     imported_value: ImportedValue | None
     constants: dict[str, cst.Assign]  # the module's constant statements, by name
-    unread_imports: set[int]  # id(nondiff_argnums Arg) of imported names not read
     mentions: tuple[dict[str, int], NameMentions] | None  # (AnyBindings counts, NameMentions), once needed
     aliases: dict[str, PartialAlias]  # ``partial_aliases``, once read
 
@@ -143,8 +142,6 @@ class NondiffReader:
                             else ", where its value is no literal"
                         )
                     problem += f", {where}"
-                    if found is None:
-                        self.unread_imports.add(id(argnums))
             complete = found is not None
             if found is not None and _one_int(given):
                 bare_int = found[0]

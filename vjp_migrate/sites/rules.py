@@ -12,12 +12,13 @@ from vjp_migrate.sites.scopes import positional_params, str_literals
 
 
 def positions_from_bwd(site: VjpSite) -> VjpSite:
-    """nondiff_argnums given by an imported name whose value is not read: bwd's leading
-    parameters are the nondiff arguments, in ascending position order, so when each names a
-    parameter of the primal, in that order, those are the positions judged (plan.inconsistency
+    """nondiff_argnums whose value is not read (an expression, a call, an imported name): bwd's
+    leading parameters are the nondiff arguments, in ascending position order, so when each names
+    a parameter of the primal, in that order, those are the positions judged (plan.inconsistency
     says so, as VJP004, when they do not)."""
-    bwd = site.bwd
-    if bwd is None or bwd.node is None or site.nondiff.argnames_arg is not None or site.nondiff.positions:
+    bwd, nondiff = site.bwd, site.nondiff
+    # nondiff_argnames merges with the positions: bwd's parameters alone do not tell them apart
+    if nondiff.complete or nondiff.argnames_arg is not None or bwd is None or bwd.node is None:
         return site
     names = positional_params(bwd.node)[bwd.bound_args :][:-2]
     if not names or not all(n in site.params for n in names):
