@@ -111,7 +111,7 @@ def test_a_container_a_class_keeps_makes_its_index_static(text: str) -> None:
     [
         pytest.param(
             _factory("def __init__(self, table):\n    self.table = table\n", "self.table[k]"),
-            "used as an index of `self.table`, which nothing shows to be an array rather than a Python list or tuple",
+            "used as an index of `self.table`, which nothing shows to be a JAX array rather than a Python list or tuple",
             id="assigned from a parameter",
         ),
         pytest.param(

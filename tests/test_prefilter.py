@@ -16,6 +16,7 @@ from pathlib import Path
 import jax
 import pytest
 from conftest import FIXTURES, read_exact
+from test_classify_module_tables import LOADED, NUMPY_TABLE, factory, module
 
 from vjp_migrate import imports, screen, vocabulary
 from vjp_migrate.api import analyze, check_paths
@@ -1502,6 +1503,34 @@ def test_screen_proves_nothing_through_a_helper_the_function_rebinds() -> None:
     )
     assert _findings(text, "shadow.py", Settings(DEFAULT_SELECT)) == ["VJP001"]
     assert screen.may_report(text, Settings(DEFAULT_SELECT))
+
+
+_TABLES = {
+    "a host NumPy table": module(NUMPY_TABLE),
+    "its take": module(NUMPY_TABLE, "_TABLE.take(k)"),
+    "a call's result": module(LOADED),
+    "its get": module(LOADED, "_TABLE.get(k, 1.0)"),
+    "a name bound twice": module("_TABLE = (1.0,)\n_TABLE = load()"),
+    "a factory's parameter": factory("", "table[k]"),
+    "a JAX table": module("_TABLE = jnp.arange(3.0)"),
+}
+
+
+@pytest.mark.parametrize("select", SELECTIONS)
+@pytest.mark.parametrize("text", [pytest.param(v, id=k) for k, v in _TABLES.items()])
+def test_screen_keeps_a_table_the_argument_indexes(text: str, select: frozenset[str]) -> None:
+    # classify: an index into a host NumPy table is static (no report), one into a name of unknown
+    # kind a doubt (VJP002 where VJP001 was): the screen, which reads no table, keeps each file
+    # whose selected codes report anything.
+    if _findings(text, "tables.py", Settings(select)):
+        assert screen.may_report(text, Settings(select))
+
+
+def test_a_table_of_unknown_kind_is_reported_for_vjp002_alone() -> None:
+    only = Settings(frozenset({"VJP002"}))
+    for name in ("a call's result", "its get", "a name bound twice", "a factory's parameter"):
+        assert _findings(_TABLES[name], "tables.py", only) == ["VJP002"], name
+        assert screen.may_report(_TABLES[name], only), name
 
 
 def test_the_positional_trigger_does_not_backtrack_on_a_comment_banner(tmp_path: Path) -> None:

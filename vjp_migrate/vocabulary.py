@@ -103,6 +103,14 @@ ARRAY_METHODS = ARRAY_ATTRIBUTES | frozenset(
 )
 # Array methods that read the values on the host: a Tracer raises (ConcretizationTypeError).
 CONCRETE_METHODS = frozenset({"item", "tolist", "tobytes"})
+# Methods of a host NumPy array that make NumPy values (or ints) of what they are given: a Tracer
+# raises there (`table.take(k)`, `table.item(k)`; `table.astype(k)` and `.view(k)` read only a
+# Tracer's dtype and are left out). The ones whose index or data a JAX array takes too
+# (`.take`, `.item`, `.searchsorted`) are doubts on a container nothing tells the kind of.
+HOST_ARRAY_METHODS = frozenset(
+    {"take", "item", "searchsorted", "dot", "compress", "choose", "put", "repeat", "clip", "partition"}
+)
+INDEXING_METHODS = frozenset({"take", "item", "searchsorted"})
 # Methods of the containers a pytree of arrays is often made of (dict, NamedTuple, list).
 CONTAINER_METHODS = frozenset({"get", "items", "keys", "values", "copy", "_replace", "_asdict", "index", "count"})
 
@@ -943,6 +951,9 @@ ARRAY_ANNOTATIONS = frozenset(
 # A host NumPy array in nondiff_argnums is usually concrete data the code reads on the host (a
 # sparsity pattern, a mesh): its annotation is no evidence that the argument may be a Tracer.
 HOST_ARRAY_ANNOTATIONS = frozenset({"numpy.ndarray"})
+# What only a JAX array is (no host NumPy array, no Python number): a module-level name annotated
+# so is one, whose index may be a Tracer.
+JAX_ARRAY_ANNOTATIONS = frozenset({"jax.Array", "jax.numpy.ndarray"})
 SCALAR_ANNOTATION_NAMES = frozenset({"float", "int", "complex"})
 STATIC_ANNOTATION_NAMES = frozenset(
     {"Callable", "str", "bool", "Shape", "DTypeLike", "dtype", "Sequence", "Literal", "type"}

@@ -2,8 +2,8 @@
 them: through a method's instance (`self._table`, `self.SCALES`: scoped_hashing.py), through
 the class (`Levels.SCALES`) or through a module-level instance of it (`cfg.scales`, with
 `cfg = Config()`). An attribute counts when the class binds it only to new dicts (a dict hashes
-its keys: hashing.py), or only to new tuples, lists or strings of one kind (indexed only by a
-concrete int: containers.py), in its body or through its methods' instance (`self._table = {}`),
+its keys: hashing.py), or only to new tuples, lists or strings of one kind, or host NumPy arrays
+(indexed only by a concrete value: containers.py), in its body or through its methods' instance (`self._table = {}`),
 and nothing else may bind it: no other assignment to that attribute in the module (`cfg.scales =
 ...`), no subclass of the module binding it again (`Sub.SCALES = jnp.array(...)`, as
 sites/overrides.py finds a method defined again). A sequence annotated in the class body is a
@@ -20,7 +20,7 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.classify.class_fields import instance_methods
-from vjp_migrate.classify.containers import sequence_kind
+from vjp_migrate.classify.containers import HOST, sequence_kind
 from vjp_migrate.classify.hashing import new_dict, plain_assignments, top_level_values
 from vjp_migrate.classify.module_facts import bound_once, names_bound_by
 from vjp_migrate.imports import ImportTable, dotted
@@ -29,14 +29,15 @@ from vjp_migrate.sites.overrides import overriding
 from vjp_migrate.sites.scopes import ModuleBindings
 from vjp_migrate.vocabulary import makes_jax_array
 
-DICT, ARRAY = "dict", "array"  # and containers.py's "tuple", "list", "string"
-SEQUENCES = frozenset({"tuple", "list", "string"})
+DICT, ARRAY = "dict", "array"  # and containers.py's "tuple", "list", "string", "NumPy array"
+SEQUENCES = frozenset({"tuple", "list", "string", HOST})  # indexed only by a concrete value
 
 
 def module_kept(module: cst.Module, imports: ImportTable) -> dict[int, dict[str, str]]:
     """For each class of the module's top level (`if` and `try` blocks too) keeping a container,
     by its id: its attributes that hold one, each with the kind: ``dict``, ``array`` (what a JAX
-    array function makes), or the ``tuple``, ``list`` or ``string`` containers.py names."""
+    array function makes), or the ``tuple``, ``list``, ``string`` or ``NumPy array`` containers.py
+    names."""
     found: dict[int, dict[str, str]] = {}
     targets: _AttributeTargets | None = None  # every attribute target of the module, once needed
     for cls in (stmt for stmt in scope_statements(module.body) if isinstance(stmt, cst.ClassDef)):
@@ -102,13 +103,13 @@ def _kinds(cls: cst.ClassDef, imports: ImportTable) -> dict[str, tuple[str, int]
                 own[attr] = own.get(attr, 0) + 1
     found: dict[str, tuple[str, int]] = {}
     for attr, bound in values.items():
-        kinds = {_kind(v, imports) if attr not in annotated or new_dict(v, imports) else None for v in bound}
+        kinds = {container_kind(v, imports) if attr not in annotated or new_dict(v, imports) else None for v in bound}
         if len(kinds) == 1 and (kind := kinds.pop()) is not None:
             found[attr] = (kind, own.get(attr, 0))
     return found
 
 
-def _kind(value: cst.BaseExpression | None, imports: ImportTable) -> str | None:
+def container_kind(value: cst.BaseExpression | None, imports: ImportTable) -> str | None:
     """The kind of container ``value`` makes: a dict, a tuple, list or string, a JAX array."""
     if new_dict(value, imports):
         return DICT

@@ -17,7 +17,7 @@ from vjp_migrate.classify.class_fields import (
     plain_classes,
     plain_methods,
 )
-from vjp_migrate.classify.containers import module_sequences
+from vjp_migrate.classify.containers import module_jax_arrays, module_sequences
 from vjp_migrate.classify.expressions import all_params, value_names
 from vjp_migrate.classify.hashing import module_cached, module_dicts
 from vjp_migrate.classify.module_facts import (
@@ -118,9 +118,11 @@ class Context:
     # how the decorator is written, and to a new dict (`_BUFFERS = {}`): both hash what they get.
     cached: dict[str, str] = field(default_factory=dict, compare=False)
     dicts: frozenset[str] = frozenset()
-    # Module-level names bound once to a new tuple, list or string, each with which it is: indexed
-    # only by a concrete int (containers.py).
+    # Module-level names bound once to a new tuple, list or string, or a host NumPy array, each with
+    # which it is: indexed only by a concrete value (containers.py).
     sequences: dict[str, str] = field(default_factory=dict, compare=False)
+    # Module-level names bound once, annotated as JAX arrays (`_TABLE: jax.Array = load()`).
+    jax_arrays: frozenset[str] = frozenset()
     # The containers module classes keep, reached through the class or a module-level instance
     # (`Levels.SCALES`, `cfg.scales`), each with its kind ("dict", "tuple"...) and how to name it.
     attribute_containers: dict[str, tuple[str, str]] = field(default_factory=dict, compare=False)
@@ -188,6 +190,7 @@ class Context:
             cached=module_cached(module, imports),
             dicts=module_dicts(module, imports),
             sequences=module_sequences(module, imports),
+            jax_arrays=module_jax_arrays(module, imports),
             attribute_containers=module_attribute_containers(module, kept),
             hashers=scoped_hashers(module, imports, kept),
             methods=method_classes(module, imports, static_classes),

@@ -1,6 +1,7 @@
 """Classify, step 3e: the dicts and cached functions a def sees besides the module's (hashing.py):
 those a function around it binds once (a factory's `cache = {}`, `window =
-functools.lru_cache(maxsize=None)(_window)`), and the containers a module class keeps
+functools.lru_cache(maxsize=None)(_window)`, and its other containers: `scales = (1.0, 0.5)`,
+`table = jnp.asarray(table)`), and the containers a module class keeps
 (class_containers.py: `self._table = {}` in its methods, `SCALES = (1.0, 0.5)` in its body), which
 its methods, and the defs inside them, read through the methods' first parameter
 (`self._table.get(key)`, `self.SCALES[level]`)."""
@@ -12,10 +13,10 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from vjp_migrate.classify.class_containers import ARRAY, DICT, SEQUENCES
+from vjp_migrate.classify.class_containers import ARRAY, DICT, SEQUENCES, container_kind
 from vjp_migrate.classify.class_fields import instance_methods
 from vjp_migrate.classify.expressions import all_params
-from vjp_migrate.classify.hashing import cached_by, new_dict, plain_assignments
+from vjp_migrate.classify.hashing import cached_by, plain_assignments
 from vjp_migrate.classify.module_facts import names_bound_by
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.sites import body_statements, positional_params, scope_statements
@@ -25,17 +26,18 @@ from vjp_migrate.sites import body_statements, positional_params, scope_statemen
 class Hashers:
     """What hashes what it gets, seen from one def: cached functions by name, each with how its
     decorator is written, and dicts by their dotted name (`cache`, `self._table`), each with how to
-    name it; and the sequences its class keeps, indexed only by a concrete int (`self.SCALES`),
-    and the arrays, which take a Tracer as their index."""
+    name it; and the sequences its class or a factory keeps, indexed only by a concrete value
+    (`self.SCALES`, `scales`), and the JAX arrays, which take a Tracer as their index."""
 
     cached: dict[str, str] = field(default_factory=dict)
     dicts: dict[str, str] = field(default_factory=dict)
-    sequences: dict[str, str] = field(default_factory=dict)  # `self.SCALES`: a tuple, list or string
-    arrays: frozenset[str] = frozenset()  # `self.table = jnp.asarray(table)`: indexed by a Tracer too
+    # `self.SCALES`, `scales`: a tuple, list, string or host NumPy array, with its kind and how to name it
+    sequences: dict[str, tuple[str, str]] = field(default_factory=dict)
+    arrays: frozenset[str] = frozenset()  # `self.table = jnp.asarray(table)`, `table`: indexed by a Tracer too
 
 
 # A name of a function's scope: ("cached", how), or a container's kind ("dict", "tuple", "list",
-# "string", "array": class_containers.py) and how to name it, or None if bound otherwise.
+# "string", "NumPy array", "array": class_containers.py) and how to name it, or None if bound otherwise.
 _Bound = dict[str, "tuple[str, str] | None"]
 
 
@@ -68,7 +70,7 @@ def _seen_from(scope: _Bound) -> Hashers:
     for name, bound in scope.items():
         if bound is not None:
             kinds.setdefault(bound[0], {})[name] = bound[1]
-    sequences = {name: text for kind in SEQUENCES for name, text in kinds.get(kind, {}).items()}
+    sequences = {name: (kind, text) for kind in SEQUENCES for name, text in kinds.get(kind, {}).items()}
     return Hashers(kinds.get("cached", {}), kinds.get(DICT, {}), sequences, frozenset(kinds.get(ARRAY, ())))
 
 
@@ -94,8 +96,8 @@ def _nested(
 
 
 def _own_scope(func: cst.FunctionDef, own: Sequence[cst.BaseStatement], imports: ImportTable) -> _Bound:
-    """What ``func``'s own scope binds: the names bound once to a cached function or a new dict,
-    and None for every other name it binds."""
+    """What ``func``'s own scope binds: the names bound once to a cached function or a new
+    container (class_containers.py's kinds), and None for every other name it binds."""
     counts: dict[str, int] = {param.name.value: 1 for param in all_params(func.params)}
     values: dict[str, tuple[str, str]] = {}
     for stmt in own:
@@ -105,6 +107,6 @@ def _own_scope(func: cst.FunctionDef, own: Sequence[cst.BaseStatement], imports:
         for name, value in plain_assignments(stmt):
             if (how := cached_by(value, imports)) is not None:
                 values[name] = ("cached", how)
-            elif new_dict(value, imports):
-                values[name] = (DICT, f"the dict `{name}` that `{func.name.value}` binds")
+            elif (kind := container_kind(value, imports)) is not None:
+                values[name] = (kind, f"the {kind} `{name}` that `{func.name.value}` binds")
     return {name: values.get(name) if count == 1 else None for name, count in counts.items()}

@@ -2,7 +2,8 @@
 array methods, calls, control flow, keys, type tests and the branches they pick).
 
 One visitor composed of the steps' classes: ``UseState`` (uses_names.py) keeps the names and the
-evidence, ``Operators`` (uses_operators.py), ``Branches`` (uses_branches.py), ``Helpers``
+evidence, ``Containers`` (uses_containers.py) tells what an indexed or keyed container holds,
+``Operators`` (uses_operators.py), ``Branches`` (uses_branches.py), ``Helpers``
 (uses_helpers.py) and ``CallUses`` (uses_calls.py) each judge one kind of use.
 """
 

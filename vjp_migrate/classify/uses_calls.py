@@ -11,6 +11,7 @@ from vjp_migrate.classify.context import Via
 from vjp_migrate.classify.expressions import all_params, code_text, named_in, place_of, strip_views
 from vjp_migrate.classify.mapped import mapped_by
 from vjp_migrate.classify.random_keys import key_parameter
+from vjp_migrate.classify.uses_containers import Containers
 from vjp_migrate.classify.uses_helpers import Helpers
 from vjp_migrate.classify.weights import CALLED, NEEDED, OBJECT, WEAK
 from vjp_migrate.imports import dotted
@@ -49,7 +50,7 @@ from vjp_migrate.vocabulary import (
 )
 
 
-class CallUses(Helpers):
+class CallUses(Helpers, Containers):
     """What each call the argument (or a value from it) is passed to says about it."""
 
     def visit_Call(self, node: cst.Call) -> None:
@@ -269,8 +270,12 @@ class CallUses(Helpers):
         if qname is None and (hashed := self._hashing(call, position, keyword)) is not None:
             self._add(ArgKind.STATIC, hashed, call, via=via)
             return
-        if qname is None and (keyed := self._unknown_keyed(call, position, keyword)) is not None:
-            self._doubt(keyed, call, via)
+        if qname is None and (held := self._container_method(call, position, keyword)) is not None:
+            sure, text = held
+            if sure:
+                self._add(ArgKind.STATIC, text, call, via=via)
+            else:
+                self._doubt(text, call, via)
             return
         if qname is None:
             self._follow(call, func_text, position, keyword, via)

@@ -4,14 +4,10 @@ how it is worded, and ``NameFinder``, whether a test reads those names' values."
 
 from __future__ import annotations
 
-from functools import cached_property
-
 import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.classify.call_locals import loop_sequence
-from vjp_migrate.classify.class_containers import ARRAY, DICT, SEQUENCES
-from vjp_migrate.classify.containers import literal_sequence, sequence_kind
 from vjp_migrate.classify.context import Context, Via, function_locals
 from vjp_migrate.classify.expressions import (
     code_text,
@@ -25,12 +21,11 @@ from vjp_migrate.classify.expressions import (
     value_names,
 )
 from vjp_migrate.classify.grown import grown_items
-from vjp_migrate.classify.hashing import KEYED_METHODS, hashing_call, module_dict_text, new_dict
 from vjp_migrate.classify.weights import DOUBT, NOTED, STRONG
 from vjp_migrate.derived import Binding, Derivation
-from vjp_migrate.imports import ImportTable, dotted, target_names
+from vjp_migrate.imports import ImportTable, target_names
 from vjp_migrate.model import ArgKind, Evidence
-from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, METADATA_ATTRIBUTES, TYPE_TESTS, is_metadata_function
+from vjp_migrate.vocabulary import METADATA_ATTRIBUTES, TYPE_TESTS, is_metadata_function
 
 
 class UseState(cst.CSTVisitor):
@@ -242,101 +237,6 @@ class UseState(cst.CSTVisitor):
         """Whether ``name`` in the function walked is the module's: no local or enclosing def binds it."""
         enclosing = self.ctx.enclosing.get(id(self.func), {}) if self.func is not None else {}
         return name not in self.bindings and name not in enclosing
-
-    def _dicts(self) -> dict[str, str]:
-        """The dicts the function walked sees (hashing.py, scoped_hashing.py), each with how to name
-        it, and those it assigns once itself (`coeffs = {1: a, 2: b}`)."""
-        found = {name: module_dict_text(name) for name in self.ctx.dicts if self._module_level(name)}
-        found.update(self._kept(DICT))
-        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
-        if scoped is not None:
-            found.update((name, text) for name, text in scoped.dicts.items() if self._seen(name))
-        found.update((name, self._own(name, "dict")) for name in self._own_dicts)
-        return found
-
-    def _kept(self, kind: str | None) -> dict[str, str]:
-        """The containers of ``kind`` (any sequence for None) that module classes keep, seen
-        through the class or a module-level instance (`Levels.SCALES`), each with how to name it."""
-        return {
-            name: text
-            for name, (found, text) in self.ctx.attribute_containers.items()
-            if (found == kind if kind is not None else found in SEQUENCES) and self._module_level(name.split(".")[0])
-        }
-
-    @cached_property
-    def _own_dicts(self) -> tuple[str, ...]:
-        """The locals the function walked assigns once, to a new dict (read once its bindings are set)."""
-        return tuple(name for name in self.bindings if new_dict(self._assigned_once(name), self.ctx.imports))
-
-    def _own(self, name: str, kind: str) -> str:
-        """How to name a ``kind`` (a dict, a tuple...) the function walked binds to ``name``."""
-        assert self.func is not None  # a walk with no def has no locals
-        return f"the {kind} `{name}` that `{self.func.name.value}` binds"
-
-    def _sequence(self, expr: cst.BaseExpression) -> str | None:
-        """How to name ``expr`` when it is surely a Python tuple, list or string (containers.py): a
-        literal, a module-level name bound once to one, a local assigned once to one, one a module
-        class keeps (class_containers.py: `self.SCALES`, `Levels.SCALES`, `cfg.scales`)."""
-        if (kind := literal_sequence(expr)) is not None:
-            return f"a {kind} literal"
-        if isinstance(expr, cst.Attribute) and (name := dotted(expr)) is not None:
-            scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
-            if scoped is not None and name in scoped.sequences and self._seen(name):
-                return scoped.sequences[name]
-            return self._kept(None).get(name)
-        if not isinstance(expr, cst.Name):
-            return None
-        if expr.value in self.ctx.sequences and self._module_level(expr.value):
-            return f"the module-level {self.ctx.sequences[expr.value]} `{expr.value}`"
-        kind = sequence_kind(self._assigned_once(expr.value), self.ctx.imports)
-        return self._own(expr.value, kind) if kind is not None else None
-
-    def _unknown_container(self, expr: cst.BaseExpression) -> str | None:
-        """How to name ``expr``, an attribute (`self.table`, `cfg.scales`) of what the function
-        walked does not bind (a module-level or enclosing name) or of a method's instance, when
-        nothing tells what it holds: a Python list there takes no Tracer, an array does."""
-        if not isinstance(expr, cst.Attribute) or expr.attr.value in ARRAY_ATTRIBUTES:
-            return None
-        name = dotted(expr)
-        if name is None or self.ctx.imports.qualify(expr) is not None:
-            return None  # `jnp.index_exp[i]`
-        root, _, attr = name.partition(".")
-        instance, cls = self.ctx.instances.get(id(self.func), ("", "")) if self.func is not None else ("", "")
-        if root in self.bindings and not (root == instance and self._seen(name)):
-            return None  # a parameter or local: array data, as far as anything says
-        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
-        if (scoped is not None and name in scoped.arrays and self._seen(name)) or name in self._kept(ARRAY):
-            return None  # `self.table = jnp.asarray(table)`
-        if root == instance and attr in getattr(self.ctx.array_fields.get(cls), "fields", ()):
-            return None  # `table: jax.Array` declared in the class
-        return f"`{name}`"
-
-    def _hashing(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
-        """What ``call`` does with the value at ``position``, if it hashes it (a cached function's
-        call, a dict's key: hashing.py)."""
-        cached = {name: how for name, how in self.ctx.cached.items() if self._module_level(name)}
-        scoped = self.ctx.hashers.get(id(self.func)) if self.func is not None else None
-        if scoped is not None:
-            cached.update((name, how) for name, how in scoped.cached.items() if self._seen(name))
-        return hashing_call(call, position, keyword, cached, self._dicts())
-
-    def _unknown_keyed(self, call: cst.Call, position: int, keyword: str | None) -> str | None:
-        """What `self.table.get(key)` does with ``key`` when nothing tells what `self.table` holds
-        (``_unknown_container``): no array has the method, a dict hashes the key."""
-        func = call.func
-        if (
-            not isinstance(func, cst.Attribute)
-            or func.attr.value not in KEYED_METHODS
-            or (position, keyword) != (0, None)
-        ):
-            return None
-        described = self._unknown_container(func.value)
-        if described is None:
-            return None
-        return (
-            f"passed as the key to `.{func.attr.value}` of {described}, a method no array has: a dict there "
-            "hashes it (a Tracer is unhashable)"
-        )
 
     def _seen(self, name: str) -> bool:
         """Whether the function walked sees the scope's ``name`` (`cache`), or the attribute of its

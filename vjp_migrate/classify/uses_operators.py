@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import libcst as cst
 
-from vjp_migrate.classify.containers import indexed_text, maybe_indexed_text, sequence_index
+from vjp_migrate.classify.containers import indexed_text, maybe_indexed_text, subscript_indexes
 from vjp_migrate.classify.expressions import code_text, is_string_like, key_lookup
 from vjp_migrate.classify.hashing import hashing_membership, hashing_subscript
-from vjp_migrate.classify.uses_names import UseState
+from vjp_migrate.classify.uses_containers import Containers
 from vjp_migrate.classify.weights import ARITHMETIC, STRONG, WEAK
 from vjp_migrate.model import ArgKind
 from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, METADATA_ATTRIBUTES, SIZE_NAMES, is_size_function
 
 
-class Operators(UseState):
+class Operators(Containers):
     """What operators, comparisons, slices and attribute reads do with the argument."""
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
@@ -117,12 +117,16 @@ class Operators(UseState):
     def visit_Subscript(self, node: cst.Subscript) -> None:
         if (keyed := hashing_subscript(node, self._dicts())) is not None:
             self._hashed_key(*keyed, node)
-        elif (index := sequence_index(node)) is None:
             return
-        elif (described := self._sequence(node.value)) is not None:
-            self._static_use(index, indexed_text(described), node)  # `_SCALES[level]`; an array's `x[i]` is not
+        indexes = [i for i in subscript_indexes(node) if self._rooted(i) or self._via(i) is not None]
+        if not indexes:
+            return
+        if (found := self._sequence(node.value)) is not None:
+            for index in indexes:  # `_SCALES[level]`, `_TABLE[k]` of host NumPy; a JAX array's `x[i]` is not
+                self._static_use(index, indexed_text(*found), node)
         elif (unknown := self._unknown_container(node.value)) is not None:
-            self._doubtful_use(index, maybe_indexed_text(unknown), node)  # `self.table[level]`
+            for index in indexes:  # `self.table[level]`, `_TABLE[k]` with `_TABLE = load()`
+                self._doubtful_use(index, maybe_indexed_text(unknown), node)
 
     def _hashed_key(self, key: cst.BaseExpression, text: str, node: cst.CSTNode) -> bool:
         """The argument, or a value from it, used as a key of a dict: hashed, so static."""
