@@ -289,9 +289,9 @@ def _applied(code: str, monkeypatch: pytest.MonkeyPatch, limit: int | None = Non
     runs: list[bool] = []
     original = rewrite.Apply
 
-    def counted(plans: object, module: cst.Module, measure: bool = True) -> object:
+    def counted(plans: object, module: cst.Module, measure: bool = True, **options: object) -> object:
         runs.append(measure)
-        return original(plans, module, measure)  # type: ignore[arg-type]
+        return original(plans, module, measure, **options)  # type: ignore[arg-type]
 
     monkeypatch.setattr(rewrite, "Apply", counted)
     return fix(code, limit), runs
