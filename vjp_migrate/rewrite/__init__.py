@@ -17,7 +17,7 @@ from vjp_migrate.model import RewritePlan
 from vjp_migrate.rewrite.apply import Apply
 from vjp_migrate.rewrite.comments import saved_nothing
 from vjp_migrate.rewrite.lists import own_constant
-from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports
+from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports, type_comment_uses
 
 
 def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = True) -> cst.Module:
@@ -62,6 +62,7 @@ def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module,
     else:
         new.visit(uses)
     unused = applier.removed_names - uses.used - uses.kept - applier.keep
+    unused -= type_comment_uses(new, unused, module) if unused else set()
     if not unused:
         return new, applier, aliases
     dropper = DropImports(unused)

@@ -84,6 +84,8 @@ class Apply(cst.CSTTransformer):
         }
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
+        for comments in (c for p in plans for c in p.type_comments):
+            self._forget_comment_types(comments)
         self.index = walk.index_of(module)
         self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
         self.constants = {id(a): p for p in plans if (a := own_constant(p)) is not None}
@@ -602,6 +604,16 @@ class Apply(cst.CSTTransformer):
         indent = self.lines.overflow([(old, new)])
         split = None if indent is None else split_subscript(new, indent, self.lines.unit(), self.lines.limit)
         return new if split is None else split
+
+    def _forget_comment_types(self, comments: TypeComments) -> None:
+        """The types a rule's type comments give (``view``'s annotations): the change rewrites the
+        comments, which may leave imports unused (`Optional`); those the new ones read stay."""
+        listed = comments.comment is not None
+        for typed in comments.params:
+            if listed or typed.head is not None:
+                self._forget_names(typed.view.annotation)
+        if listed:
+            self._forget_names(comments.view.returns)
 
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""

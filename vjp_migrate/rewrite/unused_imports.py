@@ -10,6 +10,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.noqa import silences
+from vjp_migrate.plan.type_comments import names_read
 from vjp_migrate.rewrite.lists import names_one_of, without
 
 
@@ -64,6 +65,19 @@ class NameUses(cst.CSTVisitor):
                     name := element.value.evaluated_value, str
                 ):
                     self.kept.add(name)
+
+
+def type_comment_uses(module: cst.Module, names: set[str], before: cst.Module) -> set[str]:
+    """Which of ``names`` the PEP 484 type comments of ``module`` read (mypy and pyflakes take
+    them as uses of the imports). ``before``: the module the change started from, whose text
+    tells cheaply when it has no type comment at all (none the change left could read a name)."""
+    text = walk.source_text(before)
+    if text is not None and "type:" not in text:
+        return set()
+    found: set[str] = set()
+    for comment in walk.comments(module):
+        found |= names_read(comment) & names
+    return found
 
 
 class DropImports(cst.CSTTransformer):
