@@ -258,6 +258,8 @@ def check_file(
             project = Project.for_file(path)
             analysis = _analyze(source.text, str(path), settings, explicit, project, syntax_checked=verdict.parses)
             result = project.with_origins(FileResult(path, Status.OK, diagnostics=analysis.diagnostics))
+            if project.read_elsewhere:  # an imported alias: the result depends on another file too
+                return result
         if cache is not None:
             cache.put(path, data, explicit, result)
         return result

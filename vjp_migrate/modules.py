@@ -137,6 +137,44 @@ class ModuleIndex:
         return None
 
 
+@dataclass(frozen=True)
+class NearbyModules:
+    """The modules on disk an import of the file at ``importer`` means, where Python run from its
+    project would find them: below the folder above the file's packages, its own folder (a
+    script), the current folder. Read as a ModuleIndex is, for what a run follows into a module
+    that is none of its files without changing it (an imported alias of the partial)."""
+
+    importer: Path
+
+    def file_of(self, name: str) -> Path | None:
+        parts = name.split(".")
+        if not all(p.isidentifier() for p in parts):
+            return None
+        start = Path(os.path.abspath(self.importer))
+        for root in dict.fromkeys((package_root(self.importer)[0], start.parent, Path(os.getcwd()))):
+            base = root.joinpath(*parts)
+            for found in (base.parent / f"{parts[-1]}.py", base / "__init__.py"):
+                if found.is_file():
+                    return found
+        return None
+
+    def split(self, target: str) -> tuple[str, str] | None:
+        """As ModuleIndex.split: the longest module prefix of ``target`` found on disk."""
+        parts = target.split(".")
+        for cut in range(len(parts) - 1, 0, -1):
+            module = ".".join(parts[:cut])
+            if self.file_of(module) is not None:
+                return module, ".".join(parts[cut:])
+        return None
+
+    def files_named(self, name: str, importer: Path | None = None) -> list[Path]:
+        found = self.file_of(name)
+        return [found] if found is not None else []
+
+    def package_of(self, path: Path) -> str:
+        return importing_package(package_name(path), path)
+
+
 def absolute_module(relative: str, package: str) -> str | None:
     """``..rules`` seen from package ``pkg.sub`` -> ``pkg.rules``, as the import system resolves
     it; None where Python raises ImportError: outside a package (``package`` is ``""``) or

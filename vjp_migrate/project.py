@@ -37,7 +37,7 @@ from vjp_migrate.model import (
     Status,
     VjpSite,
 )
-from vjp_migrate.modules import ModuleImports, ModuleIndex, module_imports
+from vjp_migrate.modules import ModuleImports, ModuleIndex, NearbyModules, module_imports
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
 from vjp_migrate.transaction import FileChange, Outcome
 
@@ -48,7 +48,9 @@ if TYPE_CHECKING:
     from vjp_migrate.classify.context import Context, ImportedHelper, Where
     from vjp_migrate.cross_uses import OtherFiles
     from vjp_migrate.imports import ImportTable
-    from vjp_migrate.sites import ImportedRule, ImportedValue
+    from vjp_migrate.model import PartialAlias
+    from vjp_migrate.sites import ImportedAlias, ImportedRule, ImportedValue
+    from vjp_migrate.sites.nondiff import NondiffReader
 
 _Run = tuple[tuple[Path, ...], tuple[Path, ...]]  # a run's files and roots (ModuleIndex.build's arguments)
 _MAX_REEXPORTS = 4  # `from ._impl import bwd` in an __init__.py, followed this many times
@@ -95,6 +97,8 @@ class Project:
     # (role, name) of the names of each analysed file whose meaning its fix changes (phase 1
     # reports them: FileResult.changed_names, see cross_uses).
     changes: dict[Path, set[tuple[str, str]]] = field(default_factory=dict)
+    # An imported alias of the partial was looked up: the analysis read another file (not cached).
+    read_elsewhere: bool = False
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
     _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
@@ -178,7 +182,11 @@ class Project:
 
         importer = self._importer(Path(path), module)
         sites = find_sites(
-            module, imports, self.imported_rule(Path(path), importer), self.imported_value(Path(path), importer)
+            module,
+            imports,
+            self.imported_rule(Path(path), importer),
+            self.imported_value(Path(path), importer),
+            self.imported_alias(Path(path), importer),
         )
         return [self._block(site) for site in sites]
 
@@ -341,18 +349,51 @@ class Project:
 
         return resolve
 
+    def imported_alias(self, path: Path, importer: Callable[[str], tuple[str, str | None] | None]) -> ImportedAlias:
+        """An alias of the partial imported from another module (`from mylib.vjp import vjp_w`): its
+        definition in the checked module it comes from, else in the module on disk the import
+        means from ``path`` (NearbyModules), which is read, never changed."""
+        from vjp_migrate.sites.imported import AliasSource
+
+        sources: dict[int, AliasSource] = {}
+
+        def find(module: cst.Module, name: str) -> tuple[PartialAlias, NondiffReader] | None:
+            source = sources.setdefault(id(module), AliasSource(module))
+            return (source.aliases[name], source) if name in source.aliases else None
+
+        def resolve(local: str) -> tuple[PartialAlias, NondiffReader] | None:
+            imported = importer(local)
+            if imported is None or imported[1] is None:
+                return None
+            self.read_elsewhere = True
+            followed = self._follow(imported[1], find, path)
+            if followed.module_name is None:
+                followed = self._follow(imported[1], find, path, NearbyModules(path))
+            if followed.found is None:
+                return None
+            alias, source = followed.found
+            return dataclasses.replace(alias, module=followed.module_name), source
+
+        return resolve
+
     def _follow(
-        self, target: str, find: Callable[[cst.Module, str], _Found | None], importer: Path
+        self,
+        target: str,
+        find: Callable[[cst.Module, str], _Found | None],
+        importer: Path,
+        index: ModuleIndex | NearbyModules | None = None,
     ) -> _Followed[_Found]:
-        """Where an import target of the module at ``importer`` leads among the checked modules,
-        re-exports followed (up to _MAX_REEXPORTS): what ``find`` finds there, or why nothing is found."""
+        """Where an import target of the module at ``importer`` leads among the checked modules
+        (or those of ``index``), re-exports followed (up to _MAX_REEXPORTS): what ``find`` finds
+        there, or why nothing is found."""
         depth = 0
+        index = index or self.index
         while True:
-            split = self.index.split(target)
+            split = index.split(target)
             if split is None:
                 return _Followed(target)
             module_name, attribute = split
-            paths = self.index.files_named(module_name, importer)
+            paths = index.files_named(module_name, importer)
             if len(paths) > 1:
                 problem = f"{len(paths)} files of the run are `{module_name}`: " + ", ".join(map(str, paths))
                 return _Followed(target, module_name, attribute, problem=problem)
@@ -363,7 +404,7 @@ class Project:
             found = find(loaded.module, attribute)
             if found is not None:
                 return _Followed(target, module_name, attribute, path, found=found)
-            further = module_imports(loaded.module, self.index.package_of(path)).target(attribute)
+            further = module_imports(loaded.module, index.package_of(path)).target(attribute)
             if further is None or depth == _MAX_REEXPORTS:
                 return _Followed(target, module_name, attribute, path)
             target, depth = further, depth + 1

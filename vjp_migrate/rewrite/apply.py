@@ -199,6 +199,9 @@ class Apply(cst.CSTTransformer):
         for other uses; plan.aliases)."""
         alias = plan.site.alias
         assert alias is not None
+        if alias.module is not None:  # imported: `jax.custom_vjp`, as the module spells it
+            self.removed_names.add(alias.name)
+            return cst.parse_expression(alias.custom_vjp or "jax.custom_vjp")
         copy = alias.call.deep_clone()
         args = new_args(plan, alias.call.args, copy.args)
         return copy.with_changes(args=args) if len(args) > 1 else copy.args[0].value

@@ -123,7 +123,7 @@ class DropImports(cst.CSTTransformer):
         header = module.header
         if body and module.body and id(module.body[0]) in self.emptied and (not header or header[-1].comment is None):
             lines = list(_leading_lines(body[0]))
-            body[0] = body[0].with_changes(leading_lines=lines[len(_blank_lead(body[0])) :])
+            body[0] = body[0].with_changes(leading_lines=lines[len(blank_lead(body[0])) :])
         return body
 
     def close_gaps(self, old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
@@ -135,14 +135,14 @@ class DropImports(cst.CSTTransformer):
         heading: list[cst.EmptyLine] = []  # comment lines above the removed lines, since the last gap
         for stmt in old:
             if id(stmt) in self.emptied:
-                blank = _blank_lead(stmt)
+                blank = blank_lead(stmt)
                 gap = gap or blank
                 heading = [*([] if blank else heading), *_leading_lines(stmt)[len(blank) :]]
                 continue
             following = next(kept)
-            if heading and not _blank_lead(following) and _is_import(following) and not self._about_removed(heading):
+            if heading and not blank_lead(following) and _is_import(following) and not self._about_removed(heading):
                 following = following.with_changes(leading_lines=[*heading, *_leading_lines(following)])
-            if gap and not _blank_lead(following):
+            if gap and not blank_lead(following):
                 following = following.with_changes(leading_lines=[*gap, *_leading_lines(following)])
             body.append(following)
             gap, heading = [], []
@@ -206,7 +206,7 @@ def _leading_lines(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
     return lines
 
 
-def _blank_lead(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+def blank_lead(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
     """The blank lines (no comment) that start ``stmt``'s leading lines."""
     lines: list[cst.EmptyLine] = []
     for line in _leading_lines(stmt):
