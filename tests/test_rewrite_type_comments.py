@@ -281,7 +281,12 @@ def test_fwd_s_unreadable_comment_is_vjp003_when_the_residual_changes() -> None:
     assert "fwd `f_fwd` has the type comment `# type: (Array, Array) -> `" in finding.message
 
 
-FIXED = ("type_comment_under_def", "type_comment_on_def_line", "type_comment_per_argument")
+FIXED = (
+    "type_comment_under_def",
+    "type_comment_on_def_line",
+    "type_comment_per_argument",
+    "type_comment_keeps_import",
+)
 
 
 @pytest.mark.skipif(shutil.which("mypy") is None and not Path(sys.executable).with_name("mypy").exists(), reason="mypy")
@@ -296,3 +301,95 @@ def test_mypy_checks_the_fixed_rules_as_it_checked_the_old_ones(tmp_path: Path) 
     command = [sys.executable, "-m", "mypy", "--no-incremental", "--cache-dir", str(tmp_path / "cache"), *names]
     done = subprocess.run(command, cwd=tmp_path, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout[-3000:]
+
+
+# --- names the module's type comments read keep their imports ------------------------------------
+
+TYPED_ELSEWHERE = """\
+from functools import partial
+from typing import Optional
+
+import jax
+
+
+@partial(jax.custom_vjp, nondiff_argnums=(1,))
+def f(x, w):
+    return x * w
+
+
+def f_fwd(x, w):
+    return x * w, None
+
+
+def f_bwd(w, res: Optional[jax.Array], g):
+    return (g * w,)
+
+
+f.defvjp(f_fwd, f_bwd)
+ELSEWHERE
+"""
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        pytest.param("\n\ndef g(x):\n    # type: (Optional[jax.Array]) -> None\n    pass\n", id="function comment"),
+        pytest.param("\n\ndef g(x):  # type: (...) -> Optional[int]\n    pass\n", id="comment on the def line"),
+        pytest.param(
+            "\n\ndef g(\n    x,  # type: Optional[int]\n):\n    # type: (...) -> None\n    pass\n", id="param"
+        ),
+        pytest.param("DEFAULT = None  # type: Optional[jax.Array]\n", id="variable comment"),
+        pytest.param("for i in []:  # type: Optional[int]\n    pass\n", id="for comment"),
+        pytest.param("\n\ndef g():\n    # type: () -> 'Optional[int]'\n    pass\n", id="string forward reference"),
+        pytest.param("DEFAULT = None  #type:Optional[int]  # noqa: E261\n", id="unspaced with a comment after"),
+    ],
+)
+def test_an_import_a_kept_type_comment_reads_stays(elsewhere: str) -> None:
+    # The inline annotation that read `Optional` goes with the residual; mypy and pyflakes read
+    # the type comment: without the import, mypy reports `Name "Optional" is not defined`.
+    out = fix(TYPED_ELSEWHERE.replace("ELSEWHERE\n", elsewhere))
+    assert "def f_bwd(w, g):\n" in out
+    assert "from typing import Optional\n" in out
+
+
+@pytest.mark.parametrize(
+    "elsewhere",
+    [
+        pytest.param("DEFAULT = None  # type: ignore[Optional]\n", id="type ignore"),
+        pytest.param("DEFAULT = None  # type: the Optional default\n", id="no type"),
+        pytest.param("DEFAULT = None  # Optional[int]\n", id="plain comment"),
+        pytest.param("DEFAULT = None  # type: typing.Optional[int]\n", id="an attribute's own name"),
+    ],
+)
+def test_an_import_no_type_comment_reads_goes(elsewhere: str) -> None:
+    out = fix(TYPED_ELSEWHERE.replace("ELSEWHERE\n", elsewhere))
+    assert "def f_bwd(w, g):\n" in out and "from typing import" not in out
+
+
+def test_a_module_with_no_type_comment_reads_no_comments(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Benchmarks: only a module whose text has `type:` somewhere is searched for type comments.
+    from vjp_migrate.rewrite import unused_imports
+
+    def read(comment: object) -> set[str]:
+        raise AssertionError("comments read")
+
+    monkeypatch.setattr(unused_imports, "names_read", read)
+    out = fix(TYPED_ELSEWHERE.replace("ELSEWHERE\n", "DEFAULT = None  # Optional[int]\n"))
+    assert "from typing import" not in out and "from functools import" not in out
+    with pytest.raises(AssertionError, match="comments read"):
+        fix(TYPED_ELSEWHERE.replace("ELSEWHERE\n", "DEFAULT = None  # type: int\n"))
+
+
+def test_an_import_only_a_rewritten_comment_read_goes() -> None:
+    # bwd's residual type goes from its comment: `Optional` is read nowhere else any more.
+    code = _rules(
+        "# type: (Array, Array) -> Tuple[Array, None]",
+        "None",
+        "# type: (Array, Optional[Array], Array) -> Tuple[Array]",
+        head="from typing import Optional\n",
+    )
+    out = fix(code)
+    assert "def f_bwd(w, g):\n    # type: (Array, Array) -> Tuple[Array, None]\n" in out
+    assert "from typing import Tuple\n" in out and "Optional" not in out
+    kept = fix(code + "\n\ndef g(x):\n    # type: (Optional[Array]) -> None\n    pass\n")
+    assert "from typing import Optional\n" in kept

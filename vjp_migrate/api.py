@@ -269,7 +269,7 @@ def check_file(
             project = Project.for_file(path)
             analysis = _analyze(source.text, str(path), settings, explicit, project, syntax_checked=verdict.parses)
             result = project.with_origins(FileResult(path, Status.OK, diagnostics=analysis.diagnostics))
-            if project.read_elsewhere:  # its findings depend on another file, which the key does not hash
+            if project.read_elsewhere:  # it read another file (an imported callee or alias): not cached
                 return result
         if cache is not None:
             cache.put(path, data, explicit, result)

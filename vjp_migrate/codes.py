@@ -89,6 +89,10 @@ _NONDIFF = (b"nondiff_arg",)
 # A comment runs to its line's end (`(?![^\r\n])`): else a run of `#` splits in exponentially many ways.
 _COMMENT = rb"#[^\r\n]*(?![^\r\n])"
 _POSITIONAL = rb"custom_vjp(?:(?:[\s\\)]|" + _COMMENT + rb")*[(\[]|(?:[\s\\]|" + _COMMENT + rb")+as\b)"
+# A site through an alias of the partial imported from another module (sites.imported) has
+# neither: its module calls `defvjp` on a def decorated with a bare name (`@vjp_w`), or on a name
+# bound to a call of one (`f = vjp_w(_f)`).
+_IMPORTED_ALIAS_USE = re.compile(rb"@[ \t]*[^\s(.@#]+[ \t]*(?:" + _COMMENT + rb")?(?![^\r\n])|=\s*[^\s(.=]+\s*\(")
 
 CODES: tuple[Code, ...] = (
     Code(
@@ -285,11 +289,14 @@ def _trigger_pattern(select: frozenset[str]) -> re.Pattern[bytes] | None:
 
 def may_trigger(data: bytes, select: frozenset[str]) -> bool:
     """Whether a selected code may be possible in a file of these bytes (the byte filter): one of
-    their trigger words occurs, or one of their trigger patterns matches."""
+    their trigger words occurs, one of their trigger patterns matches, or the file may register
+    rules on a site through an imported alias of the partial (which every code may report on)."""
     if any(word in data for word in triggers_for(select)):
         return True
     pattern = _trigger_pattern(select)
-    return pattern is not None and pattern.search(data) is not None
+    if pattern is not None and pattern.search(data) is not None:
+        return True
+    return bool(select) and b"defvjp" in data and _IMPORTED_ALIAS_USE.search(data) is not None
 
 
 def format_message(code: str, blocked: bool = False, unnamed: bool = False, **values: object) -> str:

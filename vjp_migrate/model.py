@@ -119,6 +119,12 @@ class PartialAlias:
     call: cst.Call  # the `partial(...)` call
     uses: int  # how often the module writes the name, its binding aside
     exported: bool  # a string of the module holds the name (`__all__`): it stays when unused (plan.aliases)
+    # An alias another module defines, imported here (`from mylib.vjp import vjp_w`; ``name`` is
+    # the local name, ``assign`` and ``call`` are nodes of that module): the module it is imported
+    # from, and how this module spells `jax.custom_vjp` at its top level ("": the fix adds
+    # `import jax`; None: it cannot, `jax` names something else).
+    module: str | None = None
+    custom_vjp: str | None = None
 
 
 @dataclass(frozen=True)

@@ -40,7 +40,7 @@ from vjp_migrate.model import (
     Status,
     VjpSite,
 )
-from vjp_migrate.modules import ModuleImports, ModuleIndex, Modules, folder_holding, module_imports
+from vjp_migrate.modules import DiskModules, ModuleImports, ModuleIndex, Modules, folder_holding, module_imports
 from vjp_migrate.source import SourceError, SourceText, check_syntax, decode, encode, parse
 from vjp_migrate.transaction import FileChange, Outcome
 
@@ -53,8 +53,10 @@ if TYPE_CHECKING:
     from vjp_migrate.cross_calls import Passed
     from vjp_migrate.cross_uses import OtherFiles
     from vjp_migrate.imports import ImportTable
+    from vjp_migrate.model import PartialAlias
     from vjp_migrate.plan.closures import ImportedCallees
-    from vjp_migrate.sites import ImportedRule, ImportedValue
+    from vjp_migrate.sites import ImportedAlias, ImportedRule, ImportedValue
+    from vjp_migrate.sites.nondiff import NondiffReader
 
 _Run = tuple[tuple[Path, ...], tuple[Path, ...]]  # a run's files and roots (ModuleIndex.build's arguments)
 _MAX_REEXPORTS = 4  # `from ._impl import bwd` in an __init__.py, followed this many times
@@ -103,6 +105,7 @@ class Project:
     changes: dict[Path, set[tuple[str, str]]] = field(default_factory=dict)
     # By file and custom_vjp: the static values calls in the run's other files pass it (cross_calls).
     outside: dict[Path, dict[str, tuple[Passed, ...]]] = field(default_factory=dict)
+    _alias_read: bool = False  # an imported alias of the partial was looked up in another file
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
     _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
@@ -176,7 +179,7 @@ class Project:
     @property
     def read_elsewhere(self) -> bool:
         """Whether an analysis read a file that is not among the run's (its result depends on that file)."""
-        return self._callees is not None and self._callees.read_elsewhere
+        return self._alias_read or (self._callees is not None and self._callees.read_elsewhere)
 
     def note_changes(self, path: str, decisions: Sequence[SiteDecision], module: object) -> None:
         """The fwd and bwd of the module at ``path`` that ``decisions`` change."""
@@ -206,7 +209,11 @@ class Project:
 
         importer = self._importer(Path(path), module)
         sites = find_sites(
-            module, imports, self.imported_rule(Path(path), importer), self.imported_value(Path(path), importer)
+            module,
+            imports,
+            self.imported_rule(Path(path), importer),
+            self.imported_value(Path(path), importer),
+            self.imported_alias(Path(path), importer),
         )
         return [self._block(site) for site in sites]
 
@@ -370,6 +377,33 @@ class Project:
                 return None
             origin, target = imported
             return self._constant(target, path) if target is not None else _not_checked(origin)
+
+        return resolve
+
+    def imported_alias(self, path: Path, importer: Callable[[str], tuple[str, str | None] | None]) -> ImportedAlias:
+        """An alias of the partial imported from another module (`from mylib.vjp import vjp_w`): its
+        definition in the checked module it comes from, else in the module on disk the import
+        means from ``path`` (modules.folder_holding), which is read, never changed."""
+        from vjp_migrate.sites.imported import AliasSource
+
+        sources: dict[int, AliasSource] = {}
+
+        def find(module: cst.Module, name: str) -> tuple[PartialAlias, NondiffReader] | None:
+            source = sources.setdefault(id(module), AliasSource(module))
+            return (source.aliases[name], source) if name in source.aliases else None
+
+        def resolve(local: str) -> tuple[PartialAlias, NondiffReader] | None:
+            imported = importer(local)
+            if imported is None or imported[1] is None:
+                return None
+            self._alias_read = True
+            followed = self.follow(imported[1], find, path)
+            if followed.module_name is None and (folder := folder_holding(imported[1].split(".")[0], path)):
+                followed = self.follow(imported[1], find, path, DiskModules(folder))
+            if followed.found is None:
+                return None
+            alias, source = followed.found
+            return dataclasses.replace(alias, module=followed.module_name), source
 
         return resolve
 

@@ -20,6 +20,12 @@ def imported_name(module: str, name: str) -> str:
     return f"{module}.{name}" if module else name
 
 
+def may_be_project_alias(target: str) -> bool:
+    """Whether an imported name (its target, ``imported_name``'s) may be an alias of the partial
+    another module of the project defines (sites.imported): not one of JAX, functools or builtins."""
+    return target.startswith(".") or target.split(".")[0] not in ("jax", "functools", "builtins")
+
+
 ARRAY_MODULES = ("jax.numpy.", "jax.lax.", "jax.nn.", "jax.scipy.", "numpy.", "jax.random.", "jax.image.")
 ARRAY_ANNOTATION_NAMES = frozenset(
     {"Array", "ArrayLike", "ndarray", "ArrayTree", "PyTree", "PRNGKey", "PRNGKeyArray", "ArrayDevice"}

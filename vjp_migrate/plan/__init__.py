@@ -29,6 +29,7 @@ from vjp_migrate.model import (
     SiteDecision,
     VjpSite,
 )
+from vjp_migrate.plan.aliases import imported_problem
 from vjp_migrate.plan.annotations import returns_only_lists, retyped
 from vjp_migrate.plan.bodies import bindings_of, code_of, dropped_dels, names_in, param_names, returns_of
 from vjp_migrate.plan.closures import ImportedCallees, static_capture
@@ -125,6 +126,8 @@ def plan_site(
         return bwd_comments
     order = site.nondiff.positions
     kept = tuple(p for p in order if p not in moved)
+    if (alias_problem := imported_problem(site, kept)) is not None:
+        return alias_problem
     moved_bwd = tuple(bwd_params[order.index(p)] for p in moved)
     bwd_names = names_in(bwd)
     read = tuple(p for p in moved if bwd_names.loads(bwd_params[order.index(p)]) > 0)

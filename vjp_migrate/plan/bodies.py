@@ -43,7 +43,7 @@ class FunctionNames(cst.CSTVisitor):
         self.deleted: set[str] = set()  # names in `del` targets: not counted as reads
         self.stores: dict[str, int] = {}  # of the counts, the plain bindings (`a = ...`, not `a += ...`)
 
-    def _store(self, target: cst.CSTNode) -> None:
+    def _store(self, target: cst.CSTNode | None) -> None:
         for name in target_names(target):
             self.bound.add(name)
             self.stores[name] = self.stores.get(name, 0) + 1
@@ -81,6 +81,34 @@ class FunctionNames(cst.CSTVisitor):
     def visit_AsName(self, node: cst.AsName) -> None:
         self._store(node.name)
 
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        if node.asname is None:  # `import a.b` binds `a`
+            self._store(import_head(node))
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._store(node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._store(node.name)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:  # `case w:`, `case [w, *_]`, `case ... as w`
+        self._store(node.name)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:  # `case [x, *w]`
+        self._store(node.name)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:  # `case {**w}`
+        self._store(node.rest)
+
+
+def import_head(node: cst.ImportAlias) -> cst.Name:
+    """The name `import a.b` binds: `a`."""
+    name: cst.BaseExpression = node.name
+    while isinstance(name, cst.Attribute):
+        name = name.value
+    assert isinstance(name, cst.Name)
+    return name
+
 
 class _Bindings(cst.CSTVisitor):
     """Every construct that binds each name in a function, nested scopes included."""
@@ -88,7 +116,7 @@ class _Bindings(cst.CSTVisitor):
     def __init__(self) -> None:
         self.sites: dict[str, list[cst.CSTNode]] = {}
 
-    def _add(self, target: cst.CSTNode, node: cst.CSTNode) -> None:
+    def _add(self, target: cst.CSTNode | None, node: cst.CSTNode) -> None:
         for name in target_names(target):
             self.sites.setdefault(name, []).append(node)
 
@@ -136,10 +164,16 @@ class _Bindings(cst.CSTVisitor):
 
     def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
         if node.asname is None:
-            name: cst.BaseExpression = node.name
-            while isinstance(name, cst.Attribute):
-                name = name.value
-            self._add(name, node)
+            self._add(import_head(node), node)
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        self._add(node.name, node)
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        self._add(node.name, node)
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        self._add(node.rest, node)
 
 
 def _body(func: cst.FunctionDef) -> Sequence[cst.CSTNode]:

@@ -91,6 +91,25 @@ def _parsed(text: str, mode: str) -> ast.AST | None:
         return None
 
 
+def names_read(comment: cst.Comment) -> set[str]:
+    """The names a type comment reads, as mypy reads them (`# type: (A, B) -> R`, `# type: A`,
+    a string type parsed in turn); none for any other comment."""
+    text = type_text(comment)
+    tree = None if text is None else _parsed(text, "func_type") or _parsed(text, "eval")
+    return _names_of(tree) if tree is not None else set()
+
+
+def _names_of(tree: ast.AST) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            found.add(node.id)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str):
+            quoted = _parsed(node.value, "eval")  # a forward reference, `-> "Tuple[A, B]"`
+            found |= _names_of(quoted) if quoted is not None else set()
+    return found
+
+
 def _signature(text: str) -> tuple[list[cst.BaseExpression] | None, cst.BaseExpression, str] | None:
     """`(A, B) -> R`: its types (None for `(...)`), return type and tail; None when it is none."""
     tree = _parsed(text, "func_type")

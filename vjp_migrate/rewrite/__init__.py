@@ -1,8 +1,9 @@
 """Stage 9: module + plans -> new module. The only place that builds CST nodes.
 
 The steps: ``lists`` (items taken out of or put into comma-separated lists), ``annotations``,
-``type_comments``, ``comments`` and ``unused_imports`` (what a change brings along), ``apply`` (the transformer that
-turns each plan into new nodes); ``apply_plans`` here runs them over a module.
+``type_comments``, ``comments``, ``unused_imports`` and ``added_imports`` (what a change brings
+along), ``apply`` (the transformer that turns each plan into new nodes); ``apply_plans`` here runs
+them over a module.
 """
 
 from __future__ import annotations
@@ -14,10 +15,12 @@ import libcst as cst
 
 from vjp_migrate import walk
 from vjp_migrate.model import RewritePlan
+from vjp_migrate.plan.aliases import adds_jax_import
+from vjp_migrate.rewrite.added_imports import with_jax_import
 from vjp_migrate.rewrite.apply import Apply
 from vjp_migrate.rewrite.comments import saved_nothing
 from vjp_migrate.rewrite.lists import own_constant
-from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports
+from vjp_migrate.rewrite.unused_imports import DropImports, NameUses, drop_imports, type_comment_uses
 
 
 def apply_plans(module: cst.Module, plans: Sequence[RewritePlan], local: bool = True) -> cst.Module:
@@ -41,11 +44,12 @@ def rewrite_module(
         return module, frozenset()
     if not local:
         new, _, dropped = _apply(module, Apply(plans, module, keep=keep), False)
-        return new, dropped
-    new, applier, dropped = _apply(module, Apply(plans, module, measure=False, keep=keep), True)
-    if applier.lines.overflowed(new):
-        new, _, dropped = _apply(module, Apply(plans, module, keep=keep), True)
-    return new, dropped
+    else:
+        new, applier, dropped = _apply(module, Apply(plans, module, measure=False, keep=keep), True)
+        if applier.lines.overflowed(new):
+            new, _, dropped = _apply(module, Apply(plans, module, keep=keep), True)
+    origin = adds_jax_import(plans)
+    return (new if origin is None else with_jax_import(new, origin)), dropped
 
 
 def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module, Apply, frozenset[str]]:
@@ -62,6 +66,7 @@ def _apply(module: cst.Module, applier: Apply, local: bool) -> tuple[cst.Module,
     else:
         new.visit(uses)
     unused = applier.removed_names - uses.used - uses.kept - applier.keep
+    unused -= type_comment_uses(new, unused, module) if unused else set()
     if not unused:
         return new, applier, aliases
     dropper = DropImports(unused)

@@ -84,6 +84,8 @@ class Apply(cst.CSTTransformer):
         }
         self.new_defs: dict[int, list[cst.FunctionDef]] = {}  # id(defvjp call) -> defs to put before it
         self.removed_names: set[str] = set()
+        for comments in (c for p in plans for c in p.type_comments):
+            self._forget_comment_types(comments)
         self.index = walk.index_of(module)
         self.lines = Lines(self.index, module, plans[0].line_length if plans else None, measure)
         self.constants = {id(a): p for p in plans if (a := own_constant(p)) is not None}
@@ -197,6 +199,9 @@ class Apply(cst.CSTTransformer):
         for other uses; plan.aliases)."""
         alias = plan.site.alias
         assert alias is not None
+        if alias.module is not None:  # imported: `jax.custom_vjp`, as the module spells it
+            self.removed_names.add(alias.name)
+            return cst.parse_expression(alias.custom_vjp or "jax.custom_vjp")
         copy = alias.call.deep_clone()
         args = new_args(plan, alias.call.args, copy.args)
         return copy.with_changes(args=args) if len(args) > 1 else copy.args[0].value
@@ -602,6 +607,16 @@ class Apply(cst.CSTTransformer):
         indent = self.lines.overflow([(old, new)])
         split = None if indent is None else split_subscript(new, indent, self.lines.unit(), self.lines.limit)
         return new if split is None else split
+
+    def _forget_comment_types(self, comments: TypeComments) -> None:
+        """The types a rule's type comments give (``view``'s annotations): the change rewrites the
+        comments, which may leave imports unused (`Optional`); those the new ones read stay."""
+        listed = comments.comment is not None
+        for typed in comments.params:
+            if listed or typed.head is not None:
+                self._forget_names(typed.view.annotation)
+        if listed:
+            self._forget_names(comments.view.returns)
 
     def _forget_names(self, node: cst.CSTNode | None) -> None:
         """An annotation or expression that goes may leave imports unused (`Tuple`)."""

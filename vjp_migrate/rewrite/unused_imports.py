@@ -10,6 +10,7 @@ import libcst as cst
 from vjp_migrate import walk
 from vjp_migrate.imports import dotted, small_statements
 from vjp_migrate.noqa import silences
+from vjp_migrate.plan.type_comments import names_read
 from vjp_migrate.rewrite.lists import names_one_of, without
 
 
@@ -66,6 +67,19 @@ class NameUses(cst.CSTVisitor):
                     self.kept.add(name)
 
 
+def type_comment_uses(module: cst.Module, names: set[str], before: cst.Module) -> set[str]:
+    """Which of ``names`` the PEP 484 type comments of ``module`` read (mypy and pyflakes take
+    them as uses of the imports). ``before``: the module the change started from, whose text
+    tells cheaply when it has no type comment at all (none the change left could read a name)."""
+    text = walk.source_text(before)
+    if text is not None and "type:" not in text:
+        return set()
+    found: set[str] = set()
+    for comment in walk.comments(module):
+        found |= names_read(comment) & names
+    return found
+
+
 class DropImports(cst.CSTTransformer):
     """Remove import aliases binding the given names (the change made them unused).
 
@@ -109,7 +123,7 @@ class DropImports(cst.CSTTransformer):
         header = module.header
         if body and module.body and id(module.body[0]) in self.emptied and (not header or header[-1].comment is None):
             lines = list(_leading_lines(body[0]))
-            body[0] = body[0].with_changes(leading_lines=lines[len(_blank_lead(body[0])) :])
+            body[0] = body[0].with_changes(leading_lines=lines[len(blank_lead(body[0])) :])
         return body
 
     def close_gaps(self, old: Sequence[cst.BaseStatement], new: Sequence[cst.BaseStatement]) -> list[cst.BaseStatement]:
@@ -121,14 +135,14 @@ class DropImports(cst.CSTTransformer):
         heading: list[cst.EmptyLine] = []  # comment lines above the removed lines, since the last gap
         for stmt in old:
             if id(stmt) in self.emptied:
-                blank = _blank_lead(stmt)
+                blank = blank_lead(stmt)
                 gap = gap or blank
                 heading = [*([] if blank else heading), *_leading_lines(stmt)[len(blank) :]]
                 continue
             following = next(kept)
-            if heading and not _blank_lead(following) and _is_import(following) and not self._about_removed(heading):
+            if heading and not blank_lead(following) and _is_import(following) and not self._about_removed(heading):
                 following = following.with_changes(leading_lines=[*heading, *_leading_lines(following)])
-            if gap and not _blank_lead(following):
+            if gap and not blank_lead(following):
                 following = following.with_changes(leading_lines=[*gap, *_leading_lines(following)])
             body.append(following)
             gap, heading = [], []
@@ -192,7 +206,7 @@ def _leading_lines(stmt: cst.BaseStatement) -> Sequence[cst.EmptyLine]:
     return lines
 
 
-def _blank_lead(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
+def blank_lead(stmt: cst.BaseStatement) -> list[cst.EmptyLine]:
     """The blank lines (no comment) that start ``stmt``'s leading lines."""
     lines: list[cst.EmptyLine] = []
     for line in _leading_lines(stmt):

@@ -65,6 +65,7 @@ from vjp_migrate.screen.sites import (
     may_be_inconsistent,
     names_star_args,
     nondiff_positions,
+    registers_through_import,
     rule_defs,
 )
 from vjp_migrate.screen.static_proof import StaticProof
@@ -142,6 +143,8 @@ def screen(text: str, settings: Settings, tree: ast.AST | None = None) -> Verdic
     try:
         m = index_module(tree, text)
         uses = ArrayUse(m)
+        if registers_through_import(m):
+            return Verdict(True, True)
         return Verdict(any(_site_may_report(m, site, settings, uses) for site in find_sites(m)), True)
     except (Doubt, ValueError, RecursionError, MemoryError):
         return Verdict(True, True)

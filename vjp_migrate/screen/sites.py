@@ -26,7 +26,7 @@ from vjp_migrate.screen.tree import (
     own_returns,
     toplevel_statements,
 )
-from vjp_migrate.vocabulary import PRIMAL_WRAPPERS, reordered
+from vjp_migrate.vocabulary import PRIMAL_WRAPPERS, may_be_project_alias, reordered
 
 NONDIFF_KEYWORDS = frozenset({"nondiff_argnums", "nondiff_argnames"})
 WRAPPER_NAMES = frozenset(w.rsplit(".", 1)[-1] for w in PRIMAL_WRAPPERS)
@@ -143,6 +143,28 @@ def defvjp_calls(m: Module, site: Site) -> Iterator[ast.Call]:
         name = dotted(owner)
         if name is not None and name.rsplit(".", 1)[-1] in names:
             yield call
+
+
+def registers_through_import(m: Module) -> bool:
+    """Whether the module calls `defvjp` on a top-level def decorated with a bare name only an
+    import binds (`@vjp_w`), or on a top-level name bound to a call of one (`f = vjp_w(_f)`):
+    that name may be an alias of the partial in another module, which the sites stage reads
+    through the project (sites.imported). Names imported from JAX, functools or builtins are not."""
+    if m.defvjps is None:
+        m.defvjps = [(c, owner) for c in m.calls if (owner := _defvjp_owner(c.func)) is not None]
+    owners = {name for _, owner in m.defvjps if (name := dotted(owner)) is not None}
+    for stmt in m.top:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef)) and stmt.name in owners:
+            used = [d for d in stmt.decorator_list if isinstance(d, ast.Name)]
+        elif (
+            isinstance(stmt, ast.Assign) and isinstance(stmt.value, ast.Call) and isinstance(stmt.value.func, ast.Name)
+        ):
+            used = [stmt.value.func] if {dotted(t) for t in stmt.targets} & owners else []
+        else:
+            continue
+        if any(may_be_project_alias(target) for name in used for target in m.aliases.get(name.id, ())):
+            return True
+    return False
 
 
 def known_as(m: Module, site: Site) -> set[str]:

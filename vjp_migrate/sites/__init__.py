@@ -2,7 +2,8 @@
 
 The steps: ``scopes`` (what the module's scopes bind), ``jit`` (what a stacked or called
 `jax.jit` marks static), ``rules`` (a site's rules and the parameters its positions name),
-``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``built`` (a primal or rule a
+``nondiff`` (a site's nondiff_argnums and nondiff_argnames read), ``imported`` (an alias of the
+partial imported from another module), ``built`` (a primal or rule a
 call builds, which is not followed), ``methods`` (rules a class's
 instance registers in a method, bound to it), ``overrides`` (the subclasses that may replace
 them), ``stretch`` (the statements where a site's name keeps its binding: a notebook may define
@@ -17,7 +18,7 @@ import libcst as cst
 
 from vjp_migrate.imports import ImportTable
 from vjp_migrate.model import VjpSite
-from vjp_migrate.sites.finder import ImportedRule, ImportedValue, SiteFinder
+from vjp_migrate.sites.finder import ImportedAlias, ImportedRule, ImportedValue, SiteFinder
 from vjp_migrate.sites.jit import (
     jit_call_static_names,
     jit_static_names,
@@ -39,6 +40,7 @@ from vjp_migrate.sites.scopes import (
 )
 
 __all__ = [
+    "ImportedAlias",
     "ImportedRule",
     "ImportedValue",
     "OwnReturns",
@@ -69,6 +71,7 @@ def find_sites(
     imports: ImportTable,
     imported_rule: ImportedRule | None = None,
     imported_value: ImportedValue | None = None,
+    imported_alias: ImportedAlias | None = None,
 ) -> list[VjpSite]:
     """Every custom_vjp in the module that has nondiff_argnums or nondiff_argnames."""
-    return SiteFinder(module, imports, imported_rule, imported_value).find()
+    return SiteFinder(module, imports, imported_rule, imported_value, imported_alias).find()

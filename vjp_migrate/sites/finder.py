@@ -6,14 +6,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import libcst as cst
 
 from vjp_migrate.imports import ImportTable, dotted
 from vjp_migrate.model import PRIMAL_ROLE, FunctionRef, PartialAlias, VjpSite
 from vjp_migrate.sites.defvjp import ImportedRule, RuleLinker
+from vjp_migrate.sites.imported import ImportedAlias, custom_vjp_spelling, defvjp_owners
 from vjp_migrate.sites.jit import jit_static_positions
-from vjp_migrate.sites.nondiff import ImportedValue
+from vjp_migrate.sites.nondiff import ImportedValue, NondiffReader
 from vjp_migrate.sites.rules import lambda_rule
 from vjp_migrate.sites.scopes import (
     Scope,
@@ -23,9 +25,9 @@ from vjp_migrate.sites.scopes import (
     positional_params,
     scope_statements,
 )
-from vjp_migrate.vocabulary import PRIMAL_WRAPPERS
+from vjp_migrate.vocabulary import PRIMAL_WRAPPERS, may_be_project_alias
 
-__all__ = ["ImportedRule", "ImportedValue", "SiteFinder"]
+__all__ = ["ImportedAlias", "ImportedRule", "ImportedValue", "SiteFinder"]
 
 
 class SiteFinder(RuleLinker):
@@ -37,11 +39,14 @@ class SiteFinder(RuleLinker):
         imports: ImportTable,
         imported_rule: ImportedRule | None = None,
         imported_value: ImportedValue | None = None,
+        imported_alias: ImportedAlias | None = None,
     ) -> None:
         self.module = module
         self.imports = imports
         self.imported_rule = imported_rule
         self.imported_value = imported_value
+        self.imported_alias = imported_alias
+        self.registered: frozenset[str] | None = None  # defvjp_owners, once needed
         self.constants = constant_assigns(module)
         self.mentions = None
         self.names = None
@@ -86,15 +91,19 @@ class SiteFinder(RuleLinker):
         primal_expr: cst.BaseExpression | None = None,
         primal_from: FunctionRef | None = None,
         alias: PartialAlias | None = None,
+        reader: NondiffReader | None = None,
     ) -> VjpSite | None:
         """``primal_expr``: a call form's primal that is no def of the module (``primal`` is then
-        a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd)."""
+        a lambda's def view, or None until fwd gives the parameters, see _signature_from_fwd);
+        ``reader``: the module ``args`` are read in, when another (an imported alias's)."""
         params = positional_params(primal) if primal is not None else ()
         positional_only = len(primal.params.posonly_params) if primal is not None else 0
         direct = vjp[1] is None  # `jax.custom_vjp(f, (1,))`: the options may be positional
-        spec = self.nondiff_spec(args, params, primal is not None, positional_only, direct, alias is not None)
-        if spec is None:
-            return None
+        spec = (reader or self).nondiff_spec(
+            args, params, primal is not None, positional_only, direct, alias is not None
+        )
+        if spec is None or (reader is not None and not spec.complete):
+            return None  # an imported alias's positions not all read there: not followed
         return VjpSite(
             name=name,
             qualname=qualname,
@@ -128,10 +137,36 @@ class SiteFinder(RuleLinker):
                 if vjp is not None and vjp[1] is not None:
                     return self._make_site(func.name.value, qualname, func, decorator, call.args[1:], vjp)
             alias = self.aliases.get(call.value) if isinstance(call, cst.Name) else None
+            through = self._imported_alias(call, func.name.value, scope) if alias is None else None
+            alias, reader = through or (alias, None)
             if alias is not None:  # `@vjp_w`
                 options, vjp = _through(alias)
-                return self._make_site(func.name.value, qualname, func, decorator, options, vjp, alias=alias)
+                return self._make_site(
+                    func.name.value, qualname, func, decorator, options, vjp, alias=alias, reader=reader
+                )
         return None
+
+    def _imported_alias(
+        self, expr: cst.BaseExpression, owner: str, scope: Scope
+    ) -> tuple[PartialAlias, NondiffReader] | None:
+        """The alias another module defines that ``expr`` names (`@vjp_w` after `from mylib.vjp
+        import vjp_w`, the only binding of the name in the module), for a site at the module's
+        top level whose name ``owner`` the module's own statements call `defvjp` on."""
+        if self.imported_alias is None or scope.parent is not None or type(expr) is not cst.Name:
+            return None
+        local = expr.value
+        target = self.imports.aliases.get(local)
+        if target is None or local in self.imports.shadowed or not may_be_project_alias(target):
+            return None
+        if self.registered is None:
+            self.registered = defvjp_owners(self.module, self._defvjp_owner)
+        if owner not in self.registered or (bindings := self._name_facts()[0]).get(local, 0) != 1:
+            return None
+        found = self.imported_alias(local)
+        if found is None:
+            return None
+        alias, reader = found
+        return replace(alias, name=local, custom_vjp=custom_vjp_spelling(self.module, self.imports, bindings)), reader
 
     def _call_site(self, assign: cst.Assign, scope: Scope, line: cst.SimpleStatementLine) -> VjpSite | None:
         """``f = jax.custom_vjp(...)``, also to an attribute: ``simulate.vjp = jax.custom_vjp(...)``;
@@ -144,6 +179,8 @@ class SiteFinder(RuleLinker):
         call = assign.value
         assert isinstance(call, cst.Call)
         alias = self.aliases.get(call.func.value) if isinstance(call.func, cst.Name) else None
+        through = self._imported_alias(call.func, name, scope) if alias is None else None
+        alias, reader = through or (alias, None)
         vjp: tuple[cst.BaseExpression, cst.BaseExpression | None] | None
         if alias is not None:  # `vjp_w(f)`, one function and nothing else
             if len(call.args) != 1 or call.args[0].keyword is not None:
@@ -163,8 +200,10 @@ class SiteFinder(RuleLinker):
         primal = find_def(scope, unwrapped.value, line) if isinstance(unwrapped, cst.Name) else None
         if primal is not None:
             qualname = f"{scope.qualprefix}{primal.name.value}"
-            return self._make_site(name, qualname, primal, call, options, vjp, alias=alias)
+            return self._make_site(name, qualname, primal, call, options, vjp, alias=alias, reader=reader)
         if target.star:  # custom_vjp(*fs, ...): which function it is cannot be told
+            return None
+        if reader is not None:  # an imported alias of a primal that is no def here: not followed
             return None
         # A lambda is read through a def view, like a lambda rule; an imported def where its module
         # is checked; anything else is not seen.

@@ -29,6 +29,7 @@ class NondiffReader:
     constants: dict[str, cst.Assign]  # the module's constant statements, by name
     mentions: tuple[dict[str, int], NameMentions] | None  # (AnyBindings counts, NameMentions), once needed
     aliases: dict[str, PartialAlias]  # ``partial_aliases``, once read
+    current = True  # the module analysed (walk.index_of); False: another one it imports from (walk.cover)
 
     def _vjp_call(self, call: cst.Call) -> tuple[cst.BaseExpression, cst.BaseExpression | None] | None:
         """For ``partial(jax.custom_vjp, ...)`` or ``jax.custom_vjp(f, ...)``: (custom_vjp, partial)."""
@@ -163,7 +164,10 @@ class NondiffReader:
         """How many constructs bind each name anywhere in the module, and how often it is written."""
         if self.mentions is None:
             bindings, mentions = AnyBindings(), NameMentions()
-            walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
+            if self.current:
+                walk.index_of(self.module)  # the analysis needs it next: a replay, not a LibCST visit
+            else:
+                walk.cover(self.module)
             walk.visit(self.module, bindings)
             walk.visit(self.module, mentions)
             self.mentions = bindings.counts, mentions
