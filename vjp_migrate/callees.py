@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING
 from vjp_migrate.codes import may_trigger
 from vjp_migrate.model import NondiffAfter, SiteDecision
 from vjp_migrate.modules import DiskModules, folder_holding
+from vjp_migrate.vocabulary import LIBRARY_PREFIXES
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -82,7 +83,9 @@ class Callees:
 
         def after(name: str) -> NondiffAfter | None:
             target = self.project.imports_of(path, module).target(name)
-            callee = None if target is None else self._resolve(target, path)
+            if target is None or target.startswith(LIBRARY_PREFIXES):  # `jnp.sin(w)`: no file to look in
+                return None
+            callee = self._resolve(target, path)
             if callee is None or callee.home == path:
                 return None
             self.modules.setdefault(path, set()).add(callee.module)

@@ -153,12 +153,31 @@ class _FileImports:
         return found
 
 
-def _holds(haystack: str | bytes, needles: tuple[str, ...]) -> bool:
-    """Whether ``haystack`` holds one of ``needles``; a dotted one holds where each of its parts
-    does (a method, `Base.apply_bwd`, is overridden where both its class and its name are)."""
+Needles = dict[str, tuple[str, ...]]  # a name -> the texts that show a use of it (any one)
+
+
+def _holding(haystack: str | bytes, names: Needles) -> set[str]:
+    """Those of ``names`` whose texts ``haystack`` holds; a dotted one holds where each of its parts
+    does (a method, `Base.apply_bwd`, is overridden where both its class and its name are). Only
+    names whose first part is a word of ``haystack`` are searched: one scan for its words, however
+    many names a run asks about (the bytes' words are ASCII: the caller asks the others of a text)."""
     if isinstance(haystack, bytes):
-        return any(all(part.encode() in haystack for part in needle.split(".")) for needle in needles)
-    return any(all(part in haystack for part in needle.split(".")) for needle in needles)
+        words = {word.decode() for word in set(re.findall(rb"\w+", haystack))}
+    else:
+        words = set(re.findall(r"\w+", haystack))
+    found = set()
+    for name, needles in names.items():
+        if name.partition(".")[0] not in words:
+            continue
+        for needle in needles:
+            parts = needle.split(".")
+            if isinstance(haystack, bytes) and all(part.encode() in haystack for part in parts):
+                found.add(name)
+                break
+            if isinstance(haystack, str) and all(part in haystack for part in parts):
+                found.add(name)
+                break
+    return found
 
 
 class OtherFiles:
@@ -210,21 +229,24 @@ class OtherFiles:
         missing = sorted(asked - self.found.keys())
         self.found.update(dict.fromkeys(missing))
         by_name: dict[str, list[Wanted]] = {}  # the names still looked for
+        homes: dict[str, set[str]] = {}  # a part of a home's names -> those homes (see _importing)
         for w in missing:
             by_name.setdefault(w.name, []).append(w)
+            for part in _path_names(w.home):
+                homes.setdefault(part, set()).add(str(w.home))
+        # A custom_vjp (CALL) matters only where it is called, `scale(`, or renamed, `scale as s`.
+        needles: Needles = {
+            name: (f"{name}(", f"{name} as ") if all(w.role == CALL for w in ws) else (name,)
+            for name, ws in by_name.items()
+        }
         for path in self.files:
             if not by_name:
                 break
-            # A custom_vjp (CALL) matters only where it is called, `scale(`, or renamed, `scale as s`.
-            needles = {
-                name: (f"{name}(", f"{name} as ") if all(w.role == CALL for w in ws) else (name,)
-                for name, ws in by_name.items()
-            }
             read = self._read(path, needles)
             if read is None:
                 continue
             text, present = read
-            here = self._importing(path, text, [w for name in present for w in by_name[name]])
+            here = self._importing(path, text, [w for name in present for w in by_name[name]], homes)
             tree = _tree(text) if here else None
             if tree is None:
                 continue
@@ -235,14 +257,14 @@ class OtherFiles:
                     continue
                 by_name[w.name].remove(w)
                 if not by_name[w.name]:
-                    del by_name[w.name]
+                    del by_name[w.name], needles[w.name]
         return {w: use for w in asked if (use := self.found[w]) is not None}
 
     def imported(self, home: Path, names: Iterable[str]) -> set[str]:
         """Which of ``names`` (imports and aliases the fix of ``home`` removes) other files of the run take from it."""
         return {w.name for w in self.uses_of(Wanted(home, name, IMPORT) for name in names)}
 
-    def _read(self, path: Path, names: Mapping[str, tuple[str, ...]]) -> tuple[str, set[str]] | None:
+    def _read(self, path: Path, names: Needles) -> tuple[str, set[str]] | None:
         """The text of the module at ``path`` and which of ``names`` it holds (any of the texts
         searched for each), when it holds one."""
         from vjp_migrate.files import read_bytes
@@ -251,38 +273,35 @@ class OtherFiles:
             return None
         text = self._project.loaded_text(path) if self._project is not None else None
         if text is not None:
-            present = {name for name, needles in names.items() if _holds(text, needles)}
+            present = _holding(text, names)
             return (text, present) if present else None
+        others = {name: needles for name, needles in names.items() if not name.isascii()}
         try:
             data = read_bytes(path)
             # An ASCII name is in the bytes, whichever encoding Python reads the source in.
-            present = {name for name, needles in names.items() if name.isascii() and _holds(data, needles)}
-            if not present and all(name.isascii() for name in names):
+            present = _holding(data, names)
+            if not present and not others:
                 return None
             text = decode(data).text
         except (SourceError, OSError):
             return None
-        present |= {name for name, needles in names.items() if not name.isascii() and _holds(text, needles)}
+        present |= _holding(text, others)
         return (text, present) if present else None
 
-    def _importing(self, path: Path, text: str, asked: list[Wanted]) -> list[Wanted]:
+    def _importing(self, path: Path, text: str, asked: list[Wanted], homes: dict[str, set[str]]) -> list[Wanted]:
         """Those of ``asked`` that ``path`` may import: an import line names their module (or,
-        for a rule, a folder above it: a package, which may re-export it)."""
-        words: set[str] | None = None  # the words of its import lines
-        named: dict[tuple[Path, bool], bool] = {}  # (home, an import's?) -> an import line names it
+        for a rule, a folder above it: a package, which may re-export it). ``homes``: the homes of
+        the names asked, by each part of their names (``_path_names``), looked up by the import
+        lines' words (a short name is asked of many homes, and a Path compares slowly)."""
+        here, words = str(path), set(re.findall(r"\w+", import_lines(text)))
+        near = set().union(*(homes[word] for word in words if word in homes))
         kept = []
         for wanted in asked:
-            if path == wanted.home:
+            home = str(wanted.home)
+            if home == here:
                 if wanted.in_home:
                     kept.append(wanted)
-                continue
-            key = (wanted.home, wanted.role == IMPORT)
-            if key not in named:
-                if words is None:
-                    words = set(re.findall(r"\w+", import_lines(text)))
-                parts = _path_names(wanted.home)
-                named[key] = not words.isdisjoint(parts[-1:] if key[1] else parts)
-            if named[key]:
+            elif home in near and (wanted.role != IMPORT or _path_names(wanted.home)[-1] in words):
                 kept.append(wanted)
         return kept
 

@@ -610,6 +610,9 @@ STATIC_PLACES_OF: dict[str, tuple[int, str]] = {
     "jax.tree_util.tree_unflatten": (0, "treedef"),
     "jax.tree.unflatten": (0, "treedef"),
 }
+# The qualified-name prefixes of JAX's, NumPy's and the standard library's own names: never a
+# function of the user's project (no custom_vjp of theirs, no table of theirs behind one).
+LIBRARY_PREFIXES = ("jax.", "numpy.", "functools.", "builtins.")
 # Transforms mapping a function over its operands' leading axis, with the place of their `in_axes`:
 # an operand mapped over (by default, or with an int axis) must be an array (or a pytree of
 # arrays) with that axis; a static setting fails there ("vmap was requested to map its argument").

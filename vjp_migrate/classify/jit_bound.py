@@ -14,10 +14,8 @@ from vjp_migrate.derived import Binding
 from vjp_migrate.imports import JIT
 from vjp_migrate.sites import own_returns
 from vjp_migrate.sites.jit import jit_call_literals, static_params
+from vjp_migrate.vocabulary import LIBRARY_PREFIXES
 
-# Where a factory that is no def of the module may come from and still be judged as before: JAX's
-# and NumPy's own transforms and the standard library (`jax.vmap(f)`, `partial(f, k=v)`).
-_LIBRARIES = ("jax.", "numpy.", "functools.", "builtins.")
 # Transforms whose result calls the function given first with the arguments it is called with,
 # traced (a vmap leaves an unmapped one as it is: a Tracer under an outer jit all the same).
 _SAME_ARGUMENTS = frozenset(
@@ -77,7 +75,7 @@ def local_runs(value: cst.BaseExpression, within: cst.FunctionDef, ctx: Context)
         return (Runs(func),) if func is not None else None
     qname = ctx.imports.qualify(value.func)
     if qname is not None:
-        return None if qname.startswith(_LIBRARIES) else ()
+        return None if qname.startswith(LIBRARY_PREFIXES) else ()
     factory = _def_named(value.func.value, within, ctx) if isinstance(value.func, cst.Name) else None
     if factory is None:
         return None

@@ -19,11 +19,7 @@ from vjp_migrate.classify.hashing import KEYED_METHODS, hashing_call, module_dic
 from vjp_migrate.classify.uses_names import UseState
 from vjp_migrate.imports import dotted
 from vjp_migrate.sites.scopes import ModuleBindings
-from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, HOST_ARRAY_METHODS, INDEXING_METHODS
-
-# Imported names that are no container of data: JAX's and NumPy's own (`jnp.index_exp`, `np.s_`),
-# Python's builtins.
-_LIBRARIES = ("jax.", "numpy.", "builtins.")
+from vjp_migrate.vocabulary import ARRAY_ATTRIBUTES, HOST_ARRAY_METHODS, INDEXING_METHODS, LIBRARY_PREFIXES
 
 
 class Containers(UseState):
@@ -95,7 +91,7 @@ class Containers(UseState):
         if not isinstance(expr, cst.Attribute) or expr.attr.value in ARRAY_ATTRIBUTES:
             return None
         name = dotted(expr)
-        if name is None or (self.ctx.imports.qualify(expr) or "").startswith(_LIBRARIES):
+        if name is None or (self.ctx.imports.qualify(expr) or "").startswith(LIBRARY_PREFIXES):
             return None  # `jnp.index_exp[i]`
         root, _, attr = name.partition(".")
         instance, cls = self.ctx.instances.get(id(self.func), ("", "")) if self.func is not None else ("", "")
@@ -130,7 +126,7 @@ class Containers(UseState):
             return None  # a factory's `table = jnp.asarray(table)`
         qname = self.ctx.imports.qualify(expr)
         if qname is not None:
-            return None if qname.startswith(_LIBRARIES) else f"`{name}` (imported)"
+            return None if qname.startswith(LIBRARY_PREFIXES) else f"`{name}` (imported)"
         known = (self.ctx.arrays, self.ctx.jax_arrays, self.ctx.helpers, self.ctx.sequences, self.ctx.dicts)
         if self._module_level(name) and any(name in names for names in known):
             return None  # a JAX array; a function; a sequence or dict, whose own rules judge it
