@@ -296,6 +296,19 @@ def test_no_other_file_is_read_for_an_imported_decorator_without_defvjp(tmp_path
     assert not project.read_elsewhere and not project.loaded
 
 
+def test_an_imported_decorator_no_file_on_disk_holds_leaves_the_result_cached(tmp_path: Path) -> None:
+    # `traced` comes from a package this project does not hold: no other file is read, so the
+    # result depends on the file's own bytes and may be cached (before, any lookup turned it off).
+    from vjp_migrate.api import analyze
+    from vjp_migrate.project import Project
+
+    user = USER.replace("from mylib.vjp import vjp_w", "from tracing_lib import vjp_w")
+    root = _tree(tmp_path, user)
+    project = Project.for_file(root / "mylib" / "ops.py")
+    analyze(user, str(root / "mylib" / "ops.py"), Settings(DEFAULT_SELECT), project=project)
+    assert not project.read_elsewhere and not project.loaded
+
+
 def test_a_module_binding_jax_otherwise_is_vjp003(tmp_path: Path) -> None:
     user = USER.replace("import jax.numpy as jnp\n", "import jax.numpy as jnp\n\njax = None  # set by the launcher\n")
     root = _tree(tmp_path, user)

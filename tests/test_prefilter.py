@@ -1545,3 +1545,23 @@ def test_the_positional_trigger_does_not_backtrack_on_a_comment_banner(tmp_path:
         timeout=60,
     )
     assert (done.returncode, done.stdout) == (0, "All checks passed (1 file checked).\n")
+
+
+@pytest.mark.parametrize(
+    ("text", "admitted"),
+    [
+        pytest.param("@staticmethod\ndef f(:\n    pass\nf.defvjp(a, b)\n", False, id="a decorator no import binds"),
+        pytest.param("g = make(f)\nf.defvjp(a, b)\n", False, id="a call of a name no import binds"),
+        pytest.param("from lib import vjp_w\n@vjp_w\ndef f(x, w): ...\nf.defvjp(a, b)\n", True, id="imported"),
+        pytest.param(
+            "from lib import (\n    other,\n    vjp_w,\n)\nf = vjp_w(_f)\nf.defvjp(a, b)\n",
+            True,
+            id="imported in parentheses",
+        ),
+        pytest.param("from lib import vjp as w\n@w\ndef f(x, w): ...\nf.defvjp(a, b)\n", True, id="imported as"),
+    ],
+)
+def test_the_imported_alias_trigger_asks_for_an_import_of_the_name(text: str, admitted: bool) -> None:
+    # Before, any bare decorator or `x = name(` in a file calling defvjp let it in: a syntax error in a
+    # file that only registers rules of its own was then reported, though nothing there can be found.
+    assert may_trigger(text.encode(), DEFAULT_SELECT) is admitted

@@ -34,7 +34,6 @@ from typing import TYPE_CHECKING
 
 from vjp_migrate.codes import may_trigger
 from vjp_migrate.model import NondiffAfter, SiteDecision
-from vjp_migrate.modules import DiskModules, folder_holding
 from vjp_migrate.vocabulary import LIBRARY_PREFIXES
 
 if TYPE_CHECKING:
@@ -68,8 +67,6 @@ class Callees:
         # starts; else it is taken as not fixed, as by `fix -i` for a file whose change is its own.
         self.project, self.hope = project, hope
         self._resolved: dict[tuple[str, Path], _Callee | None] = {}
-        self._tops: dict[tuple[str, Path], Path | None] = {}  # (top-level name, importing folder) -> its folder
-        self._disk: dict[Path, DiskModules] = {}
         # A file of the run -> its custom_vjp functions as its decisions leave them (phase 2).
         self.after: dict[Path, dict[str, NondiffAfter]] = {}
         # An importing file -> the run's callees its last analysis saw, with the positions they kept then.
@@ -151,42 +148,35 @@ class Callees:
 
     def _find(self, target: str, importer: Path) -> _Callee | None:
         follow = self.project.follow
-        followed = follow(target, _site_named, importer, may_hold=self._may_hold)
+        followed = follow(target, _site_named, importer, may_hold=may_hold)
         in_run = followed.module_name is not None and not (followed.found is None and "." in followed.attribute)
         if not in_run:  # no file of the run (`pkg.sub.f` where pkg is one and pkg.sub is not)
-            disk = self._disk_modules(target.partition(".")[0], importer)
+            disk = self.project.disk_modules(target.partition(".")[0], importer)
             if disk is None:
                 return None
             self.read_elsewhere = True
-            followed = follow(target, _site_named, importer, disk, self._may_hold)
+            followed = follow(target, _site_named, importer, disk, may_hold)
         if followed.found is None or followed.path is None or followed.module_name is None:
             return None
         unfixed, line = followed.found
         return _Callee(followed.path, followed.attribute, followed.module_name, unfixed, line, in_run)
 
-    def _disk_modules(self, top: str, importer: Path) -> DiskModules | None:
-        """The modules below the folder the module at ``importer`` imports ``top`` from, when a
-        folder above it (or the current one) holds it; None for `jax`, `numpy`, ... in most projects."""
-        key = (top, importer.parent)
-        if key not in self._tops:
-            self._tops[key] = folder_holding(top, importer)
-        folder = self._tops[key]
-        return None if folder is None else self._disk.setdefault(folder, DiskModules(folder))
 
-    def _may_hold(self, path: Path, name: str) -> bool:
-        """Whether the file at ``path`` may define a custom_vjp with nondiff arguments or import
-        ``name`` (to re-export it), by its bytes; one that cannot be read may (load says why)."""
-        from vjp_migrate.cross_uses import import_lines
-        from vjp_migrate.files import read_bytes
+def may_hold(path: Path, name: str) -> bool:
+    """Whether the file at ``path`` may define a custom_vjp with nondiff arguments (or an alias of
+    the partial) or import ``name`` (to re-export it), by its bytes; one that cannot be read may
+    (load says why)."""
+    from vjp_migrate.cross_uses import import_lines
+    from vjp_migrate.files import read_bytes
 
-        try:
-            data = read_bytes(path)
-        except OSError:
-            return True
-        head = name.partition(".")[0]
-        if may_trigger(data, _SITES):
-            return True
-        return head.encode() in data and head in re.findall(r"\w+", import_lines(data.decode("utf-8", "replace")))
+    try:
+        data = read_bytes(path)
+    except OSError:
+        return True
+    head = name.partition(".")[0]
+    if may_trigger(data, _SITES):
+        return True
+    return head.encode() in data and head in re.findall(r"\w+", import_lines(data.decode("utf-8", "replace")))
 
 
 def _site_named(module: cst.Module, name: str) -> tuple[NondiffAfter, int] | None:

@@ -92,7 +92,9 @@ _POSITIONAL = rb"custom_vjp(?:(?:[\s\\)]|" + _COMMENT + rb")*[(\[]|(?:[\s\\]|" +
 # A site through an alias of the partial imported from another module (sites.imported) has
 # neither: its module calls `defvjp` on a def decorated with a bare name (`@vjp_w`), or on a name
 # bound to a call of one (`f = vjp_w(_f)`).
-_IMPORTED_ALIAS_USE = re.compile(rb"@[ \t]*[^\s(.@#]+[ \t]*(?:" + _COMMENT + rb")?(?![^\r\n])|=\s*[^\s(.=]+\s*\(")
+_IMPORTED_ALIAS_USE = re.compile(
+    rb"@[ \t]*(?P<decorator>[^\s(.@#]+)[ \t]*(?:" + _COMMENT + rb")?(?![^\r\n])|=\s*(?P<called>[^\s(.=]+)\s*\("
+)
 
 CODES: tuple[Code, ...] = (
     Code(
@@ -296,7 +298,15 @@ def may_trigger(data: bytes, select: frozenset[str]) -> bool:
     pattern = _trigger_pattern(select)
     if pattern is not None and pattern.search(data) is not None:
         return True
-    return bool(select) and b"defvjp" in data and _IMPORTED_ALIAS_USE.search(data) is not None
+    return bool(select) and b"defvjp" in data and _imports_an_alias_use(data)
+
+
+def _imports_an_alias_use(data: bytes) -> bool:
+    """Whether a bare name a def is decorated with, or a name is bound to a call of, is imported
+    (it follows an `import` before any `)`: `from m import (\n a,\n vjp_w)` too): `@staticmethod`
+    or `@property` never is, so a file that only registers rules of its own is not let in."""
+    names = {m.group("decorator") or m.group("called") for m in _IMPORTED_ALIAS_USE.finditer(data)}
+    return any(re.search(rb"\bimport\b[^)]*?\b" + re.escape(name) + rb"\b", data) for name in names)
 
 
 def format_message(code: str, blocked: bool = False, unnamed: bool = False, **values: object) -> str:

@@ -108,7 +108,10 @@ class Project:
     _alias_read: bool = False  # an imported alias of the partial was looked up in another file
     _imports: dict[Path, ModuleImports] = field(default_factory=dict)
     _helpers: dict[int, dict[str, cst.FunctionDef]] = field(default_factory=dict)  # by id(module)
-    _tops: dict[str, bool] = field(default_factory=dict)  # top-level name -> next to the package?
+    # (top-level name, importing folder) -> the folder holding it (modules.folder_holding), and the
+    # modules below each such folder: the on-disk lookups of helpers, callees and imported aliases
+    _tops: dict[tuple[str, Path], Path | None] = field(default_factory=dict)
+    _disk: dict[Path, DiskModules] = field(default_factory=dict)
     # (import target, importing file) -> where it leads, for the helpers classification follows
     _helper_defs: dict[tuple[str, Path], _Followed[cst.FunctionDef]] = field(default_factory=dict)
     _callees: Callees | None = None
@@ -313,9 +316,16 @@ class Project:
         top = (imports.target(name) or "").partition(".")[0]
         if not top:
             return False
-        if top not in self._tops:
-            self._tops[top] = folder_holding(top, path) is not None
-        return self._tops[top]
+        return self.disk_modules(top, path) is not None
+
+    def disk_modules(self, top: str, importer: Path) -> DiskModules | None:
+        """The modules below the folder the module at ``importer`` imports ``top`` from, when a
+        folder above it (or the current one) holds it; None for `jax`, `numpy`, ... in most projects."""
+        key = (top, importer.parent)
+        if key not in self._tops:
+            self._tops[key] = folder_holding(top, importer)
+        folder = self._tops[key]
+        return None if folder is None else self._disk.setdefault(folder, DiskModules(folder))
 
     def _helper_context(self, ctx: Context, path: Path, module: cst.Module) -> Context:
         """``ctx`` widened to read a helper of ``module``: its imports and its own helpers added,
@@ -384,6 +394,7 @@ class Project:
         """An alias of the partial imported from another module (`from mylib.vjp import vjp_w`): its
         definition in the checked module it comes from, else in the module on disk the import
         means from ``path`` (modules.folder_holding), which is read, never changed."""
+        from vjp_migrate.callees import may_hold
         from vjp_migrate.sites.imported import AliasSource
 
         sources: dict[int, AliasSource] = {}
@@ -396,10 +407,10 @@ class Project:
             imported = importer(local)
             if imported is None or imported[1] is None:
                 return None
-            self._alias_read = True
-            followed = self.follow(imported[1], find, path)
-            if followed.module_name is None and (folder := folder_holding(imported[1].split(".")[0], path)):
-                followed = self.follow(imported[1], find, path, DiskModules(folder))
+            followed = self.follow(imported[1], find, path, may_hold=may_hold)
+            if followed.module_name is None and (disk := self.disk_modules(imported[1].split(".")[0], path)):
+                self._alias_read = True
+                followed = self.follow(imported[1], find, path, disk, may_hold)
             if followed.found is None:
                 return None
             alias, source = followed.found

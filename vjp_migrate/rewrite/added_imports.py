@@ -1,4 +1,4 @@
-"""Rewrite, step 5: `import jax` for a module whose change writes `jax.custom_vjp` where it has no
+"""Rewrite, step 5b: `import jax` for a module whose change writes `jax.custom_vjp` where it has no
 name for JAX (a use of an alias imported from another module replaced, plan.aliases), put where
 isort and ruff would put it among the imports at its top: in the group of third-party imports,
 before the first `from` import and the plain imports that sort after it; else in a group of its

@@ -1,4 +1,4 @@
-"""Sites, step 4b: a module alias of `partial(jax.custom_vjp, ...)` that the module imports from
+"""Sites, step 4e: a module alias of `partial(jax.custom_vjp, ...)` that the module imports from
 another module (`from mylib.vjp import vjp_w`, then `@vjp_w` or `f = vjp_w(_f)` at its top level).
 
 The project resolves the import (project.py: a file of the run, else the file on disk the import

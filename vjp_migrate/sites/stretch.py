@@ -1,4 +1,4 @@
-"""Sites, step 4c: where a site's name keeps the binding its definition gives, among its scope's
+"""Sites, step 4d: where a site's name keeps the binding its definition gives, among its scope's
 own statements: up to the next statement that binds the name again (a notebook defining `f` and
 its rules anew, cell after cell). The defvjp calls there register on this site, and the rules are
 the defs bound where the call runs."""
