@@ -76,6 +76,8 @@ def _started(args: list[str], cwd: Path, env: dict[str, str] | None = None, shel
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
+        # at its default, whatever the test runner inherited (CI started under `nohup` ignores it)
+        preexec_fn=lambda: signal.signal(signal.SIGHUP, signal.SIG_DFL),
     )
     run = _Run(process)
     try:
