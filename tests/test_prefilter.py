@@ -1559,6 +1559,11 @@ def test_the_positional_trigger_does_not_backtrack_on_a_comment_banner(tmp_path:
             id="imported in parentheses",
         ),
         pytest.param("from lib import vjp as w\n@w\ndef f(x, w): ...\nf.defvjp(a, b)\n", True, id="imported as"),
+        pytest.param(
+            "from lib import other, \\\n    vjp_w\n@vjp_w\ndef f(x, w): ...\nf.defvjp(a, b)\n",
+            True,
+            id="continued line",
+        ),
     ],
 )
 def test_the_imported_alias_trigger_asks_for_an_import_of_the_name(text: str, admitted: bool) -> None:

@@ -96,6 +96,9 @@ _IMPORTED_ALIAS_USE = re.compile(
     rb"@[ \t]*(?P<decorator>[^\s(.@#]+)[ \t]*(?:" + _COMMENT + rb")?(?![^\r\n])|=\s*(?P<called>[^\s(.=]+)\s*\("
 )
 
+# From `import` to the end of its statement: its parentheses and `\`-continued lines included.
+_IMPORT_STATEMENT = re.compile(rb"\bimport\b(?:[^()\\\r\n]|\\(?:\r\n|[\s\S])|\([^)]*\))*")
+
 CODES: tuple[Code, ...] = (
     Code(
         code="VJP001",
@@ -302,11 +305,13 @@ def may_trigger(data: bytes, select: frozenset[str]) -> bool:
 
 
 def _imports_an_alias_use(data: bytes) -> bool:
-    """Whether a bare name a def is decorated with, or a name is bound to a call of, is imported
-    (it follows an `import` before any `)`: `from m import (\n a,\n vjp_w)` too): `@staticmethod`
-    or `@property` never is, so a file that only registers rules of its own is not let in."""
+    """Whether a bare name a def is decorated with, or a name is bound to a call of, is a word of
+    an import statement (`from m import (\n a,\n vjp_w)` and backslash-continued lines too; one scan):
+    `@staticmethod` or `@property` never is, so a file that only registers rules of its own is
+    not let in."""
     names = {m.group("decorator") or m.group("called") for m in _IMPORTED_ALIAS_USE.finditer(data)}
-    return any(re.search(rb"\bimport\b[^)]*?\b" + re.escape(name) + rb"\b", data) for name in names)
+    imported = set(re.findall(rb"\w+", b" ".join(_IMPORT_STATEMENT.findall(data)))) if names else set()
+    return not imported.isdisjoint(names)
 
 
 def format_message(code: str, blocked: bool = False, unnamed: bool = False, **values: object) -> str:
