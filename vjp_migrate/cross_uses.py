@@ -162,22 +162,23 @@ def _holding(haystack: str | bytes, names: Needles) -> set[str]:
     names whose first part is a word of ``haystack`` are searched: one scan for its words, however
     many names a run asks about (the bytes' words are ASCII: the caller asks the others of a text)."""
     if isinstance(haystack, bytes):
-        words = {word.decode() for word in set(re.findall(rb"\w+", haystack))}
+        data = haystack
+        words = {word.decode() for word in set(re.findall(rb"\w+", data))}
+
+        def held(part: str) -> bool:
+            return part.encode() in data
     else:
-        words = set(re.findall(r"\w+", haystack))
-    found = set()
-    for name, needles in names.items():
-        if name.partition(".")[0] not in words:
-            continue
-        for needle in needles:
-            parts = needle.split(".")
-            if isinstance(haystack, bytes) and all(part.encode() in haystack for part in parts):
-                found.add(name)
-                break
-            if isinstance(haystack, str) and all(part in haystack for part in parts):
-                found.add(name)
-                break
-    return found
+        text = haystack
+        words = set(re.findall(r"\w+", text))
+
+        def held(part: str) -> bool:
+            return part in text
+
+    return {
+        name
+        for name, needles in names.items()
+        if name.partition(".")[0] in words and any(all(map(held, needle.split("."))) for needle in needles)
+    }
 
 
 class OtherFiles:

@@ -214,9 +214,9 @@ class Helpers(Branches):
         if keyword is not None and keyword in SETTING_KEYWORDS:
             use = f"passed as `{keyword}=` to `{func_text}`, which is not analysed: "
             use += "a size or setting there needs it concrete"
-            kind, text, weight = via.needs(use, certain=False) if via is not None else (ArgKind.UNKNOWN, use, DOUBT)
-            text = f"{text}{self.packing} in {self.where}"
-        elif via is None and self._grows_local(call.func):
+            self._doubt(use, call, via)
+            return True
+        if via is None and self._grows_local(call.func):
             return True  # `ws.append(w)`: a loop over the list takes it (grown.py)
         elif via is None and deep:
             kind, weight = ArgKind.UNKNOWN, WEAK
